@@ -1,0 +1,3 @@
+from mcpwatch.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""The `mcpwatch` entry point: one program, one subcommand per job.
+
+Each subcommand lives in `mcpwatch.commands.<name>` with `HELP`, `configure(parser)` and `run(args) -> int`.
+Command modules import only argparse-level things at module scope, so `mcpwatch wrap` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from mcpwatch import __version__
+from mcpwatch.errors import UserError
+
+# Listed in the order `--help` shows them; a name appears only when its module exists.
+COMMAND_NAMES = (
+    "wrap",
+    "council",
+    "watch",
+    "replay",
+    "sessions",
+    "report",
+    "export",
+    "prune",
+    "demo",
+    "bench",
+)
+DEFAULT_COMMAND = "watch"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def available_commands() -> dict[str, ModuleType]:
+    found: dict[str, ModuleType] = {}
+    for name in COMMAND_NAMES:
+        module_name = f"mcpwatch.commands.{name}"
+        if importlib.util.find_spec(module_name) is not None:
+            found[name] = importlib.import_module(module_name)
+    return found
+
+
+def build_parser(commands: dict[str, ModuleType]) -> OneLineParser:
+    parser = OneLineParser(
+        prog="mcpwatch",
+        description="Make long-running MCP tool calls survivable and visible.",
+    )
+    parser.add_argument("--version", action="version", version=f"mcpwatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name, module in commands.items():
+        child = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.configure(child)
+        child.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    commands = available_commands()
+    parser = build_parser(commands)
+    if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
+        if DEFAULT_COMMAND in commands:
+            args_list.insert(0, DEFAULT_COMMAND)
+        elif not args_list:
+            parser.print_help()
+            return 0
+    args = parser.parse_args(args_list)
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"mcpwatch: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

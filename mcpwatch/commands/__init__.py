@@ -1,0 +1,1 @@
+"""One module per `mcpwatch` subcommand: `HELP`, `configure(parser)`, `run(args) -> int`."""

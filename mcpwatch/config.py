@@ -1,0 +1,279 @@
+"""Settings from `mcpwatch.toml` (and the environment), typed and validated once at load.
+
+Any problem is a `UserError` naming the file and the key, so the CLI prints one line and exits 2.
+The deadline environment variables are read fresh for every call by `reliability.deadline`; this module
+only supplies the file's values beneath them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpwatch import paths
+from mcpwatch.errors import UserError
+
+CACHE_DIRECTIVES = ("no-store", "immutable")
+ABSURD_SECONDS = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
+
+
+@dataclass(frozen=True)
+class DeadlineSettings:
+    host_timeout_s: float = 120.0
+    margin_s: float = 10.0
+    explicit_s: float | None = None
+    tools: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TombstoneSettings:
+    init_timeout_s: float = 10.0
+    backoff_max_s: float = 30.0  # also the upstream reconnect backoff ceiling (the TTL must cover it)
+    epsilon_s: float = 5.0
+    sweep_interval_s: float = 60.0
+    cap: int = 100_000
+
+
+@dataclass(frozen=True)
+class UpstreamSettings:
+    health_tool: str | None = None
+    backoff_base_s: float = 0.5
+    write_timeout_s: float = 5.0  # a write towards the upstream blocked this long means "stuck"
+
+
+@dataclass(frozen=True)
+class StateSyncSettings:
+    default_cache_control: str | None = None
+    policies: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.policies) or self.default_cache_control is not None
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    path: str | None = None
+    queue_max: int = 200_000
+    flush_interval_ms: int = 100
+
+
+@dataclass(frozen=True)
+class OperatorSettings:
+    port: int = 0
+
+
+@dataclass(frozen=True)
+class ConsoleSettings:
+    theme: str = "mcpwatch-dark"
+    refresh_ms: int = 100
+
+
+@dataclass(frozen=True)
+class Settings:
+    deadline: DeadlineSettings = field(default_factory=DeadlineSettings)
+    tombstones: TombstoneSettings = field(default_factory=TombstoneSettings)
+    upstream: UpstreamSettings = field(default_factory=UpstreamSettings)
+    state_sync: StateSyncSettings = field(default_factory=StateSyncSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+    operator: OperatorSettings = field(default_factory=OperatorSettings)
+    console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    source: str | None = None  # the file these came from, if any
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-ready copy, for the `session_start` event."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+# --- validation -------------------------------------------------------------------------------------------
+
+
+class _Problem(Exception):
+    pass
+
+
+def _seconds(value: Any, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Problem(f"must be a number of seconds, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise _Problem(f"must be finite, got {value!r}")
+    if number < 0 and not allow_negative:
+        raise _Problem(f"must not be negative, got {value!r}")
+    if number == 0 and not allow_zero:
+        raise _Problem("must be greater than 0")
+    if number > ABSURD_SECONDS:
+        raise _Problem(f"is absurdly large ({value!r} s; at most {ABSURD_SECONDS:.0f})")
+    return number
+
+
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Problem(f"must be a whole number ≥ 0, got {value!r}")
+    return value
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Problem(f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _directive(value: Any) -> str:
+    if value not in CACHE_DIRECTIVES:
+        raise _Problem(f"must be one of {', '.join(CACHE_DIRECTIVES)}, got {value!r}")
+    return value
+
+
+def _port(value: Any) -> int:
+    port = _positive_int(value)
+    if port > 65535:
+        raise _Problem(f"must be a TCP port (0-65535), got {value!r}")
+    return port
+
+
+_FIELDS: dict[str, dict[str, Any]] = {
+    "deadline": {
+        "host_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "margin_s": _seconds,
+        "explicit_s": lambda v: _seconds(v, allow_negative=True),  # ≤ 0 disables the budget
+        "tools": None,  # a table, handled below
+    },
+    "tombstones": {
+        "init_timeout_s": _seconds,
+        "backoff_max_s": _seconds,
+        "epsilon_s": _seconds,
+        "sweep_interval_s": lambda v: _seconds(v, allow_zero=False),
+        "cap": lambda v: max(1, _positive_int(v)),
+    },
+    "upstream": {
+        "health_tool": _text,
+        "backoff_base_s": lambda v: _seconds(v, allow_zero=False),
+        "write_timeout_s": lambda v: _seconds(v, allow_zero=False),
+    },
+    "state_sync": {"default_cache_control": _directive, "policies": None},
+    "log": {"path": _text, "queue_max": lambda v: max(1, _positive_int(v)), "flush_interval_ms": _positive_int},
+    "operator": {"port": _port},
+    "console": {"theme": _text, "refresh_ms": _positive_int},
+}
+
+
+def _fail(where: str, key: str, problem: str) -> UserError:
+    return UserError(f"{where}: {key} {problem}")
+
+
+def _parse_policies(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
+    if not isinstance(raw, list):
+        raise _fail(where, "state_sync.policies", f"must be an array of tables ([[state_sync.policies]]), got {raw!r}")
+    policies: list[dict[str, Any]] = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise _fail(where, f"state_sync.policies[{index}]", f"must be a table, got {item!r}")
+        unknown = set(item) - {"match", "cache_control", "invalidates"}
+        if unknown:
+            raise _fail(where, f"state_sync.policies[{index}]", f"has unknown key(s): {', '.join(sorted(unknown))}")
+        policies.append(dict(item))
+    return tuple(policies)
+
+
+def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> Settings:
+    """Validate a parsed TOML document into `Settings`; raise `UserError` naming the key on any problem."""
+    sections: dict[str, dict[str, Any]] = {}
+    for section, body in raw.items():
+        if section not in _FIELDS:
+            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(_FIELDS)})")
+        if not isinstance(body, dict):
+            raise _fail(where, f"[{section}]", "must be a table")
+        parsed: dict[str, Any] = {}
+        for key, value in body.items():
+            if key not in _FIELDS[section]:
+                known = ", ".join(_FIELDS[section])
+                raise _fail(where, f"{section}.{key}", f"is not a known key (known in [{section}]: {known})")
+            if section == "deadline" and key == "tools":
+                if not isinstance(value, dict):
+                    raise _fail(where, "deadline.tools", "must be a table of tool name = seconds")
+                tools: dict[str, float] = {}
+                for tool, seconds in value.items():
+                    try:
+                        tools[tool] = _seconds(seconds, allow_zero=False)
+                    except _Problem as exc:
+                        raise _fail(where, f"deadline.tools.{tool}", str(exc)) from None
+                parsed[key] = tools
+            elif section == "state_sync" and key == "policies":
+                parsed[key] = _parse_policies(value, where)
+            else:
+                try:
+                    parsed[key] = _FIELDS[section][key](value)
+                except _Problem as exc:
+                    raise _fail(where, f"{section}.{key}", str(exc)) from None
+        sections[section] = parsed
+    settings = Settings(
+        deadline=DeadlineSettings(**sections.get("deadline", {})),
+        tombstones=TombstoneSettings(**sections.get("tombstones", {})),
+        upstream=UpstreamSettings(**sections.get("upstream", {})),
+        state_sync=StateSyncSettings(**sections.get("state_sync", {})),
+        log=LogSettings(**sections.get("log", {})),
+        operator=OperatorSettings(**sections.get("operator", {})),
+        console=ConsoleSettings(**sections.get("console", {})),
+        source=None if where == "mcpwatch.toml" else where,
+    )
+    _validate_state_sync(settings.state_sync, where)
+    return settings
+
+
+def _validate_state_sync(state_sync: StateSyncSettings, where: str) -> None:
+    """Fail fast on a bad policy, with the reliability core's message (it names the policy index)."""
+    if not state_sync.enabled:
+        return
+    from mcpwatch.reliability.statesync import StateSyncConfigError, validate_config
+
+    try:
+        validate_config(state_sync.policies, state_sync.default_cache_control)
+    except StateSyncConfigError as exc:
+        raise UserError(f"{where}: [state_sync] {exc}") from None
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """`--config PATH` (must exist), else `$MCPWATCH_CONFIG`, else `./mcpwatch.toml`, else the user config."""
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise UserError(f"config file not found: {path}")
+        return path
+    env = os.environ.get("MCPWATCH_CONFIG")
+    if env:
+        path = Path(env).expanduser()
+        if not path.is_file():
+            raise UserError(f"config file not found: {path} (from MCPWATCH_CONFIG)")
+        return path
+    for candidate in (Path.cwd() / "mcpwatch.toml", paths.user_config_path()):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_settings(explicit: str | os.PathLike[str] | None = None) -> Settings:
+    path = find_config_file(explicit)
+    if path is None:
+        return Settings()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read: {exc}") from None
+    return settings_from_mapping(raw, str(path))
+
+
+def add_config_option(parser: Any) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="mcpwatch.toml to use (default: ./mcpwatch.toml, then the user config dir)",
+    )

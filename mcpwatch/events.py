@@ -1,0 +1,94 @@
+"""The event vocabulary shared by the wrapper, the log, the operator stream and replay (DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Kind(StrEnum):
+    SESSION_START = "session_start"  # data: config snapshot
+    SESSION_END = "session_end"
+    HOST_INFO = "host_info"  # data: name, version, protocol_version
+    UPSTREAM_STATE = "upstream_state"  # data: state (connecting|ready|backoff|closed), generation
+    REQUEST_START = "request_start"  # data: method, budget_s
+    PROGRESS = "progress"  # data: progress, total, message
+    MODEL_STATUS = "model_status"  # data: status, latency_ms, stage
+    REQUEST_END = "request_end"  # data: outcome, duration_s
+    TOMBSTONE_ADD = "tombstone_add"  # data: ttl_s, reason
+    TOMBSTONE_HIT = "tombstone_hit"  # a late response (or progress) dropped
+    TOMBSTONE_EXPIRE = "tombstone_expire"
+    UNKNOWN_RESPONSE = "unknown_response"
+    INVALIDATION = "invalidation"  # data: caused_by, patterns
+    HEALTH_CHECK = "health_check"
+    CONFIG_CHANGE = "config_change"  # data: key, old, new, source
+    WARNING = "warning"  # data: message
+
+
+class UpstreamState(StrEnum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    BACKOFF = "backoff"
+    CLOSED = "closed"
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    TOOL_ERROR = "tool_error"
+    ERROR = "error"
+    DEADLINE = "deadline"
+    CANCELLED = "cancelled"
+    UPSTREAM_LOST = "upstream_lost"
+
+
+KINDS: frozenset[str] = frozenset(k.value for k in Kind)
+
+
+@dataclass(slots=True)
+class Event:
+    """One thing that happened. `seq` is monotonic within a session; `id` is assigned by the log."""
+
+    kind: str
+    session_id: str
+    ts: float
+    mono: float
+    seq: int = 0
+    request_id: str | None = None
+    tool: str | None = None
+    model: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "session_id": self.session_id,
+            "ts": self.ts,
+            "mono": self.mono,
+            "kind": self.kind,
+            "request_id": self.request_id,
+            "tool": self.tool,
+            "model": self.model,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> Event:
+        data = raw.get("data") or {}
+        if isinstance(data, str):
+            data = json.loads(data)
+        return cls(
+            kind=str(raw["kind"]),
+            session_id=str(raw["session_id"]),
+            ts=float(raw["ts"]),
+            mono=float(raw["mono"]),
+            seq=int(raw.get("seq") or 0),
+            request_id=None if raw.get("request_id") is None else str(raw["request_id"]),
+            tool=raw.get("tool"),
+            model=raw.get("model"),
+            data=data,
+            id=raw.get("id"),
+        )

@@ -1,0 +1,42 @@
+import subprocess
+
+from conftest import REPO, mcpwatch_cmd
+
+from mcpwatch import __version__
+from mcpwatch.cli import main
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+def test_version_prints_the_package_version():
+    result = run("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"mcpwatch {__version__}"
+
+
+def test_help_lists_available_commands():
+    result = run("--help")
+    assert result.returncode == 0
+    assert "bench" in result.stdout
+
+
+def test_unknown_subcommand_is_one_line_and_exit_2():
+    result = run("frobnicate")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "frobnicate" in lines[0]
+
+
+def test_bad_option_is_one_line_and_exit_2(capsys):
+    try:
+        main(["bench", "--no-such-flag"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    else:  # pragma: no cover - argparse always exits here
+        raise AssertionError("argparse accepted an unknown flag")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--no-such-flag" in err[0]
