@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     commands = available_commands()
     parser = build_parser(commands)
-    if not args_list or args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version"):
+    if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
         if DEFAULT_COMMAND in commands:
             args_list.insert(0, DEFAULT_COMMAND)
         elif not args_list:
