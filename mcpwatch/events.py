@@ -1,4 +1,34 @@
-"""The event vocabulary shared by the wrapper, the log, the operator stream and replay (DESIGN.md)."""
+"""The event vocabulary shared by the wrapper, the log, the operator stream and replay (DESIGN.md).
+
+Data fields per kind (the contract between the wrapper, the console's view model and reports; replay rebuilds the
+console from these alone, so anything the console shows must be derivable from them):
+
+- session_start: name, pid, version, front ("stdio"|"http"), upstream {kind ("stdio"|"http"), target},
+  config (Settings.snapshot()), deadline {host_timeout_s, margin_s, override_s, budget_s, source},
+  tombstone_ttl {request_timeout_s, init_timeout_s, backoff_max_s, epsilon_s, total_s},
+  state_sync {policies: int, overlaps: [str]}
+- session_end: reason, counters {requests, ok, errors, timeouts, cancelled, late_dropped, unknown_dropped,
+  invalidations}
+- host_info: name, version, protocol_version
+- upstream_state: state (UpstreamState), generation, and where known pid, exit_code, stderr_tail [str], retry_in_s
+- request_start (request_id = host id as text; tool for tools/call): method, up_id, budget_s (null when none),
+  budget_source, arguments (tools/call; JSON text, truncated to 4 KiB)
+- progress: progress, total, message
+- model_status (model set): stage, status ("pending"|"ok"|"timeout"|"rate_limited"|"auth_error"|"error"),
+  latency_ms, per_model_s, tier
+- request_end: outcome (Outcome), duration_s, and where known error (text), result_preview (text, ≤ 4 KiB),
+  partial (bool)
+- tombstone_add: up_id, ttl_s, reason ("deadline"|"host_cancel"|"operator_cancel"|"upstream_lost"|"shutdown"),
+  expires_mono
+- tombstone_hit: up_id, what ("response"|"progress"), age_s
+- tombstone_expire: up_id, age_s
+- unknown_response: up_id, reason ("unknown_id"|"stale_generation")
+- invalidation (tool = caused_by): caused_by, patterns [str]
+- health_check: ok, ping_ms, tool, result (the upstream health tool's JSON, e.g. the council's, with
+  "tiers" {tier: {total_s, per_model_s, models}} and "timeout_multiplier"), error
+- config_change: key, old, new, source ("operator"|"reset"), deadline (the new deadline block)
+- warning: message
+"""
 
 from __future__ import annotations
 
