@@ -1,0 +1,305 @@
+"""The tools/call deadline budget: how long the wrapper lets a call run before it answers the host itself.
+
+Hosts give up on a tools/call after their own timeout; the wrapper must answer first, with whatever partial result
+it has. So the default budget is derived from the host's timeout minus a safety margin (seed: Phase 4AC).
+
+Layers, highest first: operator runtime change > environment > mcpwatch.toml > built-in default.
+
+- Explicit deadline: operator override > `MCPWATCH_TOOL_CALL_DEADLINE_SEC` > `[deadline.tools]` entry for the tool
+  > `deadline.explicit_s`. The first that parses to a finite number wins and is used as given; ≤ 0 disables the
+  budget.
+- Otherwise the budget is host timeout − margin (host default 120 s, must be > 0; margin default 10 s, must be
+  ≥ 0). A derived budget that is not positive is clamped to 1 s.
+- A bad value (unparseable, non-finite, out of range) in the environment or settings is reported through
+  `on_warning` and skipped in favour of the next layer down. Each distinct (variable, value) is reported once,
+  because the environment is re-read on every call. An empty or blank variable counts as unset.
+- Operator changes are checked strictly instead: a bad value raises `InvalidValue` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcpwatch.config import DeadlineSettings
+
+ENV_HOST_TIMEOUT = "MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC"
+ENV_MARGIN = "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC"
+ENV_EXPLICIT = "MCPWATCH_TOOL_CALL_DEADLINE_SEC"
+
+DEFAULT_HOST_TIMEOUT_S = 120.0
+DEFAULT_MARGIN_S = 10.0
+CLAMP_S = 1.0
+ABSURD_S = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
+_WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
+
+log = logging.getLogger(__name__)
+
+
+class InvalidValue(ValueError):
+    """An operator value that was refused; the message is shown to the operator as is."""
+
+
+def fmt_seconds(value: float) -> str:
+    """Seconds as a person writes them: 120, 0.5, 1e+09."""
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One call's budget and how it was reached, so an operator can see why a call was cut when it was."""
+
+    seconds: float | None  # None: the budget is disabled
+    source: str  # "override" | "explicit" | "tool" | "derived" | "clamped" | "disabled"
+    host_timeout_s: float
+    margin_s: float
+    override_s: float | None
+    explanation: str
+
+    @property
+    def enabled(self) -> bool:
+        return self.seconds is not None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "host_timeout_s": self.host_timeout_s,
+            "margin_s": self.margin_s,
+            "override_s": self.override_s,
+            "budget_s": self.seconds,
+            "source": self.source,
+            "explanation": self.explanation,
+        }
+
+
+def _log_warning(message: str) -> None:
+    log.warning("%s", message)
+
+
+def parse_operator_seconds(what: str, value: object, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
+    """Check a value typed by an operator; raise `InvalidValue` with a message naming `what` and the value."""
+    if isinstance(value, bool):
+        raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise InvalidValue(f"{what} must be a number of seconds, got {value!r}") from None
+    elif isinstance(value, numbers.Real):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise InvalidValue(f"{what} is absurdly large ({value!r} s; at most {fmt_seconds(ABSURD_S)} s)") from None
+    else:
+        raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
+    if not math.isfinite(number):
+        raise InvalidValue(f"{what} must be finite, got {value!r}")
+    if number < 0 and not allow_negative:
+        raise InvalidValue(f"{what} must not be negative, got {value!r}")
+    if number == 0 and not allow_zero:
+        raise InvalidValue(f"{what} must be greater than 0, got {value!r}")
+    if abs(number) > ABSURD_S:
+        raise InvalidValue(f"{what} is absurdly large ({value!r} s; at most {fmt_seconds(ABSURD_S)} s)")
+    return number
+
+
+def _positive(value: float) -> str | None:
+    return None if value > 0 else "must be greater than 0"
+
+
+def _not_negative(value: float) -> str | None:
+    return None if value >= 0 else "must not be negative"
+
+
+class DeadlinePolicy:
+    """Computes the budget for each tools/call from the live environment, the settings and operator overrides."""
+
+    def __init__(
+        self,
+        settings: DeadlineSettings,
+        *,
+        environ: Mapping[str, str] | None = None,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._environ = environ
+        self._on_warning = on_warning or _log_warning
+        self._warned: set[tuple[str, str]] = set()
+        # (host_timeout_s, margin_s, deadline_s), replaced as a whole so a reader never sees half an update.
+        self._ops: tuple[float | None, float | None, float | None] = (None, None, None)
+
+    # --- operator layer -----------------------------------------------------------------------------------
+
+    @property
+    def overrides(self) -> dict[str, float | None]:
+        host, margin, deadline = self._ops
+        return {"host_timeout_s": host, "margin_s": margin, "deadline_s": deadline}
+
+    def set_margin(self, seconds: object) -> Budget:
+        margin = parse_operator_seconds("margin", seconds)
+        host, _, deadline = self._ops
+        self._ops = (host, margin, deadline)
+        return self.budget()
+
+    def set_host_timeout(self, seconds: object) -> Budget:
+        host = parse_operator_seconds("host timeout", seconds, allow_zero=False)
+        _, margin, deadline = self._ops
+        self._ops = (host, margin, deadline)
+        return self.budget()
+
+    def set_deadline(self, seconds: object | None) -> Budget:
+        """Set (or, with None, clear) the explicit deadline; a value ≤ 0 disables the budget."""
+        deadline = None if seconds is None else parse_operator_seconds("deadline", seconds, allow_negative=True)
+        host, margin, _ = self._ops
+        self._ops = (host, margin, deadline)
+        return self.budget()
+
+    def reset(self) -> Budget:
+        self._ops = (None, None, None)
+        return self.budget()
+
+    # --- the budget ---------------------------------------------------------------------------------------
+
+    def budget(self, tool: str | None = None) -> Budget:
+        """The budget for one call, reading the environment afresh so a changed variable applies at once."""
+        env = os.environ if self._environ is None else self._environ
+        op_host, op_margin, op_deadline = self._ops
+        host, host_from = self._layer(
+            "host timeout",
+            op_host,
+            env,
+            ENV_HOST_TIMEOUT,
+            "deadline.host_timeout_s",
+            self._settings.host_timeout_s,
+            DEFAULT_HOST_TIMEOUT_S,
+            _positive,
+        )
+        margin, margin_from = self._layer(
+            "margin",
+            op_margin,
+            env,
+            ENV_MARGIN,
+            "deadline.margin_s",
+            self._settings.margin_s,
+            DEFAULT_MARGIN_S,
+            _not_negative,
+        )
+
+        explicit = self._explicit(op_deadline, env, tool)
+        if explicit is not None:
+            seconds, source, text = explicit
+            if seconds <= 0:
+                return Budget(None, "disabled", host, margin, op_deadline, f"{text} disables the budget")
+            return Budget(seconds, source, host, margin, op_deadline, text)
+
+        host_text = f"host timeout {fmt_seconds(host)} s{host_from}"
+        margin_text = f"margin {fmt_seconds(margin)} s{margin_from}"
+        derived = host - margin
+        if derived <= 0:
+            self._warn(
+                ("derived budget", f"{host!r}/{margin!r}"),
+                f"deadline budget {host_text} − {margin_text} = {fmt_seconds(derived)} s is not positive; "
+                f"clamped to {fmt_seconds(CLAMP_S)} s",
+            )
+            text = f"{host_text} − {margin_text} = {fmt_seconds(derived)} s, clamped to {fmt_seconds(CLAMP_S)} s"
+            return Budget(CLAMP_S, "clamped", host, margin, op_deadline, text)
+        return Budget(derived, "derived", host, margin, op_deadline, f"{host_text} − {margin_text}")
+
+    # --- internals ----------------------------------------------------------------------------------------
+
+    def _warn(self, key: tuple[str, str], message: str) -> None:
+        if key in self._warned:
+            return
+        if len(self._warned) >= _WARNED_MAX:
+            self._warned.clear()
+        self._warned.add(key)
+        self._on_warning(message)
+
+    def _env_number(self, env: Mapping[str, str], name: str, consequence: str) -> tuple[float, str] | None:
+        """The variable as a finite number, or None (unset, blank, or bad: bad values are warned about)."""
+        raw = env.get(name)
+        if raw is None or not raw.strip():
+            return None
+        text = raw.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            self._warn((name, raw), f"{name}={raw!r} is not a number; {consequence}")
+            return None
+        if not math.isfinite(number):
+            self._warn((name, raw), f"{name}={raw!r} is not finite; {consequence}")
+            return None
+        return number, text
+
+    def _setting(self, key: str, value: object, problem: Callable[[float], str | None]) -> float | None:
+        """A settings value that is a usable number, else None (warned): settings built in code skip config.py."""
+        if value is None:
+            return None
+        number = math.nan
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            try:
+                number = float(value)
+            except OverflowError:
+                pass
+        if not math.isfinite(number):
+            self._warn((key, repr(value)), f"{key}={value!r} is not a finite number; ignoring it")
+            return None
+        issue = problem(number)
+        if issue is not None:
+            self._warn((key, repr(value)), f"{key}={value!r} {issue}; ignoring it")
+            return None
+        return number
+
+    def _layer(
+        self,
+        what: str,
+        operator: float | None,
+        env: Mapping[str, str],
+        env_name: str,
+        setting_key: str,
+        setting: object,
+        default: float,
+        problem: Callable[[float], str | None],
+    ) -> tuple[float, str]:
+        """One of host timeout / margin through its layers; returns the value and a note on where it came from."""
+        if operator is not None:
+            return operator, " (operator)"
+        fallback = self._setting(setting_key, setting, problem)
+        fallback = default if fallback is None else fallback
+        consequence = f"using {what} {fmt_seconds(fallback)} s"
+        parsed = self._env_number(env, env_name, consequence)
+        if parsed is not None:
+            number, text = parsed
+            issue = problem(number)
+            if issue is None:
+                return number, f" ({env_name})"
+            self._warn((env_name, env[env_name]), f"{env_name}={text} {issue}; {consequence}")
+        return fallback, ""
+
+    def _explicit(
+        self, operator: float | None, env: Mapping[str, str], tool: str | None
+    ) -> tuple[float, str, str] | None:
+        """The explicit deadline (seconds, source, explanation) from the highest layer that has one, or None."""
+        if operator is not None:
+            return operator, "override", f"operator override {fmt_seconds(operator)} s"
+        parsed = self._env_number(env, ENV_EXPLICIT, "ignoring it")
+        if parsed is not None:
+            number, text = parsed
+            return number, "explicit", f"{ENV_EXPLICIT}={text}"
+        tools = self._settings.tools
+        if tool is not None and tool in tools:
+            key = f"deadline.tools.{tool}"
+            number = self._setting(key, tools[tool], lambda _v: None)
+            if number is not None:
+                return number, "tool", f"mcpwatch.toml [deadline.tools] {tool} = {fmt_seconds(number)} s"
+        number = self._setting("deadline.explicit_s", self._settings.explicit_s, lambda _v: None)
+        if number is not None:
+            return number, "explicit", f"mcpwatch.toml deadline.explicit_s = {fmt_seconds(number)} s"
+        return None
