@@ -1,0 +1,68 @@
+"""`mcpwatch wrap`: put the reliability wrapper between an MCP host and an MCP server."""
+
+from __future__ import annotations
+
+import argparse
+
+from mcpwatch.config import add_config_option
+from mcpwatch.errors import UserError
+
+HELP = "run an MCP server behind the reliability wrapper (mcpwatch wrap -- CMD ARGS… | --url URL)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_option(parser)
+    parser.add_argument("--name", help="a name for this wrapper in the console and the log")
+    parser.add_argument("--log", metavar="DB", help="event log file (default: <state dir>/events.db)")
+    parser.add_argument("--no-log", action="store_true", help="do not write the event log")
+    parser.add_argument(
+        "--listen", metavar="URL", help="serve hosts over Streamable HTTP, e.g. http://127.0.0.1:8800/mcp"
+    )
+    parser.add_argument("--operator-port", type=int, metavar="P", help="operator endpoint port (default: ephemeral)")
+    parser.add_argument("--url", help="an upstream MCP server over Streamable HTTP")
+    parser.add_argument("--header", action="append", default=[], metavar="'K: V'", help="an HTTP header for --url")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the upstream server's command line")
+
+
+def _headers(raw: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for item in raw:
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise UserError(f"--header must look like 'Name: value', got {item!r}")
+        headers[key.strip()] = value.strip()
+    return headers
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    from pathlib import Path
+
+    from mcpwatch.config import load_settings
+    from mcpwatch.wrapper.app import WrapOptions, run_wrapper
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if bool(command) == bool(args.url):
+        raise UserError("give the upstream either as `-- CMD ARGS…` or as `--url URL` (exactly one)")
+    if args.header and not args.url:
+        raise UserError("--header only applies to an --url upstream")
+    if args.listen:
+        from mcpwatch.wrapper.front_http import parse_listen
+
+        parse_listen(args.listen)
+    if args.operator_port is not None and not 0 <= args.operator_port <= 65535:
+        raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
+    options = WrapOptions(
+        settings=load_settings(args.config),
+        command=command,
+        url=args.url,
+        headers=_headers(args.header),
+        name=args.name,
+        log_path=Path(args.log).expanduser() if args.log else None,
+        no_log=args.no_log,
+        listen=args.listen,
+        operator_port=args.operator_port,
+    )
+    return asyncio.run(run_wrapper(options))

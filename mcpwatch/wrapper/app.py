@@ -1,0 +1,198 @@
+"""Wires one wrapper together: log, policies, core, upstream, front, operator endpoint, registry, signals.
+
+Shutdown, from host EOF or SIGTERM/SIGINT, always runs the same path: cancel upstream calls, stop the upstream,
+flush the log, remove the registry file, exit 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpwatch import __version__, paths, registry
+from mcpwatch.config import Settings
+from mcpwatch.events import Kind
+from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.statesync import StateSync, detect_overlaps
+from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.operator import OperatorServer, build_operator_app, new_token
+from mcpwatch.wrapper.recorder import Recorder
+
+
+@dataclass
+class WrapOptions:
+    settings: Settings
+    command: list[str] = field(default_factory=list)
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    log_path: Path | None = None
+    no_log: bool = False
+    listen: str | None = None
+    operator_port: int | None = None
+
+    @property
+    def upstream_target(self) -> str:
+        return self.url or " ".join(self.command)
+
+    @property
+    def display_name(self) -> str:
+        if self.name:
+            return self.name
+        if self.url:
+            from urllib.parse import urlsplit
+
+            return urlsplit(self.url).netloc or self.url
+        return Path(self.command[0]).name if self.command else "mcpwatch"
+
+
+def warn(message: str) -> None:
+    print(f"mcpwatch: warning: {message}", file=sys.stderr, flush=True)
+
+
+async def run_wrapper(options: WrapOptions) -> int:
+    settings = options.settings
+    loop = asyncio.get_running_loop()
+    writer = None
+    log_path = options.log_path or (Path(settings.log.path) if settings.log.path else paths.default_log_path())
+    if not options.no_log:
+        from mcpwatch.store import EventWriter
+
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        writer = EventWriter(
+            log_path, queue_max=settings.log.queue_max, flush_interval=settings.log.flush_interval_ms / 1000
+        )
+        session_id = writer.start_session(
+            name=options.display_name, upstream=options.upstream_target, pid=os.getpid(), config=settings.snapshot()
+        )
+    else:
+        session_id = f"nolog-{os.getpid()}-{int(time.time())}"
+    recorder = Recorder(session_id, writer)
+
+    def on_warning(message: str) -> None:
+        warn(message)
+        recorder.emit(Kind.WARNING, message=message)
+
+    deadline = DeadlinePolicy(settings.deadline, on_warning=on_warning)
+    state_sync = None
+    overlaps: list[str] = []
+    if settings.state_sync.enabled:
+        policies = list(settings.state_sync.policies)
+        state_sync = StateSync(policies, settings.state_sync.default_cache_control)
+        overlaps = [w.message for w in detect_overlaps(policies)]
+    core = WrapperCore(
+        settings=settings,
+        deadline=deadline,
+        recorder=recorder,
+        state_sync=state_sync,
+        name=options.display_name,
+        loop=loop,
+    )
+    if options.url:
+        from mcpwatch.wrapper.upstream_http import HttpUpstream
+
+        upstream: Any = HttpUpstream(options.url, options.headers, core, settings)
+    else:
+        from mcpwatch.wrapper.upstream_stdio import StdioUpstream
+
+        upstream = StdioUpstream(options.command, core, settings)
+    core.attach_upstream(upstream)
+    budget = deadline.budget(None)
+    recorder.emit(
+        Kind.SESSION_START,
+        name=options.display_name,
+        pid=os.getpid(),
+        version=__version__,
+        front="http" if options.listen else "stdio",
+        upstream={"kind": upstream.kind, "target": upstream.target},
+        config=settings.snapshot(),
+        deadline=budget.to_dict(),
+        tombstone_ttl=core.ttl_terms().to_dict(),
+        state_sync={"policies": len(settings.state_sync.policies), "overlaps": overlaps},
+    )
+    for overlap in overlaps:
+        on_warning(f"State Sync: {overlap}")
+
+    token = new_token()
+
+    def log_info() -> dict[str, Any]:
+        return {
+            "path": None if writer is None else str(log_path),
+            "session_id": session_id,
+            "events_written": 0 if writer is None else writer.events_written,
+            "events_dropped": 0 if writer is None else writer.dropped,
+        }
+
+    operator_app = build_operator_app(
+        core, recorder, token=token, log_info=log_info, health_tool=settings.upstream.health_tool
+    )
+    operator = OperatorServer(operator_app, port=options.operator_port or settings.operator.port)
+    operator_url = await operator.start()
+    entry = registry.WrapperEntry(
+        pid=os.getpid(),
+        name=options.display_name,
+        operator_url=operator_url,
+        token=token,
+        log_path="" if writer is None else str(log_path),
+        session_id=session_id,
+        upstream=options.upstream_target,
+        started_at=time.time(),
+    )
+    registry.register(entry)
+
+    stop = asyncio.Event()
+    stop_reason = ["host closed the connection"]
+
+    def on_signal(signum: int) -> None:
+        stop_reason[0] = f"received {signal.Signals(signum).name}"
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, on_signal, signum)
+
+    if options.listen:
+        from mcpwatch.wrapper.front_http import HttpFront
+
+        front: Any = HttpFront(core, options.listen)
+    else:
+        from mcpwatch.wrapper.front_stdio import StdioFront
+
+        front = StdioFront(core)
+        core.attach_link(front)
+
+    async def sweep() -> None:
+        while True:
+            await asyncio.sleep(settings.tombstones.sweep_interval_s)
+            core.sweep_tombstones()
+
+    upstream_task = asyncio.ensure_future(upstream.run())
+    sweeper = asyncio.ensure_future(sweep())
+    front_task = asyncio.ensure_future(front.serve())
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({front_task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    exit_code = 0
+    if front_task.done() and front_task.exception() is not None:
+        warn(f"the host side failed: {front_task.exception()}")
+        exit_code = 1
+    try:
+        core.shutdown(stop_reason[0])
+        await upstream.close()
+        await front.close()
+    finally:
+        for task in (sweeper, stopper, front_task, upstream_task):
+            task.cancel()
+        await operator.stop()
+        recorder.emit(Kind.SESSION_END, reason=stop_reason[0], counters=core.counters.to_dict())
+        if writer is not None:
+            writer.end_session(session_id, stop_reason[0])
+            writer.close()
+        registry.unregister(os.getpid())
+    return exit_code

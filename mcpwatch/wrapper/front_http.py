@@ -1,0 +1,218 @@
+"""The host side over Streamable HTTP (`--listen http://127.0.0.1:PORT/mcp`).
+
+Each host session is a link into the core. A POST carrying requests is answered on its own SSE stream, which
+also carries the progress of those requests and closes once they are answered; other server messages go to the
+session's GET stream. Several sessions share one upstream: after the first handshake, later `initialize`
+requests are answered from the upstream's first answer. Loopback Host and Origin headers only, unless the
+listen address itself is not loopback (DNS-rebinding protection).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcpwatch.errors import UserError
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.operator import host_is_loopback
+
+SESSION_HEADER = "mcp-session-id"
+GET_BUFFER = 1000
+
+
+def parse_listen(url: str) -> tuple[str, int, str]:
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or parts.port is None:
+        raise UserError(f"--listen must look like http://127.0.0.1:PORT/mcp, got {url!r}")
+    return parts.hostname, parts.port, parts.path or "/mcp"
+
+
+class _Stream:
+    """One SSE response: the answers (and progress) for the requests of one POST."""
+
+    def __init__(self, request_ids: set[Any], tokens: set[Any]) -> None:
+        self.request_ids = request_ids
+        self.tokens = tokens
+        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+
+class HttpSession:
+    """A host session: the link the core answers through."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.streams: list[_Stream] = []
+        self.get_queue: asyncio.Queue[dict[str, Any]] | None = None
+
+    def send(self, message: dict[str, Any]) -> None:
+        if "method" not in message:  # a response
+            key = frames.id_key(message.get("id"))
+            for stream in self.streams:
+                if key in stream.request_ids:
+                    stream.queue.put_nowait(message)
+                    stream.request_ids.discard(key)
+                    if not stream.request_ids:
+                        stream.queue.put_nowait(None)
+                    return
+        elif message.get("method") == "notifications/progress":
+            token = (message.get("params") or {}).get("progressToken")
+            for stream in self.streams:
+                if token in stream.tokens:
+                    stream.queue.put_nowait(message)
+                    return
+        if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
+            self.get_queue.put_nowait(message)
+
+
+class HttpFront:
+    def __init__(self, core: WrapperCore, listen: str) -> None:
+        self.core = core
+        self.host, self.port, self.path = parse_listen(listen)
+        self.loopback_only = host_is_loopback(self.host)
+        self.sessions: dict[str, HttpSession] = {}
+        self._server: Any = None
+
+    async def serve(self) -> None:
+        import uvicorn
+
+        class _Server(uvicorn.Server):
+            def capture_signals(self) -> contextlib.AbstractContextManager[None]:
+                return contextlib.nullcontext()
+
+        config = uvicorn.Config(
+            self.app, host=self.host, port=self.port, log_level="warning", access_log=False, lifespan="off", ws="none"
+        )
+        self._server = _Server(config)
+        await self._server.serve()
+
+    async def close(self) -> None:
+        for session in self.sessions.values():
+            for stream in session.streams:
+                stream.queue.put_nowait(None)
+        if self._server is not None:
+            self._server.should_exit = True
+
+    # ------------------------------------------------------------------ ASGI
+
+    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        if self.loopback_only:
+            if not host_is_loopback(headers.get("host", "")):
+                await _plain(send, 421, "Misdirected Request: this endpoint only answers on loopback")
+                return
+            origin = headers.get("origin")
+            if origin and not host_is_loopback(urlsplit(origin).netloc):
+                await _plain(send, 403, "Forbidden: cross-origin request")
+                return
+        if scope["path"].rstrip("/") != self.path.rstrip("/"):
+            await _plain(send, 404, "Not Found")
+            return
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "GET":
+            await self._get(headers, send)
+        elif method == "DELETE":
+            session = self.sessions.pop(headers.get(SESSION_HEADER, ""), None)
+            if session is not None:
+                self.core.detach_link(session)
+            await _plain(send, 200 if session else 404, "")
+        else:
+            await _plain(send, 405, "Method Not Allowed")
+
+    async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            payload = frames.decode(body)
+        except ValueError:
+            await _json(send, 400, frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
+            return
+        items = payload if isinstance(payload, list) else [payload]
+        is_init = any(isinstance(i, dict) and i.get("method") == "initialize" for i in items)
+        session = self.sessions.get(headers.get(SESSION_HEADER, ""))
+        if is_init:
+            session = HttpSession(uuid.uuid4().hex)
+            self.sessions[session.session_id] = session
+            self.core.attach_link(session)
+        elif session is None:
+            status = 404 if headers.get(SESSION_HEADER) else 400
+            await _json(
+                send, status, frames.error_response(None, frames.INVALID_REQUEST, "Bad Request: no valid session")
+            )
+            return
+        requests = [i for i in items if frames.kind_of(i) == frames.REQUEST]
+        extra = {SESSION_HEADER: session.session_id}
+        if not requests:
+            for item in items:
+                self.core.host_message(session, item)
+            await _plain(send, 202, "", extra)
+            return
+        tokens = {((i.get("params") or {}).get("_meta") or {}).get("progressToken") for i in requests} - {None}
+        stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens)
+        session.streams.append(stream)
+        for item in items:
+            if item.get("method") == "initialize" and self.core.init_result is not None:
+                session.send({"jsonrpc": "2.0", "id": item["id"], "result": self.core.init_result})
+            else:
+                self.core.host_message(session, item)
+        try:
+            await _sse(send, stream.queue, extra)
+        finally:
+            session.streams.remove(stream)
+
+    async def _get(self, headers: dict[str, str], send: Any) -> None:
+        session = self.sessions.get(headers.get(SESSION_HEADER, ""))
+        if session is None:
+            await _plain(send, 400, "Bad Request: no valid session")
+            return
+        session.get_queue = queue = asyncio.Queue()
+        try:
+            await _sse(send, queue, {SESSION_HEADER: session.session_id}, until_none=False)  # type: ignore[arg-type]
+        finally:
+            if session.get_queue is queue:
+                session.get_queue = None
+
+
+async def _plain(send: Any, status: int, text: str, extra: dict[str, str] | None = None) -> None:
+    body = text.encode()
+    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json(send: Any, status: int, payload: Any) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], until_none: bool = True) -> None:
+    headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+    headers += [(k.encode(), v.encode()) for k, v in extra.items()]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    try:
+        while True:
+            message = await queue.get()
+            if message is None:
+                if until_none:
+                    break
+                continue
+            data = b"event: message\ndata: " + frames.encode(message)[:-1] + b"\n\n"
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+    finally:
+        with contextlib.suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,101 @@
+"""Every wrapper event goes through here: numbered, kept in a ring for the operator stream, sent to the log.
+
+`emit` is on the hot path of every forwarded frame, so it only builds the event and appends; the log's writer
+thread does the encoding and the inserts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, Protocol
+
+from mcpwatch.clock import SYSTEM_CLOCK, Clock
+from mcpwatch.events import Event
+
+
+class EventSink(Protocol):
+    def emit(self, event: Event) -> None: ...
+
+
+class Recorder:
+    def __init__(
+        self,
+        session_id: str,
+        sink: EventSink | None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        ring_size: int = 50_000,
+    ) -> None:
+        self.session_id = session_id
+        self._sink = sink
+        self._clock = clock
+        self._start = clock.monotonic()
+        self._seq = 0
+        self._ring: deque[Event] = deque(maxlen=ring_size)
+        self._waiters: list[asyncio.Future[None]] = []
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def mono(self) -> float:
+        """Seconds since the session started, the time axis of every event and of replay."""
+        return self._clock.monotonic() - self._start
+
+    def emit(
+        self,
+        kind: str,
+        *,
+        request_id: str | None = None,
+        tool: str | None = None,
+        model: str | None = None,
+        **data: Any,
+    ) -> Event:
+        self._seq += 1
+        clock = self._clock
+        event = Event(
+            kind,
+            self.session_id,
+            clock.time(),
+            clock.monotonic() - self._start,
+            self._seq,
+            request_id,
+            tool,
+            model,
+            data,
+        )
+        self._ring.append(event)
+        if self._sink is not None:
+            self._sink.emit(event)
+        if self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+        return event
+
+    def since(self, after: int, limit: int) -> list[Event]:
+        """Events with seq > after still in the ring, oldest first (older ones are in the log)."""
+        ring = self._ring
+        if not ring or after >= self._seq:
+            return []
+        first = ring[0].seq
+        start = max(0, after + 1 - first)
+        return [ring[i] for i in range(start, min(len(ring), start + limit))]
+
+    async def wait_for(self, after: int, limit: int, wait_s: float) -> list[Event]:
+        """Long poll: return at once if there is anything after `after`, else wait up to `wait_s`."""
+        events = self.since(after, limit)
+        if events or wait_s <= 0:
+            return events
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(waiter, wait_s)
+        except TimeoutError:
+            pass
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+        return self.since(after, limit)

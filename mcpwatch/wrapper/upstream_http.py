@@ -1,0 +1,179 @@
+"""An upstream MCP server over Streamable HTTP: POST per frame (JSON or SSE answers), a GET stream for
+server-initiated messages, the session id and protocol-version headers, and reconnection with backoff.
+
+A connection error or an expired session (404) counts as losing the upstream: in-flight calls get a clear error
+at once, and the next connection replays the host's handshake to get a fresh session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import httpx2
+
+from mcpwatch.config import Settings
+from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.core import WrapperCore
+
+STABLE_AFTER_S = 30.0
+
+
+class HttpUpstream:
+    kind = "http"
+
+    def __init__(self, url: str, headers: dict[str, str], core: WrapperCore, settings: Settings) -> None:
+        self.url = url
+        self.target = url
+        self.core = core
+        self.settings = settings
+        self.extra_headers = headers
+        self.backoff = Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.connected = False
+        self.closing = False
+        self.restarts = 0
+        self._lost: asyncio.Future[str] | None = None
+        self._posts: set[asyncio.Task[None]] = set()
+        self._get_task: asyncio.Task[None] | None = None
+        self._initialize_ids: set[Any] = set()
+
+    # ------------------------------------------------------------------ the link the core writes to
+
+    def send(self, message: dict[str, Any]) -> str:
+        if not self.connected:
+            return "down"
+        if message.get("method") == "initialize":
+            self._initialize_ids.add(message.get("id"))
+        task = asyncio.ensure_future(self._post(message))
+        self._posts.add(task)
+        task.add_done_callback(self._posts.discard)
+        return "sent"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "protocol_version": self.protocol_version,
+            "open_posts": len(self._posts),
+            "restarts": self.restarts,
+            "stuck": False,
+        }
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept, **self.extra_headers}
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    async def _post(self, message: dict[str, Any]) -> None:
+        headers = self._headers("application/json, text/event-stream")
+        headers["Content-Type"] = "application/json"
+        is_request = "id" in message and "method" in message
+        try:
+            async with self.client.stream("POST", self.url, content=frames.encode(message), headers=headers) as reply:
+                if reply.status_code == 404 and self.session_id:
+                    self._lose("ended its session (HTTP 404); reconnecting with a new one")
+                    return
+                if reply.status_code >= 400:
+                    body = (await reply.aread()).decode("utf-8", "replace")
+                    if is_request:
+                        text = f"upstream HTTP {reply.status_code}: {frames.text_of(body, 300)}"
+                        self.core.upstream_message(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
+                    return
+                session = reply.headers.get("mcp-session-id")
+                if session:
+                    self.session_id = session
+                await self._read_body(reply)
+        except httpx2.TransportError as exc:
+            if not self.closing:
+                self._lose(f"is unreachable ({type(exc).__name__}: {exc})")
+            return
+        if message.get("method") == "notifications/initialized" and self._get_task is None:
+            self._get_task = asyncio.ensure_future(self._listen())
+
+    async def _read_body(self, reply: httpx2.Response) -> None:
+        content_type = reply.headers.get("content-type", "")
+        if content_type.startswith("text/event-stream"):
+            async for event in httpx2.EventSource(reply):
+                if event.data:
+                    self._deliver(event.data.encode())
+        elif content_type.startswith("application/json"):
+            body = await reply.aread()
+            if body.strip():
+                self._deliver(body)
+
+    def _deliver(self, data: bytes) -> None:
+        if self._initialize_ids:
+            with contextlib.suppress(ValueError):
+                message = frames.decode(data)
+                if isinstance(message, dict) and message.get("id") in self._initialize_ids:
+                    self._initialize_ids.discard(message.get("id"))
+                    version = (message.get("result") or {}).get("protocolVersion")
+                    if isinstance(version, str):
+                        self.protocol_version = version
+        self.core.upstream_frame(data)
+
+    async def _listen(self) -> None:
+        """The standalone GET stream: server-initiated notifications and requests (optional for servers)."""
+        try:
+            async with self.client.stream("GET", self.url, headers=self._headers("text/event-stream")) as reply:
+                if reply.status_code != 200:
+                    return  # 405: the server offers no such stream
+                await self._read_body(reply)
+        except httpx2.TransportError:
+            return
+
+    def _lose(self, reason: str) -> None:
+        if self._lost is not None and not self._lost.done():
+            self._lost.set_result(reason)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self.closing:
+            self.core.upstream_connecting()
+            self._lost = loop.create_future()
+            self.session_id = None
+            self.protocol_version = None
+            self.connected = True
+            started_at = loop.time()
+            starting = asyncio.ensure_future(self.core.upstream_started())
+            await asyncio.wait({starting, self._lost}, return_when=asyncio.FIRST_COMPLETED)
+            if not starting.done():
+                starting.cancel()
+            elif starting.exception() is not None:
+                self._lose(f"refused the handshake ({starting.exception()})")
+            reason = await self._lost
+            self.connected = False
+            if self._get_task is not None:
+                self._get_task.cancel()
+                self._get_task = None
+            if self.closing:
+                break
+            self.core.upstream_lost(reason=reason)
+            if loop.time() - started_at >= STABLE_AFTER_S:
+                self.backoff.reset()
+            delay = self.backoff.next_delay()
+            self.core.upstream_backoff(delay)
+            await asyncio.sleep(delay)
+            self.restarts += 1
+
+    async def close(self) -> None:
+        self.closing = True
+        self._lose("closed")
+        if self.session_id:
+            with contextlib.suppress(httpx2.HTTPError):
+                await asyncio.wait_for(self.client.delete(self.url, headers=self._headers("application/json")), 2)
+        for task in list(self._posts):
+            task.cancel()
+        if self._get_task is not None:
+            self._get_task.cancel()
+        with contextlib.suppress(Exception):
+            await self.client.aclose()

@@ -1,0 +1,192 @@
+"""An upstream MCP server run as a child process over stdio: spawned, watched, respawned with backoff.
+
+Writes never block the wrapper: they go to the pipe's buffer, and a buffer that stops draining marks the
+upstream as stuck (the operator sees it) and, past a hard limit, further requests fail at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections import deque
+from typing import Any
+
+from mcpwatch.config import Settings
+from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.lines import LineSplitter
+
+HARD_UNSENT_LIMIT = 16 * 1024 * 1024
+STDERR_TAIL = 20
+STABLE_AFTER_S = 30.0  # a process that lived this long resets the backoff
+
+
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, owner: StdioUpstream) -> None:
+        self.owner = owner
+        core = owner.core
+        self.stdout = LineSplitter(core.upstream_frame, core.upstream_oversize)
+        self.stderr = LineSplitter(owner.note_stderr_line, lambda size: None, max_line_bytes=64 * 1024)
+        loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.stdout_closed: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.stdout.feed(data)
+        else:
+            self.owner.pass_stderr(data)
+            self.stderr.feed(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.stdout.finish()
+            if not self.stdout_closed.done():
+                self.stdout_closed.set_result(None)
+        elif fd == 2:
+            self.stderr.finish()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.owner.paused_since = asyncio.get_running_loop().time()
+
+    def resume_writing(self) -> None:
+        self.owner.paused_since = None
+
+
+class StdioUpstream:
+    kind = "stdio"
+
+    def __init__(self, argv: list[str], core: WrapperCore, settings: Settings) -> None:
+        self.argv = argv
+        self.target = " ".join(argv)
+        self.core = core
+        self.settings = settings
+        self.backoff = Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        self.transport: asyncio.SubprocessTransport | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self.paused_since: float | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.restarts = 0
+        self.closing = False
+        self._stopped = asyncio.Event()
+
+    # ------------------------------------------------------------------ the link the core writes to
+
+    def send(self, message: dict[str, Any]) -> str:
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            return "down"
+        if stdin.get_write_buffer_size() > HARD_UNSENT_LIMIT:
+            return "stuck"
+        stdin.write(frames.encode(message))
+        return "sent"
+
+    def describe(self) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        stuck_for = loop.time() - self.paused_since if self.paused_since is not None else 0.0
+        unsent = self._stdin.get_write_buffer_size() if self._stdin is not None and not self._stdin.is_closing() else 0
+        return {
+            "pid": self.transport.get_pid() if self.transport is not None else None,
+            "stuck": stuck_for >= self.settings.upstream.write_timeout_s,
+            "stuck_for_s": round(stuck_for, 3),
+            "unsent_bytes": unsent,
+            "restarts": self.restarts,
+            "stderr_tail": list(self.stderr_tail),
+        }
+
+    def note_stderr_line(self, line: bytes) -> None:
+        self.stderr_tail.append(line.decode("utf-8", "replace").rstrip())
+
+    def pass_stderr(self, data: bytes) -> None:
+        """The child's stderr goes on to ours (hosts keep it as the server's log)."""
+        with contextlib.suppress(OSError):
+            os.write(2, data)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while not self.closing:
+                self.core.upstream_connecting()
+                started_at = loop.time()
+                await self._run_once()
+                if self.closing:
+                    break
+                if loop.time() - started_at >= STABLE_AFTER_S:
+                    self.backoff.reset()
+                delay = self.backoff.next_delay()
+                self.core.upstream_backoff(delay)
+                await asyncio.sleep(delay)
+                self.restarts += 1
+        finally:
+            self._stopped.set()
+
+    async def _run_once(self) -> int | None:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildProtocol(self),
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}")
+            return None
+        self.transport = transport
+        self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        self.paused_since = None
+        self.stderr_tail.clear()
+        starting = asyncio.ensure_future(self.core.upstream_started())
+        await asyncio.wait({starting, protocol.exited}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+        elif starting.exception() is not None:
+            self.core.recorder.emit("warning", message=f"upstream start failed: {starting.exception()}")
+            self._terminate()
+        await protocol.exited
+        # The exit can overtake the last stdout bytes; give them a moment so no answer is lost.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(protocol.stdout_closed), 0.5)
+        exit_code = transport.get_returncode()
+        self.transport = None
+        self._stdin = None
+        transport.close()
+        if not self.closing:
+            self.core.upstream_lost(reason="exited", exit_code=exit_code, stderr_tail=list(self.stderr_tail))
+        return exit_code
+
+    def _terminate(self, sig: int = signal.SIGTERM) -> None:
+        transport = self.transport
+        if transport is None or transport.get_returncode() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(transport.get_pid(), sig)
+
+    async def close(self, grace_s: float = 2.0) -> None:
+        """Close the child's stdin, then SIGTERM, then SIGKILL its process group: no orphans."""
+        self.closing = True
+        if self._stdin is not None:
+            self._stdin.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if self.transport is None:
+                break
+            if sig is not None:
+                self._terminate(sig)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), grace_s)
+            if self._stopped.is_set():
+                break
+        if not self._stopped.is_set():
+            print("mcpwatch: the upstream did not stop", file=sys.stderr)

@@ -1,0 +1,85 @@
+"""The operator endpoint: token, loopback Host only, validated runtime changes, cancel, registry file mode."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import stat
+import sys
+
+import pytest
+from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+
+
+async def test_token_host_and_registry_mode(isolated_state):
+    async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]):
+        entry = registry_entry(isolated_state)
+        path = next((isolated_state / "wrappers").glob("*.json"))
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert (await Operator(entry, token="").post(PING)).status_code == 401
+        assert (await Operator(entry, token="wrong").post(PING)).status_code == 401
+        evil = await Operator(entry).post(PING, headers={"Host": "evil.example:80"})
+        assert evil.status_code == 421
+        good = await Operator(entry).post(PING)
+        assert good.status_code == 200
+        names = {t["name"] for t in good.json()["result"]["tools"]}
+        assert {"status", "events", "health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel"} <= names
+    assert not list((isolated_state / "wrappers").glob("*.json"))
+
+
+@pytest.mark.parametrize("bad", ["NaN", "inf", "-inf", -1, "1e309", "ten", True])
+async def test_bad_margins_are_refused_and_change_nothing(isolated_state, bad):
+    async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]):
+        operator = Operator(registry_entry(isolated_state))
+        before = (await operator.tool("status"))["deadline"]
+        refused = await operator.call("set_margin", seconds=bad)
+        assert refused["isError"] is True
+        assert refused["content"][0]["text"].strip()
+        after = (await operator.tool("status"))["deadline"]
+        assert after == before
+
+
+async def test_margin_change_applies_to_the_next_call_and_is_logged(isolated_state):
+    async with wrapped_client([sys.executable, RAW_SERVER]) as client:
+        operator = Operator(registry_entry(isolated_state))
+        changed = await operator.tool("set_margin", seconds=119.5)
+        assert changed["budget_s"] == 0.5 and changed["source"] == "derived"
+        result = await client.call_tool("sleep", {"seconds": 2, "steps": 1})
+        assert (
+            result.is_error
+            and "margin 119.5 s" in result.content[0].text
+            and "budget of 0.5 s" in result.content[0].text
+        )
+        events = await operator.tool("events", after=0, limit=1000)
+        changes = [e for e in events["events"] if e["kind"] == "config_change"]
+        assert changes[0]["data"]["key"] == "margin_s" and changes[0]["data"]["new"] == 119.5
+
+
+async def test_operator_cancel_answers_the_host_and_health_check_pings(isolated_state):
+    async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]) as client:
+        operator = Operator(registry_entry(isolated_state))
+        call = asyncio.ensure_future(client.call_tool("hang", {}))
+        for _ in range(50):
+            in_flight = (await operator.tool("status"))["in_flight"]
+            if in_flight:
+                break
+            await asyncio.sleep(0.05)
+        assert in_flight[0]["tool"] == "hang"
+        await operator.tool("cancel", request_id=in_flight[0]["request_id"])
+        result = await asyncio.wait_for(call, 5)
+        assert result.is_error and "cancelled by an operator" in result.content[0].text
+        health = await operator.tool("health_check")
+        assert health["ok"] is True and isinstance(health["ping_ms"], float) and not math.isnan(health["ping_ms"])
+        missing = await operator.call("cancel", request_id="nope")
+        assert missing["isError"] is True

@@ -1,0 +1,53 @@
+"""The wrapper is transparent: an ordinary SDK server behind `mcpwatch wrap` behaves as it does directly."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from mcp import Client, StdioServerParameters
+from wraptools import SDK_SERVER, wrapped_client
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def test_tools_progress_resources_prompts_pass_through_unchanged():
+    direct = StdioServerParameters(command=sys.executable, args=[SDK_SERVER])
+    async with Client(direct, mode="legacy") as client:
+        direct_tools = await client.list_tools()
+        direct_info = client.server_info
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with wrapped_client([sys.executable, SDK_SERVER], wrap_args=["--no-log"]) as client:
+        assert client.server_info.name == direct_info.name == "sdk-fixture"
+        tools = await client.list_tools()
+        assert [t.model_dump() for t in tools.tools] == [t.model_dump() for t in direct_tools.tools]
+        added = await client.call_tool("add", {"a": 2, "b": 40})
+        assert added.structured_content == {"result": 42}
+        counted = await client.call_tool("count", {"n": 3, "delay": 0.01}, progress_callback=on_progress)
+        assert counted.content[0].text == "counted to 3"
+        assert seen == [(1, 3, "step 1/3"), (2, 3, "step 2/3"), (3, 3, "step 3/3")]
+        resources = await client.list_resources()
+        assert [str(r.uri) for r in resources.resources] == ["fixture://greeting"]
+        read = await client.read_resource("fixture://greeting")
+        assert read.contents[0].text == "hello"
+        prompts = await client.list_prompts()
+        assert [p.name for p in prompts.prompts] == ["review"]
+        prompt = await client.get_prompt("review", {"code": "x = 1"})
+        assert "Review this: x = 1" in prompt.messages[0].content.text
+        await client.send_ping()
+
+
+async def test_modern_era_discover_flow_passes_through():
+    async with wrapped_client([sys.executable, SDK_SERVER], wrap_args=["--no-log"], mode="auto") as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+        assert result.structured_content == {"result": 3}

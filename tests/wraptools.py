@@ -1,0 +1,85 @@
+"""Helpers for tests that run real `mcpwatch wrap` processes between a real MCP client and a real server."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from conftest import REPO
+from mcp import Client, StdioServerParameters
+
+FIXTURES = REPO / "tests" / "fixtures"
+RAW_SERVER = str(FIXTURES / "raw_server.py")
+SDK_SERVER = str(FIXTURES / "sdk_server.py")
+
+
+def wrap_params(upstream: list[str], *, env: dict[str, str] | None = None, wrap_args: list[str] | None = None):
+    """Stdio parameters that start `mcpwatch wrap [wrap_args] -- upstream…` with this test's environment."""
+    full_env = {**os.environ, **(env or {})}
+    args = ["-m", "mcpwatch", "wrap", *(wrap_args or []), "--", *upstream]
+    return StdioServerParameters(command=sys.executable, args=args, env=full_env, cwd=str(REPO))
+
+
+@asynccontextmanager
+async def wrapped_client(upstream: list[str], *, env=None, wrap_args=None, **client_kwargs):
+    params = wrap_params(upstream, env=env, wrap_args=wrap_args)
+    async with Client(params, mode=client_kwargs.pop("mode", "legacy"), **client_kwargs) as client:
+        yield client
+
+
+def registry_entry(state_dir: Path, timeout: float = 10.0) -> dict[str, Any]:
+    """The single running wrapper's registry file (each test has its own state dir)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list((state_dir / "wrappers").glob("*.json"))
+        if files:
+            try:
+                return json.loads(files[0].read_text())
+            except ValueError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("no wrapper registered")
+
+
+class Operator:
+    """A minimal client of the operator endpoint: one JSON-RPC POST per call (stateless server)."""
+
+    def __init__(self, entry: dict[str, Any], token: str | None = None) -> None:
+        self.url = entry["operator_url"]
+        self.token = entry["token"] if token is None else token
+        self._next = 0
+
+    async def post(self, payload: dict[str, Any], headers: dict[str, str] | None = None) -> httpx2.Response:
+        base = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": "2025-06-18",
+        }
+        if self.token:
+            base["Authorization"] = f"Bearer {self.token}"
+        async with httpx2.AsyncClient(timeout=30) as http:
+            return await http.post(self.url, json=payload, headers={**base, **(headers or {})})
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        self._next += 1
+        reply = await self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": self._next,
+                "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments},
+            }
+        )
+        assert reply.status_code == 200, reply.text
+        return reply.json()["result"]
+
+    async def tool(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.call(tool, **arguments)
+        assert not result.get("isError"), result
+        return result["structuredContent"]
