@@ -85,7 +85,14 @@ class HttpFront:
                 return contextlib.nullcontext()
 
         config = uvicorn.Config(
-            self.app, host=self.host, port=self.port, log_level="warning", access_log=False, lifespan="off", ws="none"
+            self.app,
+            host=self.host,
+            port=self.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            ws="none",
+            interface="asgi3",
         )
         self._server = _Server(config)
         await self._server.serve()

@@ -147,7 +147,14 @@ class OperatorServer:
                 return contextlib.nullcontext()
 
         config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on", ws="none"
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            ws="none",
+            interface="asgi3",
         )
         self._server = _Server(config)
         self._task: Any = None

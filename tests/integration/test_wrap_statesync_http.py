@@ -1,0 +1,125 @@
+"""State Sync through a real wrapper, and the Streamable HTTP front and upstream."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+
+import httpx2
+import pytest
+from conftest import REPO, mcpwatch_cmd
+from mcp import Client
+from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, wrapped_client
+
+pytestmark = pytest.mark.anyio
+
+POLICIES = """
+[state_sync]
+default_cache_control = "no-store"
+[[state_sync.policies]]
+match = "tasks.update"
+invalidates = ["tasks.*", "sprints.*"]
+[[state_sync.policies]]
+match = "tasks.list"
+cache_control = "immutable"
+"""
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(tmp_path, isolated_state):
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text(POLICIES)
+    notifications: list[str] = []
+
+    async def on_message(message) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            notifications.append(str(root.params.uri))
+
+    async with wrapped_client(
+        [sys.executable, RAW_SERVER], wrap_args=["--config", str(config)], message_handler=on_message
+    ) as client:
+        tools = {t.name: t.description for t in (await client.list_tools()).tools}
+        assert tools["tasks.list"] == "The tasks.list tool. [Cache-Control: immutable]"
+        assert tools["echo"] == "The echo tool. [Cache-Control: no-store]"
+        updated = await client.call_tool("tasks.update", {})
+        assert updated.content[0].text == "[System: Cache invalidated for tasks.*, sprints.* — caused by tasks.update]"
+        assert updated.content[1].text == '{"ok": true}'
+        failed = await client.call_tool("tasks.update", {"fail": True})
+        assert failed.is_error and len(failed.content) == 1
+        for _ in range(40):
+            if len(notifications) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert notifications == ["mcpwatch://stale/tasks.*", "mcpwatch://stale/sprints.*"]
+        status = await Operator(registry_entry(isolated_state)).tool("status")
+        assert status["counters"]["invalidations"] == 1
+        assert status["state_sync"]["policies"] == 2
+
+
+async def test_http_upstream_and_http_front(tmp_path):
+    up_port, front_port = free_port(), free_port()
+    upstream = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(up_port)], stderr=subprocess.DEVNULL)
+    wrapper = None
+    try:
+        wait_for_port(up_port)
+        # a stdio host in front of an HTTP upstream
+        progress: list[float] = []
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress.append(value)
+
+        params = __import__("wraptools").wrap_params(
+            [], wrap_args=["--no-log", "--url", f"http://127.0.0.1:{up_port}/mcp"]
+        )
+        params.args = [a for a in params.args if a != "--"]
+        async with Client(params, mode="legacy") as client:
+            assert (await client.call_tool("add", {"a": 20, "b": 22})).structured_content == {"result": 42}
+            counted = await client.call_tool("count", {"n": 2, "delay": 0.01}, progress_callback=on_progress)
+            assert counted.content[0].text == "counted to 2" and progress == [1, 2]
+        # an HTTP host in front of the same HTTP upstream
+        listen = f"http://127.0.0.1:{front_port}/mcp"
+        wrapper = subprocess.Popen(
+            mcpwatch_cmd("wrap", "--no-log", "--listen", listen, "--url", f"http://127.0.0.1:{up_port}/mcp"),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(front_port)
+        progress.clear()
+        async with Client(listen, mode="legacy") as client:
+            assert client.server_info.name == "sdk-fixture"
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+            counted = await client.call_tool("count", {"n": 3, "delay": 0.01}, progress_callback=on_progress)
+            assert counted.content[0].text == "counted to 3" and progress == [1, 2, 3]
+        async with httpx2.AsyncClient() as http:
+            evil = await http.post(listen, json={}, headers={"Host": "evil.example"})
+            assert evil.status_code == 421
+    finally:
+        for process in (wrapper, upstream):
+            if process is not None:
+                process.terminate()
+                process.wait(10)
