@@ -134,6 +134,9 @@ class DeadlinePolicy:
         self._warned: set[tuple[str, str]] = set()
         # (host_timeout_s, margin_s, deadline_s), replaced as a whole so a reader never sees half an update.
         self._ops: tuple[float | None, float | None, float | None] = (None, None, None)
+        # The budget is a pure function of (the three variables' raw text, operator overrides, tool): memoised on
+        # exactly that key, so reading the environment on every call stays cheap on the wrapper's hot path.
+        self._memo: dict[tuple[object, ...], Budget] = {}
 
     # --- operator layer -----------------------------------------------------------------------------------
 
@@ -170,6 +173,15 @@ class DeadlinePolicy:
     def budget(self, tool: str | None = None) -> Budget:
         """The budget for one call, reading the environment afresh so a changed variable applies at once."""
         env = os.environ if self._environ is None else self._environ
+        key = (env.get(ENV_HOST_TIMEOUT), env.get(ENV_MARGIN), env.get(ENV_EXPLICIT), self._ops, tool)
+        budget = self._memo.get(key)
+        if budget is None:
+            if len(self._memo) >= 1024:
+                self._memo.clear()
+            budget = self._memo[key] = self._compute(env, tool)
+        return budget
+
+    def _compute(self, env: Mapping[str, str], tool: str | None) -> Budget:
         op_host, op_margin, op_deadline = self._ops
         host, host_from = self._layer(
             "host timeout",
