@@ -1,0 +1,126 @@
+"""`mcpwatch report [DB] [--session ID] [--json]`: per tool and per model figures for one session."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HELP = "summarise a session: per tool and per model outcomes and durations, tier fit, deadline changes"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("db", nargs="?", help="event log file (default: <state dir>/events.db)")
+    parser.add_argument("--session", metavar="ID", help="session id or unique prefix (default: the latest)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from mcpwatch.logview.report import REPORT_KINDS, build_report
+    from mcpwatch.store import EventReader, log_path
+
+    with EventReader(log_path(args.db)) as reader:
+        session = reader.session(args.session) if args.session else reader.latest_session()
+        report = build_report(reader.events(session.id, kinds=REPORT_KINDS), session.to_dict())
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+        return 0
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 200)
+    _render(console, report)
+    return 0
+
+
+def _seconds(value: float | None) -> str:
+    from mcpwatch.logview.units import format_duration
+
+    return format_duration(value)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}ms"
+
+
+def _render(console: Any, report: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mcpwatch.logview.units import format_time
+
+    s = report["session"]
+    requests = report["requests"]
+    ended = "open" if s["ended_at"] is None else f"ended: {s['end_reason'] or '-'}"
+    console.print(f"[bold]session {escape(s['id'])}[/] {escape(s['name'] or '')} → {escape(s['upstream'] or '-')}")
+    console.print(
+        f"started {format_time(s['started_at'])}, {_seconds(s['duration'])} ({escape(ended)}), "
+        f"{requests['total']} requests, {s['events']} events"
+    )
+    if requests["by_outcome"]:
+        outcomes = escape(", ".join(f"{k} {v}" for k, v in requests["by_outcome"].items()))
+        console.print(f"outcomes: {outcomes}; unfinished {requests['unfinished']}")
+
+    tools = Table(title="tools", title_justify="left")
+    for header in ("tool", "calls", "ok", "errors", "deadlines", "cancelled", "p50", "p95", "max", "late drops"):
+        tools.add_column(header, justify="left" if header == "tool" else "right")
+    for t in report["tools"]:
+        tools.add_row(
+            escape(t["tool"]),
+            *(str(t[k]) for k in ("calls", "ok", "errors", "deadlines", "cancelled")),
+            _seconds(t["p50_s"]),
+            _seconds(t["p95_s"]),
+            _seconds(t["max_s"]),
+            str(t["late_drops"]),
+        )
+    console.print(tools if report["tools"] else "no tool calls")
+
+    if report["models"]:
+        models = Table(title="models", title_justify="left")
+        for header in ("model", "calls", "ok", "timeouts", "rate limited", "auth errors", "errors", "p50", "p95"):
+            models.add_column(header, justify="left" if header == "model" else "right")
+        models.add_column("max", justify="right")
+        for m in report["models"]:
+            models.add_row(
+                escape(m["model"]),
+                *(str(m[k]) for k in ("calls", "ok", "timeouts", "rate_limited", "auth_errors", "errors")),
+                _ms(m["p50_ms"]),
+                _ms(m["p95_ms"]),
+                _ms(m["max_ms"]),
+            )
+        console.print(models)
+
+    deadline = report["deadline"]["final"] or {}
+    if deadline:
+        source = escape(str(deadline.get("source") or "-"))
+        console.print(
+            f"deadline budget {_seconds(deadline.get('budget_s'))} (source {source}; "
+            f"host timeout {_seconds(deadline.get('host_timeout_s'))}, margin {_seconds(deadline.get('margin_s'))})"
+        )
+    tiers = report["tiers"]
+    if tiers:
+        budget = f"{tiers['basis']} {_seconds(tiers['budget_s'])}"
+        console.print(f"[italic]tiers vs {budget}[/] (health check at {format_time(tiers['checked_ts'])})")
+        table = Table()
+        for header in ("tier", "total", "per model", "fits"):
+            table.add_column(header, justify="left" if header == "tier" else "right")
+        for item in tiers["items"]:
+            fits = {True: "yes", False: f"NO (over by {_seconds(item['over_by_s'])})", None: "?"}[item["fits"]]
+            table.add_row(escape(item["tier"]), _seconds(item["total_s"]), _seconds(item["per_model_s"]), fits)
+        console.print(table)
+        if tiers["not_fitting"]:
+            console.print(f"[bold red]tiers that do not fit the budget:[/] {escape(', '.join(tiers['not_fitting']))}")
+    if report["config_changes"]:
+        changes = Table(title="configuration changes", title_justify="left")
+        for header in ("time", "key", "old", "new", "source"):
+            changes.add_column(header)
+        for c in report["config_changes"]:
+            cells = (str(c["key"]), str(c["old"]), str(c["new"]), str(c["source"] or ""))
+            changes.add_row(format_time(c["ts"]), *(escape(cell) for cell in cells))
+        console.print(changes)
+    warnings = report["warnings"]
+    if warnings["count"]:
+        plural = "s" if warnings["count"] != 1 else ""
+        first = escape(str(warnings["first"][0]["message"]))
+        console.print(f"{warnings['count']} warning{plural}; first: {first}")

@@ -1,0 +1,253 @@
+"""A session's report, computed from its events alone (so it works on any log, live or finished).
+
+Per tool: calls and outcomes, duration percentiles, late drops. Per model: final statuses and latency percentiles.
+Council tiers whose total does not fit the deadline budget (from the latest health check). Deadline changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.events import Event, Kind, Outcome
+
+# Only these kinds feed the report, so a reader can skip the (many) progress events.
+REPORT_KINDS = frozenset(
+    k.value
+    for k in (
+        Kind.SESSION_START,
+        Kind.REQUEST_START,
+        Kind.REQUEST_END,
+        Kind.MODEL_STATUS,
+        Kind.TOMBSTONE_HIT,
+        Kind.UNKNOWN_RESPONSE,
+        Kind.HEALTH_CHECK,
+        Kind.CONFIG_CHANGE,
+        Kind.WARNING,
+    )
+)
+ERROR_OUTCOMES = frozenset(o.value for o in (Outcome.TOOL_ERROR, Outcome.ERROR, Outcome.UPSTREAM_LOST))
+MODEL_FINAL = ("ok", "timeout", "rate_limited", "auth_error", "error")
+WARNINGS_KEPT = 50
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in 0..1) of unsorted values; None for none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass
+class _ToolStats:
+    calls: int = 0
+    ok: int = 0
+    errors: int = 0
+    deadlines: int = 0
+    cancelled: int = 0
+    late_drops: int = 0
+    durations: list[float] = field(default_factory=list)
+
+    def row(self, name: str) -> dict[str, Any]:
+        ended = self.ok + self.errors + self.deadlines + self.cancelled
+        return {
+            "tool": name,
+            "calls": self.calls,
+            "ok": self.ok,
+            "errors": self.errors,
+            "deadlines": self.deadlines,
+            "cancelled": self.cancelled,
+            "unfinished": max(0, self.calls - ended),
+            "p50_s": percentile(self.durations, 0.50),
+            "p95_s": percentile(self.durations, 0.95),
+            "max_s": max(self.durations) if self.durations else None,
+            "late_drops": self.late_drops,
+        }
+
+
+def _model_row(name: str, finals: list[tuple[str, float | None]]) -> dict[str, Any]:
+    latencies = [ms for _, ms in finals if ms is not None]
+    counts = {status: 0 for status in MODEL_FINAL}
+    for status, _ in finals:
+        counts[status if status in counts else "error"] += 1
+    return {
+        "model": name,
+        "calls": len(finals),
+        "ok": counts["ok"],
+        "timeouts": counts["timeout"],
+        "rate_limited": counts["rate_limited"],
+        "auth_errors": counts["auth_error"],
+        "errors": counts["error"],
+        "p50_ms": percentile(latencies, 0.50),
+        "p95_ms": percentile(latencies, 0.95),
+        "max_ms": max(latencies) if latencies else None,
+    }
+
+
+def _health_tiers(data: dict[str, Any]) -> dict[str, Any] | None:
+    result = data.get("result")
+    if isinstance(result, str):
+        try:
+            result = json.loads(result)
+        except ValueError:
+            return None
+    if not isinstance(result, dict):
+        return None
+    tiers = result.get("tiers")
+    return tiers if isinstance(tiers, dict) and tiers else None
+
+
+def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str, Any]:
+    """Each tier's total against the deadline budget (the host timeout when the budget is disabled)."""
+    deadline = deadline or {}
+    budget = _number(deadline.get("budget_s"))
+    basis = "deadline budget"
+    if budget is None:
+        budget = _number(deadline.get("host_timeout_s"))
+        basis = "host timeout (deadline budget disabled)" if budget is not None else "unknown"
+    items = []
+    for name, spec in tiers.items():
+        spec = spec if isinstance(spec, dict) else {}
+        total = _number(spec.get("total_s"))
+        fits = None if total is None or budget is None else total <= budget
+        items.append(
+            {
+                "tier": str(name),
+                "total_s": total,
+                "per_model_s": _number(spec.get("per_model_s")),
+                "fits": fits,
+                "over_by_s": None if fits is None or fits else total - budget,  # type: ignore[operator]
+            }
+        )
+    return {
+        "budget_s": budget,
+        "basis": basis,
+        "items": items,
+        "not_fitting": [i["tier"] for i in items if i["fits"] is False],
+    }
+
+
+def build_report(events: Iterable[Event], session: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Figures for one session from its events (in seq order); `session` (SessionInfo.to_dict()) is echoed."""
+    tools: dict[str, _ToolStats] = {}
+    open_requests: dict[str, tuple[str | None, str | None]] = {}  # request_id -> (method, tool)
+    tool_by_up_id: dict[Any, str] = {}
+    model_finals: dict[tuple[Any, ...], tuple[str, str, float | None]] = {}
+    by_method: dict[str, int] = {}
+    by_outcome: dict[str, int] = {}
+    deadline_initial: dict[str, Any] | None = None
+    deadline: dict[str, Any] | None = None
+    config_changes: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
+    warning_count = 0
+    unknown_dropped = 0
+    health: tuple[Event, dict[str, Any]] | None = None
+
+    for event in events:
+        kind = event.kind
+        data = event.data if isinstance(event.data, dict) else {}
+        if kind == Kind.REQUEST_START:
+            method = str(data.get("method") or "?")
+            by_method[method] = by_method.get(method, 0) + 1
+            if event.request_id is not None:
+                open_requests[event.request_id] = (method, event.tool)
+            if event.tool:
+                tools.setdefault(event.tool, _ToolStats()).calls += 1
+                if data.get("up_id") is not None:
+                    tool_by_up_id[_key(data["up_id"])] = event.tool
+        elif kind == Kind.REQUEST_END:
+            _method, tool = open_requests.pop(event.request_id or "", (None, None))
+            tool = event.tool or tool
+            outcome = str(data.get("outcome") or "?")
+            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+            if tool:
+                stats = tools.setdefault(tool, _ToolStats())
+                if outcome == Outcome.OK:
+                    stats.ok += 1
+                elif outcome in ERROR_OUTCOMES:
+                    stats.errors += 1
+                elif outcome == Outcome.DEADLINE:
+                    stats.deadlines += 1
+                elif outcome == Outcome.CANCELLED:
+                    stats.cancelled += 1
+                duration = _number(data.get("duration_s"))
+                if duration is not None:
+                    stats.durations.append(duration)
+        elif kind == Kind.MODEL_STATUS and event.model:
+            status = str(data.get("status") or "")
+            if status and status != "pending":
+                key = (event.request_id, event.model, data.get("stage"))
+                model_finals[key] = (event.model, status, _number(data.get("latency_ms")))
+        elif kind == Kind.TOMBSTONE_HIT:
+            tool = event.tool or tool_by_up_id.get(_key(data.get("up_id")))
+            tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
+        elif kind == Kind.UNKNOWN_RESPONSE:
+            unknown_dropped += 1
+        elif kind == Kind.SESSION_START:
+            block = data.get("deadline")
+            if isinstance(block, dict):
+                deadline_initial = deadline = block
+        elif kind == Kind.CONFIG_CHANGE:
+            block = data.get("deadline")
+            if isinstance(block, dict):
+                deadline = block
+            config_changes.append(
+                {
+                    "ts": event.ts,
+                    "mono": event.mono,
+                    "key": data.get("key"),
+                    "old": data.get("old"),
+                    "new": data.get("new"),
+                    "source": data.get("source"),
+                }
+            )
+        elif kind == Kind.HEALTH_CHECK:
+            tiers = _health_tiers(data)
+            if tiers is not None:
+                health = (event, tiers)
+        elif kind == Kind.WARNING:
+            warning_count += 1
+            if len(warnings) < WARNINGS_KEPT:
+                warnings.append({"ts": event.ts, "mono": event.mono, "message": data.get("message")})
+
+    by_model: dict[str, list[tuple[str, float | None]]] = {}
+    for model, status, latency in model_finals.values():
+        by_model.setdefault(model, []).append((status, latency))
+
+    tiers_block = None
+    if health is not None:
+        checked, tiers = health
+        tiers_block = {"checked_ts": checked.ts, **tier_fit(tiers, deadline)}
+
+    return {
+        "session": session,
+        "requests": {
+            "total": sum(by_method.values()),
+            "by_method": dict(sorted(by_method.items())),
+            "by_outcome": dict(sorted(by_outcome.items())),
+            "unfinished": len(open_requests),
+            "unknown_dropped": unknown_dropped,
+        },
+        "tools": [tools[name].row(name) for name in sorted(tools)],
+        "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
+        "deadline": {"initial": deadline_initial, "final": deadline},
+        "tiers": tiers_block,
+        "config_changes": config_changes,
+        "warnings": {"count": warning_count, "first": warnings},
+    }
+
+
+def _key(value: Any) -> Any:
+    """Upstream ids may be logged as numbers or text; compare them as text."""
+    return None if value is None else str(value)

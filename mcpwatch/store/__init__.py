@@ -1,0 +1,32 @@
+"""The SQLite event log: one file, many sessions, several writing processes (DESIGN.md).
+
+`EventWriter` appends without blocking its caller; `EventReader` lists sessions and streams their events. Tables
+`sessions` and `events` and views `requests`, `tombstones` and `invalidations` are meant for `sqlite-utils` and
+Datasette too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcpwatch import paths
+from mcpwatch.store.db import LogError
+from mcpwatch.store.reader import EventReader, SessionInfo, prune
+from mcpwatch.store.schema import SCHEMA_VERSION
+from mcpwatch.store.writer import EventWriter, new_session_id
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EventReader",
+    "EventWriter",
+    "LogError",
+    "SessionInfo",
+    "log_path",
+    "new_session_id",
+    "prune",
+]
+
+
+def log_path(given: str | Path | None = None) -> Path:
+    """The log a command should use: the one given, else `<state dir>/events.db`."""
+    return Path(given).expanduser() if given else paths.default_log_path()

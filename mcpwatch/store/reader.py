@@ -1,0 +1,264 @@
+"""Reading the event log: sessions with their counts, and a session's events streamed in seq order.
+
+Read-only (a live wrapper may be writing the same file); every file-level problem is a `LogError`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpwatch.events import Event
+from mcpwatch.store.db import (
+    BUSY_TIMEOUT_MS,
+    LogError,
+    connect_reader,
+    immediate,
+    translate_errors,
+)
+
+_COUNTS = """
+SELECT session_id,
+  count(*) AS events,
+  sum(kind = 'request_start') AS requests,
+  sum(kind = 'request_end' AND json_extract(data, '$.outcome') = 'deadline') AS timeouts,
+  sum(kind = 'tombstone_hit') AS late_drops,
+  max(ts) AS last_ts
+FROM events {where} GROUP BY session_id
+"""
+
+EVENTS_PAGE = 2000
+_MAX_ROWID = 2**63 - 1
+
+_SESSION_COLUMNS = "id, name, upstream, pid, started_at, ended_at, end_reason, version, config"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session's row plus counts. `duration` runs to `ended_at`, or to the last event while still open."""
+
+    id: str
+    name: str | None
+    upstream: str | None
+    pid: int | None
+    started_at: float
+    ended_at: float | None
+    duration: float
+    requests: int = 0
+    timeouts: int = 0
+    late_drops: int = 0
+    events: int = 0
+    end_reason: str | None = None
+    version: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    last_ts: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "upstream": self.upstream,
+            "pid": self.pid,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "end_reason": self.end_reason,
+            "duration": self.duration,
+            "requests": self.requests,
+            "timeouts": self.timeouts,
+            "late_drops": self.late_drops,
+            "events": self.events,
+            "version": self.version,
+        }
+
+
+def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInfo:
+    sid, name, upstream, pid, started_at, ended_at, end_reason, version, config = row
+    events, requests, timeouts, late_drops, last_ts = counts or (0, 0, 0, 0, None)
+    started = float(started_at or 0.0)
+    end = ended_at if ended_at is not None else last_ts
+    try:
+        parsed = json.loads(config) if config else {}
+    except ValueError:
+        parsed = {}
+    return SessionInfo(
+        id=sid,
+        name=name,
+        upstream=upstream,
+        pid=pid,
+        started_at=started,
+        ended_at=ended_at,
+        duration=max(0.0, float(end) - started) if end is not None else 0.0,
+        requests=int(requests or 0),
+        timeouts=int(timeouts or 0),
+        late_drops=int(late_drops or 0),
+        events=int(events or 0),
+        end_reason=end_reason,
+        version=version,
+        config=parsed if isinstance(parsed, dict) else {},
+        last_ts=last_ts,
+    )
+
+
+class EventReader:
+    """Read-only access to one log file. Use from one thread at a time."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn = connect_reader(self.path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> EventReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        with translate_errors(self.path):
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def _counts(self, session_id: str | None = None) -> dict[str, tuple[Any, ...]]:
+        where, params = ("WHERE session_id = ?", (session_id,)) if session_id is not None else ("", ())
+        rows = self._query(_COUNTS.format(where=where), params)
+        return {r[0]: r[1:] for r in rows}
+
+    def sessions(self) -> list[SessionInfo]:
+        """All sessions, oldest first."""
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at, id")
+        counts = self._counts()
+        return [_session(r, counts.get(r[0])) for r in rows]
+
+    def session(self, id_or_prefix: str) -> SessionInfo:
+        """The session with this id, or the only one whose id starts with it; LogError otherwise."""
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
+        if not rows and id_or_prefix:
+            rows = self._query(
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+                (len(id_or_prefix), id_or_prefix),
+            )
+        if not rows:
+            raise LogError(f"{self.path}: no session {id_or_prefix!r} (see `mcpwatch sessions`)")
+        if len(rows) > 1:
+            shown = ", ".join(r[0] for r in rows[:5])
+            raise LogError(f"{self.path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
+        return _session(rows[0], self._counts(rows[0][0]).get(rows[0][0]))
+
+    def latest_session(self) -> SessionInfo:
+        """The most recently started session; LogError when the log has none."""
+        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
+        if not rows:
+            raise LogError(f"{self.path}: the event log has no sessions yet")
+        return _session(rows[0], self._counts(rows[0][0]).get(rows[0][0]))
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        after_seq: int = 0,
+        start_mono: float | None = None,
+        end_mono: float | None = None,
+        kinds: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Event]:
+        """The session's events with seq > after_seq and start_mono <= mono < end_mono, in seq order.
+
+        Streamed a page at a time, each page its own short read, so a slow consumer (a replay) never holds a
+        snapshot open that would stop writers' WAL checkpoints; events written before a later page is read
+        are included.
+        """
+        where = ["session_id = ?", "(seq, id) > (?, ?)"]
+        params: list[Any] = [session_id]
+        filters: list[Any] = []
+        if start_mono is not None:
+            where.append("mono >= ?")
+            filters.append(start_mono)
+        if end_mono is not None:
+            where.append("mono < ?")
+            filters.append(end_mono)
+        if kinds is not None:
+            wanted = sorted({str(k) for k in kinds})
+            if not wanted:
+                return
+            where.append(f"kind IN ({','.join('?' * len(wanted))})")
+            filters.extend(wanted)
+        sql = (
+            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM events"
+            f" WHERE {' AND '.join(where)} ORDER BY seq, id LIMIT ?"
+        )
+        remaining = None if limit is None else max(0, int(limit))
+        last_seq, last_id = int(after_seq), _MAX_ROWID  # (seq, id) > (after_seq, max) <=> seq > after_seq
+        loads = json.loads
+        while remaining is None or remaining > 0:
+            size = EVENTS_PAGE if remaining is None else min(EVENTS_PAGE, remaining)
+            rows = self._query(sql, [*params, last_seq, last_id, *filters, size])
+            for eid, sid, seq, ts, mono, kind, rid, tool, model, data in rows:
+                yield Event(kind, sid, ts, mono, seq, rid, tool, model, loads(data) if data else {}, eid)
+            if len(rows) < size:
+                return
+            last_seq, last_id = rows[-1][2], rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+
+    def count_by_kind(self, session_id: str) -> dict[str, int]:
+        rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
+        return {kind: int(n) for kind, n in rows}
+
+    def event_count(self, session_id: str) -> int:
+        return int(self._query("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
+
+    def max_seq(self, session_id: str) -> int:
+        """The highest seq written so far (0 for none): where a live tail continues from."""
+        return int(self._query("SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", (session_id,))[0][0])
+
+    def prune(self, older_than_s: float, *, now: float | None = None, vacuum: bool = False) -> int:
+        """Delete sessions (and their events) that ended more than `older_than_s` ago; return how many.
+
+        A session that never recorded its end (its wrapper died) counts as ended at its last event.
+        """
+        return prune(self.path, older_than_s, now=now, vacuum=vacuum)
+
+
+def prune(path: str | Path, older_than_s: float, *, now: float | None = None, vacuum: bool = False) -> int:
+    """See EventReader.prune; opens its own short-lived write connection."""
+    path = Path(path)
+    if not (older_than_s >= 0):  # also refuses NaN
+        raise LogError(f"{path}: prune needs a non-negative age, not {older_than_s!r}")
+    cutoff = (time.time() if now is None else now) - older_than_s
+    connect_reader(path).close()  # validates the file (missing, foreign, corrupt, newer) before writing to it
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except sqlite3.Error as exc:  # pragma: no cover - the file was just readable
+        raise LogError(f"{path}: cannot open the event log for writing ({exc})") from None
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        with translate_errors(path), immediate(conn):
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    """
+                    SELECT s.id FROM sessions AS s
+                    WHERE coalesce(s.ended_at,
+                                   (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id),
+                                   s.started_at) < ?
+                    """,
+                    (cutoff,),
+                )
+            ]
+            for sid in ids:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+        if vacuum and ids:
+            with translate_errors(path):
+                conn.execute("VACUUM")
+    except sqlite3.Error as exc:  # pragma: no cover - translate_errors turns the known ones into LogError
+        raise LogError(f"{path}: pruning failed ({exc})") from None
+    finally:
+        conn.close()
+    return len(ids)

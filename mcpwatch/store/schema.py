@@ -1,0 +1,143 @@
+"""The event log's schema: tables, indexes, views and the forward migrations that build them.
+
+The schema version lives in `PRAGMA user_version`; `PRAGMA application_id` marks the file as an mcpwatch log, so a
+foreign SQLite file is refused instead of being written into. Each migration step moves the file one version up and
+runs inside the caller's transaction. Views exist so a user can query the log with `sqlite-utils` or Datasette
+without reading mcpwatch's code.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+APPLICATION_ID = 0x4D435057  # "MCPW"
+
+Migration = Callable[[sqlite3.Connection], None]
+
+REQUESTS_VIEW = """
+SELECT
+  s.session_id AS session_id,
+  s.request_id AS request_id,
+  s.tool AS tool,
+  json_extract(s.data, '$.method') AS method,
+  json_extract(s.data, '$.up_id') AS up_id,
+  s.seq AS start_seq,
+  s.ts AS start_ts,
+  s.mono AS start_mono,
+  e.seq AS end_seq,
+  e.ts AS end_ts,
+  json_extract(e.data, '$.outcome') AS outcome,
+  json_extract(e.data, '$.duration_s') AS duration_s,
+  json_extract(s.data, '$.budget_s') AS budget_s,
+  json_extract(s.data, '$.budget_source') AS budget_source,
+  json_extract(e.data, '$.error') AS error
+FROM events AS s
+LEFT JOIN events AS e ON e.id = (
+  SELECT x.id FROM events AS x
+  WHERE x.session_id = s.session_id AND x.request_id = s.request_id AND x.kind = 'request_end' AND x.seq > s.seq
+  ORDER BY x.seq LIMIT 1
+)
+WHERE s.kind = 'request_start'
+""".strip()
+
+# The wrapper never reuses an upstream id within a session, so (session_id, up_id) names one tombstone.
+TOMBSTONES_VIEW = """
+WITH
+  adds AS (
+    SELECT session_id, seq, ts, mono, request_id, tool,
+      json_extract(data, '$.up_id') AS up_id,
+      json_extract(data, '$.ttl_s') AS ttl_s,
+      json_extract(data, '$.reason') AS reason,
+      json_extract(data, '$.expires_mono') AS expires_mono
+    FROM events WHERE kind = 'tombstone_add'
+  ),
+  hits AS (
+    SELECT session_id, json_extract(data, '$.up_id') AS up_id, count(*) AS hits, max(ts) AS last_hit_ts
+    FROM events WHERE kind = 'tombstone_hit' GROUP BY 1, 2
+  ),
+  expiries AS (
+    SELECT session_id, json_extract(data, '$.up_id') AS up_id, min(ts) AS expired_ts,
+      min(json_extract(data, '$.age_s')) AS expired_age_s
+    FROM events WHERE kind = 'tombstone_expire' GROUP BY 1, 2
+  )
+SELECT
+  a.session_id AS session_id, a.seq AS seq, a.ts AS added_ts, a.mono AS added_mono, a.request_id AS request_id,
+  a.tool AS tool, a.up_id AS up_id, a.ttl_s AS ttl_s, a.reason AS reason, a.expires_mono AS expires_mono,
+  coalesce(h.hits, 0) AS hits, h.last_hit_ts AS last_hit_ts,
+  x.expired_ts AS expired_ts, x.expired_age_s AS expired_age_s
+FROM adds AS a
+LEFT JOIN hits AS h ON h.session_id = a.session_id AND h.up_id = a.up_id
+LEFT JOIN expiries AS x ON x.session_id = a.session_id AND x.up_id = a.up_id
+""".strip()
+
+INVALIDATIONS_VIEW = """
+SELECT
+  session_id, seq, ts, mono, request_id,
+  coalesce(json_extract(data, '$.caused_by'), tool) AS caused_by,
+  json_extract(data, '$.patterns') AS patterns,
+  json_array_length(data, '$.patterns') AS pattern_count
+FROM events WHERE kind = 'invalidation'
+""".strip()
+
+
+def _v1_base(conn: sqlite3.Connection) -> None:
+    """Sessions, events, their indexes and the query views."""
+    from sqlite_utils import Database
+
+    db = Database(conn, recursive_triggers=False, execute_plugins=False)
+    db["sessions"].create(  # type: ignore[union-attr]
+        {
+            "id": str,
+            "name": str,
+            "upstream": str,
+            "pid": int,
+            "started_at": float,
+            "ended_at": float,
+            "end_reason": str,
+            "version": str,
+            "config": str,
+        },
+        pk="id",
+    )
+    db["events"].create(  # type: ignore[union-attr]
+        {
+            "id": int,
+            "session_id": str,
+            "seq": int,
+            "ts": float,
+            "mono": float,
+            "kind": str,
+            "request_id": str,
+            "tool": str,
+            "model": str,
+            "data": str,
+        },
+        pk="id",
+        not_null=["session_id", "seq", "ts", "mono", "kind", "data"],
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+    events = db["events"]
+    events.create_index(["session_id", "seq"], index_name="events_by_session_seq")  # type: ignore[union-attr]
+    events.create_index(  # type: ignore[union-attr]
+        ["session_id", "request_id", "seq"], index_name="events_by_request"
+    )
+    events.create_index(["ts"], index_name="events_by_ts")  # type: ignore[union-attr]
+    db["sessions"].create_index(["started_at"], index_name="sessions_by_start")  # type: ignore[union-attr]
+    db.create_view("requests", REQUESTS_VIEW)
+    db.create_view("tombstones", TOMBSTONES_VIEW)
+    db.create_view("invalidations", INVALIDATIONS_VIEW)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+# MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
+MIGRATIONS: tuple[Migration, ...] = (_v1_base,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, current: int, steps: Sequence[Migration] = MIGRATIONS) -> int:
+    """Apply steps[current:] inside the caller's open transaction; return the new version."""
+    for version in range(current, len(steps)):
+        steps[version](conn)
+        conn.execute(f"PRAGMA user_version = {version + 1}")
+    return len(steps)

@@ -1,0 +1,372 @@
+"""EventWriter → SQLite file → EventReader: round trips, sessions, filters, overflow, retention."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_store_sample import write_sample
+
+from mcpwatch.clock import ManualClock
+from mcpwatch.events import Event, Kind
+from mcpwatch.store import EventReader, EventWriter, LogError, new_session_id, prune
+
+# One representative data dict per kind, following the contract in events.py.
+DATA_BY_KIND = {
+    Kind.SESSION_START: {"name": "s", "pid": 1, "deadline": {"budget_s": 110.0, "override_s": None}, "front": "stdio"},
+    Kind.SESSION_END: {"reason": "eof", "counters": {"requests": 3, "ok": 2}},
+    Kind.HOST_INFO: {"name": "claude-code", "version": "2.1", "protocol_version": "2025-06-18"},
+    Kind.UPSTREAM_STATE: {"state": "backoff", "generation": 2, "exit_code": 1, "stderr_tail": ["boom", "ü"]},
+    Kind.REQUEST_START: {"method": "tools/call", "up_id": 7, "budget_s": None, "arguments": '{"q": "x"}'},
+    Kind.PROGRESS: {"progress": 0.5, "total": 1.0, "message": "✓ gpt (1/4) | waiting: a, b, c"},
+    Kind.MODEL_STATUS: {"stage": 1, "status": "rate_limited", "latency_ms": 1234, "tier": "high"},
+    Kind.REQUEST_END: {"outcome": "deadline", "duration_s": 110.01, "partial": True, "error": "deadline"},
+    Kind.TOMBSTONE_ADD: {"up_id": 7, "ttl_s": 155.0, "reason": "deadline", "expires_mono": 300.5},
+    Kind.TOMBSTONE_HIT: {"up_id": 7, "what": "response", "age_s": 3.25},
+    Kind.TOMBSTONE_EXPIRE: {"up_id": 7, "age_s": 155.0},
+    Kind.UNKNOWN_RESPONSE: {"up_id": "abc", "reason": "stale_generation"},
+    Kind.INVALIDATION: {"caused_by": "tasks.update", "patterns": ["tasks.*", "sprints.*"]},
+    Kind.HEALTH_CHECK: {"ok": True, "ping_ms": 1.5, "result": {"tiers": {"quick": {"total_s": 30}}}, "error": None},
+    Kind.CONFIG_CHANGE: {"key": "margin_s", "old": 10, "new": 20.5, "source": "operator"},
+    Kind.WARNING: {"message": "something odd"},
+}
+
+
+def make_writer(path: Path, **kwargs) -> tuple[EventWriter, str]:
+    writer = EventWriter(path, **kwargs)
+    sid = writer.start_session(name="t", upstream="stdio: x", pid=123, config={"k": [1, 2]})
+    return writer, sid
+
+
+def test_every_kind_round_trips_with_its_data(tmp_path: Path) -> None:
+    assert set(DATA_BY_KIND) == set(Kind)
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    sent = []
+    for seq, (kind, data) in enumerate(DATA_BY_KIND.items(), start=1):
+        event = Event(kind, sid, 1_700_000_000.0 + seq, seq * 0.5, seq, str(seq), f"tool{seq}", f"m{seq}", data)
+        writer.emit(event)
+        sent.append(event)
+    assert writer.flush(5)
+    writer.close()
+    assert writer.events_written == len(sent) and writer.dropped == 0
+    with EventReader(path) as reader:
+        got = list(reader.events(sid))
+    assert [g.to_dict() | {"id": None} for g in got] == [s.to_dict() for s in sent]
+    assert all(isinstance(g.id, int) for g in got)
+    assert all(type(g.kind) is str for g in got)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=6))
+def test_any_json_data_survives(tmp_path: Path, data: dict) -> None:
+    path = tmp_path / f"{time.monotonic_ns()}.db"
+    writer, sid = make_writer(path)
+    writer.emit(Event("progress", sid, 1.0, 0.0, 1, data=data))
+    writer.close()
+    with EventReader(path) as reader:
+        (event,) = reader.events(sid)
+    assert event.data == data
+
+
+def test_awkward_data_is_stored_as_valid_json_not_lost(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    loop: list = []
+    loop.append(loop)
+    writer.emit(Event("warning", sid, 1.0, 0.0, 1, data={"nan": math.nan, 3: Path("/p"), "s": {1}}))
+    writer.emit(Event("warning", sid, 1.0, 0.0, 2, data={"loop": loop}))
+    writer.emit(Event("warning", sid, 1.0, 0.0, 3, request_id="bad\udc80id", data={"m": "lone \udc80 surrogate"}))
+    writer.emit(Event("warning", sid, 1.0, 0.0, 4, tool=("a", "b"), data={"big": 2**80}))  # type: ignore[arg-type]
+    writer.emit(Event("warning", sid, None, None, 5, data={"message": "no clock"}))  # type: ignore[arg-type]
+    assert writer.flush(5)
+    writer.close()
+    assert writer.dropped == 0, writer.last_error
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT count(*), sum(json_valid(data)) FROM events").fetchone() == (5, 5)
+    with EventReader(path) as reader:
+        got = {e.seq: e for e in reader.events(sid)}
+    assert got[1].data == {"nan": None, "3": "/p", "s": [1]}
+    assert "unencodable" in got[2].data
+    assert got[3].data == {"m": "lone \udc80 surrogate"}  # escaped inside JSON: nothing lost
+    assert got[3].request_id == "bad?id"
+    assert got[4].tool == "('a', 'b')" and got[4].data == {"big": 2**80}
+    assert (got[5].ts, got[5].mono, got[5].data) == (0.0, 0.0, {"message": "no clock"})
+
+
+def test_session_ids_are_sortable_and_unique() -> None:
+    ids = [new_session_id(1_700_000_000.0 + i * 0.001) for i in range(50)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == 50
+    same_instant = {new_session_id(1_700_000_000.0) for _ in range(200)}
+    assert len(same_instant) == 200
+    assert new_session_id(1_700_000_000.5).startswith("20231114-221320500-")
+
+
+def test_start_session_is_synchronous_and_rejects_a_duplicate_id(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    clock = ManualClock(wall=1_700_000_000.0)
+    writer = EventWriter(path, clock=clock)
+    sid = writer.start_session(name="n", upstream="http://u", pid=9, config={"a": 1}, session_id="fixed-id")
+    assert sid == "fixed-id"
+    with EventReader(path) as reader:  # visible before any flush
+        info = reader.session("fixed-id")
+    assert (info.name, info.upstream, info.pid, info.started_at, info.config) == ("n", "http://u", 9, 1.7e9, {"a": 1})
+    with pytest.raises(LogError, match="already exists"):
+        writer.start_session(name="n", upstream="u", pid=9, config={}, session_id="fixed-id")
+    writer.close()
+
+
+def test_end_session_is_ordered_after_emitted_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    clock = ManualClock(wall=1_700_000_000.0)
+    writer = EventWriter(path, clock=clock, flush_interval=5.0)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    writer.emit(Event("warning", sid, clock.time(), 0.0, 1, data={"message": "x"}))
+    clock.advance(42.0)
+    writer.end_session(sid, "host closed")
+    assert writer.flush(5)
+    with EventReader(path) as reader:
+        info = reader.session(sid)
+    writer.close()
+    assert (info.ended_at, info.end_reason, info.duration, info.events) == (1_700_000_042.0, "host closed", 42.0, 1)
+
+
+def test_sessions_report_counts_and_open_duration(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    ended = write_sample(path, t0=1_700_000_000.0, name="first")
+    open_ = write_sample(path, t0=1_700_001_000.0, name="second", end=False)
+    with EventReader(path) as reader:
+        first, second = reader.sessions()
+        latest = reader.latest_session()
+    assert (first.id, second.id, latest.id) == (ended.session_id, open_.session_id, open_.session_id)
+    emitted = ended.emitted
+    assert first.events == len(emitted)
+    assert first.requests == sum(e.kind == "request_start" for e in emitted)
+    assert first.timeouts == sum(e.kind == "request_end" and e.data["outcome"] == "deadline" for e in emitted)
+    assert first.late_drops == sum(e.kind == "tombstone_hit" for e in emitted)
+    assert first.duration == pytest.approx(330.0)
+    assert second.ended_at is None
+    assert second.duration == pytest.approx(max(e.ts for e in open_.emitted) - 1_700_001_000.0)
+
+
+def test_session_lookup_by_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    for sid in ("abc-1", "abc-2", "xyz-1"):
+        writer.start_session(name=sid, upstream="u", pid=1, config={}, session_id=sid)
+    writer.close()
+    with EventReader(path) as reader:
+        assert reader.session("xy").id == "xyz-1"
+        assert reader.session("abc-2").name == "abc-2"
+        with pytest.raises(LogError, match=r"ambiguous.*abc-1, abc-2"):
+            reader.session("abc")
+        with pytest.raises(LogError, match="no session 'nope'") as info:
+            reader.session("nope")
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_latest_session_of_an_empty_log_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    EventWriter(path).close()
+    with EventReader(path) as reader, pytest.raises(LogError, match="no sessions"):
+        reader.latest_session()
+
+
+def test_event_filters_and_streaming(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    _, other = writer, writer.start_session(name="o", upstream="u", pid=1, config={})
+    for seq in range(1, 101):
+        kind = "progress" if seq % 10 else "request_end"
+        writer.emit(Event(kind, sid, 1000.0 + seq, seq * 1.0, seq, data={"i": seq}))
+        writer.emit(Event(kind, other, 1000.0 + seq, seq * 1.0, seq, data={"i": -seq}))
+    writer.close()
+    with EventReader(path) as reader:
+        stream = reader.events(sid)
+        assert inspect.isgenerator(stream)
+        assert [e.seq for e in stream] == list(range(1, 101))
+        assert [e.seq for e in reader.events(sid, after_seq=95)] == [96, 97, 98, 99, 100]
+        assert [e.seq for e in reader.events(sid, start_mono=10.0, end_mono=13.0)] == [10, 11, 12]
+        assert [e.seq for e in reader.events(sid, kinds=["request_end"])] == list(range(10, 101, 10))
+        assert [e.seq for e in reader.events(sid, kinds=[Kind.REQUEST_END], after_seq=50, limit=2)] == [60, 70]
+        assert list(reader.events(sid, kinds=[])) == []
+        assert all(e.data["i"] > 0 for e in reader.events(sid))
+        assert reader.count_by_kind(sid) == {"progress": 90, "request_end": 10}
+        assert reader.event_count(sid) == 100
+        assert reader.max_seq(sid) == 100
+        assert reader.event_count("nobody") == 0
+
+
+def test_reader_sees_new_events_while_a_writer_is_live(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    reader = EventReader(path)
+    writer.emit(Event("progress", sid, 1.0, 0.0, 1))
+    writer.flush(5)
+    assert [e.seq for e in reader.events(sid)] == [1]
+    writer.emit(Event("progress", sid, 2.0, 1.0, 2))
+    writer.flush(5)
+    assert [e.seq for e in reader.events(sid, after_seq=1)] == [2]
+    reader.close()
+    writer.close()
+
+
+def test_queue_overflow_is_counted_and_logged_as_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path, queue_max=10, flush_interval=0.01)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the writer thread now waits for the lock: its queue fills up
+    total = 200
+    for seq in range(1, total + 1):
+        writer.emit(Event("progress", sid, 1000.0 + seq, float(seq), seq, data={"progress": seq}))
+    dropped = writer.dropped
+    assert dropped >= total - 2 * 10
+    blocker.execute("COMMIT")
+    blocker.close()
+    assert writer.flush(10)
+    writer.close()
+    assert writer.dropped == dropped
+    with EventReader(path) as reader:
+        events = list(reader.events(sid))
+    warnings = [e for e in events if e.kind == "warning"]
+    kept = [e.seq for e in events if e.kind == "progress"]
+    assert len(warnings) == 1
+    warning = warnings[0]
+    assert warning.data["dropped"] == dropped
+    assert f"{dropped} events dropped" in warning.data["message"]
+    assert len(kept) == total - dropped
+    lost = sorted(set(range(1, total + 1)) - set(kept))
+    assert warning.seq == lost[0] == warning.data["first_seq"]
+    assert warning.data["last_seq"] == lost[-1]
+    assert writer.events_written == len(events)
+
+
+def test_emit_after_close_is_counted_not_raised(tmp_path: Path) -> None:
+    writer, sid = make_writer(tmp_path / "events.db")
+    writer.close()
+    writer.emit(Event("progress", sid, 1.0, 0.0, 1))
+    assert writer.dropped == 1
+    assert writer.flush(1)
+    writer.close()  # idempotent
+
+
+def test_emit_is_cheap_and_does_not_wait_for_the_disk(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # nothing can be written meanwhile
+    events = [Event("progress", sid, 1.0, 0.0, i) for i in range(1, 20_001)]
+    started = time.perf_counter()
+    for event in events:
+        writer.emit(event)
+    elapsed = time.perf_counter() - started
+    blocker.execute("COMMIT")
+    blocker.close()
+    writer.close()
+    assert elapsed < 0.5  # ~0.1-0.2 µs each in practice; a blocking emit would wait 30 s for the lock
+    assert writer.events_written == 20_000
+
+
+def test_prune_removes_old_sessions_and_their_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    day = 86400.0
+    now = 1_700_000_000.0 + 30 * day
+    old = write_sample(path, t0=1_700_000_000.0, name="old")  # ended 30 days ago
+    crashed = write_sample(path, t0=1_700_000_000.0 + 5 * day, name="crashed", end=False)  # never ended
+    recent = write_sample(path, t0=now - day, name="recent")
+    running = write_sample(path, t0=now - 3600, name="running", end=False)
+    with EventReader(path) as reader:
+        assert reader.prune(7 * day, now=now) == 2
+        remaining = {s.id for s in reader.sessions()}
+        assert remaining == {recent.session_id, running.session_id}
+        assert reader.event_count(old.session_id) == reader.event_count(crashed.session_id) == 0
+        assert reader.event_count(recent.session_id) == len(recent.emitted)
+    assert prune(path, 7 * day, now=now, vacuum=True) == 0
+    with pytest.raises(LogError, match="non-negative"):
+        prune(path, -1.0)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == len(recent.emitted) + len(running.emitted)
+
+
+def test_file_is_wal_with_busy_timeout_and_the_mcpwatch_marker(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "dir" / "events.db"  # directories are created
+    writer, _ = make_writer(path)
+    assert writer._conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
+    writer.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] >= 1
+    assert conn.execute("PRAGMA application_id").fetchone()[0] == 0x4D435057
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"sessions", "events", "requests", "tombstones", "invalidations"} <= names
+    plan = " ".join(
+        r[3] for r in conn.execute("EXPLAIN QUERY PLAN SELECT * FROM events WHERE session_id = 'x' AND seq > 5")
+    )
+    assert "USING INDEX" in plan
+    config = json.loads(conn.execute("SELECT config FROM sessions").fetchone()[0])
+    assert config == {"k": [1, 2]}
+
+
+def test_a_failed_write_is_counted_and_reported_once_the_log_recovers(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path, flush_interval=0.01)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("ALTER TABLE events RENAME TO events_away")  # inserts now fail: no such table
+    for seq in range(1, 6):
+        writer.emit(Event("progress", sid, 1.0, float(seq), seq))
+    assert writer.flush(5)
+    assert writer.dropped == 5 and writer.events_written == 0
+    assert "no such table" in (writer.last_error or "")
+    other.execute("ALTER TABLE events_away RENAME TO events")
+    other.close()
+    writer.emit(Event("progress", sid, 1.0, 6.0, 6))
+    assert writer.flush(5)
+    writer.close()
+    with EventReader(path) as reader:
+        events = list(reader.events(sid))
+    assert [(e.seq, e.kind) for e in events] == [(1, "warning"), (6, "progress")]
+    assert events[0].data["dropped"] == 5 and "could not be written" in events[0].data["message"]
+
+
+def test_events_are_read_page_by_page_without_losing_order_or_ties(tmp_path: Path, monkeypatch) -> None:
+    from mcpwatch.store import reader as reader_module
+
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", 7)
+    path = tmp_path / "events.db"
+    writer, sid = make_writer(path)
+    for seq in range(1, 31):
+        writer.emit(Event("progress", sid, 1.0, float(seq), seq, data={"copy": 0}))
+        if seq % 5 == 0:  # a duplicated seq (an emitter bug) must neither loop nor vanish
+            writer.emit(Event("progress", sid, 1.0, float(seq), seq, data={"copy": 1}))
+    writer.flush(5)
+    with EventReader(path) as reader:
+        got = [(e.seq, e.data["copy"]) for e in reader.events(sid)]
+        assert got == sorted(got) and len(got) == 36
+        assert [e.seq for e in reader.events(sid, after_seq=25, limit=8)] == [26, 27, 28, 29, 30, 30]
+        assert len(list(reader.events(sid, limit=15))) == 15
+        stream = reader.events(sid, after_seq=20)
+        assert next(stream).seq == 21  # the first page is read; the end is pages away
+        writer.emit(Event("progress", sid, 1.0, 31.0, 31))  # written while the stream is being read
+        writer.flush(5)
+        assert [e.seq for e in stream][-3:] == [30, 30, 31]
+    writer.close()

@@ -1,0 +1,225 @@
+"""Files that are not usable logs give one-line LogErrors naming the path; schema migrations move forward."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from mcpwatch.errors import UserError
+from mcpwatch.events import Event
+from mcpwatch.store import SCHEMA_VERSION, EventReader, EventWriter, LogError, prune
+from mcpwatch.store.db import connect_reader, connect_writer
+from mcpwatch.store.schema import MIGRATIONS
+
+
+def one_line_error(action, path: Path, *fragments: str) -> str:
+    with pytest.raises(LogError) as info:
+        action()
+    message = str(info.value)
+    assert isinstance(info.value, UserError)
+    assert "\n" not in message and str(path) in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def written_log(path: Path, events: int = 10) -> str:
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    for seq in range(1, events + 1):
+        writer.emit(Event("progress", sid, 1000.0 + seq, float(seq), seq, data={"message": "x" * 200}))
+    writer.close()
+    return sid
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.db"
+    one_line_error(lambda: EventReader(path), path, "no such event log")
+    one_line_error(lambda: prune(path, 10), path, "no such event log")
+    assert not path.exists()  # reading never creates it
+
+
+def test_a_directory_is_not_a_log(tmp_path: Path) -> None:
+    one_line_error(lambda: EventReader(tmp_path), tmp_path, "directory")
+    one_line_error(lambda: EventWriter(tmp_path), tmp_path, "directory")
+
+
+def test_text_file_is_not_sqlite_and_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("hello, this is not a database\n" * 10)
+    before = path.read_bytes()
+    one_line_error(lambda: EventReader(path), path, "not an SQLite database")
+    one_line_error(lambda: EventWriter(path), path, "not an SQLite database")
+    assert path.read_bytes() == before
+
+
+def test_empty_file_is_not_a_log_for_readers_but_writers_initialise_it(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    path.touch()
+    one_line_error(lambda: EventReader(path), path, "empty")
+    EventWriter(path).close()
+    with EventReader(path) as reader:
+        assert reader.sessions() == []
+
+
+def test_empty_sqlite_database_is_not_a_log_for_readers(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sqlite3.connect(path).execute("PRAGMA user_version = 0").close()
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")
+    conn.commit()
+    conn.close()
+    one_line_error(lambda: EventReader(path), path, "empty SQLite database")
+
+
+def test_foreign_sqlite_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY)")  # a same-named table does not make it ours
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    one_line_error(lambda: EventReader(path), path, "not an mcpwatch event log", "customers")
+    one_line_error(lambda: EventWriter(path), path, "not an mcpwatch event log")
+    one_line_error(lambda: prune(path, 0), path, "not an mcpwatch event log")
+    assert path.read_bytes() == before
+
+
+def test_other_application_id_is_foreign(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 1234")
+    conn.commit()
+    conn.close()
+    one_line_error(lambda: EventWriter(path), path, "not an mcpwatch event log")
+
+
+def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    written_log(path)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    conn.commit()
+    conn.close()
+    message = one_line_error(lambda: EventReader(path), path, "newer", str(SCHEMA_VERSION + 5))
+    assert "upgrade mcpwatch" in message
+    one_line_error(lambda: EventWriter(path), path, "newer")
+
+
+def test_corrupt_schema_page(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    written_log(path)
+    with path.open("r+b") as handle:
+        handle.seek(100)  # just after the file header: the schema b-tree
+        handle.write(bytes(random.Random(1).randrange(256) for _ in range(3000)))
+    one_line_error(lambda: EventReader(path), path, "corrupt")
+    one_line_error(lambda: EventWriter(path), path, "corrupt")
+
+
+def test_corrupt_data_pages_surface_as_log_error_while_reading(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sid = written_log(path, events=3000)
+    size = path.stat().st_size
+    with path.open("r+b") as handle:  # every page after the first third becomes noise
+        handle.seek(size // 3 // 65536 * 65536)
+        handle.write(random.Random(2).randbytes(size - handle.tell()))
+
+    def read_everything() -> None:
+        with EventReader(path) as reader:
+            for _ in reader.events(sid):
+                pass
+
+    one_line_error(read_everything, path, "corrupt")
+
+
+def test_truncated_header_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    path.write_bytes(os.urandom(4096))
+    one_line_error(lambda: EventReader(path), path, "not an SQLite database")
+
+
+def test_migrations_run_forward_once(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    written_log(path)
+    calls: list[int] = []
+
+    def add_notes(conn: sqlite3.Connection) -> None:
+        calls.append(1)
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+
+    steps = (*MIGRATIONS, add_notes)
+    connect_writer(path, steps=steps).close()
+    connect_writer(path, steps=steps).close()
+    assert calls == [1]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 10  # data kept
+    conn.close()
+    # this build now sees a newer log than it knows
+    one_line_error(lambda: connect_reader(path), path, "newer")
+
+
+def test_a_failing_migration_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    written_log(path)
+
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        conn.execute("THIS IS NOT SQL")
+
+    with pytest.raises(LogError):
+        connect_writer(path, steps=(*MIGRATIONS, broken))
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
+    conn.close()
+
+
+def test_fresh_file_is_built_by_the_migration_list(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    connect_writer(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+    conn.close()
+
+
+def test_reader_upgrades_an_older_log_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwatch.store import db
+
+    path = tmp_path / "events.db"
+    sid = written_log(path)
+
+    def add_notes(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+
+    monkeypatch.setattr(db, "MIGRATIONS", (*MIGRATIONS, add_notes))
+    monkeypatch.setattr(db, "SCHEMA_VERSION", len(MIGRATIONS) + 1)
+    with EventReader(path) as reader:
+        assert reader.event_count(sid) == 10
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) + 1
+    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == 0
+    conn.close()
+
+
+def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwatch.store import db, reader
+
+    path = tmp_path / "events.db"
+    written_log(path)
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(reader, "BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr(db, "retry_busy", lambda action, **_: action())
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        one_line_error(lambda: prune(path, 0), path, "locked")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()

@@ -1,0 +1,101 @@
+"""The SQL views, queried the way a user would: with sqlite-utils, knowing nothing of mcpwatch's code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+from test_store_sample import write_sample
+
+from mcpwatch.events import Event
+from mcpwatch.store import EventWriter
+
+
+@pytest.fixture
+def sample(tmp_path: Path):
+    path = tmp_path / "events.db"
+    return path, write_sample(path)
+
+
+def test_requests_view_pairs_each_start_with_its_end(sample) -> None:
+    path, s = sample
+    db = sqlite_utils.Database(path)
+    rows = {r["request_id"]: r for r in db.query("SELECT * FROM requests WHERE session_id = ?", [s.session_id])}
+    starts = [e for e in s.emitted if e.kind == "request_start"]
+    assert sorted(rows) == sorted(e.request_id for e in starts)
+    for start in starts:
+        row = rows[start.request_id]
+        end = next((e for e in s.emitted if e.kind == "request_end" and e.request_id == start.request_id), None)
+        assert row["tool"] == start.tool and row["method"] == start.data["method"]
+        assert row["start_ts"] == start.ts and row["budget_s"] == start.data["budget_s"]
+        if end is None:
+            assert row["end_ts"] is None and row["outcome"] is None and row["duration_s"] is None
+        else:
+            assert (row["end_ts"], row["outcome"], row["duration_s"]) == (
+                end.ts,
+                end.data["outcome"],
+                end.data["duration_s"],
+            )
+
+
+def test_requests_view_handles_a_reused_host_id(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    plan = [("request_start", 1.0, {}), ("request_end", 2.0, {"outcome": "ok", "duration_s": 1.0})]
+    plan += [("request_start", 5.0, {}), ("request_end", 9.0, {"outcome": "error", "duration_s": 4.0})]
+    for seq, (kind, at, data) in enumerate(plan, start=1):
+        writer.emit(Event(kind, sid, at, at, seq, request_id="1", tool="t", data={"method": "tools/call", **data}))
+    writer.close()
+    rows = list(sqlite_utils.Database(path).query("SELECT start_ts, end_ts, outcome FROM requests ORDER BY start_seq"))
+    assert rows == [
+        {"start_ts": 1.0, "end_ts": 2.0, "outcome": "ok"},
+        {"start_ts": 5.0, "end_ts": 9.0, "outcome": "error"},
+    ]
+
+
+def test_tombstones_view_adds_hits_and_expiry(sample) -> None:
+    path, s = sample
+    (row,) = sqlite_utils.Database(path).query("SELECT * FROM tombstones")
+    add = next(e for e in s.emitted if e.kind == "tombstone_add")
+    hits = [e for e in s.emitted if e.kind == "tombstone_hit" and e.data["up_id"] == add.data["up_id"]]
+    expire = next(e for e in s.emitted if e.kind == "tombstone_expire")
+    assert (row["up_id"], row["ttl_s"], row["reason"], row["request_id"]) == (
+        add.data["up_id"],
+        add.data["ttl_s"],
+        add.data["reason"],
+        add.request_id,
+    )
+    assert row["hits"] == len(hits) == 2
+    assert row["last_hit_ts"] == max(h.ts for h in hits)
+    assert row["expired_ts"] == expire.ts
+
+
+def test_tombstones_view_counts_zero_hits(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    writer.emit(Event("tombstone_add", sid, 1.0, 1.0, 1, data={"up_id": 5, "ttl_s": 10, "reason": "deadline"}))
+    writer.close()
+    (row,) = sqlite_utils.Database(path).query("SELECT hits, expired_ts FROM tombstones")
+    assert row == {"hits": 0, "expired_ts": None}
+
+
+def test_invalidations_view(sample) -> None:
+    path, s = sample
+    (row,) = sqlite_utils.Database(path).query("SELECT * FROM invalidations")
+    inv = next(e for e in s.emitted if e.kind == "invalidation")
+    assert row["caused_by"] == inv.data["caused_by"]
+    assert json.loads(row["patterns"]) == inv.data["patterns"]
+    assert row["pattern_count"] == len(inv.data["patterns"])
+
+
+def test_sqlite_utils_sees_tables_views_and_the_foreign_key(sample) -> None:
+    path, _ = sample
+    db = sqlite_utils.Database(path)
+    assert {"sessions", "events"} <= set(db.table_names())
+    assert {"requests", "tombstones", "invalidations"} <= set(db.view_names())
+    fks = db["events"].foreign_keys  # type: ignore[union-attr]
+    assert [(fk.column, fk.other_table, fk.other_column) for fk in fks] == [("session_id", "sessions", "id")]
