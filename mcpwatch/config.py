@@ -26,6 +26,7 @@ class DeadlineSettings:
     host_timeout_s: float = 120.0
     margin_s: float = 10.0
     explicit_s: float | None = None
+    propagate: bool = True  # add params._meta["dev.mcpwatch/deadline_ms"] to each forwarded tools/call
     tools: dict[str, float] = field(default_factory=dict)
 
 
@@ -119,6 +120,12 @@ def _positive_int(value: Any) -> int:
     return value
 
 
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Problem(f"must be true or false, got {value!r}")
+    return value
+
+
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _Problem(f"must be a non-empty string, got {value!r}")
@@ -143,6 +150,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "host_timeout_s": lambda v: _seconds(v, allow_zero=False),
         "margin_s": _seconds,
         "explicit_s": lambda v: _seconds(v, allow_negative=True),  # ≤ 0 disables the budget
+        "propagate": _bool,
         "tools": None,  # a table, handled below
     },
     "tombstones": {

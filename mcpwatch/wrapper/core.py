@@ -213,7 +213,8 @@ class WrapperCore:
             pending.budget = budget
             if budget.seconds is not None:
                 pending.timer = self.loop.call_later(budget.seconds, self._deadline_hit, up_id)
-                forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
+                if self.settings.deadline.propagate:
+                    forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
             self.recorder.emit(
                 Kind.REQUEST_START,
                 request_id=pending.request_key,

@@ -1,0 +1,133 @@
+"""Runs the demo: the console over a live driver (interactive), or the driver alone with a summary (headless)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from argparse import Namespace
+from collections import Counter
+from pathlib import Path
+
+from mcpwatch import paths, registry
+from mcpwatch.demo.config import DEMO_TOML
+from mcpwatch.demo.driver import DriverStats, drive, wrapper_command
+from mcpwatch.errors import UserError
+
+NAME = "demo"
+
+
+def write_config() -> Path:
+    directory = paths.state_dir() / "demo"
+    directory.mkdir(parents=True, exist_ok=True)
+    config = directory / "mcpwatch.toml"
+    config.write_text(DEMO_TOML, encoding="utf-8")
+    return config
+
+
+def summary(started_at: float, stats: DriverStats | None) -> str:
+    """What happened, read back from the event log (the same figures `mcpwatch report` gives)."""
+    from mcpwatch.store import EventReader, LogError
+
+    log_path = paths.default_log_path()
+    try:
+        reader = EventReader(log_path)
+        sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
+    except LogError as exc:
+        return f"mcpwatch demo: no log to summarise ({exc})"
+    if not sessions:
+        return f"mcpwatch demo: the wrapper recorded no session in {log_path}"
+    session = sessions[-1]
+    outcomes: Counter[str] = Counter()
+    for event in reader.events(session.id, kinds=["request_end"]):
+        if event.data.get("method") == "tools/call":
+            outcomes[str(event.data.get("outcome"))] += 1
+    kinds = reader.count_by_kind(session.id)
+    by_outcome = ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())) or "none"
+    lines = [
+        f"mcpwatch demo: {time.time() - started_at:.0f} s, session {session.id} ({session.name})",
+        f"  tool calls by outcome: {by_outcome}",
+        f"  deadlines hit: {outcomes.get('deadline', 0)}   late responses dropped: {kinds.get('tombstone_hit', 0)}"
+        f"   invalidations: {kinds.get('invalidation', 0)}   tombstones: {kinds.get('tombstone_add', 0)}",
+        f"  log: {log_path}",
+        f"  next: mcpwatch report --session {session.id}   |   mcpwatch replay --session {session.id}",
+    ]
+    if stats is not None and stats.errors:
+        lines.append(f"  host-side errors: {len(stats.errors)} (first: {stats.errors[0]})")
+    return "\n".join(lines)
+
+
+def run_headless(duration: float, time_scale: float, seed: int) -> int:
+    config = write_config()
+    started_at = time.time()
+
+    async def main() -> DriverStats:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.call_later(duration, stop.set)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        command = wrapper_command(str(config), NAME, "default", time_scale, seed)
+        return await drive(command, stop, seed=seed)
+
+    stats = asyncio.run(main())
+    print(summary(started_at, stats), flush=True)
+    return 0
+
+
+def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
+    config = write_config()
+    started_at = time.time()
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mcpwatch.demo.driver",
+            "--config",
+            str(config),
+            "--name",
+            NAME,
+            "--time-scale",
+            str(time_scale),
+            "--seed",
+            str(seed),
+        ],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    try:
+        entry = _wait_for_wrapper(started_at, driver)
+        from mcpwatch.commands import watch
+
+        return watch.run(Namespace(target=str(entry.pid), theme=theme, token=None, config=None))
+    finally:
+        _stop(driver)
+
+
+def _wait_for_wrapper(
+    started_at: float, driver: subprocess.Popen[bytes], timeout: float = 30.0
+) -> registry.WrapperEntry:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if driver.poll() is not None:
+            raise UserError(f"the demo's driver exited early (code {driver.returncode})")
+        for entry in registry.find_wrapper(NAME):
+            if entry.started_at >= started_at - 1:
+                return entry
+        time.sleep(0.1)
+    raise UserError(f"the demo's wrapper did not start within {timeout:.0f} s")
+
+
+def _stop(driver: subprocess.Popen[bytes]) -> None:
+    """Stop the driver; it closes the wrapper, which stops the council: no orphans, the log flushed."""
+    if driver.poll() is None:
+        driver.send_signal(signal.SIGTERM)
+        try:
+            driver.wait(20)
+        except subprocess.TimeoutExpired:
+            driver.kill()
+            driver.wait(5)
