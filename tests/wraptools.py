@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from conftest import REPO
 from mcp import Client, StdioServerParameters
+
+from conftest import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
 RAW_SERVER = str(FIXTURES / "raw_server.py")

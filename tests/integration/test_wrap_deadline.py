@@ -8,9 +8,10 @@ import sys
 import time
 
 import pytest
-from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 from mcpwatch.store import EventReader
+
+from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
 

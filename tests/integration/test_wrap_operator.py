@@ -9,6 +9,7 @@ import stat
 import sys
 
 import pytest
+
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio

@@ -10,8 +10,9 @@ import time
 
 import httpx2
 import pytest
-from conftest import REPO, mcpwatch_cmd
 from mcp import Client
+
+from conftest import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from mcp import Client, StdioServerParameters
+
 from wraptools import SDK_SERVER, wrapped_client
 
 pytestmark = pytest.mark.anyio

@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
