@@ -1,0 +1,1 @@
+"""Model backends: where the council's calls go (`simulated` or any OpenAI-compatible endpoint)."""
