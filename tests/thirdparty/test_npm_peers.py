@@ -1,0 +1,95 @@
+"""Peers nobody here wrote: the MCP Inspector CLI as the host and the reference `server-everything` as the server,
+both from npm, with `mcpwatch wrap` between them."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcpwatch.store import EventReader
+
+from conftest import REPO
+from wraptools import wrapped_client
+
+PACKAGES = (
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/inspector@2.12.0",
+)
+
+
+@pytest.fixture(scope="session")
+def npm_bin() -> Path:
+    """The packages installed once into a cache folder (npm's registry is reachable here and in CI)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: the third-party peers come from the npm registry")
+    key = hashlib.sha256(" ".join(PACKAGES).encode()).hexdigest()[:12]
+    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / f"npm-{key}"
+    bin_dir = prefix / "node_modules" / ".bin"
+    if not (bin_dir / "mcp-server-everything").exists() or not (bin_dir / "mcp-inspector").exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        install = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), *PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert install.returncode == 0, install.stderr[-2000:]
+    return bin_dir
+
+
+def inspector(npm_bin: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The Inspector passes the server only a minimal environment: hand it the test's state dir explicitly."""
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--name", "everything", "--"]
+    state = ["-e", f"MCPWATCH_STATE_DIR={env['MCPWATCH_STATE_DIR']}"]
+    command = [str(npm_bin / "mcp-inspector"), "--cli", *wrap, str(npm_bin / "mcp-server-everything"), *args, *state]
+    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+def test_inspector_cli_through_the_wrapper_to_server_everything(npm_bin, isolated_state):
+    env = {**os.environ}
+    listed = inspector(npm_bin, "--method", "tools/list", env=env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert '"name": "echo"' in listed.stdout and '"name": "trigger-long-running-operation"' in listed.stdout
+    called = inspector(npm_bin, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hello", env=env)
+    assert called.returncode == 0, called.stderr[-2000:]
+    assert "Echo: hello" in called.stdout
+    reader = EventReader(isolated_state / "events.db")
+    sessions = [s for s in reader.sessions() if s.name == "everything"]
+    assert len(sessions) == 2
+    ends = list(reader.events(sessions[-1].id, kinds=["request_end"]))
+    assert any(e.tool == "echo" and e.data["outcome"] == "ok" for e in ends)
+    assert reader.count_by_kind(sessions[-1].id)["host_info"] == 1
+
+
+@pytest.mark.anyio
+async def test_deadline_on_a_third_party_long_running_tool(npm_bin):
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "1.5"}
+    async with wrapped_client([str(npm_bin / "mcp-server-everything")], env=env, wrap_args=["--no-log"]) as client:
+        started = time.monotonic()
+        result = await client.call_tool(
+            "trigger-long-running-operation", {"duration": 6, "steps": 6}, progress_callback=on_progress
+        )
+        elapsed = time.monotonic() - started
+        assert result.is_error and "deadline budget of 1.5 s" in result.content[0].text
+        assert 1.5 <= elapsed <= 2.0
+        assert progress and "last progress" in result.content[0].text
+        echo = await client.call_tool("echo", {"message": "still here"})
+        assert echo.content[0].text == "Echo: still here"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
