@@ -1,0 +1,176 @@
+"""`mcpwatch bench console`: the live console under an event flood.
+
+Drives the real app headless (Textual's `run_test`) at 160×48 while a producer thread feeds 5,000 events/s (a
+realistic mix from `console.sample.flood`) into the same deque-and-pump path the live feed uses. Meanwhile it
+presses a key every 500 ms and times key press → the next repaint that shows the moved selection. Reports p50/p95/
+max of that latency, the backlog (events waiting for the UI) over time, and the process RSS. The flood goes
+through the feed directly, not through a wrapper: 5,000 events/s would need ~500 tool calls/s from a host.
+Targets: p95 ≤ 100 ms, no growing backlog, RSS ≤ 250 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import threading
+import time
+from collections import deque
+from typing import Any
+
+HELP = "the console under a 5,000 events/s flood: key-to-repaint latency, backlog, RSS"
+
+RATE = 5000.0
+KEY_EVERY_S = 0.5  # longer than the tables hold still after a key, so every press meets a rebuilding table
+
+
+class FloodFeed:
+    """A `Feed` filled by a producer thread at a fixed rate (the live feed's deque, without the network)."""
+
+    def __init__(self, rate: float) -> None:
+        from mcpwatch.console.sample import EventFactory, flood
+        from mcpwatch.console.source import FeedStatus
+
+        self._events = flood(EventFactory(session_id="bench"), rate=rate)
+        self._rate = rate
+        self._buffer: deque[Any] = deque()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, name="bench-producer", daemon=True)
+        self._status = FeedStatus("live", "bench flood")
+        self.produced = 0
+        self.applied = 0
+        self._start = 0.0
+
+    def start(self) -> None:
+        self._start = time.monotonic()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _produce(self) -> None:
+        while not self._stop.is_set():
+            due = int((time.monotonic() - self._start) * self._rate)
+            batch = [next(self._events) for _ in range(max(0, due - self.produced))]
+            self._buffer.extend(batch)
+            self.produced += len(batch)
+            time.sleep(0.01)
+
+    def pump(self, model: Any, limit: int = 20_000) -> int:
+        count = 0
+        while self._buffer and count < limit:
+            model.apply(self._buffer.popleft())
+            count += 1
+        self.applied += count
+        return count
+
+    def now_mono(self, model: Any) -> float:
+        return model.last_mono
+
+    def status(self) -> Any:
+        return self._status
+
+    @property
+    def backlog(self) -> int:
+        return len(self._buffer)
+
+
+def _rss_mb() -> tuple[float, float]:
+    """(current, peak) resident set size of this process in MB, from /proc."""
+    values = {"VmRSS": 0.0, "VmHWM": 0.0}
+    try:
+        with open(f"/proc/{os.getpid()}/status", encoding="ascii") as status:
+            for line in status:
+                key = line.split(":", 1)[0]
+                if key in values:
+                    values[key] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return values["VmRSS"], values["VmHWM"]
+
+
+async def _drive(duration: float, rate: float) -> dict[str, Any]:
+    from mcpwatch.console.app import ConsoleApp
+    from mcpwatch.console.screens.main import MainScreen
+    from mcpwatch.console.session import WatchSession
+    from mcpwatch.console.widgets import WindowTable
+
+    paints: list[float] = []
+
+    class BenchApp(ConsoleApp):
+        def _display(self, screen: Any, renderable: Any) -> None:  # every frame the screen hands out
+            paints.append(time.perf_counter())
+            super()._display(screen, renderable)
+
+    feed = FloodFeed(rate)
+    app = BenchApp(session=WatchSession(feed))
+    latencies: list[float] = []
+    backlog: list[tuple[float, int]] = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        while not (isinstance(app.screen, MainScreen) and app.screen.last_view is not None):
+            await pilot.pause(0.02)
+        table = app.screen.query_one("#requests", WindowTable)
+        table.focus()
+        await pilot.pause(0.5)  # let the flood fill the table
+        started = time.monotonic()
+        direction = "down"
+        while time.monotonic() - started < duration:
+            before = table.selected_key
+            mark = len(paints)
+            pressed = time.perf_counter()
+            app.post_message(_key(direction))
+            while time.perf_counter() - pressed < 2.0:
+                await asyncio.sleep(0.001)
+                if table.selected_key != before and len(paints) > mark and paints[-1] >= pressed:
+                    # the first frame painted after the selection moved
+                    break
+            latencies.append(paints[-1] - pressed if len(paints) > mark else 2.0)
+            direction = "up" if direction == "down" and table.cursor_row > 20 else "down"
+            backlog.append((time.monotonic() - started, feed.backlog))
+            await asyncio.sleep(KEY_EVERY_S)
+        rss, peak = _rss_mb()
+    feed.stop()
+    elapsed = time.monotonic() - started
+    ms = sorted(x * 1000 for x in latencies)
+    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))] if ms else float("nan")
+    half = len(backlog) // 2
+    first = statistics.mean(b for _, b in backlog[:half]) if half else 0.0
+    second = statistics.mean(b for _, b in backlog[half:]) if backlog[half:] else 0.0
+    return {
+        "source": "feed (producer thread → deque → 10 Hz pump), not through a wrapper",
+        "duration_s": round(elapsed, 1),
+        "rate_target_events_per_s": rate,
+        "events_produced": feed.produced,
+        "events_applied": feed.applied,
+        "applied_rate_events_per_s": round(feed.applied / max(elapsed, 1e-9)),
+        "key_to_repaint_ms": {
+            "samples": len(ms),
+            "p50": round(statistics.median(ms), 1) if ms else None,
+            "p95": round(p95, 1),
+            "max": round(ms[-1], 1) if ms else None,
+        },
+        "backlog_events": {
+            "mean_first_half": round(first),
+            "mean_second_half": round(second),
+            "max": max((b for _, b in backlog), default=0),
+            "final": feed.backlog,
+        },
+        "rss_mb": {"end": round(rss, 1), "peak": round(peak, 1)},
+        "targets": {
+            "p95_le_100ms": p95 <= 100,
+            "no_growing_backlog": second <= max(first * 1.5, rate * 0.5),
+            "rss_le_250mb": peak <= 250,
+        },
+    }
+
+
+def _key(name: str) -> Any:
+    from textual import events
+
+    return events.Key(name, None)
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    return asyncio.run(_drive(5.0 if quick else 60.0, RATE))

@@ -1,0 +1,175 @@
+"""The console app: themes, the refresh tick, and which screen to show (wiring only; the screens do the rest).
+
+Give it a `WatchSession` to show one session (replay, tests), or a `Target` to find live wrappers in the registry:
+none → a screen saying how to start one (it notices when one appears); one → watch it; several → choose.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.theme import Theme
+
+from mcpwatch.clock import SYSTEM_CLOCK, Clock
+from mcpwatch.console.commands import ConsoleCommands
+from mcpwatch.console.controls import LiveControls
+from mcpwatch.console.screens.base import WatchScreen
+from mcpwatch.console.screens.choose import ChooseWrapperScreen
+from mcpwatch.console.screens.empty import NoWrapperScreen
+from mcpwatch.console.screens.help import HelpScreen
+from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.session import WatchSession
+from mcpwatch.console.source import LiveFeed, Locator, Target
+from mcpwatch.console.themes import DEFAULT_THEME, load_themes, semantic_defaults
+from mcpwatch.registry import WrapperEntry, find_wrapper
+
+log = logging.getLogger(__name__)
+
+
+class ConsoleApp(App[None]):
+    CSS_PATH = Path(__file__).parent / "app.tcss"
+    TITLE = "mcpwatch"
+    COMMANDS = App.COMMANDS | {ConsoleCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+    ]
+
+    def __init__(
+        self,
+        *,
+        session: WatchSession | None = None,
+        target: Target | None = None,
+        theme: str = DEFAULT_THEME,
+        themes: list[Theme] | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        registry_dir: Path | None = None,
+        refresh_s: float = 0.1,
+        discover_every_s: float = 1.0,
+    ) -> None:
+        self.console_themes = themes if themes is not None else load_themes()
+        super().__init__()
+        for extra in self.console_themes:
+            self.register_theme(extra)
+        self.theme = theme
+        self.fixed_session = session
+        self.target = target or Target()
+        self.clock = clock
+        self.registry_dir = registry_dir
+        self.refresh_s = refresh_s
+        self.discover_every_s = discover_every_s
+        self.session: WatchSession | None = None
+        self.tick_errors = 0
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        """Semantic colours derived from whichever theme is current, so every theme (ours or Textual's) works."""
+        return semantic_defaults(self.current_theme)
+
+    def on_mount(self) -> None:
+        self.set_interval(self.refresh_s, self._tick)
+        if self.fixed_session is not None:
+            self._show_session(self.fixed_session)
+        else:
+            self.discover()
+
+    # -- which screen --------------------------------------------------------------------------------------
+
+    def discover(self) -> None:
+        """Look in the registry (or use the URL) and show what fits; the empty screen calls this every second."""
+        target = self.target
+        if target.url:
+            self.watch_target(target)
+            return
+        entries = find_wrapper(target.selector, self.registry_dir)
+        if not entries:
+            if not isinstance(self.screen, NoWrapperScreen):
+                self._replace(NoWrapperScreen(target.selector, self.registry_dir))
+                self.set_timer(self.discover_every_s, self._poll_for_wrappers)
+            return
+        if len(entries) == 1:
+            self.watch_target(Target(selector=target.selector or entries[0].name, token=target.token))
+        else:
+            self._replace(
+                ChooseWrapperScreen(lambda: find_wrapper(target.selector, self.registry_dir), self.watch_entry)
+            )
+
+    def _poll_for_wrappers(self) -> None:
+        if isinstance(self.screen, NoWrapperScreen):
+            self.discover()
+            if isinstance(self.screen, NoWrapperScreen):
+                self.set_timer(self.discover_every_s, self._poll_for_wrappers)
+
+    def _replace(self, screen: Screen[None]) -> None:
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def live_session(self, target: Target) -> WatchSession:
+        locator = Locator(target, self.registry_dir)
+        feed = LiveFeed(locator, self.clock)
+        return WatchSession(feed, LiveControls(locator), title=target.describe())
+
+    def watch_target(self, target: Target) -> None:
+        """Watch one wrapper live, as the base screen."""
+        self._show_session(self.live_session(target))
+
+    def watch_entry(self, entry: WrapperEntry) -> None:
+        """Watch a wrapper chosen from the list; esc comes back to the list."""
+        session = self.live_session(Target(selector=str(entry.pid), token=self.target.token))
+        session.feed.start()
+        self.session = session
+
+        def back(_: object = None) -> None:
+            session.feed.stop()
+            if self.session is session:
+                self.session = None
+
+        self.push_screen(MainScreen(session, can_go_back=True), back)
+
+    def _show_session(self, session: WatchSession) -> None:
+        if self.session is not None and self.session is not session:
+            self.session.feed.stop()
+        self.session = session
+        session.feed.start()
+        self._replace(MainScreen(session))
+
+    # -- the tick --------------------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        """Fold what arrived and redraw the topmost session screen: the only place the UI meets the feed."""
+        session = self.session
+        if session is None:
+            return
+        try:
+            session.pump()
+            for screen in reversed(self.screen_stack):
+                if isinstance(screen, WatchScreen):
+                    screen.refresh_view()
+                    break
+        except Exception as exc:  # a display bug must not take the console down; say so once in a while
+            self.tick_errors += 1
+            log.exception("console refresh failed")
+            if self.tick_errors in (1, 10, 100) or self.tick_errors % 1000 == 0:
+                self.notify(f"display problem: {type(exc).__name__}: {exc}", severity="error", timeout=10)
+
+    # -- app actions ---------------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        live = self.session is not None and self.session.controls is not None
+        self.push_screen(HelpScreen(live))
+
+    def action_set_theme(self, name: str) -> None:
+        self.theme = name
+        self.notify(f"theme: {name}", timeout=2)
+
+    def on_unmount(self) -> None:
+        if self.session is not None:
+            self.session.feed.stop()

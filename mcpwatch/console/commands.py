@@ -1,0 +1,69 @@
+"""The command palette (ctrl+p): every console action by name, including the operator's and the themes.
+
+Names read "category: action". What the current screen cannot do is not offered (replay has no operator actions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class ConsoleCommands(Provider):
+    def _commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        from mcpwatch.console.screens.base import WatchScreen
+        from mcpwatch.console.screens.main import MainScreen
+
+        screen = self.screen
+        app = self.app
+        found: list[tuple[str, str, Callable[[], object]]] = []
+        if isinstance(screen, WatchScreen) and screen.session.controls is not None:
+            found += [
+                (
+                    "operator: health check now",
+                    "ping the upstream and call its health tool",
+                    screen.action_health_check,
+                ),
+                ("operator: set margin…", "seconds kept before the host's timeout", screen.action_set_margin),
+                (
+                    "operator: set host timeout…",
+                    "how long the host waits for a tools/call",
+                    screen.action_set_host_timeout,
+                ),
+                (
+                    "operator: set deadline override…",
+                    "an explicit budget (empty clears, 0 disables)",
+                    screen.action_set_deadline,
+                ),
+                (
+                    "operator: cancel selected call…",
+                    "cut an in-flight call as a deadline would",
+                    screen.action_cancel_call,
+                ),
+            ]
+        if isinstance(screen, MainScreen):
+            pause = "resume the view" if screen.session.paused else "pause the view"
+            found += [
+                (f"view: {pause}", "the feed keeps recording while paused", screen.action_pause),
+                ("view: filter requests…", "by tool, outcome or request id", screen.action_filter),
+                ("view: open selected request", "timeline, arguments, result, tombstone", screen.action_open_detail),
+            ]
+        for theme in getattr(app, "console_themes", ()):
+            found.append(
+                (f"theme: {theme.name}", "switch the console's colours", partial(app.action_set_theme, theme.name))
+            )
+        found.append(("help: keys and panels", "what every key and panel does", app.action_help))
+        return found
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

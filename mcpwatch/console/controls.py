@@ -1,0 +1,58 @@
+"""Operator actions the console can take. Live mode has them; replay has none, so its screens simply lack them."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from mcpwatch.console.source import Locator
+from mcpwatch.operator.client import OperatorClient, OperatorUnavailable
+from mcpwatch.registry import WrapperEntry
+
+T = TypeVar("T")
+
+
+class Controls(Protocol):
+    """What an operator can do to a running wrapper (the operator endpoint's write tools)."""
+
+    async def health_check(self) -> dict[str, Any]: ...
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]: ...
+
+    async def set_host_timeout(self, seconds: float) -> dict[str, Any]: ...
+
+    async def set_deadline(self, seconds: float | None) -> dict[str, Any]: ...
+
+    async def cancel(self, request_id: str) -> dict[str, Any]: ...
+
+
+class LiveControls:
+    """Each action opens a short session to the wrapper the feed follows (its registry entry may have changed)."""
+
+    def __init__(
+        self, locator: Locator, client_factory: Callable[[WrapperEntry], OperatorClient] | None = None
+    ) -> None:
+        self._locator = locator
+        self._client_factory = client_factory or OperatorClient.for_entry
+
+    async def _with(self, action: Callable[[OperatorClient], Awaitable[T]]) -> T:
+        entry = self._locator.last or self._locator.resolve()
+        if entry is None:
+            raise OperatorUnavailable(f"no running wrapper matches {self._locator.target.describe()}")
+        async with self._client_factory(entry) as op:
+            return await action(op)
+
+    async def health_check(self) -> dict[str, Any]:
+        return await self._with(lambda op: op.health_check())
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        return await self._with(lambda op: op.set_margin(seconds))
+
+    async def set_host_timeout(self, seconds: float) -> dict[str, Any]:
+        return await self._with(lambda op: op.set_host_timeout(seconds))
+
+    async def set_deadline(self, seconds: float | None) -> dict[str, Any]:
+        return await self._with(lambda op: op.set_deadline(seconds))
+
+    async def cancel(self, request_id: str) -> dict[str, Any]:
+        return await self._with(lambda op: op.cancel(request_id))

@@ -1,0 +1,484 @@
+"""View state → Rich renderables for the console's panels (Rich only, no Textual: replay and reports reuse it).
+
+Colours come from a `Palette` of the theme's semantic variables, so every panel follows the theme.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from mcpwatch.console import format as fmt
+from mcpwatch.console.model import (
+    CouncilView,
+    Counters,
+    DeadlineView,
+    HeaderView,
+    HealthView,
+    InFlightView,
+    InvalidationView,
+    RequestDetail,
+    RequestView,
+    TierView,
+    TimelineItem,
+    TombstonesView,
+    TombstoneView,
+    WarningView,
+)
+
+# outcome / model status -> (icon, semantic colour). Icons are single-cell so columns stay aligned.
+STATUS_STYLE: dict[str, tuple[str, str]] = {
+    "ok": ("✓", "status-ok"),
+    "tool_error": ("✗", "status-error"),
+    "error": ("✗", "status-error"),
+    "auth_error": ("✗", "status-error"),
+    "upstream_lost": ("↯", "status-error"),
+    "deadline": ("◷", "status-timeout"),
+    "timeout": ("◷", "status-timeout"),
+    "rate_limited": ("≈", "status-late"),
+    "cancelled": ("⊘", "status-cancelled"),
+    "pending": ("⋯", "status-pending"),
+    "in flight": ("⋯", "status-pending"),
+}
+UPSTREAM_STYLE = {
+    "ready": "status-ok",
+    "connecting": "status-pending",
+    "backoff": "status-warn",
+    "closed": "status-error",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """Semantic colours (theme variables) as Rich styles."""
+
+    colours: Mapping[str, str]
+
+    def __call__(self, name: str, extra: str = "") -> str:
+        colour = self.colours.get(name)
+        return f"{extra} {colour}".strip() if colour else extra
+
+    @property
+    def dim(self) -> str:
+        return self("text-dim")
+
+
+def wall_clock(origin_ts: float | None, mono: float) -> str:
+    """Local time of day of a session instant (`HH:MM:SS`), or the session offset when the origin is unknown."""
+    if origin_ts is None:
+        return f"+{fmt.duration(mono)}"
+    return time.strftime("%H:%M:%S", time.localtime(origin_ts + mono))
+
+
+def status_text(status: str | None, p: Palette, *, label: str | None = None) -> Text:
+    key = status or "in flight"
+    icon, colour = STATUS_STYLE.get(key, ("•", "text-dim"))
+    return Text(f"{icon} {label or key}", style=p(colour))
+
+
+def gauge(fraction: float | None, width: int, p: Palette) -> Text:
+    """A bar that turns the 'over' colour past 100 % and the warning colour past 80 %."""
+    if fraction is None:
+        return Text(" " * width)
+    filled = fmt.bar(fraction, width)
+    n = filled.count("█")
+    colour = "gauge-over" if fraction >= 1 else "status-warn" if fraction >= 0.8 else "gauge-fill"
+    return Text.assemble(("█" * n, p(colour)), ("░" * (width - n), p("gauge-empty")))
+
+
+# --- the top bar ---------------------------------------------------------------------------------------------
+
+
+def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Palette) -> Text:
+    """One line: connection first (never cut off), then who is being watched."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append(" mcpwatch ", style=p("status-pending", "bold reverse"))
+    t.append(" ")
+    t.append(("● " if feed_ok else "○ ") + feed_label, style=p("status-ok" if feed_ok else "status-error", "bold"))
+    if paused:
+        t.append("  ⏸ paused", style=p("status-warn", "bold"))
+    t.append("  │  ", style=p.dim)
+    if h.name is None and h.session_id is None:
+        t.append("no session yet", style=p.dim)
+        return t
+    t.append(h.name or "?", style="bold")
+    if h.pid:
+        t.append(f" pid {h.pid}", style=p.dim)
+    t.append("  up ", style=p.dim)
+    t.append(fmt.duration(h.uptime_s))
+    if h.ended:
+        t.append(f"  ended: {h.ended}", style=p("status-warn", "bold"))
+    state = h.upstream_state or "unknown"
+    t.append("  │  upstream ", style=p.dim)
+    t.append(f"● {state}", style=p(UPSTREAM_STYLE.get(state, "text-dim"), "bold"))
+    if h.generation is not None:
+        t.append(f" gen {h.generation}", style=p.dim)
+    if state == "backoff" and h.retry_in_s is not None:
+        t.append(f" retry in {fmt.seconds(h.retry_in_s)}", style=p("status-warn"))
+    t.append(f" {h.upstream_kind or '?'} ", style=p.dim)
+    t.append(fmt.clip(h.upstream_target or "?", 40))
+    t.append("  │  host ", style=p.dim)
+    t.append(" ".join(x for x in (h.host_name, h.host_version) if x) or "not yet known")
+    return t
+
+
+# --- small panels ------------------------------------------------------------------------------------------
+
+
+def _kv(table: Table, key: str, value: Text | str, p: Palette) -> None:
+    table.add_row(Text(key, style=p.dim), value)
+
+
+def _grid() -> Table:
+    table = Table.grid(padding=(0, 1), expand=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    return table
+
+
+def deadline_panel(d: DeadlineView, p: Palette) -> RenderableType:
+    if not d.known:
+        return Text("waiting for the wrapper's deadline settings…", style=p.dim)
+    g = _grid()
+    if d.budget_s is None:
+        budget = Text("disabled (the host timeout still applies)", style=p("status-warn", "bold"))
+    else:
+        budget = Text(fmt.seconds(d.budget_s), style="bold")
+    _kv(g, "budget", budget, p)
+    _kv(g, "source", Text(d.source or "?", style=p.dim), p)
+    _kv(g, "host timeout", fmt.seconds(d.host_timeout_s), p)
+    _kv(g, "margin", fmt.seconds(d.margin_s), p)
+    _kv(g, "override", Text(fmt.seconds(d.override_s)) if d.override_s is not None else Text("none", style=p.dim), p)
+    return g
+
+
+def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette) -> RenderableType:
+    if not tiers:
+        return Text("no tier budgets yet — press h for a health check", style=p.dim)
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True)
+    g.add_column(justify="right", no_wrap=True)
+    g.add_column(justify="right", no_wrap=True)
+    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    for t in tiers:
+        verdict = Text("⚠", style=p("status-error", "bold")) if t.exceeds_budget else Text("✓", style=p("status-ok"))
+        g.add_row(t.tier, fmt.seconds(t.total_s), Text(f"×{fmt.seconds(t.per_model_s)}", style=p.dim), verdict)
+    return g
+
+
+def sparkline(values: tuple[float, ...], width: int) -> str:
+    """Unicode block sparkline of the last `width` values, scaled to their max."""
+    blocks = "▁▂▃▄▅▆▇█"
+    data = values[-width:] if width > 0 else ()
+    if not data:
+        return ""
+    top = max(data) or 1.0
+    return "".join(blocks[min(7, int(v / top * 7.999))] for v in data)
+
+
+def health_panel(h: HealthView, p: Palette) -> RenderableType:
+    if h.ok is None and h.at_mono is None:
+        return Text("no health check yet — press h", style=p.dim)
+    g = _grid()
+    state = Text("✓ ok", style=p("status-ok", "bold")) if h.ok else Text("✗ failing", style=p("status-error", "bold"))
+    state.append(f"  {fmt.duration(h.ago_s)} ago", style=p.dim)
+    _kv(g, "last", state, p)
+    _kv(g, "ping", fmt.millis(h.ping_ms), p)
+    if h.error:
+        _kv(g, "error", Text(fmt.clip(h.error, 60), style=p("status-error")), p)
+    else:
+        tool = h.tool or "ping only"
+        if h.timeout_multiplier is not None and h.timeout_multiplier != 1:
+            tool += f"  ×{h.timeout_multiplier:g}"
+        _kv(g, "tool", tool, p)
+    if h.history:
+        _kv(g, "history", Text(sparkline(h.history, 24), style=p("gauge-fill")), p)
+    return g
+
+
+def counters_panel(c: Counters, p: Palette) -> RenderableType:
+    g = Table.grid(padding=(0, 1), expand=True)
+    for _ in range(4):
+        g.add_column(no_wrap=True)
+
+    def n(value: int, colour: str) -> Text:
+        return Text(f"{value:,}", style=p(colour, "bold") if value else p.dim)
+
+    g.add_row(
+        Text("requests", style=p.dim), n(c.requests, "status-pending"), Text("ok", style=p.dim), n(c.ok, "status-ok")
+    )
+    g.add_row(
+        Text("errors", style=p.dim),
+        n(c.errors, "status-error"),
+        Text("timeouts", style=p.dim),
+        n(c.timeouts, "status-timeout"),
+    )
+    g.add_row(
+        Text("cancelled", style=p.dim),
+        n(c.cancelled, "status-cancelled"),
+        Text("late drop", style=p.dim),
+        n(c.late_dropped, "status-late"),
+    )
+    g.add_row(
+        Text("unknown", style=p.dim),
+        n(c.unknown_dropped, "status-late"),
+        Text("invalidate", style=p.dim),
+        n(c.invalidations, "status-pending"),
+    )
+    return g
+
+
+# --- council, tombstones, feeds ------------------------------------------------------------------------------
+
+
+def council_title(c: CouncilView | None) -> str:
+    if c is None:
+        return "Council run"
+    parts = [f"Council · #{c.request_id}"]
+    if c.tier:
+        parts.append(f"{c.tier} tier")
+    if c.stage is not None:
+        parts.append(f"stage {c.stage}")
+    if c.finished:
+        parts.append(c.outcome or "finished")
+    return " · ".join(parts)
+
+
+def council_panel(c: CouncilView | None, p: Palette) -> RenderableType:
+    if c is None:
+        return Text(
+            "no council run seen yet\n(per-model progress appears when a call reports model status)", style=p.dim
+        )
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True, width=2)
+    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=10)
+    g.add_column(justify="right", no_wrap=True)
+    g.add_column(no_wrap=True, width=10)
+    for m in c.models:
+        icon, colour = STATUS_STYLE.get(m.status, ("•", "text-dim"))
+        spent = fmt.duration(m.elapsed_s)
+        cap = fmt.seconds(m.per_model_s) if m.per_model_s is not None else "—"
+        fraction = None if m.elapsed_s is None or not m.per_model_s else m.elapsed_s / m.per_model_s
+        label = Text(fmt.short_model(m.model))
+        if m.status not in ("pending", "ok"):
+            label.append(f" {m.status}", style=p(colour))
+        g.add_row(
+            Text(icon, style=p(colour, "bold")),
+            label,
+            Text(f"{spent}/{cap}", style=p("gauge-over") if m.over_cap else ""),
+            gauge(fraction, 10, p),
+        )
+    return g
+
+
+def tombstones_title(t: TombstonesView) -> str:
+    return f"Tombstones {t.count}" + (f" (+{t.awaiting_sweep} awaiting sweep)" if t.awaiting_sweep else "")
+
+
+def _tombstone_row(item: TombstoneView, p: Palette) -> tuple[Text, ...]:
+    who = f"#{item.request_id}" if item.request_id else f"up {item.up_id}"
+    if item.expires_in_s is None:
+        left = Text("no expiry", style=p.dim)
+    elif item.expires_in_s <= 0:
+        left = Text("expired", style=p.dim)
+    else:
+        left = Text(f"{fmt.duration(item.expires_in_s)} left")
+    fraction = None if not item.ttl_s or item.expires_in_s is None else max(0.0, item.expires_in_s) / item.ttl_s
+    hits = Text(f"{item.hits} late", style=p("status-late", "bold")) if item.hits else Text("")
+    return (
+        Text(who),
+        Text(fmt.clip(item.tool or "?", 18)),
+        Text(item.reason or "?", style=p.dim),
+        left,
+        gauge(fraction, 8, p),
+        hits,
+    )
+
+
+def tombstones_panel(t: TombstonesView, p: Palette, max_rows: int = 50) -> RenderableType:
+    terms = t.terms
+    head = Text()
+    if terms.total_s is not None:
+        head.append("TTL ", style=p.dim)
+        head.append(fmt.seconds(terms.total_s), style="bold")
+        head.append(" = ", style=p.dim)
+        parts = [
+            (terms.request_timeout_s, "budget"),
+            (terms.init_timeout_s, "init"),
+            (terms.backoff_max_s, "backoff"),
+            (terms.epsilon_s, "ε"),
+        ]
+        head.append(" + ".join(f"{fmt.seconds(v)} {name}" for v, name in parts), style=p.dim)
+    else:
+        head.append("TTL not known yet", style=p.dim)
+    head.append("\nlate responses dropped ", style=p.dim)
+    head.append(f"{t.late_dropped:,}", style=p("status-late", "bold") if t.late_dropped else p.dim)
+    if not t.items:
+        return Group(head, Text("no tombstones: no call was cut or cancelled recently", style=p.dim))
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True, min_width=3)
+    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=15)
+    g.add_column(no_wrap=True, overflow="ellipsis", max_width=15)
+    g.add_column(no_wrap=True, justify="right", min_width=9)
+    g.add_column(no_wrap=True, width=8)
+    g.add_column(no_wrap=True, min_width=6)
+    for item in t.items[:max_rows]:
+        g.add_row(*_tombstone_row(item, p))
+    more = len(t.items) - max_rows
+    if more > 0:
+        return Group(head, g, Text(f"… {more:,} more", style=p.dim))
+    return Group(head, g)
+
+
+def invalidations_panel(
+    items: tuple[InvalidationView, ...], origin_ts: float | None, p: Palette, rows: int = 50
+) -> RenderableType:
+    if not items:
+        return Text("no invalidations yet (state-sync policies announce them here)", style=p.dim)
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True)
+    g.add_column(no_wrap=True, overflow="ellipsis", max_width=22)
+    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    for item in items[:rows]:
+        g.add_row(
+            Text(wall_clock(origin_ts, item.mono), style=p.dim),
+            Text(item.caused_by or "?"),
+            Text("→ " + ", ".join(item.patterns), style=p("status-pending")),
+        )
+    return g
+
+
+def warnings_panel(
+    items: tuple[WarningView, ...], origin_ts: float | None, p: Palette, rows: int = 50
+) -> RenderableType:
+    if not items:
+        return Text("no warnings", style=p.dim)
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True)
+    g.add_column(overflow="fold", ratio=1)
+    for item in items[:rows]:
+        g.add_row(
+            Text(wall_clock(origin_ts, item.mono), style=p.dim), Text("⚠ " + item.message, style=p("status-warn"))
+        )
+    return g
+
+
+# --- table rows ----------------------------------------------------------------------------------------------
+
+
+def tiers_title(d: DeadlineView) -> str:
+    return "Tier budgets" + (f" vs {fmt.seconds(d.limit_s)}" if d.limit_s is not None else "")
+
+
+def in_flight_row(r: InFlightView, p: Palette, message_width: int = 80) -> tuple[Text, ...]:
+    budget = fmt.seconds(r.budget_s) if r.budget_s is not None else "no budget"
+    spent = gauge(r.fraction, 8, p)
+    spent.append(f" {fmt.duration(r.elapsed_s)}/{budget}", style=p("gauge-over") if (r.fraction or 0) >= 1 else "")
+    progress = fmt.progress(r.progress, r.total)
+    tool = Text(r.tool or r.method)
+    if r.has_council:
+        tool.append(" ◆", style=p("status-pending"))
+    return (Text(r.request_id), tool, spent, Text(progress), Text(fmt.clip(r.message, message_width), style=p.dim))
+
+
+def request_row(r: RequestView, origin_ts: float | None, p: Palette, note_width: int = 80) -> tuple[Text, ...]:
+    note = r.error or ""
+    if r.partial:
+        note = "partial result" + (f" · {note}" if note else "")
+    return (
+        Text(wall_clock(origin_ts, r.ended_mono if r.ended_mono is not None else r.started_mono), style=p.dim),
+        Text(r.request_id),
+        Text(r.label),
+        status_text(r.outcome, p),
+        Text(fmt.duration(r.duration_s), justify="right"),
+        Text(fmt.clip(note, note_width), style=p.dim),
+    )
+
+
+# --- the detail screen ---------------------------------------------------------------------------------------
+
+
+def pretty_json(text: str | None, limit: int = 4000) -> str:
+    """Indented JSON when the text is JSON, else the text itself (both capped)."""
+    if not text:
+        return ""
+    try:
+        out = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        out = text
+    return out if len(out) <= limit else out[:limit] + "\n… (cut)"
+
+
+def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> RenderableType:
+    r = d.request
+    g = _grid()
+    _kv(g, "request", Text.assemble((f"#{r.request_id}", "bold"), (f"  upstream id {d.up_id or '—'}", p.dim)), p)
+    _kv(g, "call", Text.assemble((r.method, ""), (f"  {r.tool}" if r.tool else "", "bold")), p)
+    _kv(g, "started", wall_clock(origin_ts, r.started_mono), p)
+    outcome = status_text(r.outcome, p)
+    if r.partial:
+        outcome.append("  partial result", style=p("status-warn"))
+    _kv(g, "outcome", outcome, p)
+    budget = (
+        "no budget"
+        if d.budget_s is None
+        else fmt.seconds(d.budget_s) + (f" ({d.budget_source})" if d.budget_source else "")
+    )
+    fraction = None if not d.budget_s else d.elapsed_s / d.budget_s
+    spent = Text(f"{fmt.duration(d.elapsed_s)} of {budget}  ")
+    spent.append_text(gauge(fraction, 20, p))
+    _kv(g, "time", spent, p)
+    if d.progress is not None or d.message:
+        _kv(g, "last progress", f"{fmt.progress(d.progress, d.total)} {d.message or ''}".strip(), p)
+    if r.error:
+        _kv(g, "error", Text(r.error, style=p("status-error")), p)
+    if d.tombstone is not None:
+        t = d.tombstone
+        left = (
+            "no expiry"
+            if t.expires_in_s is None
+            else "expired"
+            if t.expires_in_s <= 0
+            else f"expires in {fmt.duration(t.expires_in_s)}"
+        )
+        text = Text(f"{t.reason or '?'} · TTL {fmt.seconds(t.ttl_s)} · {left} · {t.hits} late response(s) dropped")
+        _kv(g, "tombstone", text, p)
+    return g
+
+
+def timeline_panel(
+    items: tuple[TimelineItem, ...], dropped: int, origin_ts: float | None, start: float, p: Palette
+) -> RenderableType:
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True)
+    g.add_column(no_wrap=True, justify="right")
+    g.add_column(no_wrap=True)
+    g.add_column(overflow="fold", ratio=1)
+    kind_colour = {
+        "request_start": "status-pending",
+        "progress": "text-dim",
+        "model_status": "status-pending",
+        "request_end": "status-ok",
+        "tombstone_add": "status-cancelled",
+        "tombstone_hit": "status-late",
+        "tombstone_expire": "text-dim",
+        "seed": "text-dim",
+    }
+    for item in items:
+        g.add_row(
+            Text(wall_clock(origin_ts, item.mono), style=p.dim),
+            Text(f"+{fmt.duration(item.mono - start)}", style=p.dim),
+            Text(item.kind.replace("_", " "), style=p(kind_colour.get(item.kind, "text-dim"))),
+            Text(item.text),
+        )
+    if dropped:
+        return Group(
+            Text(f"({dropped:,} earlier entries dropped; the timeline keeps the latest {len(items)})", style=p.dim), g
+        )
+    return g

@@ -1,0 +1,196 @@
+"""What screens over a `WatchSession` share: the refresh hook, the palette, and the operator actions.
+
+Operator actions exist only when the session has `controls` (live mode); without them `check_action` hides them
+from the footer, the palette and the keys, so replay shows no action that could not work.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.screen import Screen
+
+from mcpwatch.console import format as fmt
+from mcpwatch.console.render import Palette
+from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
+from mcpwatch.console.session import WatchSession
+from mcpwatch.operator.client import OperatorError
+
+OPERATOR_ACTIONS = frozenset({"health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel_call"})
+
+
+def describe_deadline(block: dict[str, Any]) -> str:
+    budget = block.get("budget_s")
+    text = "budget disabled" if budget is None else f"budget now {fmt.seconds(budget)}"
+    return f"{text} (host {fmt.seconds(block.get('host_timeout_s'))}, margin {fmt.seconds(block.get('margin_s'))})"
+
+
+class WatchScreen(Screen[None]):
+    """A screen showing a watched session; the app calls `refresh_view()` on every tick."""
+
+    def __init__(self, session: WatchSession, *, name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.session = session
+
+    @property
+    def palette(self) -> Palette:
+        return Palette(self.app.theme_variables)
+
+    def refresh_view(self) -> None:
+        """Redraw from the session's model; called by the app's timer, never per event."""
+
+    def selected_request(self) -> str | None:
+        """The request an action such as cancel applies to, if any."""
+        return None
+
+    # -- operator actions ------------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (action in OPERATOR_ACTIONS and self.session.controls is None)
+
+    def _report(self, exc: Exception, doing: str) -> None:
+        self.notify(f"{doing} failed: {exc}", severity="error", timeout=8)
+
+    @work(group="operator", exit_on_error=False)
+    async def action_health_check(self) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        self.notify("health check sent…", timeout=2)
+        try:
+            result = await controls.health_check()
+        except OperatorError as exc:
+            self._report(exc, "health check")
+            return
+        if result.get("ok"):
+            self.notify(f"health check ok · ping {fmt.millis(result.get('ping_ms'))}", timeout=4)
+        else:
+            self.notify(f"health check failed: {result.get('error') or 'no reason given'}", severity="error", timeout=8)
+
+    def _prompt(self, title: str, explanation: str, submit: Any, **kwargs: Any) -> None:
+        def done(message: str | None) -> None:
+            if message:
+                self.notify(message, timeout=5)
+
+        self.app.push_screen(SecondsPrompt(title, explanation, submit, **kwargs), done)
+
+    def action_set_margin(self) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        current = self.session.model.deadline_view()
+
+        async def submit(value: float | None) -> str:
+            assert value is not None
+            return "margin set to " + fmt.seconds(value) + " · " + describe_deadline(await controls.set_margin(value))
+
+        def caution(value: float | None) -> str | None:
+            host = current.host_timeout_s
+            if value is not None and host is not None and value >= host:
+                return f"a {fmt.seconds(value)} margin leaves no budget under the {fmt.seconds(host)} host timeout"
+            return None
+
+        self._prompt(
+            "Set the deadline margin",
+            "Seconds kept in reserve before the host's timeout: budget = host timeout − margin.\n"
+            f"Now: margin {fmt.seconds(current.margin_s)}, host {fmt.seconds(current.host_timeout_s)}.",
+            submit,
+            initial="" if current.margin_s is None else f"{current.margin_s:g}",
+            caution=caution,
+        )
+
+    def action_set_host_timeout(self) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        current = self.session.model.deadline_view()
+
+        async def submit(value: float | None) -> str:
+            assert value is not None
+            block = await controls.set_host_timeout(value)
+            return "host timeout set to " + fmt.seconds(value) + " · " + describe_deadline(block)
+
+        def caution(value: float | None) -> str | None:
+            margin = current.margin_s
+            if value is not None and margin is not None and value <= margin:
+                return f"a {fmt.seconds(value)} host timeout is not above the {fmt.seconds(margin)} margin: no budget"
+            return None
+
+        self._prompt(
+            "Set the host's tools/call timeout",
+            "How long the MCP host waits for a tool call before it gives up (the deadline budget is derived "
+            f"from it).\nNow: {fmt.seconds(current.host_timeout_s)}.",
+            submit,
+            initial="" if current.host_timeout_s is None else f"{current.host_timeout_s:g}",
+            allow_zero=False,
+            caution=caution,
+        )
+
+    def action_set_deadline(self) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        current = self.session.model.deadline_view()
+
+        async def submit(value: float | None) -> str:
+            block = await controls.set_deadline(value)
+            what = "override cleared" if value is None else f"override set to {fmt.seconds(value)}"
+            return f"{what} · {describe_deadline(block)}"
+
+        self._prompt(
+            "Override the deadline budget",
+            "An explicit budget for every new tools/call, instead of host timeout − margin.\n"
+            "Leave empty to clear the override; 0 disables the budget.\n"
+            f"Now: {'no override' if current.override_s is None else fmt.seconds(current.override_s)}.",
+            submit,
+            initial="" if current.override_s is None else f"{current.override_s:g}",
+            allow_empty=True,
+            placeholder="seconds (empty clears the override)",
+        )
+
+    def action_cancel_call(self) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        request_id = self.selected_request()
+        model = self.session.model
+        if request_id is None or not model.is_in_flight(request_id):
+            in_flight = model.in_flight_ids()
+            if not in_flight:
+                self.notify("nothing is in flight to cancel", severity="warning", timeout=3)
+                return
+            if request_id is not None or len(in_flight) > 1:
+                self.notify("select an in-flight call first (tab to the In flight table)", severity="warning")
+                return
+            request_id = in_flight[0]
+        detail = model.request_detail(request_id, self.session.now())
+        what = f"#{request_id}"
+        if detail is not None:
+            what += f" {detail.request.label}, running {fmt.duration(detail.elapsed_s)}"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self._cancel(request_id)
+
+        self.app.push_screen(
+            Confirm(
+                "Cancel this call?",
+                f"Cancel {what}.\nThe host gets an error result now (as if the deadline had passed), the upstream "
+                "is told to stop, and a late answer will be dropped.",
+                yes="Cancel it",
+            ),
+            answered,
+        )
+
+    @work(group="operator", exit_on_error=False)
+    async def _cancel(self, request_id: str) -> None:
+        controls = self.session.controls
+        if controls is None:
+            return
+        try:
+            await controls.cancel(request_id)
+        except OperatorError as exc:
+            self._report(exc, f"cancel #{request_id}")
+            return
+        self.notify(f"cancelled #{request_id}", timeout=4)

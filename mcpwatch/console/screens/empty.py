@@ -1,0 +1,48 @@
+"""No wrapper to watch (yet): how to start one. The app checks the registry every second and moves on by itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Center, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from mcpwatch import paths
+
+
+class NoWrapperScreen(Screen[None]):
+    def __init__(self, selector: str | None = None, registry_dir: Path | None = None) -> None:
+        super().__init__()
+        self.selector = selector
+        self.registry_dir = registry_dir or paths.registry_dir()
+
+    def compose(self) -> ComposeResult:
+        with Center(), Vertical(id="empty-box"):
+            yield Static(self._text(), id="empty-text")
+        yield Footer()
+
+    def _text(self) -> Text:
+        t = Text()
+        t.append("mcpwatch", style="bold")
+        t.append(" — the operator console for long-running MCP tool calls\n\n")
+        if self.selector:
+            t.append(f"No running wrapper is called {self.selector!r}", style="bold")
+        else:
+            t.append("No wrapper is running", style="bold")
+        t.append(". Start one and this screen switches to it by itself:\n\n")
+        rows = [
+            ("mcpwatch wrap -- <server command…>", "wrap any stdio MCP server"),
+            ("mcpwatch wrap --url http://HOST:PORT/mcp", "wrap a Streamable HTTP server"),
+            ("mcpwatch demo", "everything at once, on a simulated council"),
+        ]
+        for command, what in rows:
+            t.append("  ")
+            t.append(f"{command:<44}", style="bold")
+            t.append(f"{what}\n")
+        t.append("\nThen point your MCP host at the wrapper instead of the server (see the README).\n")
+        t.append("A wrapper started with --name NAME can be watched with: mcpwatch watch NAME\n\n")
+        t.append(f"Looking in {self.registry_dir} (every second).  q quits.", style="dim")
+        return t

@@ -1,0 +1,85 @@
+"""`?`: every key, and what each panel means. Operator keys are listed only where they work (live mode)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+
+from mcpwatch.console.widgets import Line
+
+VIEW_KEYS = [
+    ("tab / shift+tab", "move between the In flight and Recent requests tables"),
+    ("↑ ↓ / pgup pgdn", "move the selection"),
+    ("enter", "open the selected request: timeline, arguments, result, tombstone"),
+    ("esc", "back (closes the filter, the detail screen or a dialog)"),
+    ("/", "filter recent requests by tool, outcome or id"),
+    ("p", "pause the view (events are still recorded); p again resumes"),
+    ("ctrl+p", "command palette: every action, and the themes"),
+    ("?", "this help"),
+    ("q", "quit"),
+]
+OPERATOR_KEYS = [
+    ("h", "health check now (pings the upstream, calls its health tool)"),
+    ("m", "set the deadline margin (budget = host timeout − margin)"),
+    ("t", "set the host's tools/call timeout"),
+    ("d", "override the deadline budget (empty clears, 0 disables)"),
+    ("c", "cancel the selected in-flight call (asks first)"),
+]
+PANELS = [
+    ("Deadline", "the budget each new tools/call gets, and where it comes from"),
+    ("Tier budgets", "the upstream's tiers (from its health check): total, ×per model; ⚠ = longer than the budget"),
+    ("Health", "the last health check: result, ping, and recent pings"),
+    ("In flight", "running calls: share of the budget used, progress, the last progress message"),
+    ("Council run", "per-model state of the selected (or latest) council call against its per-model cap"),
+    ("Tombstones", "cut or cancelled calls whose late answers are dropped until the TTL expires"),
+    ("Invalidations", "state-sync invalidations: which call made which cached data stale"),
+]
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "dismiss(None)", "Close", id="help.close")
+    ]
+
+    def __init__(self, live: bool) -> None:
+        super().__init__(classes="dialog-screen")
+        self.live = live
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog help"):
+            yield Line(id="help-text", layout=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-text", Line).show(self._content())
+
+    def _content(self) -> Table:
+        outer = Table.grid(padding=(0, 0))
+        outer.add_column()
+        outer.add_row(Text("mcpwatch console — keys", style="bold"))
+        outer.add_row(self._keys(VIEW_KEYS))
+        outer.add_row(Text(""))
+        if self.live:
+            outer.add_row(Text("Operator actions (change the running wrapper)", style="bold"))
+            outer.add_row(self._keys(OPERATOR_KEYS))
+        else:
+            outer.add_row(Text("Operator actions are not available here: this is a recording.", style="dim"))
+        outer.add_row(Text(""))
+        outer.add_row(Text("Panels", style="bold"))
+        outer.add_row(self._keys(PANELS))
+        outer.add_row(Text("\nesc closes", style="dim"))
+        return outer
+
+    @staticmethod
+    def _keys(rows: list[tuple[str, str]]) -> Table:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        for key, what in rows:
+            table.add_row(key, what)
+        return table

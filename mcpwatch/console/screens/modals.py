@@ -1,0 +1,137 @@
+"""Modal dialogs: a validated seconds prompt that shows the wrapper's refusal, and a yes/no confirmation."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from mcpwatch.console.validate import InvalidValue, parse_seconds
+from mcpwatch.operator.client import OperatorError
+
+_NOTHING = object()
+
+
+class SecondsPrompt(ModalScreen[str | None]):
+    """Asks for seconds, checks them, sends them with `submit`, and stays open (explaining) until one works.
+
+    `submit` returns the success message the caller shows; an `OperatorError` it raises (the wrapper refused,
+    or is unreachable) is shown in the dialog and nothing changes. Dismisses with the message, or None on escape.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="prompt.cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        explanation: str,
+        submit: Callable[[float | None], Awaitable[str]],
+        *,
+        initial: str = "",
+        allow_empty: bool = False,
+        allow_zero: bool = True,
+        placeholder: str = "seconds",
+        caution: Callable[[float | None], str | None] | None = None,
+    ) -> None:
+        super().__init__(classes="dialog-screen")
+        self._title = title
+        self._explanation = explanation
+        self._submit = submit
+        self._initial = initial
+        self._allow_empty = allow_empty
+        self._allow_zero = allow_zero
+        self._placeholder = placeholder
+        self._caution = caution
+        self._cautioned: object = _NOTHING  # the value last warned about: enter again sends it
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._title, classes="dialog-title")
+            yield Static(self._explanation, classes="dialog-text")
+            yield Input(self._initial, placeholder=self._placeholder, id="value")
+            yield Static("", id="problem", classes="dialog-problem")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Set", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def _problem(self, text: str) -> None:
+        self.query_one("#problem", Static).update(text)
+        self.set_class(bool(text), "-has-problem")
+
+    @on(Input.Changed)
+    def _typing(self) -> None:
+        self._problem("")
+        self._cautioned = _NOTHING
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#ok")
+    def _accept(self) -> None:
+        text = self.query_one(Input).value
+        try:
+            value = parse_seconds(text, allow_empty=self._allow_empty, allow_zero=self._allow_zero)
+        except InvalidValue as exc:
+            self._problem(str(exc))
+            return
+        warning = self._caution(value) if self._caution else None
+        if warning and self._cautioned != value:
+            self._cautioned = value
+            self._problem(f"{warning} — press enter again to set it anyway")
+            return
+        self._send(value)
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    @work(exclusive=True, group="prompt", exit_on_error=False)
+    async def _send(self, value: float | None) -> None:
+        self._problem("")
+        self.query_one("#ok", Button).disabled = True
+        try:
+            message = await self._submit(value)
+        except OperatorError as exc:
+            self._problem(f"refused: {exc}")
+            return
+        finally:
+            self.query_one("#ok", Button).disabled = False
+        self.dismiss(message)
+
+
+class Confirm(ModalScreen[bool]):
+    """Yes or no, with the consequences spelled out; `y` / `n` work too."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no"),
+    ]
+
+    def __init__(self, title: str, text: str, yes: str = "Yes") -> None:
+        super().__init__(classes="dialog-screen")
+        self._title, self._text, self._yes = title, text, yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._title, classes="dialog-title")
+            yield Static(self._text, classes="dialog-text")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self._yes} (y)", variant="error", id="yes")
+                yield Button("No (n)", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")

@@ -1,0 +1,71 @@
+"""Static text areas that repaint only when what they show has changed.
+
+`show()` is called on every tick; callers pass a `key` (the view data the renderable was made from) so an
+unchanged panel costs one comparison, and a changed one repaints its own region without a layout pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import RenderableType
+from textual.widgets import Static
+
+Make = Callable[[], RenderableType]
+_UNSET = object()
+
+
+class Line(Static):
+    """A borderless area (a bar, a hint line); `layout=True` when its height can change."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None, layout: bool = False) -> None:
+        super().__init__("", id=id, classes=classes)
+        self._key: Any = _UNSET
+        self._layout = layout
+        self._renderable: RenderableType = ""
+
+    @property
+    def shown(self) -> bool:
+        """Whether anything has been shown yet."""
+        return self._key is not _UNSET
+
+    def show(self, make: Make | RenderableType, key: Any = None, title: str | None = None) -> None:
+        if title is not None and title != self.border_title:
+            self.border_title = title
+        if key is not None and key == self._key:
+            return
+        self._key = key if key is not None else object()
+        self._renderable = make() if callable(make) else make
+        self.update(self._renderable, layout=self._layout)
+
+    @property
+    def plain(self) -> str:
+        """What the area shows, as plain text at its current width (for tests and logs)."""
+        import io
+
+        from rich.console import Console
+
+        out = io.StringIO()
+        Console(file=out, width=max(20, self.content_region.width or 80), color_system=None).print(self._renderable)
+        return out.getvalue()
+
+
+class Panel(Line):
+    """A bordered, titled area of the main or detail screen."""
+
+    DEFAULT_CSS = """
+    Panel {
+        border: round $panel-lighten-2;
+        border-title-color: $text-muted;
+        padding: 0 1;
+        height: 1fr;
+        overflow: hidden hidden;
+    }
+    """
+
+    def __init__(
+        self, title: str = "", *, id: str | None = None, classes: str | None = None, layout: bool = False
+    ) -> None:
+        super().__init__(id=id, classes=classes, layout=layout)
+        self.border_title = title

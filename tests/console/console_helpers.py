@@ -1,0 +1,102 @@
+"""Shared pieces for the console's Pilot and snapshot tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.sample import SAMPLE_NOW, sample_session
+from mcpwatch.console.session import WatchSession
+from mcpwatch.console.source import FeedStatus, StaticFeed
+from mcpwatch.operator.client import OperatorRefused
+
+SIZE = (160, 48)
+
+
+class RecordingControls:
+    """Operator controls that record what the console asked for; `refuse` makes the next call fail like the wrapper."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.refuse: str | None = None
+
+    def _answer(self, name: str, value: Any, result: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((name, value))
+        if self.refuse is not None:
+            message, self.refuse = self.refuse, None
+            raise OperatorRefused(message)
+        return result
+
+    async def health_check(self) -> dict[str, Any]:
+        return self._answer("health_check", None, {"ok": True, "ping_ms": 2.0})
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        return self._answer(
+            "set_margin", seconds, {"host_timeout_s": 120, "margin_s": seconds, "budget_s": 120 - seconds}
+        )
+
+    async def set_host_timeout(self, seconds: float) -> dict[str, Any]:
+        return self._answer(
+            "set_host_timeout", seconds, {"host_timeout_s": seconds, "margin_s": 10, "budget_s": seconds}
+        )
+
+    async def set_deadline(self, seconds: float | None) -> dict[str, Any]:
+        return self._answer("set_deadline", seconds, {"host_timeout_s": 120, "margin_s": 10, "budget_s": seconds})
+
+    async def cancel(self, request_id: str) -> dict[str, Any]:
+        return self._answer("cancel", request_id, {"cancelled": request_id})
+
+
+def sample_app(
+    *,
+    controls: Any = None,
+    theme: str = "mcpwatch-dark",
+    status: FeedStatus | None = None,
+    events: list | None = None,
+    now: float = SAMPLE_NOW,
+) -> ConsoleApp:
+    """The console over the fixed sample session at a fixed time: deterministic, no network."""
+    feed = StaticFeed(sample_session() if events is None else events, now, status)
+    return ConsoleApp(session=WatchSession(feed, controls), theme=theme)
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+    """Let the app run until `condition()` holds (or fail saying what was awaited)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.05)
+
+
+def screen_text(app: ConsoleApp) -> str:
+    """Everything the active screen shows, as plain text (for asserting what a user would read)."""
+    from textual.widgets import DataTable
+
+    from mcpwatch.console.widgets import Line
+
+    parts: list[str] = []
+    for widget in app.screen.query("*"):
+        if isinstance(widget, Line):
+            if widget.display:
+                parts.append(widget.plain)
+        elif isinstance(widget, DataTable):
+            for row in range(widget.row_count):
+                parts.append(" ".join(str(cell) for cell in widget.get_row_at(row)))
+        title = getattr(widget, "border_title", None)
+        if title:
+            parts.append(str(title))
+    return "\n".join(parts)
+
+
+async def ready(pilot: Pilot[Any]) -> None:
+    """Wait until the main screen is up and has drawn the session once."""
+    from mcpwatch.console.screens.main import MainScreen
+
+    app = pilot.app
+    await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.last_view is not None, what="ready")
+    await pilot.pause()

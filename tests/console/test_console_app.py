@@ -1,0 +1,370 @@
+"""Pilot tests: every key and palette action of the console, over fixed data with recording controls."""
+
+from __future__ import annotations
+
+import pytest
+from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.sample import EventFactory
+from mcpwatch.console.screens.detail import RequestDetailScreen
+from mcpwatch.console.screens.help import HelpScreen
+from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
+from mcpwatch.console.source import FeedStatus, StaticFeed
+from mcpwatch.console.widgets import WindowTable
+from mcpwatch.events import Kind
+
+pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_main_screen_shows_the_session() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        text = screen_text(app)
+        for expected in (
+            "council",
+            "budget       105s",
+            "source       env",
+            "Tier budgets vs 105s",
+            "consult_council",
+            "TTL 150s = 105s budget + 10s init + 30s backoff + 5s ε",
+            "tasks.update → tasks.*, sprints.*",
+            "upstream wrote 212 bytes",
+            "Council · #23 · high tier · stage 1",
+        ):
+            assert expected in text, expected
+        inflight = app.screen.query_one("#inflight", WindowTable)
+        assert [key for key, _ in inflight._rows] == ["23", "24"]
+
+
+async def test_health_check_key_asks_the_wrapper() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("h")
+        await until(pilot, lambda: controls.calls, what="a health check")
+        assert controls.calls == [("health_check", None)]
+
+
+async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        cases = {
+            "abc": "'abc' is not a number of seconds",
+            "nan": "NaN is not a number of seconds",
+            "inf": "infinity is not allowed",
+            "-1": "-1 is negative",
+            "1e309": "1e309 is too large",
+            "": "type a number of seconds",
+            "900000": "absurdly large",
+        }
+        for typed, message in cases.items():
+            prompt.query_one("Input").value = typed
+            await pilot.press("enter")
+            await pilot.pause()
+            assert message in prompt.query_one("#problem").render().plain, typed
+            assert app.screen is prompt
+        assert controls.calls == []
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+        assert controls.calls == []
+
+
+async def test_margin_is_sent_and_the_wrappers_refusal_is_shown() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        prompt.query_one("Input").value = "25"
+        controls.refuse = "margin must leave at least 1 s of budget"
+        await pilot.press("enter")
+        await until(pilot, lambda: "refused" in prompt.query_one("#problem").render().plain)
+        assert "margin must leave at least 1 s of budget" in prompt.query_one("#problem").render().plain
+        assert app.screen is prompt  # still open: nothing changed, the operator can correct it
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
+        assert controls.calls == [("set_margin", 25.0), ("set_margin", 25.0)]
+
+
+async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        prompt.query_one("Input").value = "500"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "leaves no budget under the 120s host timeout" in prompt.query_one("#problem").render().plain
+        assert controls.calls == []
+        await pilot.press("enter")
+        await until(pilot, lambda: controls.calls, what="the second enter to send")
+        assert controls.calls == [("set_margin", 500.0)]
+
+
+async def test_host_timeout_and_deadline_override_keys() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        app.screen.query_one("Input").value = "0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "more than 0" in app.screen.query_one("#problem").render().plain
+        app.screen.query_one("Input").value = "300s"
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        app.screen.query_one("Input").value = ""  # empty clears the override
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert controls.calls == [("set_host_timeout", 300.0), ("set_deadline", None)]
+
+
+async def test_cancel_asks_first_and_cancels_the_selected_call() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        inflight = app.screen.query_one("#inflight", WindowTable)
+        inflight.focus()
+        await pilot.pause()  # focus is applied on the next loop turn
+        await pilot.press("down")  # the second in-flight call, #24
+        assert inflight.selected_key == "24"
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        assert "Cancel #24 tasks.export" in screen_text_of_dialog(app)
+        await pilot.press("n")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        assert controls.calls == []
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")
+        await until(pilot, lambda: controls.calls, what="the cancel")
+        assert controls.calls == [("cancel", "24")]
+
+
+def screen_text_of_dialog(app: ConsoleApp) -> str:
+    return "\n".join(str(w.render()) for w in app.screen.query("Static"))
+
+
+async def test_cancel_with_nothing_in_flight_says_so() -> None:
+    controls = RecordingControls()
+    f = EventFactory()
+    app = sample_app(controls=controls, events=[f.make(Kind.WARNING, 1.0, message="quiet")], now=2.0)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert any("nothing is in flight" in n.message for n in app._notifications)
+        assert controls.calls == []
+
+
+async def test_enter_opens_the_detail_screen_and_escape_returns() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        requests = app.screen.query_one("#requests", WindowTable)
+        requests.focus()
+        await pilot.pause()  # focus is applied on the next loop turn
+        await pilot.press("down")  # #20: the council run that hit its deadline
+        assert requests.selected_key == "20"
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
+        text = screen_text(app)
+        assert "Request #20 · consult_council" in text
+        assert "deadline after 110.00s (partial result)" in text
+        assert "late response dropped 14.5s after the tombstone" in text
+        assert '"query": "Should we shard the events table?"' in text
+        assert "Partial result" in text
+        assert "expires in 25s" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_detail_of_a_running_call_offers_cancel() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.screen.query_one("#inflight", WindowTable).focus()
+        await pilot.pause()  # focus is applied on the next loop turn
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
+        assert app.screen.request_id == "23"
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, Confirm))
+        await pilot.press("y")
+        await until(pilot, lambda: controls.calls)
+        assert controls.calls == [("cancel", "23")]
+
+
+async def test_filter_narrows_the_requests_and_escape_clears_it() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        requests = app.screen.query_one("#requests", WindowTable)
+        assert len(requests._rows) == 10
+        await pilot.press("slash")
+        await pilot.press(*"tool_err")
+        await pilot.pause()
+        assert [key for key, _ in requests._rows] == ["4"]
+        assert "matching 'tool_err': 1 of 10" in app.screen.query_one("#requests-box").border_title
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(requests._rows) == 10
+        assert not app.screen.query_one("#filter").display
+
+
+async def test_pause_freezes_the_view_while_events_keep_arriving() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        session = app.session
+        assert session is not None and session.paused
+        feed = session.feed
+        assert isinstance(feed, StaticFeed)
+        f = EventFactory()
+        feed.push([f.make(Kind.WARNING, 299.0, message="arrived while paused")])
+        await pilot.pause(0.3)
+        assert "arrived while paused" not in screen_text(app)
+        assert "view paused — 1 events recorded since" in screen_text(app)
+        assert session.model.view(300).warnings[0].message == "arrived while paused"  # recorded all the same
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        assert "arrived while paused" in screen_text(app)
+
+
+async def test_help_screen_lists_operator_keys_only_in_live_mode() -> None:
+    app = sample_app(controls=RecordingControls())
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = app.screen.query_one("#help-text").plain
+        assert "set the deadline margin" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+    replay = sample_app()
+    async with replay.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(replay.screen, HelpScreen))
+        assert "not available here" in replay.screen.query_one("#help-text").plain
+
+
+async def test_without_controls_operator_actions_are_absent() -> None:
+    app = sample_app()  # a recording: nothing to act on
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for key in ("h", "m", "t", "d", "c"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, MainScreen), key
+        footer_keys = {b.binding.key for b in app.screen.active_bindings.values() if b.enabled and b.binding.show}
+        assert not footer_keys & {"h", "m", "c"}
+        assert {"slash", "p"} <= footer_keys
+
+
+async def test_palette_offers_every_action_and_runs_them() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        from mcpwatch.console.commands import ConsoleCommands
+
+        names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
+        for expected in (
+            "operator: health check now",
+            "operator: set margin…",
+            "operator: set host timeout…",
+            "operator: set deadline override…",
+            "operator: cancel selected call…",
+            "view: pause the view",
+            "view: filter requests…",
+            "theme: mcpwatch-light",
+            "theme: mcpwatch-high-contrast",
+        ):
+            assert expected in names
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"health check now")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: controls.calls, what="the palette's health check")
+        assert controls.calls == [("health_check", None)]
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"theme: mcpwatch-light")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await until(pilot, lambda: app.theme == "mcpwatch-light", what="the theme to change")
+
+
+async def test_palette_without_controls_has_no_operator_commands() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        from mcpwatch.console.commands import ConsoleCommands
+
+        names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
+        assert not [n for n in names if n.startswith("operator:")]
+        assert "view: pause the view" in names
+
+
+async def test_disconnected_state_keeps_the_last_state_and_says_so() -> None:
+    status = FeedStatus("disconnected", "disconnected — retrying in 3s: wrapper 'council' is not running")
+    app = sample_app(status=status)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "disconnected — retrying in 3s" in text
+        assert "showing the last state received" in text
+        assert "consult_council" in text
+
+
+async def test_q_quits() -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0 or app._exit_renderables == [] or not app.is_running
+
+
+async def test_a_display_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = sample_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+
+        def broken() -> None:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(app.screen, "refresh_view", broken)
+        await pilot.pause(0.3)
+        assert app.tick_errors >= 1
+        assert any("display problem: RuntimeError: boom" in n.message for n in app._notifications)
+        assert app.is_running

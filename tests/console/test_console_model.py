@@ -1,0 +1,530 @@
+"""The view model: each event kind's effect, countdowns at a given now, tier flagging, caps, seeding, checkpoints."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpwatch.console.model import ConsoleModel, Limits, filter_requests
+from mcpwatch.console.sample import (
+    SAMPLE_NOW,
+    EventFactory,
+    deadline_block,
+    flood,
+    sample_session,
+    session_start,
+)
+from mcpwatch.events import Event, Kind
+
+pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+
+
+@pytest.fixture
+def f() -> EventFactory:
+    return EventFactory(session_id="s1", origin_ts=1000.0)
+
+
+@pytest.fixture
+def model(f: EventFactory) -> ConsoleModel:
+    m = ConsoleModel()
+    m.apply(session_start(f))
+    return m
+
+
+def start(f: EventFactory, rid: str, mono: float, tool: str = "slow", budget: float | None = 110.0, **extra) -> Event:
+    return f.make(
+        Kind.REQUEST_START,
+        mono,
+        request_id=rid,
+        tool=tool,
+        method="tools/call",
+        up_id=f"u{rid}",
+        budget_s=budget,
+        **extra,
+    )
+
+
+def end(f: EventFactory, rid: str, mono: float, outcome: str = "ok", duration: float | None = 1.0, **extra) -> Event:
+    return f.make(Kind.REQUEST_END, mono, request_id=rid, outcome=outcome, duration_s=duration, **extra)
+
+
+# --- header, deadline, session ------------------------------------------------------------------------------
+
+
+def test_session_start_fills_header_deadline_and_ttl_terms(model: ConsoleModel) -> None:
+    v = model.view(42.0)
+    assert v.header.name == "council"
+    assert v.header.pid == 41234
+    assert v.header.upstream_kind == "stdio"
+    assert v.header.upstream_target == "mcpwatch council --scenario fast"
+    assert v.header.uptime_s == 42.0
+    assert v.deadline.known and v.deadline.budget_s == 110.0 and v.deadline.source == "env"
+    assert v.tombstones.terms.total_s == 155.0
+    assert v.state_sync_policies == 2
+
+
+def test_host_info_and_upstream_state(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.HOST_INFO, 1.0, name="claude-code", version="2.1", protocol_version="2025-11-25"))
+    model.apply(f.make(Kind.UPSTREAM_STATE, 2.0, state="backoff", generation=3, retry_in_s=1.5, exit_code=1))
+    h = model.view(3.0).header
+    assert (h.host_name, h.host_version, h.protocol_version) == ("claude-code", "2.1", "2025-11-25")
+    assert (h.upstream_state, h.generation, h.retry_in_s, h.exit_code) == ("backoff", 3, 1.5, 1)
+    model.apply(f.make(Kind.UPSTREAM_STATE, 4.0, state="ready", generation=4))
+    h = model.view(5.0).header
+    assert (h.upstream_state, h.generation, h.retry_in_s) == ("ready", 4, None)
+
+
+def test_session_end_freezes_uptime_and_takes_its_counters(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.SESSION_END, 50.0, reason="host closed stdin", counters={"requests": 9, "ok": 8}))
+    v = model.view(500.0)
+    assert v.header.ended == "host closed stdin"
+    assert v.header.uptime_s == 50.0
+    assert v.counters.requests == 9 and v.counters.ok == 8
+
+
+def test_config_change_updates_the_deadline_and_ttl_follows_the_budget(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(
+        f.make(
+            Kind.CONFIG_CHANGE, 5.0, key="margin_s", old=10, new=30, source="operator", deadline=deadline_block(120, 30)
+        )
+    )
+    v = model.view(6.0)
+    assert v.deadline.margin_s == 30 and v.deadline.budget_s == 90
+    # TTL = request_timeout (the current budget) + init + backoff_max + epsilon
+    assert v.tombstones.terms.request_timeout_s == 90
+    assert v.tombstones.ttl_s == 90 + 10 + 30 + 5
+    assert v.config_changes[0].key == "margin_s" and v.config_changes[0].new == 30
+
+
+def test_ttl_uses_the_host_timeout_when_the_budget_is_disabled(model: ConsoleModel, f: EventFactory) -> None:
+    disabled = {"host_timeout_s": 120.0, "margin_s": 10.0, "override_s": 0, "budget_s": None, "source": "explicit"}
+    model.apply(
+        f.make(Kind.CONFIG_CHANGE, 5.0, key="explicit_s", old=None, new=0, source="operator", deadline=disabled)
+    )
+    v = model.view(6.0)
+    assert v.deadline.budget_s is None and v.deadline.limit_s == 120.0
+    assert v.tombstones.ttl_s == 120 + 10 + 30 + 5
+
+
+def test_a_new_session_id_starts_over(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 1.0))
+    other = EventFactory(session_id="s2", origin_ts=5000.0)
+    model.apply(other.make(Kind.WARNING, 3.0, message="hello from s2"))
+    v = model.view(4.0)
+    assert v.header.session_id == "s2"
+    assert v.in_flight == ()
+    assert v.header.name is None
+    assert [w.message for w in v.warnings] == ["hello from s2"]
+    assert model.origin_ts == 5000.0
+
+
+def test_mono_at_maps_wall_time_onto_session_time(model: ConsoleModel) -> None:
+    assert model.mono_at(1000.0 + 12.5) == 12.5
+
+
+# --- requests, progress, council ------------------------------------------------------------------------------
+
+
+def test_in_flight_elapsed_against_budget(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "7", 10.0, budget=100.0))
+    model.apply(f.make(Kind.PROGRESS, 12.0, request_id="7", progress=2, total=5, message="two of five"))
+    (row,) = model.view(35.0).in_flight
+    assert row.request_id == "7" and row.tool == "slow"
+    assert row.elapsed_s == 25.0 and row.remaining_s == 75.0 and row.fraction == 0.25
+    assert (row.progress, row.total, row.message) == (2.0, 5.0, "two of five")
+
+
+def test_request_end_moves_it_to_recent_with_outcome_and_counters(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 1.0))
+    model.apply(end(f, "1", 3.0, duration=2.0))
+    model.apply(start(f, "2", 4.0))
+    model.apply(end(f, "2", 5.0, outcome="tool_error", error="nope"))
+    model.apply(start(f, "3", 6.0))
+    model.apply(end(f, "3", 7.0, outcome="deadline"))
+    model.apply(start(f, "4", 8.0))
+    model.apply(end(f, "4", 9.0, outcome="cancelled"))
+    model.apply(start(f, "5", 10.0))
+    model.apply(end(f, "5", 11.0, outcome="upstream_lost"))
+    v = model.view(20.0)
+    assert v.in_flight == ()
+    assert [r.request_id for r in v.requests] == ["5", "4", "3", "2", "1"]
+    assert v.requests[3].error == "nope"
+    c = v.counters
+    assert (c.requests, c.ok, c.errors, c.timeouts, c.cancelled) == (5, 1, 2, 1, 1)
+    assert v.latencies == (2.0, 1.0, 1.0, 1.0, 1.0)
+
+
+def test_progress_for_an_unknown_request_is_ignored(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.PROGRESS, 1.0, request_id="nope", progress=1))
+    assert model.view(2.0).in_flight == ()
+    assert model.view(2.0).malformed == 0
+
+
+def test_model_status_builds_the_council_panel_with_elapsed_against_per_model(
+    model: ConsoleModel, f: EventFactory
+) -> None:
+    model.apply(start(f, "9", 100.0, tool="consult_council"))
+    for m in ("a", "b", "c"):
+        model.apply(
+            f.make(
+                Kind.MODEL_STATUS,
+                100.0,
+                request_id="9",
+                model=m,
+                stage=1,
+                status="pending",
+                per_model_s=20,
+                tier="quick",
+            )
+        )
+    model.apply(f.make(Kind.MODEL_STATUS, 104.0, request_id="9", model="a", stage=1, status="ok", latency_ms=4000))
+    model.apply(
+        f.make(Kind.MODEL_STATUS, 120.0, request_id="9", model="b", stage=1, status="timeout", latency_ms=20000)
+    )
+    council = model.view(125.0).council
+    assert council is not None and council.request_id == "9" and council.tier == "quick"
+    by = {m.model: m for m in council.models}
+    assert (by["a"].status, by["a"].elapsed_s, by["a"].over_cap) == ("ok", 4.0, False)
+    assert (by["b"].status, by["b"].latency_ms) == ("timeout", 20000)
+    assert (by["c"].status, by["c"].elapsed_s, by["c"].over_cap) == ("pending", 25.0, True)
+    assert model.view(125.0).in_flight[0].has_council
+
+
+def test_council_panel_follows_the_selection(model: ConsoleModel, f: EventFactory) -> None:
+    for rid in ("1", "2"):
+        model.apply(start(f, rid, 1.0, tool="consult_council"))
+        model.apply(f.make(Kind.MODEL_STATUS, 1.0, request_id=rid, model=f"m{rid}", status="pending"))
+    assert model.view(2.0).council.request_id == "2"  # the latest by default
+    assert model.view(2.0, selected="1").council.request_id == "1"
+    assert model.view(2.0, selected="unknown").council.request_id == "2"
+
+
+def test_a_pending_model_stops_counting_when_the_request_ends(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 0.0, tool="consult_council"))
+    model.apply(f.make(Kind.MODEL_STATUS, 0.0, request_id="1", model="slow", status="pending", per_model_s=5))
+    model.apply(end(f, "1", 8.0, outcome="deadline"))
+    (m,) = model.view(100.0).council.models
+    assert m.elapsed_s == 8.0 and m.over_cap
+
+
+# --- tombstones -----------------------------------------------------------------------------------------------
+
+
+def test_tombstone_countdown_is_computed_from_now(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 0.0))
+    model.apply(
+        f.make(
+            Kind.TOMBSTONE_ADD, 110.0, request_id="1", up_id="u1", ttl_s=155.0, reason="deadline", expires_mono=265.0
+        )
+    )
+    model.apply(end(f, "1", 110.0, outcome="deadline"))
+    t = model.view(200.0).tombstones
+    assert t.count == 1 and t.items[0].expires_in_s == 65.0 and t.items[0].age_s == 90.0
+    assert t.items[0].reason == "deadline" and t.items[0].tool == "slow"
+    t = model.view(300.0).tombstones  # past its TTL, not yet swept
+    assert t.count == 0 and t.awaiting_sweep == 1 and t.items[0].expires_in_s == -35.0
+
+
+def test_tombstone_hit_counts_a_late_response_and_expire_removes_it(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 0.0))
+    model.apply(end(f, "1", 10.0, outcome="cancelled"))
+    model.apply(f.make(Kind.TOMBSTONE_ADD, 10.0, up_id="u1", ttl_s=20.0, reason="operator_cancel"))
+    model.apply(f.make(Kind.TOMBSTONE_HIT, 12.0, up_id="u1", what="response", age_s=2.0))
+    v = model.view(13.0)
+    assert v.tombstones.items[0].hits == 1 and v.tombstones.items[0].request_id == "1"
+    assert v.counters.late_dropped == 1 and v.tombstones.late_dropped == 1
+    assert v.tombstones.items[0].expires_in_s == 17.0  # expires_mono derived from ttl when absent
+    detail = model.request_detail("1", 13.0)
+    assert [t.kind for t in detail.timeline][-2:] == ["tombstone_add", "tombstone_hit"]
+    model.apply(f.make(Kind.TOMBSTONE_EXPIRE, 30.0, up_id="u1", age_s=20.0))
+    assert model.view(31.0).tombstones.items == ()
+    assert model.request_detail("1", 31.0).timeline[-1].kind == "tombstone_expire"
+
+
+def test_unknown_response_is_counted(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.UNKNOWN_RESPONSE, 1.0, up_id="99", reason="stale_generation"))
+    assert model.view(2.0).counters.unknown_dropped == 1
+
+
+# --- invalidations, health, tiers, warnings --------------------------------------------------------------------
+
+
+def test_invalidation_feed_newest_first_with_age(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.INVALIDATION, 1.0, tool="tasks.update", caused_by="tasks.update", patterns=["tasks.*"]))
+    model.apply(f.make(Kind.INVALIDATION, 4.0, tool="b", caused_by="b", patterns=["x.*", "y.**"]))
+    v = model.view(10.0)
+    assert [(i.caused_by, i.patterns, i.ago_s) for i in v.invalidations] == [
+        ("b", ("x.*", "y.**"), 6.0),
+        ("tasks.update", ("tasks.*",), 9.0),
+    ]
+    assert v.counters.invalidations == 2
+
+
+def test_health_check_and_tier_flagging_against_the_budget(model: ConsoleModel, f: EventFactory) -> None:
+    tiers = {
+        "quick": {"total_s": 30, "per_model_s": 20, "models": ["a"]},
+        "high": {"total_s": 180, "per_model_s": 90, "models": ["a", "b"]},
+        "edge": {"total_s": 110, "per_model_s": 90, "models": []},
+    }
+    model.apply(
+        f.make(
+            Kind.HEALTH_CHECK,
+            5.0,
+            data={"tool": "council_health_check"},
+            ok=True,
+            ping_ms=4.5,
+            result={"tiers": tiers, "timeout_multiplier": 1.5},
+        )
+    )
+    v = model.view(8.0)
+    flags = {t.tier: t.exceeds_budget for t in v.tiers}
+    assert flags == {"quick": False, "high": True, "edge": False}  # budget 110: equal still finishes
+    assert (v.health.ok, v.health.ping_ms, v.health.tool, v.health.ago_s) == (True, 4.5, "council_health_check", 3.0)
+    assert v.health.timeout_multiplier == 1.5
+    # Raise the budget: the flag follows the current deadline, not the one at the health check.
+    model.apply(f.make(Kind.CONFIG_CHANGE, 9.0, key="explicit_s", new=200, deadline=deadline_block(override=200.0)))
+    assert all(not t.exceeds_budget for t in model.view(10.0).tiers)
+
+
+def test_failed_health_check_keeps_tiers_and_shows_the_error(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.HEALTH_CHECK, 1.0, ok=True, ping_ms=2.0, result={"tiers": {"q": {"total_s": 5}}}))
+    model.apply(f.make(Kind.HEALTH_CHECK, 2.0, ok=False, ping_ms=None, error="upstream not running"))
+    v = model.view(3.0)
+    assert v.health.ok is False and v.health.error == "upstream not running"
+    assert [t.tier for t in v.tiers] == ["q"]
+    assert v.health.history == (2.0,)
+
+
+def test_warnings_newest_first(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.WARNING, 1.0, message="one"))
+    model.apply(f.make(Kind.WARNING, 2.0, message="two"))
+    assert [w.message for w in model.view(3.0).warnings] == ["two", "one"]
+
+
+def test_state_sync_overlaps_become_warnings(f: EventFactory) -> None:
+    m = ConsoleModel()
+    ev = session_start(f)
+    ev.data["state_sync"] = {"policies": 3, "overlaps": ["tasks.* overlaps tasks.update"]}
+    m.apply(ev)
+    assert m.view(1.0).warnings[0].message == "state sync overlap: tasks.* overlaps tasks.update"
+
+
+# --- caps --------------------------------------------------------------------------------------------------------
+
+
+def test_finished_requests_and_their_timelines_are_capped(f: EventFactory) -> None:
+    m = ConsoleModel(Limits(requests=5, timeline=3))
+    m.apply(session_start(f))
+    for i in range(20):
+        m.apply(start(f, str(i), float(i)))
+        for p in range(5):
+            m.apply(f.make(Kind.PROGRESS, i + 0.1, request_id=str(i), progress=p))
+        m.apply(end(f, str(i), i + 0.5))
+    v = m.view(30.0)
+    assert [r.request_id for r in v.requests] == ["19", "18", "17", "16", "15"]
+    assert m.request_detail("3", 30.0) is None  # dropped with its timeline
+    detail = m.request_detail("19", 30.0)
+    assert len(detail.timeline) == 3 and detail.timeline_dropped == 4
+    assert v.counters.requests == 20
+
+
+def test_lists_are_capped(f: EventFactory) -> None:
+    m = ConsoleModel(Limits(invalidations=3, warnings=2, latencies=4, health_history=2, config_changes=2))
+    for i in range(10):
+        m.apply(f.make(Kind.INVALIDATION, i, caused_by=f"t{i}", patterns=["a.*"]))
+        m.apply(f.make(Kind.WARNING, i, message=f"w{i}"))
+        m.apply(f.make(Kind.HEALTH_CHECK, i, ok=True, ping_ms=float(i)))
+        m.apply(f.make(Kind.CONFIG_CHANGE, i, key="margin_s", new=i))
+        m.apply(start(f, str(i), i))
+        m.apply(end(f, str(i), i, duration=float(i)))
+    v = m.view(20.0)
+    assert [i.caused_by for i in v.invalidations] == ["t9", "t8", "t7"]
+    assert [w.message for w in v.warnings] == ["w9", "w8"]
+    assert v.latencies == (6.0, 7.0, 8.0, 9.0)
+    assert v.health.history == (8.0, 9.0)
+    assert len(v.config_changes) == 2
+    assert v.counters.invalidations == 10
+
+
+def test_in_flight_and_tombstones_are_capped(f: EventFactory) -> None:
+    m = ConsoleModel(Limits(in_flight=3, tombstones=2))
+    for i in range(6):
+        m.apply(start(f, str(i), float(i)))
+        m.apply(f.make(Kind.TOMBSTONE_ADD, float(i), up_id=f"x{i}", ttl_s=10.0))
+    v = m.view(7.0)
+    assert [r.request_id for r in v.in_flight] == ["3", "4", "5"]
+    assert sorted(t.up_id for t in v.tombstones.items) == ["x4", "x5"]
+
+
+def test_a_flood_keeps_memory_bounded() -> None:
+    m = ConsoleModel()
+    m.apply_many(itertools.islice(flood(EventFactory()), 60_000))
+    v = m.view(m.last_mono)
+    assert len(v.requests) == 500
+    assert len(v.in_flight) <= 1
+    assert len(v.tombstones.items) <= 10
+    assert v.events_applied == 60_000 and v.malformed == 0
+
+
+# --- robustness, seeding, checkpoints, replay parity ---------------------------------------------------------
+
+
+def test_malformed_data_is_counted_not_raised(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.REQUEST_START, 1.0, budget_s="soon"))  # no request id
+    model.apply(Event(kind="progress", session_id="s1", ts=1.0, mono=float("nan")))
+    model.apply(f.make(Kind.HEALTH_CHECK, 2.0, ok="yes", ping_ms=float("inf"), result={"tiers": ["not", "a", "map"]}))
+    model.apply(f.make("something_new", 3.0, x=1))
+    v = model.view(4.0)
+    assert v.malformed == 2
+    assert v.health.ok is None and v.health.ping_ms is None
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=8,
+)
+field_names = st.sampled_from(
+    ["outcome", "duration_s", "budget_s", "progress", "total", "message", "status", "latency_ms", "ttl_s", "up_id",
+     "expires_mono", "deadline", "tombstone_ttl", "patterns", "result", "counters", "upstream", "state", "stage"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(sorted(k.value for k in Kind)),
+            st.floats(allow_nan=True),
+            st.none() | st.sampled_from(["1", "2"]),
+            st.dictionaries(field_names, json_values, max_size=5),
+        ),
+        max_size=25,
+    ),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6),
+)
+def test_any_stream_folds_and_renders_without_raising(events, now) -> None:
+    m = ConsoleModel(Limits(requests=3, timeline=2))
+    for i, (kind, mono, rid, data) in enumerate(events):
+        m.apply(Event(kind=kind, session_id="h", ts=1.0, mono=mono, seq=i, request_id=rid, model="m", data=data))
+    m.view(now)
+    for rid in ("1", "2"):
+        m.request_detail(rid, now)
+
+
+def test_seed_fills_what_the_events_do_not_know(f: EventFactory) -> None:
+    m = ConsoleModel()
+    # Attached mid-session: the feed's history starts after session_start.
+    m.apply(f.make(Kind.WARNING, 100.0, message="late attach"))
+    status = {
+        "wrapper": {
+            "name": "w1",
+            "pid": 77,
+            "version": "0.1.0",
+            "upstream": {"kind": "http", "target": "http://x", "state": "ready", "generation": 2},
+            "host": {"name": "inspector", "version": "0.9"},
+        },
+        "deadline": deadline_block(90, 5),
+        "tombstones": {
+            "count": 1,
+            "ttl_s": 140.0,
+            "terms": {"request_timeout_s": 85, "init_timeout_s": 10, "backoff_max_s": 40, "epsilon_s": 5},
+            "late_dropped": 3,
+            "items": [{"request_id": "5", "tool": "t", "age_s": 10.0, "expires_in_s": 130.0}],
+        },
+        "in_flight": [{"request_id": "8", "method": "tools/call", "tool": "slow", "elapsed_s": 12.0, "budget_s": 85.0}],
+        "counters": {"requests": 40, "ok": 30, "late_dropped": 3},
+        "log": {"session_id": "s1"},
+    }
+    m.seed(status, now_mono=101.0)
+    v = m.view(111.0)
+    assert v.header.name == "w1" and v.header.generation == 2 and v.header.host_name == "inspector"
+    assert v.deadline.budget_s == 85.0
+    assert v.tombstones.terms.total_s == 85 + 10 + 40 + 5
+    assert v.tombstones.items[0].expires_in_s == 120.0
+    assert v.in_flight[0].request_id == "8" and v.in_flight[0].elapsed_s == 22.0
+    assert v.counters.requests == 40
+    # Events after the seed carry on from it; the seeded call ends normally.
+    m.apply(end(f, "8", 112.0))
+    v = m.view(113.0)
+    assert v.in_flight == () and v.requests[0].request_id == "8" and v.counters.ok == 31
+
+
+def test_seed_does_not_override_what_events_established(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(start(f, "1", 1.0, budget=50.0))
+    model.seed({"deadline": deadline_block(999, 1), "in_flight": [{"request_id": "1", "elapsed_s": 0.0}]}, 2.0)
+    v = model.view(3.0)
+    assert v.deadline.host_timeout_s == 120.0
+    assert v.in_flight[0].budget_s == 50.0 and v.in_flight[0].elapsed_s == 2.0
+
+
+def test_session_start_discards_an_earlier_seed(f: EventFactory) -> None:
+    m = ConsoleModel()
+    m.seed({"in_flight": [{"request_id": "x", "elapsed_s": 1.0}], "counters": {"requests": 99}}, 0.0)
+    m.apply(session_start(f))
+    v = m.view(1.0)
+    assert v.in_flight == () and v.counters.requests == 0
+
+
+def test_snapshot_restore_is_independent_and_equivalent() -> None:
+    events = sample_session()
+    m = ConsoleModel()
+    m.apply_many(events[:30])
+    snap = m.snapshot()
+    m.apply_many(events[30:])
+    restored = ConsoleModel.restore(snap)
+    restored.apply_many(events[30:])
+    assert restored.view(SAMPLE_NOW) == m.view(SAMPLE_NOW)
+    # The checkpoint itself was not touched by folding more events into either model.
+    again = ConsoleModel.restore(snap)
+    assert again.last_seq == events[29].seq
+    assert again.view(SAMPLE_NOW) != m.view(SAMPLE_NOW)
+
+
+def test_replay_parity_batches_do_not_matter() -> None:
+    """What replay shows at T is what live showed at T: the fold does not depend on how events were batched."""
+    events = sample_session()
+    one = ConsoleModel()
+    one.apply_many(events)
+    other = ConsoleModel()
+    for chunk in (events[i : i + 7] for i in range(0, len(events), 7)):
+        other.apply_many(chunk)
+        other.view(chunk[-1].mono)  # rendering in between changes nothing
+    assert one.view(SAMPLE_NOW) == other.view(SAMPLE_NOW)
+    assert one.request_detail("20", SAMPLE_NOW) == other.request_detail("20", SAMPLE_NOW)
+
+
+def test_sample_session_view() -> None:
+    m = ConsoleModel()
+    m.apply_many(sample_session())
+    v = m.view(SAMPLE_NOW)
+    assert [r.request_id for r in v.in_flight] == ["23", "24"]
+    assert v.council.request_id == "23"
+    assert {t.tier for t in v.tiers if t.exceeds_budget} == {"high", "reasoning"}
+    assert v.tombstones.count == 2
+    assert v.header.generation == 2 and v.deadline.margin_s == 15.0
+
+
+def test_filter_requests_by_tool_outcome_or_id() -> None:
+    m = ConsoleModel()
+    m.apply_many(sample_session())
+    rows = m.view(SAMPLE_NOW).requests
+    assert {r.tool for r in filter_requests(rows, "COUNCIL")} == {"consult_council"}
+    assert {r.outcome for r in filter_requests(rows, "tool_err")} == {"tool_error"}
+    assert [r.request_id for r in filter_requests(rows, "21")] == ["21"]
+    assert filter_requests(rows, "  ") == rows
+
+
+def test_the_model_does_not_import_textual() -> None:
+    code = (
+        "import sys; import mcpwatch.console.model, mcpwatch.console.sample, mcpwatch.console.format;"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'mcp', 'httpx2'));"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr

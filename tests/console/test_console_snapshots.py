@@ -1,0 +1,88 @@
+"""Snapshot tests (pytest-textual-snapshot): fixed events, a fixed `now`, UTC, no animations, no cursor blink.
+
+Regenerate with `pytest tests/console/test_console_snapshots.py --snapshot-update`, then look at the SVGs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from console_helpers import RecordingControls, sample_app
+from textual.widgets import Input
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.source import FeedStatus, Target
+
+pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+
+SIZE = (150, 44)
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+async def _settle(pilot: Any) -> None:
+    app = pilot.app
+    while not (isinstance(app.screen, MainScreen) and app.screen.last_view is not None):
+        await pilot.pause(0.02)
+    for widget in app.screen.query(Input):
+        widget.cursor_blink = False
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("theme", ["mcpwatch-dark", "mcpwatch-light", "mcpwatch-high-contrast"])
+def test_main_screen(snap_compare: Any, theme: str) -> None:
+    assert snap_compare(sample_app(controls=RecordingControls(), theme=theme), terminal_size=SIZE, run_before=_settle)
+
+
+def test_main_screen_small_terminal(snap_compare: Any) -> None:
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=(100, 30), run_before=_settle)
+
+
+def test_detail_screen(snap_compare: Any) -> None:
+    async def open_detail(pilot: Any) -> None:
+        await _settle(pilot)
+        pilot.app.screen.open_request("20")  # deadline, partial result, tombstone, council models
+        await pilot.pause(0.2)
+
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=SIZE, run_before=open_detail)
+
+
+def test_disconnected_state(snap_compare: Any) -> None:
+    status = FeedStatus("disconnected", "disconnected — retrying in 3s: wrapper 'council' is not running")
+    app = sample_app(controls=RecordingControls(), status=status)
+    assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
+
+
+def test_margin_prompt_explains_a_bad_value(snap_compare: Any) -> None:
+    async def bad_margin(pilot: Any) -> None:
+        await _settle(pilot)
+        await pilot.press("m")
+        await pilot.pause(0.1)
+        box = pilot.app.screen.query_one(Input)
+        box.cursor_blink = False
+        box.value = "1e309"
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=SIZE, run_before=bad_margin)
+
+
+def test_no_wrapper_screen(snap_compare: Any) -> None:
+    app = ConsoleApp(target=Target(), registry_dir=Path("/nonexistent/mcpwatch-snapshot/wrappers"))  # shown: fixed
+
+    async def wait(pilot: Any) -> None:
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=wait)
