@@ -50,7 +50,10 @@ def wrapper_command(config: str, name: str, scenario: str, time_scale: float, se
 
 
 async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, seed: int = 7) -> DriverStats:
+    import mcp_types as types
     from mcp import Client, StdioServerParameters
+
+    from mcpwatch import __version__
 
     stats = DriverStats()
     rng = random.Random(seed)
@@ -58,10 +61,15 @@ async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, se
     tiers = [tier for tier, weight in TIERS for _ in range(weight)]
     models: list[str] = []
 
-    async with Client(params, mode="legacy", read_timeout_seconds=None) as client:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        stats.calls["progress"] += 1  # asking for progress, as real hosts do, makes the council report it
+
+    client_info = types.Implementation(name="mcpwatch-demo-host", version=__version__)
+    async with Client(params, mode="legacy", read_timeout_seconds=None, client_info=client_info) as client:
         listed = await client.call_tool("council.models.list", {})
         payload = listed.structured_content or {}
         models = [m["id"] if isinstance(m, dict) else str(m) for m in payload.get("models", [])]
+        await client.call_tool("council_health_check", {})  # what a careful host does before expensive calls
 
         async def one(step: int) -> None:
             if step % 7 == 3 and models:
@@ -75,7 +83,9 @@ async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, se
                 stats.calls["health"] += 1
                 return
             tier = rng.choice(tiers)
-            result = await client.call_tool("consult_council", {"query": rng.choice(QUERIES), "confidence": tier})
+            result = await client.call_tool(
+                "consult_council", {"query": rng.choice(QUERIES), "confidence": tier}, progress_callback=on_progress
+            )
             stats.calls[f"{tier}:{'error' if result.is_error else 'ok'}"] += 1
 
         async def worker(index: int) -> None:
