@@ -59,7 +59,7 @@ class StateSyncSettings:
 @dataclass(frozen=True)
 class LogSettings:
     path: str | None = None
-    queue_max: int = 200_000
+    queue_max: int = 20_000
     flush_interval_ms: int = 100
 
 

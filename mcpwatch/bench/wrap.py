@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -17,6 +16,8 @@ import tempfile
 import time
 from contextlib import AsyncExitStack
 from typing import Any
+
+from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
 
@@ -88,22 +89,6 @@ def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port}")
-
-
 async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
         clients = {
@@ -114,9 +99,7 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
         await _latency(clients, warmup, 50)
         samples = await _latency(clients, calls, 100)
         figures = _ratios(samples, "direct")
-        figures["log_cost_ratio"] = round(
-            figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3
-        )
+        figures["log_cost_ratio"] = round(figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3)
         throughput: dict[str, list[float]] = {"direct": [], "wrapped": []}
         for _ in range(3):
             for name in throughput:
@@ -130,28 +113,34 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
         return figures
 
 
-async def _http_figures(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
-    up_port, front_port = _free_port(), _free_port()
+async def _http_figures(calls: int, warmup: int, up_port: int, front_port: int) -> dict[str, Any]:
+    async with AsyncExitStack() as stack:
+        clients = {
+            "direct": await _open(stack, f"http://127.0.0.1:{up_port}/mcp"),
+            "wrapped": await _open(stack, f"http://127.0.0.1:{front_port}/mcp"),
+        }
+        await _latency(clients, warmup, 50)
+        return _ratios(await _latency(clients, calls, 100), "direct")
+
+
+def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
+    """The no-op server over Streamable HTTP, and a wrapper with an HTTP front and upstream in front of it."""
+    up_port, front_port = free_port(), free_port()
     processes = [subprocess.Popen([*SERVER, "http", str(up_port)], env=env, stderr=subprocess.DEVNULL)]
     try:
-        _wait_port(up_port)
-        listen = f"http://127.0.0.1:{front_port}/mcp"
+        wait_for_port(up_port)
+        front = f"http://127.0.0.1:{front_port}/mcp"
+        upstream = f"http://127.0.0.1:{up_port}/mcp"
         processes.append(
             subprocess.Popen(
-                _wrap("--no-log", "--listen", listen, "--url", f"http://127.0.0.1:{up_port}/mcp"),
+                _wrap("--no-log", "--listen", front, "--url", upstream),
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
         )
-        _wait_port(front_port)
-        async with AsyncExitStack() as stack:
-            clients = {
-                "direct": await _open(stack, f"http://127.0.0.1:{up_port}/mcp"),
-                "wrapped": await _open(stack, listen),
-            }
-            await _latency(clients, warmup, 50)
-            return _ratios(await _latency(clients, calls, 100), "direct")
+        wait_for_port(front_port)
+        return asyncio.run(_http_figures(calls, warmup, up_port, front_port))
     finally:
         for process in processes:
             process.terminate()
@@ -165,7 +154,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         env["MCPWATCH_STATE_DIR"] = tmp
         log = os.path.join(tmp, "bench.db")
         stdio = asyncio.run(_stdio_figures(calls, warmup, env, log))
-        http = asyncio.run(_http_figures(calls // 2, warmup, env))
+        http = _http_run(calls // 2, warmup, env)
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
         "stdio": stdio,

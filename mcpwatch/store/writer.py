@@ -113,7 +113,7 @@ class EventWriter:
         self,
         path: str | Path,
         *,
-        queue_max: int = 200_000,
+        queue_max: int = 20_000,
         flush_interval: float = 0.1,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:

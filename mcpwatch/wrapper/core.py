@@ -8,6 +8,7 @@ Everything here runs on one asyncio loop, so no locks: each handler runs to comp
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,7 +105,7 @@ class WrapperCore:
         self.name = name
         self.loop = loop or asyncio.get_running_loop()
         self.ids = UpstreamIds()
-        self.tombstones = TombstoneTable(clock=recorder._clock, cap=settings.tombstones.cap)
+        self.tombstones = TombstoneTable(clock=recorder.clock, cap=settings.tombstones.cap)
         self.counters = Counters()
         self.upstream: UpstreamLink | None = None
         self.upstream_state = UpstreamState.CONNECTING
@@ -144,7 +145,7 @@ class WrapperCore:
             return
         if isinstance(message, list):
             if not message:
-                link.send(frames.error_response(None, frames.INVALID_REQUEST, "Invalid Request: empty batch"))
+                self._refuse(link, None, "Invalid Request: empty batch", message)
             for item in message:
                 self.host_message(link, item)
             return
@@ -159,24 +160,24 @@ class WrapperCore:
         elif kind == frames.RESPONSE:
             self._host_response(message)
         else:
-            self.counters.host_frame_errors += 1
             request_id = message.get("id") if isinstance(message, dict) else None
             if not frames.valid_id(request_id):
                 request_id = None
-            self.recorder.emit(
-                Kind.WARNING, message=f"host sent an invalid JSON-RPC message: {frames.text_of(message, 200)}"
-            )
-            link.send(frames.error_response(request_id, frames.INVALID_REQUEST, "Invalid Request"))
+            self._refuse(link, request_id, "Invalid Request", message)
+
+    def _refuse(self, link: HostLink, request_id: Any, error: str, message: Any) -> None:
+        """A host frame that breaks JSON-RPC: counted, logged as a warning, answered with Invalid Request."""
+        self.counters.host_frame_errors += 1
+        self.recorder.emit(
+            Kind.WARNING, message=f"host sent an invalid JSON-RPC message ({error}): {frames.text_of(message, 200)}"
+        )
+        link.send(frames.error_response(request_id, frames.INVALID_REQUEST, error))
 
     def _host_request(self, link: HostLink, message: dict[str, Any]) -> None:
         method: str = message["method"]
         params = message.get("params")
         if params is not None and not isinstance(params, dict):
-            link.send(
-                frames.error_response(
-                    message["id"], frames.INVALID_REQUEST, "Invalid Request: params must be an object"
-                )
-            )
+            self._refuse(link, message["id"], "Invalid Request: params must be an object", message)
             return
         params = params or {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else None
@@ -247,7 +248,10 @@ class WrapperCore:
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
-            up_id = self._by_host.get((id(link), frames.id_key(params.get("requestId"))))
+            request_id = params.get("requestId")
+            if request_id is None or not frames.valid_id(request_id):
+                return  # names no request of ours (and may not even be hashable)
+            up_id = self._by_host.get((id(link), frames.id_key(request_id)))
             pending = self.pending.get(up_id) if up_id is not None else None
             if pending is None:
                 return  # nothing of ours in flight: the spec says ignore
@@ -381,6 +385,27 @@ class WrapperCore:
             method=pending.method,
             **detail,
         )
+        if pending.tool is not None and pending.tool == self.health_tool_name and "result" in message:
+            self._note_host_health_check(pending, message, elapsed)
+
+    @property
+    def health_tool_name(self) -> str:
+        return self.settings.upstream.health_tool or "council_health_check"
+
+    def _note_host_health_check(self, pending: Pending, message: dict[str, Any], elapsed: float) -> None:
+        """A host calling the upstream's health tool is a health check too: the console shows its tiers."""
+        payload, ok, error = _tool_payload(message)
+        self.recorder.emit(
+            Kind.HEALTH_CHECK,
+            request_id=pending.request_key,
+            tool=pending.tool,
+            ok=ok,
+            ping_ms=None,
+            result=payload,
+            error=error,
+            latency_ms=round(elapsed * 1000, 2),
+            source="host",
+        )
 
     def _invalidate(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
         assert self.state_sync is not None and pending.tool is not None
@@ -395,22 +420,28 @@ class WrapperCore:
         return result
 
     def _late_response(self, up_id: Any) -> None:
-        tombstone = self.tombstones.hit(up_id) if isinstance(up_id, int) else None
-        if tombstone is not None:
-            self.counters.late_dropped += 1
-            self.recorder.emit(
-                Kind.TOMBSTONE_HIT,
-                request_id=tombstone.request_id,
-                tool=tombstone.tool,
-                up_id=up_id,
-                what="response",
-                age_s=round(tombstone.age(self.recorder._clock.monotonic()), 3),
-            )
+        if self._tombstone_hit(up_id, "response"):
             return
         self.counters.unknown_dropped += 1
         verdict = self.ids.classify(up_id)
         reason = {"stale_generation": "stale_generation", "current": "expired_tombstone"}.get(verdict, "unknown_id")
         self.recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=up_id, reason=reason)
+
+    def _tombstone_hit(self, up_id: Any, what: str) -> bool:
+        """A late response or progress for a call we gave up on: dropped, counted, logged against its request."""
+        tombstone = self.tombstones.hit(up_id) if isinstance(up_id, int) and not isinstance(up_id, bool) else None
+        if tombstone is None:
+            return False
+        self.counters.late_dropped += 1
+        self.recorder.emit(
+            Kind.TOMBSTONE_HIT,
+            request_id=tombstone.request_id,
+            tool=tombstone.tool,
+            up_id=up_id,
+            what=what,
+            age_s=round(tombstone.age(self.recorder.clock.monotonic()), 3),
+        )
+        return True
 
     def _upstream_notification(self, message: dict[str, Any]) -> None:
         method = message["method"]
@@ -418,7 +449,8 @@ class WrapperCore:
             params = message.get("params") if isinstance(message.get("params"), dict) else {}
             token = params.get("progressToken")
             pending = self.pending.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
-            if pending is None:
+            if pending is None or pending.host_token is None:
+                # late, unknown, or for a call whose host asked for no progress (the upstream guessed the token)
                 self._late_progress(token)
                 return
             forwarded = {**message, "params": {**params, "progressToken": pending.host_token}}
@@ -430,19 +462,7 @@ class WrapperCore:
 
     def _late_progress(self, token: Any) -> None:
         # Upstream progress tokens are up_ids (see _host_request), so a late one finds its call's tombstone.
-        up_id = token if isinstance(token, int) and not isinstance(token, bool) else None
-        tombstone = self.tombstones.hit(up_id) if up_id is not None else None
-        if tombstone is not None:
-            self.counters.late_dropped += 1
-            self.recorder.emit(
-                Kind.TOMBSTONE_HIT,
-                request_id=tombstone.request_id,
-                tool=tombstone.tool,
-                up_id=up_id,
-                what="progress",
-                age_s=round(tombstone.age(self.recorder._clock.monotonic()), 3),
-            )
-        else:
+        if not self._tombstone_hit(token, "progress"):
             self.counters.unknown_dropped += 1
             self.recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=token, reason="unknown_progress_token")
 
@@ -592,7 +612,7 @@ class WrapperCore:
 
     def sweep_tombstones(self) -> int:
         expired = self.tombstones.sweep()
-        now = self.recorder._clock.monotonic()
+        now = self.recorder.clock.monotonic()
         for tombstone in expired:
             self.recorder.emit(
                 Kind.TOMBSTONE_EXPIRE,
@@ -735,13 +755,14 @@ class WrapperCore:
 
     def status(self) -> dict[str, Any]:
         now = self.loop.time()
-        mono_now = self.recorder._clock.monotonic()
+        mono_now = self.recorder.clock.monotonic()
         terms = self.ttl_terms()
         stats = self.tombstones.stats(limit=50)
         upstream = self.upstream.describe() if self.upstream is not None else {}
         return {
             "wrapper": {
                 "name": self.name,
+                "pid": os.getpid(),
                 "version": __version__,
                 "upstream": {
                     "kind": getattr(self.upstream, "kind", None),

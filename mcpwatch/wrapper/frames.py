@@ -6,6 +6,8 @@ The wrapper forwards plain dicts, not SDK models: parsing stays cheap and the wi
 from __future__ import annotations
 
 import json
+import math
+import sys
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -17,17 +19,76 @@ NOTIFICATION = "notification"
 RESPONSE = "response"
 INVALID = "invalid"
 
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_ascii_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_log_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # text for the log, not the wire
+MAX_DOUBLE = sys.float_info.max
+MAX_DEPTH = 256  # JSON nesting accepted from a peer; MCP messages are nowhere near it
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_not_json)
 
 
 def encode(message: Any) -> bytes:
-    """One frame: compact JSON and a newline (stdio framing)."""
-    return _dumps(message).encode("utf-8") + b"\n"
+    """One frame: compact JSON and a newline (stdio framing), always strict JSON in valid UTF-8.
+
+    Whatever a peer sent is passed on faithfully where JSON allows: a lone surrogate (which arrived as a `\\udXXX`
+    escape) leaves escaped again, and a number too large for a double (1e309, decoded as infinity) leaves as the
+    largest double rather than as `Infinity`, which no strict peer could parse.
+    """
+    try:
+        text = _dumps(message)
+    except ValueError:
+        message = finite(message)
+        text = _dumps(message)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return _ascii_dumps(message).encode("ascii") + b"\n"
+
+
+def finite(value: Any) -> Any:
+    """The value with every non-finite float replaced by the nearest double JSON can carry (NaN by 0)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0.0 if math.isnan(value) else math.copysign(MAX_DOUBLE, value)
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
 
 
 def decode(line: bytes | str) -> Any:
-    """Raises ValueError (json.JSONDecodeError or UnicodeDecodeError) on anything that is not JSON."""
-    return json.loads(line)
+    """Raises ValueError on anything that is not JSON in UTF-8: bad syntax, bad bytes, `NaN`/`Infinity` (which
+    Python's parser would otherwise accept), and nesting deeper than MAX_DEPTH (which could not be encoded again
+    within Python's recursion limit once wrapped in a reply)."""
+    text = line.decode("utf-8") if isinstance(line, bytes | bytearray) else line
+    try:
+        value = _decoder.decode(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a parsed value, without recursion (the value may be nested deeper than the stack)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return deepest
 
 
 def kind_of(message: Any) -> str:
@@ -38,11 +99,11 @@ def kind_of(message: Any) -> str:
     if method is not None:
         if not isinstance(method, str):
             return INVALID
-        if "id" in message:
-            return REQUEST if valid_id(message["id"]) else INVALID
+        if "id" in message:  # MCP: a request id is a string or an integer, never null
+            return REQUEST if valid_id(message["id"]) and message["id"] is not None else INVALID
         return NOTIFICATION
     if "id" in message and ("result" in message or "error" in message):
-        return RESPONSE
+        return RESPONSE if valid_id(message["id"]) else INVALID  # anything else could not be matched, or hashed
     return INVALID
 
 
@@ -69,5 +130,5 @@ def text_of(value: Any, limit: int = 4096) -> str:
     if isinstance(value, bytes | bytearray):
         text = bytes(value[: limit * 4]).decode("utf-8", "replace")
     else:
-        text = value if isinstance(value, str) else _dumps(value)
+        text = value if isinstance(value, str) else _log_dumps(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

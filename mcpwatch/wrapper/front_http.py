@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcpwatch.errors import UserError
 from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
 from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.operator import host_is_loopback
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -78,23 +77,7 @@ class HttpFront:
         self._server: Any = None
 
     async def serve(self) -> None:
-        import uvicorn
-
-        class _Server(uvicorn.Server):
-            def capture_signals(self) -> contextlib.AbstractContextManager[None]:
-                return contextlib.nullcontext()
-
-        config = uvicorn.Config(
-            self.app,
-            host=self.host,
-            port=self.port,
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            ws="none",
-            interface="asgi3",
-        )
-        self._server = _Server(config)
+        self._server = quiet_server(self.app, self.host, self.port)
         await self._server.serve()
 
     async def close(self) -> None:
@@ -144,7 +127,7 @@ class HttpFront:
         try:
             payload = frames.decode(body)
         except ValueError:
-            await _json(send, 400, frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
+            await respond_json(send, 400, frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
             return
         items = payload if isinstance(payload, list) else [payload]
         is_init = any(isinstance(i, dict) and i.get("method") == "initialize" for i in items)
@@ -155,7 +138,7 @@ class HttpFront:
             self.core.attach_link(session)
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
-            await _json(
+            await respond_json(
                 send, status, frames.error_response(None, frames.INVALID_REQUEST, "Bad Request: no valid session")
             )
             return
@@ -193,18 +176,8 @@ class HttpFront:
 
 
 async def _plain(send: Any, status: int, text: str, extra: dict[str, str] | None = None) -> None:
-    body = text.encode()
-    headers = [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())]
-    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _json(send: Any, status: int, payload: Any) -> None:
-    body = json.dumps(payload).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    headers = [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await respond(send, status, text.encode(), b"text/plain", headers)
 
 
 async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], until_none: bool = True) -> None:

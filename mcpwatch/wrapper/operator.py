@@ -9,32 +9,20 @@ from __future__ import annotations
 import contextlib
 import hmac
 import json
-import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mcpwatch import __version__
 from mcpwatch import operator as contract
 from mcpwatch.reliability.deadline import InvalidValue
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.asgi import ASGIApp, host_is_loopback, quiet_server, respond_json
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.recorder import Recorder
 
-ASGIApp = Callable[
-    [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
-    Awaitable[None],
-]
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 MAX_WAIT_MS = 30_000
 MAX_LIMIT = 10_000
-
-
-def host_is_loopback(host_header: str) -> bool:
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    elif ":" in host:
-        host = host.rsplit(":", 1)[0]
-    return host in LOOPBACK_HOSTS
 
 
 class GuardMiddleware:
@@ -49,24 +37,82 @@ class GuardMiddleware:
             headers = dict(scope.get("headers") or [])
             host = headers.get(b"host", b"").decode("latin-1")
             if not host_is_loopback(host):
-                await _reply(send, 421, "the operator endpoint only answers on loopback")
+                await respond_json(send, 421, {"error": "the operator endpoint only answers on loopback"})
                 return
             if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
-                await _reply(send, 401, "missing or wrong bearer token (see the wrapper's registry file)")
+                missing = "missing or wrong bearer token (see the wrapper's registry file)"
+                await respond_json(send, 401, {"error": missing})
                 return
         await self.app(scope, receive, send)
 
 
-async def _reply(send: Any, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
+def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_SECONDS = {"seconds": {"description": "seconds"}}
+TOOLS: list[dict[str, Any]] = [
+    {
+        "name": name,
+        "description": description,
+        "inputSchema": schema,
+        "outputSchema": {"type": "object", "additionalProperties": True},
+    }
+    for name, description, schema in (
+        (contract.TOOL_STATUS, "The wrapper's whole state: upstream, deadline, tombstones, calls.", _schema({})),
+        (
+            contract.TOOL_EVENTS,
+            "Events after a sequence number (long poll with wait_ms).",
+            _schema(
+                {
+                    "after": {"type": "integer", "default": 0},
+                    "limit": {"type": "integer", "default": 1000},
+                    "wait_ms": {"type": "integer", "default": 0},
+                }
+            ),
+        ),
+        (contract.TOOL_HEALTH_CHECK, "Ping the upstream and call its health tool, if any.", _schema({})),
+        (contract.TOOL_SET_MARGIN, "Set the deadline margin (seconds) until reset.", _schema(_SECONDS, ("seconds",))),
+        (
+            contract.TOOL_SET_HOST_TIMEOUT,
+            "Set the host's tools/call timeout (seconds).",
+            _schema(_SECONDS, ("seconds",)),
+        ),
+        (
+            contract.TOOL_SET_DEADLINE,
+            "Set an explicit deadline (seconds; ≤0 disables; null clears).",
+            _schema({"seconds": {"description": "seconds, or null", "default": None}}),
+        ),
+        (
+            contract.TOOL_CANCEL,
+            "Cancel an in-flight call as a deadline would.",
+            _schema({"request_id": {"type": "string"}}, ("request_id",)),
+        ),
     )
-    await send({"type": "http.response.body", "body": body})
+]
+# Versions reachable with the initialize handshake; the endpoint is stateless, so they all behave alike.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MAX_BODY_BYTES = 1024 * 1024
+
+Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Refused(Exception):
+    """A tool said no: its message goes back to the operator as the tool's error text."""
+
+
+def _whole(arguments: dict[str, Any], name: str, default: int) -> int:
+    value = arguments.get(name, default)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Refused(f"{name} must be a whole number, got {value!r}")
+    return value
 
 
 def build_operator_app(
@@ -77,86 +123,152 @@ def build_operator_app(
     log_info: Callable[[], dict[str, Any]],
     health_tool: str | None,
 ) -> ASGIApp:
-    from mcp.server import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    """The operator tools behind the guard. A small hand-written MCP server (stateless Streamable HTTP, JSON
+    answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
+    whose whole budget is 60 MB, for seven tools."""
 
-    logging.getLogger("mcp").setLevel(logging.WARNING)
-    server = MCPServer("mcpwatch-operator", log_level="WARNING")
-
-    @server.tool(
-        name=contract.TOOL_STATUS, description="The wrapper's whole state: upstream, deadline, tombstones, calls."
-    )
-    async def status() -> dict[str, Any]:
+    async def status(arguments: dict[str, Any]) -> dict[str, Any]:
         return {**core.status(), "log": log_info()}
 
-    @server.tool(name=contract.TOOL_EVENTS, description="Events after a sequence number (long poll with wait_ms).")
-    async def events(after: int = 0, limit: int = 1000, wait_ms: int = 0) -> dict[str, Any]:
-        limit = max(1, min(int(limit), MAX_LIMIT))
-        wait_s = max(0, min(int(wait_ms), MAX_WAIT_MS)) / 1000
-        batch = await recorder.wait_for(int(after), limit, wait_s)
+    async def events(arguments: dict[str, Any]) -> dict[str, Any]:
+        after = _whole(arguments, "after", 0)
+        limit = max(1, min(_whole(arguments, "limit", 1000), MAX_LIMIT))
+        wait_s = max(0, min(_whole(arguments, "wait_ms", 0), MAX_WAIT_MS)) / 1000
+        batch = await recorder.wait_for(after, limit, wait_s)
         return {
             "events": [e.to_dict() for e in batch],
-            "next": batch[-1].seq if batch else max(int(after), 0),
+            "next": batch[-1].seq if batch else max(after, 0),
             "latest": recorder.seq,
         }
 
-    @server.tool(name=contract.TOOL_HEALTH_CHECK, description="Ping the upstream and call its health tool, if any.")
-    async def health_check() -> dict[str, Any]:
+    async def health_check(arguments: dict[str, Any]) -> dict[str, Any]:
         return await core.health_check(health_tool)
 
-    def _change(key: str, value: Any) -> dict[str, Any]:
-        try:
-            return core.change_deadline(key, value)
-        except InvalidValue as exc:
-            raise ToolError(str(exc)) from None
+    def setter(key: str, required: bool) -> Handler:
+        async def change(arguments: dict[str, Any]) -> dict[str, Any]:
+            if required and "seconds" not in arguments:
+                raise Refused("seconds is required")
+            try:
+                return core.change_deadline(key, arguments.get("seconds"))
+            except InvalidValue as exc:
+                raise Refused(str(exc)) from None
 
-    @server.tool(name=contract.TOOL_SET_MARGIN, description="Set the deadline margin (seconds) until reset.")
-    async def set_margin(seconds: Any) -> dict[str, Any]:
-        return _change("margin_s", seconds)
+        return change
 
-    @server.tool(name=contract.TOOL_SET_HOST_TIMEOUT, description="Set the host's tools/call timeout (seconds).")
-    async def set_host_timeout(seconds: Any) -> dict[str, Any]:
-        return _change("host_timeout_s", seconds)
-
-    @server.tool(
-        name=contract.TOOL_SET_DEADLINE, description="Set an explicit deadline (seconds; ≤0 disables; null clears)."
-    )
-    async def set_deadline(seconds: Any = None) -> dict[str, Any]:
-        return _change("override_s", seconds)
-
-    @server.tool(name=contract.TOOL_CANCEL, description="Cancel an in-flight call as a deadline would.")
-    async def cancel(request_id: str) -> dict[str, Any]:
+    async def cancel(arguments: dict[str, Any]) -> dict[str, Any]:
+        request_id = arguments.get("request_id")
+        if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            raise Refused(f"request_id must be a string, got {request_id!r}")
         if not core.cancel(str(request_id)):
-            raise ToolError(f"no call with request id {request_id!r} is in flight")
+            raise Refused(f"no call with request id {str(request_id)!r} is in flight")
         return {"cancelled": str(request_id)}
 
-    app = server.streamable_http_app(
-        streamable_http_path=contract.OPERATOR_PATH, stateless_http=True, json_response=True
-    )
-    return GuardMiddleware(app, token)
+    handlers: dict[str, Handler] = {
+        contract.TOOL_STATUS: status,
+        contract.TOOL_EVENTS: events,
+        contract.TOOL_HEALTH_CHECK: health_check,
+        contract.TOOL_SET_MARGIN: setter("margin_s", True),
+        contract.TOOL_SET_HOST_TIMEOUT: setter("host_timeout_s", True),
+        contract.TOOL_SET_DEADLINE: setter("override_s", False),
+        contract.TOOL_CANCEL: cancel,
+    }
+    return GuardMiddleware(OperatorApp(handlers), token)
+
+
+class OperatorApp:
+    """MCP over stateless Streamable HTTP: one JSON-RPC message per POST, answered with one JSON body (notifications
+    and responses get 202); no sessions, so no GET stream and no DELETE."""
+
+    def __init__(self, handlers: dict[str, Handler]) -> None:
+        self.handlers = handlers
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        if scope.get("path") != contract.OPERATOR_PATH:
+            await respond_json(send, 404, {"error": f"the operator endpoint is at {contract.OPERATOR_PATH}"})
+            return
+        if scope.get("method") != "POST":
+            await respond_json(send, 405, {"error": "POST one JSON-RPC message per request"}, [(b"allow", b"POST")])
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await respond_json(send, 413, {"error": f"a request body is at most {MAX_BODY_BYTES} bytes"})
+                return
+            if not message.get("more_body"):
+                break
+        try:
+            request = frames.decode(bytes(body))
+        except ValueError:
+            await respond_json(send, 400, frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
+            return
+        kind = frames.kind_of(request)
+        if kind in (frames.NOTIFICATION, frames.RESPONSE):
+            await respond_json(send, 202, None)
+        elif kind == frames.REQUEST:
+            await respond_json(send, 200, await self.answer(request))
+        else:
+            request_id = request.get("id") if isinstance(request, dict) and frames.valid_id(request.get("id")) else None
+            await respond_json(send, 400, frames.error_response(request_id, frames.INVALID_REQUEST, "Invalid Request"))
+
+    async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        method, request_id = request["method"], request["id"]
+        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            result: dict[str, Any] = {
+                "protocolVersion": asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1],
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "mcpwatch-operator", "version": __version__},
+            }
+        elif method == "ping":
+            result = {}
+        elif method == "tools/list":
+            result = {"tools": TOOLS}
+        elif method == "tools/call":
+            result = await self.call(params.get("name"), params.get("arguments"))
+        else:
+            return frames.error_response(request_id, -32601, "Method not found", method)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    async def call(self, name: Any, arguments: Any) -> dict[str, Any]:
+        handler = self.handlers.get(name) if isinstance(name, str) else None
+        if handler is None:
+            return _tool_error(f"Unknown tool: {name}")
+        if arguments is not None and not isinstance(arguments, dict):
+            return _tool_error(f"Error executing tool {name}: arguments must be an object")
+        try:
+            value = await handler(arguments or {})
+        except Refused as exc:
+            return _tool_error(f"Error executing tool {name}: {exc}")
+        try:
+            text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):  # a non-finite number or an odd type: made JSON, as the text shows it
+            value = json.loads(json.dumps(frames.finite(value), default=str))
+            text = json.dumps(value, indent=2, ensure_ascii=False)
+        return {"content": [{"type": "text", "text": text}], "structuredContent": value, "isError": False}
+
+
+def _tool_error(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 class OperatorServer:
     """Runs the operator app with uvicorn on the wrapper's own loop, on 127.0.0.1."""
 
     def __init__(self, app: ASGIApp, port: int = 0) -> None:
-        import uvicorn
-
-        class _Server(uvicorn.Server):
-            def capture_signals(self) -> contextlib.AbstractContextManager[None]:  # the wrapper owns signals
-                return contextlib.nullcontext()
-
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-            ws="none",
-            interface="asgi3",
-        )
-        self._server = _Server(config)
+        self._server = quiet_server(app, "127.0.0.1", port, lifespan="on")
         self._task: Any = None
         self.url = ""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -12,6 +11,7 @@ from operator_double import OperatorContractDouble
 
 from mcpwatch.events import Kind
 from mcpwatch.operator.client import OperatorClient, OperatorRefused, OperatorUnavailable
+from mcpwatch.ports import free_port
 
 pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
 
@@ -100,15 +100,9 @@ async def test_a_wrong_path_says_so(double: OperatorContractDouble) -> None:
             await op.status()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_nothing_listening_says_the_wrapper_may_have_exited() -> None:
     with pytest.raises(OperatorUnavailable, match="nothing is listening"):
-        async with OperatorClient(f"http://127.0.0.1:{_free_port()}/mcp", "t", connect_timeout_s=2):
+        async with OperatorClient(f"http://127.0.0.1:{free_port()}/mcp", "t", connect_timeout_s=2):
             pass
 
 

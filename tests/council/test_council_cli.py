@@ -14,6 +14,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcpwatch.ports import free_port
+
 from conftest import REPO, mcpwatch_cmd
 
 
@@ -121,12 +123,6 @@ def test_http_port_in_use_is_one_line_and_exit_2() -> None:
         done = run_council("--scenario", "fast", "--http", f"127.0.0.1:{port}")
     assert done.returncode == 2
     assert done.stderr.strip() == f"mcpwatch: --http 127.0.0.1:{port}: cannot listen there (Address already in use)"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.mark.anyio

@@ -12,10 +12,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from conftest import REPO
-
 from mcpwatch.events import Event
 from mcpwatch.store import EventReader, EventWriter, LogError
+
+from conftest import REPO
 
 CONCURRENT_WRITER = textwrap.dedent(
     """

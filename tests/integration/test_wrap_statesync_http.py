@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
-import time
 
 import httpx2
 import pytest
 from mcp import Client
+
+from mcpwatch.ports import free_port, wait_for_port
 
 from conftest import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, wrapped_client
@@ -32,22 +32,6 @@ cache_control = "immutable"
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
 
 
 async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(tmp_path, isolated_state):

@@ -1,9 +1,9 @@
 import subprocess
 
-from conftest import REPO, mcpwatch_cmd
-
 from mcpwatch import __version__
 from mcpwatch.cli import main
+
+from conftest import REPO, mcpwatch_cmd
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

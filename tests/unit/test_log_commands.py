@@ -12,13 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, mcpwatch_cmd
 from test_store_sample import TIERS, SampleSession, write_sample
 
 from mcpwatch import paths
 from mcpwatch.cli import main
 from mcpwatch.logview.export import COLUMNS
 from mcpwatch.store import EventReader
+
+from conftest import REPO, mcpwatch_cmd
 
 DAY = 86400.0
 
