@@ -1,0 +1,140 @@
+"""The wrapper going away: the host closes stdin, or a signal arrives, mid-call. Upstream calls are cancelled, the
+log is flushed and closed, the registry file is removed, exit code 0. Killed outright mid-load, it leaves a log that
+opens intact and a registry entry that is ignored."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from faultkit import (
+    FAULT_SERVER,
+    RAW_SERVER,
+    integrity,
+    pid_alive,
+    raw_host,
+    read_jsonl,
+    registry_of,
+    session_events,
+)
+
+from mcpwatch import registry
+from mcpwatch.store import EventReader
+
+from wraptools import Operator
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def wait_gone(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} is still running"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "SIGTERM", "SIGINT", "SIGHUP"])
+async def test_leaving_mid_call_cancels_upstream_flushes_the_log_and_unregisters(
+    tmp_path: Path, isolated_state: Path, how: str
+) -> None:
+    log = tmp_path / "events.db"
+    cancels = tmp_path / "cancels.jsonl"
+    async with raw_host(RAW_SERVER, tmp_path, log=log, env={"RAW_SERVER_LOG": str(cancels)}) as host:
+        await host.initialize()
+        entry = await registry_of(isolated_state, host.pid)
+        operator = Operator(entry)
+        calls = [host.request("tools/call", {"name": "sleep", "arguments": {"seconds": 30}}) for _ in range(3)]
+        calls += [host.request("tools/call", {"name": "hang", "arguments": {}}) for _ in range(2)]
+        deadline = time.monotonic() + 10
+        while len((status := await operator.tool("status"))["in_flight"]) < 5:
+            assert time.monotonic() < deadline, status
+            await asyncio.sleep(0.05)
+        upstream_pid = status["wrapper"]["upstream"]["pid"]
+        started = time.monotonic()
+        if how == "stdin closed":
+            code = await host.close()
+        else:
+            await host.signal(getattr(signal, how))
+            code = await host.wait_exit()
+        assert code == 0
+        assert time.monotonic() - started < 8
+        if how != "stdin closed":  # the host is still there: each call gets its one answer before the end
+            for call in calls:
+                reply = await asyncio.wait_for(call, 1)
+                assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "shutdown"
+    host.assert_clean_stderr()
+    host.assert_clean_stdout()
+    assert all(len(replies) == 1 for replies in host.responses.values())
+    await wait_gone(upstream_pid, 5)
+    assert not (isolated_state / "wrappers" / f"{host.pid}.json").exists()
+
+    events = session_events(log, entry["session_id"])
+    up_ids = {e.data["up_id"] for e in events if e.kind == "request_start" and e.data["method"] == "tools/call"}
+    assert len(up_ids) == 5
+    assert {c["cancelled"] for c in read_jsonl(cancels)} == up_ids  # the raw server saw each cancellation
+    ends = [e for e in events if e.kind == "request_end" and e.data["method"] == "tools/call"]
+    assert [e.data["outcome"] for e in ends] == ["cancelled"] * 5
+    assert {e.data["error"] for e in ends} == {"shutdown"}
+    assert [e.kind for e in events][-1] == "session_end"
+    reason = "host closed the connection" if how == "stdin closed" else f"received {how}"
+    assert events[-1].data["reason"] == reason
+    assert events[-1].data["counters"]["cancelled"] == 5
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # nothing lost on the way out
+    with EventReader(log) as reader:
+        session = reader.session(entry["session_id"])
+    assert session.ended_at is not None and session.end_reason == reason
+
+
+@pytest.mark.slow
+async def test_sigkill_mid_load_leaves_a_log_that_opens_intact(tmp_path: Path, isolated_state: Path) -> None:
+    log = tmp_path / "events.db"
+    rng = random.Random(7)
+    async with raw_host(FAULT_SERVER, tmp_path, log=log) as host:
+        await host.initialize()
+        entry = await registry_of(isolated_state, host.pid)
+        upstream_pid = (await Operator(entry).tool("status"))["wrapper"]["upstream"]["pid"]
+        in_flight: set[asyncio.Future[dict[str, object]]] = set()
+        stop_at = time.monotonic() + 1.5
+        sent = 0
+        while time.monotonic() < stop_at:
+            while len(in_flight) < 200:
+                params = {"name": "delay", "arguments": {"ms": rng.randint(0, 40)}, "_meta": {"progressToken": sent}}
+                future = host.request("tools/call", params)
+                in_flight.add(future)
+                future.add_done_callback(in_flight.discard)
+                sent += 1
+            await asyncio.sleep(0.005)
+        await host.signal(signal.SIGKILL)
+        assert await host.wait_exit() == -signal.SIGKILL
+        for future in in_flight:
+            future.cancel()
+    assert sent > 1000, sent
+    assert integrity(log) == "ok"
+    with EventReader(log) as reader:
+        sessions = reader.sessions()
+        assert [s.id for s in sessions] == [entry["session_id"]]
+        assert sessions[0].ended_at is None  # it never got to say goodbye
+        events = list(reader.events(entry["session_id"]))
+    assert len(events) > 1000
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # what was committed is a clean prefix
+    assert events[0].kind == "session_start"
+    await wait_gone(upstream_pid, 5)  # its upstream saw stdin close and went too: no orphan
+    assert registry.running_wrappers(isolated_state / "wrappers") == []  # the stale entry is ignored
+
+    # the same file takes a new wrapper at once
+    async with raw_host(FAULT_SERVER, tmp_path, log=log, name="second") as host:
+        await host.initialize()
+        assert "result" in await host.tool("echo", {"again": True})
+        assert await host.close() == 0
+    assert integrity(log) == "ok"
+    with EventReader(log) as reader:
+        assert len(reader.sessions()) == 2

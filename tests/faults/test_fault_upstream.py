@@ -1,0 +1,222 @@
+"""An upstream on a bad day, as real processes: killed mid-call, babbling, writing huge lines, no longer reading,
+never answering, answering after it was told to go. The host always gets a clear answer in time, the wrapper keeps
+going, and whatever the upstream says out of turn is dropped and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faultkit import FAULT_SERVER, raw_host, read_jsonl, registry_of, session_events, text_of
+
+from mcpwatch.wrapper.upstream_stdio import HARD_UNSENT_LIMIT
+
+from wraptools import Operator
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def wait_status(operator: Operator, predicate: Any, timeout: float, what: str) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = await operator.tool("status")
+        if predicate(status):
+            return status
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {status}")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+async def test_upstream_killed_mid_call_answers_within_a_second_and_respawns_with_backoff(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    log = tmp_path / "events.db"
+    async with raw_host(FAULT_SERVER, tmp_path, log=log) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        first = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert first["state"] == "ready" and first["generation"] == 1
+        progress_params = {"name": "delay", "arguments": {"ms": 3000, "steps": 5}, "_meta": {"progressToken": "p1"}}
+        calls = [host.request("tools/call", {"name": "hang", "arguments": {}}) for _ in range(3)]
+        calls.append(host.request("tools/call", progress_params))
+        await wait_status(operator, lambda s: len(s["in_flight"]) == 4, 10, "four calls in flight")
+        await host.wait_until(lambda: bool(host.notifications), 5, "the first progress notification")
+
+        os.kill(first["pid"], signal.SIGKILL)
+        killed_at = time.monotonic()
+        replies = await asyncio.wait_for(asyncio.gather(*calls), 5)
+        for reply in replies:
+            arrived = host.responses[json.dumps(reply["id"])][0].at
+            assert arrived - killed_at < 1.0, arrived - killed_at
+            result = reply["result"]
+            assert result["isError"] is True
+            assert "exited (exit code -9)" in text_of(reply), text_of(reply)
+            assert result["_meta"]["dev.mcpwatch/partial"]["outcome"] == "error"
+        assert "last progress 1/5 — step 1" in text_of(replies[3])
+
+        echo = await host.tool("echo", {"after": "kill"}, timeout=10)  # waits for the respawn, then succeeds
+        assert '"after": "kill"' in text_of(echo)
+        second = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert second["generation"] == 2 and second["restarts"] == 1 and second["pid"] != first["pid"]
+
+        os.kill(second["pid"], signal.SIGKILL)  # dies again at once: the backoff grows
+        await wait_status(operator, lambda s: s["wrapper"]["upstream"]["state"] != "ready", 5, "the loss noticed")
+        echo = await host.tool("echo", {"after": "second kill"}, timeout=10)
+        assert '"after": "second kill"' in text_of(echo)
+        third = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert third["generation"] == 3 and third["state"] == "ready"
+        counters = (await operator.tool("status"))["counters"]
+        session_id = (await operator.tool("status"))["log"]["session_id"]
+        assert await host.close() == 0
+    host.assert_clean_stderr()
+    host.assert_clean_stdout()
+    assert all(len(replies) == 1 for replies in host.responses.values()), "a request was answered twice"
+    assert counters["errors"] == 4 and counters["ok"] == 3  # initialize and the two echoes
+
+    events = session_events(log, session_id)
+    states = [e.data for e in events if e.kind == "upstream_state"]
+    closed = [s for s in states if s["state"] == "closed"]
+    assert [s["exit_code"] for s in closed] == [-9, -9]
+    backoffs = [e for e in events if e.kind == "upstream_state" and e.data["state"] == "backoff"]
+    assert 0.4 <= backoffs[0].data["retry_in_s"] <= 0.6  # base 0.5 s ± 20 % jitter
+    assert 0.8 <= backoffs[1].data["retry_in_s"] <= 1.2  # doubled
+    readies = [e for e in events if e.kind == "upstream_state" and e.data["state"] == "ready"]
+    for backoff, ready in zip(backoffs, readies[1:], strict=True):
+        assert ready.mono - backoff.mono >= backoff.data["retry_in_s"] - 0.01  # the wrapper really waited
+    lost = [e for e in events if e.kind == "request_end" and e.data["outcome"] == "upstream_lost"]
+    assert len(lost) == 4
+    stones = [e for e in events if e.kind == "tombstone_add"]
+    assert len(stones) == 4 and {e.data["reason"] for e in stones} == {"upstream_lost"}
+
+
+@pytest.mark.slow
+async def test_babble_and_huge_lines_while_calls_are_in_flight(tmp_path: Path, isolated_state: Path) -> None:
+    log = tmp_path / "events.db"
+    async with raw_host(FAULT_SERVER, tmp_path, log=log) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        delays = [200 + 10 * i for i in range(60)]
+        calls = {
+            ms: host.request(
+                "tools/call",
+                {"name": "delay", "arguments": {"ms": ms, "steps": 2}, "_meta": {"progressToken": f"t{ms}"}},
+            )
+            for ms in delays
+        }
+        noise = [host.request("tools/call", {"name": name, "arguments": {}}) for name in ("babble", "huge") * 3]
+        answers = await asyncio.wait_for(asyncio.gather(*calls.values(), *noise), 30)
+        for ms, reply in zip(delays, answers, strict=False):
+            assert text_of(reply) == f"done {ms}", reply
+        babbled = [json.loads(text_of(r)) for r in answers[len(delays) :: 2]]
+        assert all(text_of(r) == "after huge" for r in answers[len(delays) + 1 :: 2])
+        progress_tokens = [n.message["params"]["progressToken"] for n in host.notifications]
+        assert sorted(progress_tokens) == sorted(f"t{ms}" for ms in delays for _ in range(2))
+        for item in host.notifications:  # every progress arrived before its call's answer
+            token = item.message["params"]["progressToken"]
+            answer = host.responses[json.dumps(calls[int(token[1:])].result()["id"])][0]
+            assert item.index < answer.index
+        status = await operator.tool("status")
+        garbage = sum(b["garbage"] for b in babbled) + 3  # and one oversized line per huge
+        assert status["counters"]["upstream_garbage"] == garbage
+        assert status["counters"]["unknown_dropped"] == sum(b["unknown"] for b in babbled)
+        assert status["counters"]["ok"] == len(delays) + 6 + 1  # + initialize
+        assert status["wrapper"]["upstream"]["generation"] == 1  # never restarted
+        assert await host.close() == 0
+    host.assert_clean_stderr()
+    host.assert_clean_stdout()
+    events = session_events(log, status["log"]["session_id"])
+    warnings = [e for e in events if e.kind == "warning" and "upstream wrote" in e.data["message"]]
+    assert len(warnings) == min(garbage, 20)  # the first 20 are reported one by one, then every 1000th
+    assert any("over the frame limit" in w.data["message"] for w in warnings)
+    unknown = [e for e in events if e.kind == "unknown_response"]
+    assert len(unknown) == sum(b["unknown"] for b in babbled)
+
+
+@pytest.mark.slow
+async def test_an_upstream_that_stops_reading_with_many_calls_in_flight(tmp_path: Path, isolated_state: Path) -> None:
+    """Writes towards it stay bounded, calls past the bound fail at once, every deadline still fires, and the
+    operator sees it stuck. (tests/integration covers the single-call case.)"""
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[upstream]\nwrite_timeout_s = 0.3\n")
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "1.5"}
+    async with raw_host(FAULT_SERVER, tmp_path, env=env, wrap_args=["--config", str(config)]) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        hangs = [host.request("tools/call", {"name": "hang", "arguments": {}}) for _ in range(10)]
+        stopped = await host.tool("stop_reading")
+        assert text_of(stopped) == "stopped reading"
+        blob = "x" * (1024 * 1024)
+        started = time.monotonic()
+        big = [host.request("tools/call", {"name": "echo", "arguments": {"blob": blob}}) for _ in range(40)]
+        ping = host.request("ping", {})
+        status = await wait_status(operator, lambda s: s["wrapper"]["upstream"]["stuck"], 5, "the upstream stuck")
+        unsent = status["wrapper"]["upstream"]["unsent_bytes"]
+        assert 0 < unsent <= HARD_UNSENT_LIMIT + 2 * len(blob)  # bounded: past the limit nothing more is queued
+        answers = await asyncio.wait_for(asyncio.gather(*big, *hangs), 10)
+        for reply in answers[:40]:
+            arrived = host.responses[json.dumps(reply["id"])][0].at - started
+            outcome = reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"]
+            # (times count from the first byte of 40 MiB the host pushes through the pipe, not from each request)
+            if outcome == "error":  # refused at once, before any budget ran out: the buffer was full
+                assert "not reading its input" in text_of(reply) and arrived < 1.5, (arrived, text_of(reply))
+            else:
+                assert outcome == "deadline" and 1.5 <= arrived < 1.5 + 1.0, (arrived, outcome)
+        outcomes = [r["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] for r in answers[:40]]
+        assert 0 < outcomes.count("error") < 40 and outcomes.count("deadline") > 0
+        for reply in answers[40:]:  # the never-answered calls, sent before it stopped reading
+            key = json.dumps(reply["id"])
+            assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "deadline"
+            assert 1.5 <= host.responses[key][0].at - host.sent_at[key] < 1.5 + 0.5
+        pinged = await asyncio.wait_for(ping, 5)
+        assert "error" in pinged and "not reading its input" in pinged["error"]["message"]
+        status = await operator.tool("status")
+        assert status["wrapper"]["upstream"]["unsent_bytes"] <= HARD_UNSENT_LIMIT + 2 * len(blob)
+        assert status["counters"]["timeouts"] == outcomes.count("deadline") + 10
+        assert status["in_flight"] == []
+        closing = time.monotonic()
+        assert await host.close(timeout=15) == 0  # the stuck upstream is stopped, not waited for
+        assert time.monotonic() - closing < 8
+    host.assert_clean_stderr()
+    assert all(len(replies) == 1 for replies in host.responses.values())
+
+
+async def test_an_upstream_answering_after_it_was_told_to_go_is_dropped_and_counted(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """The host leaves with calls in flight: each is cancelled upstream and answered once (by the wrapper); the
+    upstream's answers written after its stdin closed are read, dropped and counted before the session ends."""
+    log = tmp_path / "events.db"
+    cancels = tmp_path / "cancels.jsonl"
+    env = {"FAULT_SERVER_LOG": str(cancels), "FAULT_SERVER_ANSWER_ON_EOF": "1"}
+    async with raw_host(FAULT_SERVER, tmp_path, log=log, env=env) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        calls = [host.request("tools/call", {"name": "delay", "arguments": {"ms": 60_000}}) for _ in range(5)]
+        await wait_status(operator, lambda s: len(s["in_flight"]) == 5, 10, "five calls in flight")
+        session_id = (await operator.tool("status"))["log"]["session_id"]
+        assert await host.close() == 0
+        replies = [await asyncio.wait_for(call, 1) for call in calls]
+    host.assert_clean_stderr()
+    for reply in replies:
+        assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "shutdown"
+    assert all(len(replies) == 1 for replies in host.responses.values())
+    events = session_events(log, session_id)
+    up_ids = {e.data["up_id"] for e in events if e.kind == "request_start" and e.data["method"] == "tools/call"}
+    assert {c["cancelled"] for c in read_jsonl(cancels)} == up_ids
+    hits = [e for e in events if e.kind == "tombstone_hit"]
+    assert {e.data["up_id"] for e in hits} == up_ids and {e.data["what"] for e in hits} == {"response"}
+    end = [e for e in events if e.kind == "session_end"]
+    assert len(end) == 1 and end[0].data["counters"]["late_dropped"] == 5
+    assert not list((isolated_state / "wrappers").glob("*.json"))
