@@ -7,6 +7,7 @@ none → a screen saying how to start one (it notices when one appears); one →
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -132,12 +133,20 @@ class ConsoleApp(App[None]):
 
         self.push_screen(MainScreen(session, can_go_back=True), back)
 
+    def main_screen(self, session: WatchSession) -> MainScreen:
+        """The screen a session is shown on (replay's adds its timeline bar)."""
+        return MainScreen(session)
+
+    def extra_commands(self, screen: Screen[object]) -> list[tuple[str, str, Callable[[], object]]]:
+        """Palette commands beyond the console's own, as (name, help, callback): none live; replay adds its own."""
+        return []
+
     def _show_session(self, session: WatchSession) -> None:
         if self.session is not None and self.session is not session:
             self.session.feed.stop()
         self.session = session
         session.feed.start()
-        self._replace(MainScreen(session))
+        self._replace(self.main_screen(session))
 
     # -- the tick --------------------------------------------------------------------------------------------
 
@@ -150,7 +159,8 @@ class ConsoleApp(App[None]):
             session.pump()
             for screen in reversed(self.screen_stack):
                 if isinstance(screen, WatchScreen):
-                    screen.refresh_view()
+                    if screen.is_mounted:  # one still being built draws itself once mounted
+                        screen.refresh_view()
                     break
         except Exception as exc:  # a display bug must not take the console down; say so once in a while
             self.tick_errors += 1

@@ -44,12 +44,16 @@ class ConsoleCommands(Provider):
                 ),
             ]
         if isinstance(screen, MainScreen):
-            pause = "resume the view" if screen.session.paused else "pause the view"
+            if screen.check_action("pause", ()) is not False:  # replay plays and pauses its clock instead
+                pause = "resume the view" if screen.session.paused else "pause the view"
+                found.append((f"view: {pause}", "the feed keeps recording while paused", screen.action_pause))
             found += [
-                (f"view: {pause}", "the feed keeps recording while paused", screen.action_pause),
                 ("view: filter requests…", "by tool, outcome or request id", screen.action_filter),
                 ("view: open selected request", "timeline, arguments, result, tombstone", screen.action_open_detail),
             ]
+        extra = getattr(app, "extra_commands", None)
+        if extra is not None:
+            found += extra(screen)
         for theme in getattr(app, "console_themes", ()):
             found.append(
                 (f"theme: {theme.name}", "switch the console's colours", partial(app.action_set_theme, theme.name))

@@ -353,10 +353,14 @@ class _Request:
             self.timeline_dropped += 1
         self.timeline.append(TimelineItem(mono, kind, text))
 
-    def copy(self) -> _Request:
+    def copy(self, tombstones: Mapping[int, _Tombstone] | None = None) -> _Request:
+        """A copy whose tombstone is the copied state's own (`tombstones`: id of the original → its copy), so
+        a later hit on the state's tombstone still shows on the request, as it does on the original."""
         clone = replace(self, timeline=deque(self.timeline, maxlen=self.timeline.maxlen))
         clone.models = {k: replace(v) for k, v in self.models.items()}
-        clone.tombstone = None if self.tombstone is None else replace(self.tombstone)
+        if self.tombstone is not None:
+            shared = None if tombstones is None else tombstones.get(id(self.tombstone))
+            clone.tombstone = shared if shared is not None else replace(self.tombstone)
         return clone
 
 
@@ -418,17 +422,22 @@ class _State:
         )
 
     def copy(self) -> _State:
-        """A deep-enough copy: containers are copied, immutable items (view tuples, strings) shared."""
+        """A deep-enough copy: containers are copied, immutable items (view tuples, strings) shared.
+
+        A request and the tombstones table share one `_Tombstone` object; the copy keeps them shared.
+        """
+        tombstones = {k: replace(t) for k, t in self.tombstones.items()}
+        copied = {id(t): tombstones[k] for k, t in self.tombstones.items()}
         return replace(
             self,
             header=dict(self.header),
             deadline=dict(self.deadline),
             ttl_terms=dict(self.ttl_terms),
-            requests={k: r.copy() for k, r in self.requests.items()},
+            requests={k: r.copy(copied) for k, r in self.requests.items()},
             in_flight=dict(self.in_flight),
             finished=deque(self.finished, maxlen=self.finished.maxlen),
             by_up_id=dict(self.by_up_id),
-            tombstones={k: replace(t) for k, t in self.tombstones.items()},
+            tombstones=tombstones,
             invalidations=deque(self.invalidations, maxlen=self.invalidations.maxlen),
             warnings=deque(self.warnings, maxlen=self.warnings.maxlen),
             config_changes=deque(self.config_changes, maxlen=self.config_changes.maxlen),
@@ -556,6 +565,12 @@ class ConsoleModel:
         model = cls(snapshot._state.limits)
         model._s = snapshot._state.copy()
         return model
+
+    def load(self, snapshot: ModelSnapshot) -> None:
+        """Put this model back in a checkpoint's state (the snapshot stays untouched): how replay seeks in place,
+        so the screens that hold this model show the new position without being told."""
+        self._limits = snapshot._state.limits
+        self._s = snapshot._state.copy()
 
     def copy(self) -> ConsoleModel:
         return ConsoleModel.restore(self.snapshot())

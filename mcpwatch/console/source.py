@@ -25,7 +25,7 @@ from mcpwatch.registry import WrapperEntry, find_wrapper, running_wrappers
 
 log = logging.getLogger(__name__)
 
-FeedState = Literal["connecting", "live", "disconnected", "waiting", "static"]
+FeedState = Literal["connecting", "live", "disconnected", "waiting", "static", "replay"]
 
 PAGE = 1000  # events per operator call
 WAIT_MS = 1000  # long-poll hold: also how quickly the feed thread notices it should stop
@@ -45,11 +45,13 @@ class FeedStatus:
 
     @property
     def connected(self) -> bool:
-        return self.state in ("live", "static")
+        return self.state in ("live", "static", "replay")
 
     @property
     def label(self) -> str:
-        """One or two words for the top bar (the banner carries `text`)."""
+        """One or two words for the top bar (the banner carries `text`); a replay shows its clock there."""
+        if self.state == "replay":
+            return self.text
         return {"static": "recorded", "waiting": "waiting for the wrapper"}.get(self.state, self.state)
 
 

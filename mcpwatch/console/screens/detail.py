@@ -72,7 +72,7 @@ class RequestDetailScreen(WatchScreen):
             self.refresh_bindings()  # "cancel" only while it runs
         if (theme, detail) == self._last_key:
             return
-        self._last_key = (theme, detail)
+        self._last_key = None  # remembered once every panel shows it: a draw cut short is done again next tick
         if detail is None:
             gone = Text(
                 f"request #{self.request_id} is no longer in the console's memory "
@@ -80,6 +80,7 @@ class RequestDetailScreen(WatchScreen):
                 style=p.dim,
             )
             self.query_one("#summary", Panel).show(gone, title=f"Request #{self.request_id}")
+            self._last_key = (theme, detail)
             return
         r = detail.request
         self.query_one("#summary", Panel).show(
@@ -104,3 +105,4 @@ class RequestDetailScreen(WatchScreen):
         self.query_one("#result", Panel).show(result, title=title)
         timeline = render.timeline_panel(detail.timeline, detail.timeline_dropped, origin, r.started_mono, p)
         self.query_one("#timeline", Panel).show(timeline, title=f"Timeline ({len(detail.timeline)} entries)")
+        self._last_key = (theme, detail)

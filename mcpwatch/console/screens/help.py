@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import ClassVar
 
 from rich.table import Table
@@ -47,9 +48,18 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,question_mark,q", "dismiss(None)", "Close", id="help.close")
     ]
 
-    def __init__(self, live: bool) -> None:
+    def __init__(
+        self,
+        live: bool,
+        *,
+        mode_keys: tuple[str, list[tuple[str, str]]] | None = None,
+        omit: Collection[str] = (),
+    ) -> None:
+        """`mode_keys`: (title, rows) of keys only this mode has (replay's); `omit`: view keys it does not have."""
         super().__init__(classes="dialog-screen")
         self.live = live
+        self.mode_keys = mode_keys
+        self.omit = frozenset(omit)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog help"):
@@ -62,8 +72,13 @@ class HelpScreen(ModalScreen[None]):
         outer = Table.grid(padding=(0, 0))
         outer.add_column()
         outer.add_row(Text("mcpwatch console — keys", style="bold"))
-        outer.add_row(self._keys(VIEW_KEYS))
+        outer.add_row(self._keys([row for row in VIEW_KEYS if row[0] not in self.omit]))
         outer.add_row(Text(""))
+        if self.mode_keys is not None:
+            title, rows = self.mode_keys
+            outer.add_row(Text(title, style="bold"))
+            outer.add_row(self._keys(rows))
+            outer.add_row(Text(""))
         if self.live:
             outer.add_row(Text("Operator actions (change the running wrapper)", style="bold"))
             outer.add_row(self._keys(OPERATOR_KEYS))

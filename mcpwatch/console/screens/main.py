@@ -66,7 +66,12 @@ class MainScreen(WatchScreen):
                 yield Panel("Tombstones", id="tombstones")
                 yield Panel("Invalidations", id="invalidations")
                 yield Panel("Warnings", id="warnings")
+        yield from self.compose_extra()
         yield Footer()
+
+    def compose_extra(self) -> ComposeResult:
+        """Widgets between the panels and the footer: none live; replay puts its timeline bar here."""
+        yield from ()
 
     def on_mount(self) -> None:
         self.query_one("#inflight-box").border_title = "In flight"

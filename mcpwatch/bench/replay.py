@@ -1,0 +1,568 @@
+"""`mcpwatch bench replay`: opening, first frame and seeking in a 1,000,000-event recording, and the memory it takes.
+
+A realistic session (a discrete-event simulation of one wrapper's day: overlapping council runs with per-model
+status and progress, quick calls, deadlines with tombstones and late answers, invalidations, health checks, margin
+changes, upstream restarts) is written into a temporary log through the real `EventWriter`. Then, in this process:
+
+- open + first frame: resolve the session, start the replay engine and draw the main screen once in a headless
+  Textual app (`run_test`, 160×48) — what `mcpwatch replay` does before the operator sees anything;
+- index: the background pass that folds the whole session once and keeps checkpoints (reported, not a target);
+- seeks: random times across the session, each restoring the nearest checkpoint and folding the events between
+  (median, p95, max), plus single-event steps;
+- RSS after all of that.
+
+Targets: open + first frame ≤ 1.5 s, every seek ≤ 150 ms, RSS ≤ 300 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import heapq
+import itertools
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpwatch.events import Event, Kind
+
+HELP = "replay of a 1,000,000-event recording: open + first frame ≤ 1.5 s, seek ≤ 150 ms, RSS ≤ 300 MB"
+
+FULL_EVENTS = 1_000_000
+QUICK_EVENTS = 100_000
+SEEKS = 60
+TARGET_OPEN_S = 1.5
+TARGET_SEEK_MS = 150.0
+TARGET_RSS_MB = 300.0
+
+MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro", "x-ai/grok-4")
+TIERS = {
+    "quick": {"total_s": 30, "per_model_s": 20, "models": ["openai/gpt-4o-mini", "anthropic/claude-haiku-4.5"]},
+    "balanced": {"total_s": 90, "per_model_s": 45, "models": list(MODELS[:3])},
+    "high": {"total_s": 180, "per_model_s": 90, "models": list(MODELS)},
+}
+QUICK_TOOLS = ("countries.lookup", "tasks.update", "tasks.list", "sprints.get")
+
+
+# --- the synthetic session ------------------------------------------------------------------------------------
+
+
+@dataclass(order=True)
+class _Due:
+    mono: float
+    order: int
+    kind: str = field(compare=False)
+    request_id: str | None = field(compare=False, default=None)
+    tool: str | None = field(compare=False, default=None)
+    model: str | None = field(compare=False, default=None)
+    data: dict[str, Any] = field(compare=False, default_factory=dict)
+
+
+class SyntheticSession:
+    """A seeded simulation of one wrapper's traffic, yielding events in time order with increasing `seq`.
+
+    Calls overlap (a few in flight at once), so a request's events are interleaved with others' the way a real
+    log's are. About 25 events a second of session time: a million events is roughly eleven hours.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        origin_ts: float,
+        *,
+        seed: int = 7,
+        calls_per_s: float = 2.2,
+        rare_every_s: float = 3600.0,
+    ) -> None:
+        """`rare_every_s`: the typical gap between margin changes and upstream restarts (tests make it short)."""
+        self.session_id = session_id
+        self.origin_ts = origin_ts
+        self.rng = random.Random(seed)
+        self.calls_per_s = calls_per_s
+        self.rare_every_s = rare_every_s
+        self._queue: list[_Due] = []
+        self._order = itertools.count()
+        self._host_id = itertools.count(1)
+        self._up_id = itertools.count(1)
+        self.generation = 1
+        self.margin = 10.0
+        self.host_timeout = 120.0
+
+    @property
+    def budget(self) -> float:
+        return self.host_timeout - self.margin
+
+    def _at(self, mono: float, kind: str, **fields: Any) -> None:
+        data = fields.pop("data", None) or {}
+        heapq.heappush(self._queue, _Due(mono, next(self._order), kind, data=data, **fields))
+
+    def _deadline_block(self) -> dict[str, Any]:
+        return {
+            "host_timeout_s": self.host_timeout,
+            "margin_s": self.margin,
+            "override_s": None,
+            "budget_s": self.budget,
+            "source": "env",
+        }
+
+    def _ttl(self) -> float:
+        return self.budget + 10.0 + 30.0 + 5.0
+
+    def _start(self) -> None:
+        self._at(
+            0.0,
+            Kind.SESSION_START,
+            data={
+                "name": "council",
+                "pid": 40100,
+                "version": "0.1.0",
+                "front": "stdio",
+                "upstream": {"kind": "stdio", "target": "mcpwatch council --scenario default"},
+                "config": {},
+                "deadline": self._deadline_block(),
+                "tombstone_ttl": {
+                    "request_timeout_s": self.budget,
+                    "init_timeout_s": 10.0,
+                    "backoff_max_s": 30.0,
+                    "epsilon_s": 5.0,
+                    "total_s": self._ttl(),
+                },
+                "state_sync": {"policies": 2, "overlaps": []},
+            },
+        )
+        self._at(0.05, Kind.UPSTREAM_STATE, data={"state": "connecting", "generation": 1})
+        self._at(0.4, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": 1, "pid": 40101})
+        self._at(
+            0.5, Kind.HOST_INFO, data={"name": "claude-code", "version": "2.1.3", "protocol_version": "2025-11-25"}
+        )
+
+    def _health(self, mono: float) -> None:
+        ok = self.rng.random() > 0.02
+        self._at(
+            mono,
+            Kind.HEALTH_CHECK,
+            tool="council_health_check",
+            data={
+                "ok": ok,
+                "ping_ms": round(self.rng.uniform(1.5, 9.0), 2),
+                "tool": "council_health_check",
+                "result": {"tiers": TIERS, "timeout_multiplier": 1.0},
+                "error": None if ok else "health tool timed out",
+            },
+        )
+
+    def _quick_call(self, mono: float) -> None:
+        rng = self.rng
+        rid, up = str(next(self._host_id)), next(self._up_id)
+        tool = rng.choice(QUICK_TOOLS)
+        self._at(
+            mono,
+            Kind.REQUEST_START,
+            request_id=rid,
+            tool=tool,
+            data={
+                "method": "tools/call",
+                "up_id": up,
+                "budget_s": self.budget,
+                "budget_source": "host_timeout-margin",
+                "arguments": json.dumps({"id": rng.randrange(10_000)}),
+            },
+        )
+        took = rng.lognormvariate(0.0, 0.8)
+        for step in range(1, rng.randrange(0, 4) + 1):
+            self._at(
+                mono + took * step / 4,
+                Kind.PROGRESS,
+                request_id=rid,
+                tool=tool,
+                data={"progress": step, "total": 3, "message": f"page {step} of 3"},
+            )
+        roll = rng.random()
+        end = mono + took
+        if roll < 0.04:
+            data = {"outcome": "tool_error", "duration_s": round(took, 6), "error": "task not found"}
+        elif roll < 0.05:
+            data = {"outcome": "error", "duration_s": round(took, 6), "error": "-32603: internal error"}
+        else:
+            data = {"outcome": "ok", "duration_s": round(took, 6), "result_preview": '{"ok": true}'}
+        self._at(end, Kind.REQUEST_END, request_id=rid, tool=tool, data={"method": "tools/call", **data})
+        if tool == "tasks.update" and data["outcome"] == "ok":
+            self._at(
+                end,
+                Kind.INVALIDATION,
+                tool=tool,
+                data={"caused_by": tool, "patterns": ["tasks.*", "sprints.*"]},
+            )
+
+    def _council_call(self, mono: float) -> None:
+        rng = self.rng
+        rid, up = str(next(self._host_id)), next(self._up_id)
+        tool = "consult_council"
+        tier = rng.choice(("balanced", "high", "high"))
+        models = TIERS[tier]["models"]
+        per_model = float(TIERS[tier]["per_model_s"])
+        budget = self.budget
+        self._at(
+            mono,
+            Kind.REQUEST_START,
+            request_id=rid,
+            tool=tool,
+            data={
+                "method": "tools/call",
+                "up_id": up,
+                "budget_s": budget,
+                "budget_source": "host_timeout-margin",
+                "arguments": json.dumps({"query": f"question {rid}", "confidence": tier}),
+            },
+        )
+        for model in models:
+            self._at(
+                mono + 0.05,
+                Kind.MODEL_STATUS,
+                request_id=rid,
+                tool=tool,
+                model=model,
+                data={"stage": 1, "status": "pending", "latency_ms": None, "per_model_s": per_model, "tier": tier},
+            )
+        slow = rng.random() < 0.06  # this run will miss the budget
+        latencies = sorted((rng.uniform(4.0, per_model * (1.6 if slow else 0.9)), m) for m in models)
+        finished = 0
+        last = mono
+        for latency, model in latencies:
+            at = mono + 0.05 + latency
+            if at - mono >= budget:
+                break
+            finished += 1
+            status = "ok" if latency <= per_model else "timeout"
+            if status == "ok" and rng.random() < 0.03:
+                status = "rate_limited"
+            self._at(
+                at,
+                Kind.MODEL_STATUS,
+                request_id=rid,
+                tool=tool,
+                model=model,
+                data={
+                    "stage": 1,
+                    "status": status,
+                    "latency_ms": int(latency * 1000),
+                    "per_model_s": per_model,
+                    "tier": tier,
+                },
+            )
+            waiting = ", ".join(m.split("/")[-1] for _, m in latencies[finished:])
+            self._at(
+                at,
+                Kind.PROGRESS,
+                request_id=rid,
+                tool=tool,
+                data={
+                    "progress": finished,
+                    "total": len(models),
+                    "message": f"✓ {model.split('/')[-1]} ({finished}/{len(models)}) | waiting: {waiting}",
+                },
+            )
+            last = at
+        if finished == len(models) and last - mono + 2.0 < budget:
+            end = last + rng.uniform(0.5, 2.0)
+            self._at(
+                end,
+                Kind.REQUEST_END,
+                request_id=rid,
+                tool=tool,
+                data={
+                    "method": "tools/call",
+                    "outcome": "ok",
+                    "duration_s": round(end - mono, 6),
+                    "result_preview": '{"synthesis": "…"}',
+                },
+            )
+            return
+        end = mono + budget
+        ttl = self._ttl()
+        self._at(
+            end,
+            Kind.TOMBSTONE_ADD,
+            request_id=rid,
+            tool=tool,
+            data={"up_id": up, "ttl_s": ttl, "reason": "deadline", "expires_mono": round(end + ttl, 3)},
+        )
+        self._at(
+            end,
+            Kind.REQUEST_END,
+            request_id=rid,
+            tool=tool,
+            data={
+                "method": "tools/call",
+                "outcome": "deadline",
+                "duration_s": round(budget, 6),
+                "partial": finished > 0,
+                "error": "deadline",
+            },
+        )
+        if rng.random() < 0.7:  # the upstream ignored the cancel and answered anyway
+            late = rng.uniform(2.0, 40.0)
+            self._at(
+                end + late,
+                Kind.TOMBSTONE_HIT,
+                request_id=rid,
+                tool=tool,
+                data={"up_id": up, "what": "response", "age_s": round(late, 3)},
+            )
+        self._at(
+            end + ttl + rng.uniform(0.0, 60.0),
+            Kind.TOMBSTONE_EXPIRE,
+            request_id=rid,
+            tool=tool,
+            data={"up_id": up, "age_s": round(ttl, 3)},
+        )
+
+    def _margin_change(self, mono: float) -> None:
+        old = self.margin
+        self.margin = self.rng.choice([m for m in (5.0, 10.0, 15.0, 20.0) if m != old])
+        self._at(
+            mono,
+            Kind.CONFIG_CHANGE,
+            data={
+                "key": "margin_s",
+                "old": old,
+                "new": self.margin,
+                "source": "operator",
+                "deadline": self._deadline_block(),
+            },
+        )
+
+    def _restart(self, mono: float) -> None:
+        self.generation += 1
+        self._at(
+            mono,
+            Kind.UPSTREAM_STATE,
+            data={"state": "backoff", "generation": self.generation - 1, "exit_code": 1, "retry_in_s": 0.5,
+                  "stderr_tail": ["Traceback (most recent call last):", "MemoryError"]},
+        )  # fmt: skip
+        self._at(mono + 0.5, Kind.UPSTREAM_STATE, data={"state": "connecting", "generation": self.generation})
+        self._at(mono + 1.1, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": self.generation})
+        self._at(mono + 1.2, Kind.WARNING, data={"message": f"upstream restarted (generation {self.generation})"})
+
+    def events(self, count: int) -> Iterator[Event]:
+        """Exactly `count` events (the last one a session_end), in time order."""
+        rng = self.rng
+        self._start()
+        next_call = 1.0
+        next_health = 2.0
+        rare = self.rare_every_s
+        next_margin = rare
+        next_restart = rng.uniform(0.8 * rare, 2.5 * rare)
+        seq = 0
+        queue = self._queue
+        while True:
+            horizon = min(next_call, next_health, next_margin, next_restart)
+            while queue and queue[0].mono <= horizon:
+                due = heapq.heappop(queue)
+                seq += 1
+                yield Event(
+                    str(due.kind),
+                    self.session_id,
+                    self.origin_ts + due.mono,
+                    due.mono,
+                    seq,
+                    due.request_id,
+                    due.tool,
+                    due.model,
+                    due.data,
+                )
+                if seq == count - 1:
+                    yield Event(
+                        Kind.SESSION_END.value,
+                        self.session_id,
+                        self.origin_ts + due.mono + 0.5,
+                        due.mono + 0.5,
+                        seq + 1,
+                        data={"reason": "host closed stdin"},
+                    )
+                    return
+            if horizon == next_call:
+                if rng.random() < 0.3:
+                    self._council_call(next_call)
+                else:
+                    self._quick_call(next_call)
+                next_call += rng.expovariate(self.calls_per_s)
+            elif horizon == next_health:
+                self._health(next_health)
+                next_health += 60.0
+            elif horizon == next_margin:
+                self._margin_change(next_margin)
+                next_margin += rng.uniform(0.5 * rare, 2.0 * rare)
+            else:
+                self._restart(next_restart)
+                next_restart += rng.uniform(0.8 * rare, 2.5 * rare)
+
+
+def write_session(path: Path, count: int, *, seed: int = 7, name: str = "council", rare_every_s: float = 3600.0) -> str:
+    """Write a synthetic session of `count` events into the log at `path` with the real writer; return its id.
+
+    The writer's clock is the simulation's, so the session row's start and end agree with its events.
+    """
+    from mcpwatch.clock import ManualClock
+    from mcpwatch.store import EventWriter
+
+    origin = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+    clock = ManualClock(monotonic=0.0, wall=origin)
+    with EventWriter(path, queue_max=100_000, clock=clock) as writer:
+        session_id = writer.start_session(
+            name=name, upstream="mcpwatch council --scenario default", pid=40100, config={}
+        )
+        last = origin
+        for event in SyntheticSession(session_id, origin, seed=seed, rare_every_s=rare_every_s).events(count):
+            while writer.pending >= 90_000:
+                time.sleep(0.005)  # let the writer thread catch up rather than drop
+            writer.emit(event)
+            last = event.ts
+        clock.advance(last - origin)
+        writer.end_session(session_id, "host closed stdin")
+        writer.flush()
+    return session_id
+
+
+# --- measuring ------------------------------------------------------------------------------------------------
+
+
+def _rss_mb(pid: int | None = None) -> tuple[float, float]:
+    """(current, peak) resident set size of a process (this one by default) in MB; zeros once it has gone."""
+    values = {"VmRSS": 0.0, "VmHWM": 0.0}
+    try:
+        with open(f"/proc/{pid or os.getpid()}/status", encoding="ascii") as status:
+            for line in status:
+                key = line.split(":", 1)[0]
+                if key in values:
+                    values[key] = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return values["VmRSS"], values["VmHWM"]
+
+
+def _ms(values: list[float]) -> dict[str, float]:
+    ms = sorted(v * 1000 for v in values)
+    return {
+        "samples": len(ms),
+        "median": round(statistics.median(ms), 1),
+        "p95": round(ms[min(len(ms) - 1, int(0.95 * len(ms)))], 1),
+        "max": round(ms[-1], 1),
+    }
+
+
+async def _measure(path: Path, session_id: str, seeks: int, seed: int) -> dict[str, Any]:
+    """Open + first frame, the index pass, then seeks and steps in the headless app."""
+    from mcpwatch.replay.app import ReplayApp, ReplayMainScreen
+    from mcpwatch.replay.feed import open_replay
+
+    painted: list[float] = []
+
+    class TimedApp(ReplayApp):
+        def _display(self, screen: Any, renderable: Any) -> None:  # every frame handed to the terminal
+            painted.append(time.perf_counter())
+            super()._display(screen, renderable)
+
+    gc.collect()
+    started = time.perf_counter()
+    feed = open_replay(path, session_id, paused=True, indexer="process")
+    opened = time.perf_counter()
+    app = TimedApp(feed, title="bench")
+    out: dict[str, Any] = {}
+    async with app.run_test(size=(160, 48)) as pilot:
+        while not (isinstance(app.screen, ReplayMainScreen) and app.screen.last_view is not None and painted):
+            await asyncio.sleep(0.001)
+        first_frame = painted[0]
+        screen = app.screen
+        out["open_s"] = round(opened - started, 3)
+        out["open_and_first_frame_s"] = round(first_frame - started, 3)
+        # The index pass, in its own process; the app stays responsive meanwhile (a tick every 0.1 s).
+        index = feed.index
+        indexer = feed.indexer
+        child_pid = getattr(indexer, "pid", None)
+        child_peak = 0.0
+        index_started = time.perf_counter()
+        while not (index.done or index.error):
+            child_peak = max(child_peak, _rss_mb(child_pid)[0])
+            await pilot.pause(0.1)
+        out["index_s"] = round(time.perf_counter() - index_started, 2)
+        out["index_error"] = index.error
+        out["checkpoints"] = len(index.checkpoints)
+        out["checkpoint_every_events"] = index.every
+        out["checkpoint_bytes"] = sum(len(c.blob or b"") for c in index.checkpoints)
+        out["markers"] = len(index.markers or ())
+        out["indexer_rss_peak_mb"] = round(child_peak, 1)
+        # Seeks to random times: the engine's restore + fold, then the main screen rebuilt from the new view.
+        rng = random.Random(seed)
+        end = feed.clock.end
+        engine_s: list[float] = []
+        with_view_s: list[float] = []
+        for _ in range(seeks):
+            target = rng.uniform(0.0, end)
+            t0 = time.perf_counter()
+            feed.seek(target)
+            t1 = time.perf_counter()
+            screen.refresh_view()
+            t2 = time.perf_counter()
+            engine_s.append(t1 - t0)
+            with_view_s.append(t2 - t0)
+            await pilot.pause()
+        out["seek_ms"] = _ms(engine_s)
+        out["seek_and_view_ms"] = _ms(with_view_s)
+        steps: list[float] = []
+        for direction in (-1,) * 10 + (1,) * 10:
+            t0 = time.perf_counter()
+            feed.step(direction)
+            screen.refresh_view()
+            steps.append(time.perf_counter() - t0)
+        out["step_and_view_ms"] = _ms(steps)
+        problems: list[float] = []
+        feed.seek(0.0)
+        for _ in range(10):
+            t0 = time.perf_counter()
+            feed.next_problem(1)
+            screen.refresh_view()
+            problems.append(time.perf_counter() - t0)
+        out["next_problem_and_view_ms"] = _ms(problems)
+        rss, peak = _rss_mb()
+        out["rss_mb"] = {"end": round(rss, 1), "peak": round(peak, 1)}
+    feed.close()
+    return out
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    return measure(QUICK_EVENTS if quick else FULL_EVENTS, quick=quick)
+
+
+def measure(events: int, *, seeks: int = SEEKS, quick: bool = False, seed: int = 11) -> dict[str, Any]:
+    """Write a session of `events` events, then measure replaying it (see the module docstring)."""
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+    with tempfile.TemporaryDirectory(prefix="mcpwatch-bench-replay-") as tmp:
+        path = Path(tmp) / "events.db"
+        t0 = time.perf_counter()
+        session_id = write_session(path, events)
+        written = time.perf_counter() - t0
+        size = sum(p.stat().st_size for p in Path(tmp).glob("events.db*"))
+        figures = asyncio.run(_measure(path, session_id, seeks, seed))
+    peak = figures["rss_mb"]["peak"]
+    targets = {
+        "open_and_first_frame_le_1_5s": figures["open_and_first_frame_s"] <= TARGET_OPEN_S,
+        "every_seek_le_150ms": figures["seek_and_view_ms"]["max"] <= TARGET_SEEK_MS,
+        "rss_le_300mb": peak <= TARGET_RSS_MB,
+    }
+    return {
+        "events": events,
+        "write_s": round(written, 1),
+        "log_mb": round(size / 1e6, 1),
+        **figures,
+        "targets": targets,
+        "verdict": {name: "pass" if ok else "FAIL" for name, ok in targets.items()},
+        "quick": quick,
+    }

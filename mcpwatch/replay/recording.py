@@ -1,0 +1,201 @@
+"""One recorded session of an event log, opened read-only and cheaply whatever its size.
+
+Opening resolves the session (by id, unique prefix, or the latest) and reads only its first and last events; the
+markers scan (deadlines, errors, late drops, config changes) is one SQL pass over narrow columns, run in the
+background by the replay. Every problem with the file or the session is a `LogError` (one line, exit 2).
+
+The session lookup here does not count events the way `EventReader.session()` does: that aggregate reads every row
+of the session (about a second for a million events), which would use up replay's whole opening budget.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.store import EventReader, LogError
+from mcpwatch.store.db import connect_reader, translate_errors
+
+# request_end outcomes that `n` / `N` stop at (with late drops); `cancelled` is an operator's choice, not a fault.
+PROBLEM_OUTCOMES = (Outcome.DEADLINE, Outcome.ERROR, Outcome.UPSTREAM_LOST, Outcome.TOOL_ERROR)
+
+_SESSION_COLUMNS = "id, name, upstream, started_at, ended_at, end_reason"
+
+_DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
+
+_MARKERS = f"""
+SELECT seq, mono, kind, request_id, tool,
+  CASE kind WHEN 'request_end' THEN json_extract({_DATA}, '$.outcome') END,
+  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.key') END,
+  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.old') END,
+  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.new') END
+FROM events
+WHERE session_id = ? AND seq <= ?
+  AND (kind IN ('{Kind.TOMBSTONE_HIT}', '{Kind.CONFIG_CHANGE}')
+       OR (kind = '{Kind.REQUEST_END}'
+           AND json_extract({_DATA}, '$.outcome') IN ({", ".join(f"'{o}'" for o in PROBLEM_OUTCOMES)})))
+ORDER BY seq
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    """The session's row (no counts: see the module docstring)."""
+
+    id: str
+    name: str | None
+    upstream: str | None
+    started_at: float
+    ended_at: float | None
+    end_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """Something worth jumping to or seeing on the timeline bar.
+
+    kind: "deadline" (a call cut at its budget), "error" (tool_error, error, upstream_lost), "late_drop" (a late
+    answer dropped by a tombstone) or "config" (a deadline setting changed).
+    """
+
+    seq: int
+    mono: float
+    kind: str
+    text: str
+    request_id: str | None = None
+
+    @property
+    def is_problem(self) -> bool:
+        """Whether `n` / `N` stop here."""
+        return self.kind != "config"
+
+
+def _marker(row: tuple[Any, ...]) -> Marker:
+    seq, mono, kind, request_id, tool, outcome, key, old, new = row
+    who = f"#{request_id} {tool}" if request_id and tool else f"#{request_id}" if request_id else tool or "?"
+    if kind == Kind.TOMBSTONE_HIT:
+        return Marker(seq, mono, "late_drop", f"late answer dropped for {who}", request_id)
+    if kind == Kind.CONFIG_CHANGE:
+        return Marker(seq, mono, "config", f"{key or 'setting'}: {old} → {new}", request_id)
+    what = "deadline" if outcome == Outcome.DEADLINE else "error"
+    return Marker(seq, mono, what, f"{outcome.replace('_', ' ')}: {who}", request_id)
+
+
+def _row(conn: sqlite3.Connection, path: Path, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    with translate_errors(path):
+        return conn.execute(sql, params).fetchall()
+
+
+def resolve_session(path: Path, id_or_prefix: str | None) -> SessionRef:
+    """The session with this id, the only one starting with it, or (None) the latest; LogError otherwise."""
+    conn = connect_reader(path)
+    try:
+        if id_or_prefix is None:
+            rows = _row(
+                conn, path, f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1", ()
+            )
+            if not rows:
+                raise LogError(f"{path}: the event log has no sessions yet")
+        else:
+            rows = _row(conn, path, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
+            if not rows and id_or_prefix:
+                rows = _row(
+                    conn,
+                    path,
+                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+                    (len(id_or_prefix), id_or_prefix),
+                )
+            if not rows:
+                raise LogError(f"{path}: no session {id_or_prefix!r} (see `mcpwatch sessions`)")
+            if len(rows) > 1:
+                shown = ", ".join(r[0] for r in rows[:5])
+                raise LogError(f"{path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
+    finally:
+        conn.close()
+    sid, name, upstream, started_at, ended_at, end_reason = rows[0]
+    return SessionRef(str(sid), name, upstream, float(started_at or 0.0), ended_at, end_reason)
+
+
+class Recording:
+    """A session of a log file, read-only. `events()` is for the thread that opened it; a background thread
+    opens its own reader with `open_reader()` (an SQLite connection belongs to one thread at a time)."""
+
+    def __init__(self, path: str | Path, session: str | None = None, *, last_seq: int | None = None) -> None:
+        self.path = Path(path)
+        self.session = resolve_session(self.path, session)
+        self.reader = EventReader(self.path)
+        try:
+            # Where the recording ends for this replay: a session still being written grows, but not under us.
+            self.last_seq = self.reader.max_seq(self.session.id) if last_seq is None else last_seq
+            last = next(self.reader.events(self.session.id, after_seq=max(0, self.last_seq - 1), limit=1), None)
+            first = next(self.reader.events(self.session.id, limit=1), None)
+        except BaseException:
+            self.reader.close()
+            raise
+        self.first: Event | None = first
+        self.last: Event | None = last
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    @property
+    def end_mono(self) -> float:
+        """Session time of the last recorded event (0 for an empty session)."""
+        return max(0.0, self.last.mono) if self.last is not None else 0.0
+
+    @property
+    def origin_ts(self) -> float | None:
+        """Unix time of mono 0, as the console's model derives it."""
+        event = self.first
+        return None if event is None else event.ts - event.mono
+
+    def open_reader(self) -> EventReader:
+        return EventReader(self.path)
+
+    def events(
+        self, after_seq: int = 0, limit: int | None = None, reader: EventReader | None = None
+    ) -> Iterator[Event]:
+        """The session's events after `after_seq` (up to the last one seen at opening), in seq order."""
+        last = self.last_seq
+        for event in (reader or self.reader).events(self.session.id, after_seq=after_seq, limit=limit):
+            if event.seq > last:
+                return
+            yield event
+
+    def event_at_offset(self, after_seq: int, offset: int) -> tuple[int, float] | None:
+        """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one); None past the end.
+
+        One walk of the (session, seq) index: how a seek tells whether a time lies within a few thousand events.
+        """
+        rows = self._rows(
+            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (self.session.id, after_seq, self.last_seq, max(0, offset - 1)),
+        )
+        return (int(rows[0][0]), float(rows[0][1])) if rows else None
+
+    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """A read-only query on this thread's own connection (opened on first use)."""
+        if self._conn is None:
+            self._conn = connect_reader(self.path)
+        return _row(self._conn, self.path, sql, params)
+
+    def markers(self) -> list[Marker]:
+        """Deadlines, errors, late drops and config changes, in seq order (one pass over the session's rows)."""
+        conn = connect_reader(self.path)
+        try:
+            rows = _row(conn, self.path, _MARKERS, (self.session.id, self.last_seq))
+        finally:
+            conn.close()
+        return [_marker(r) for r in rows]
+
+    def close(self) -> None:
+        self.reader.close()
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
