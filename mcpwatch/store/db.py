@@ -56,6 +56,9 @@ def corrupt(path: Path, exc: sqlite3.DatabaseError) -> LogError:
         return LogError(f"{path}: not an SQLite database, so not an mcpwatch event log")
     if code in _PROBLEM_BY_CODE:
         return LogError(f"{path}: {_PROBLEM_BY_CODE[code]} ({detail})")
+    if "malformed JSON" in detail:  # a damaged data column: SQL over it fails, `export` still reads every event
+        find = "SELECT id, kind FROM events WHERE NOT json_valid(data)"
+        return LogError(f"{path}: an event's data is not valid JSON (find it: sqlite3 {path} '{find}')")
     return LogError(f"{path}: the event log is corrupt or unreadable ({detail})")
 
 

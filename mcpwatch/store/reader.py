@@ -26,7 +26,8 @@ _COUNTS = """
 SELECT session_id,
   count(*) AS events,
   sum(kind = 'request_start') AS requests,
-  sum(kind = 'request_end' AND json_extract(data, '$.outcome') = 'deadline') AS timeouts,
+  sum(CASE WHEN kind = 'request_end' AND json_valid(data) THEN json_extract(data, '$.outcome') = 'deadline' END)
+    AS timeouts,
   sum(kind = 'tombstone_hit') AS late_drops,
   max(ts) AS last_ts
 FROM events {where} GROUP BY session_id
@@ -74,6 +75,18 @@ class SessionInfo:
             "events": self.events,
             "version": self.version,
         }
+
+
+def _event_data(text: str | None) -> dict[str, Any]:
+    """An event's data; a row whose JSON was damaged (by hand, or a disk) keeps its text, so nothing is lost and
+    every view still opens: the readers treat the missing fields as unknown."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"unreadable_data": text}
+    return data if isinstance(data, dict) else {"unreadable_data": text}
 
 
 def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInfo:
@@ -194,12 +207,12 @@ class EventReader:
         )
         remaining = None if limit is None else max(0, int(limit))
         last_seq, last_id = int(after_seq), _MAX_ROWID  # (seq, id) > (after_seq, max) <=> seq > after_seq
-        loads = json.loads
+        loads = _event_data
         while remaining is None or remaining > 0:
             size = EVENTS_PAGE if remaining is None else min(EVENTS_PAGE, remaining)
             rows = self._query(sql, [*params, last_seq, last_id, *filters, size])
             for eid, sid, seq, ts, mono, kind, rid, tool, model, data in rows:
-                yield Event(kind, sid, ts, mono, seq, rid, tool, model, loads(data) if data else {}, eid)
+                yield Event(kind, sid, ts, mono, seq, rid, tool, model, loads(data), eid)
             if len(rows) < size:
                 return
             last_seq, last_id = rows[-1][2], rows[-1][0]

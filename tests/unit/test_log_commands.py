@@ -16,8 +16,11 @@ from test_store_sample import TIERS, SampleSession, write_sample
 
 from mcpwatch import paths
 from mcpwatch.cli import main
+from mcpwatch.console.model import ConsoleModel
 from mcpwatch.logview.export import COLUMNS
-from mcpwatch.store import EventReader
+from mcpwatch.replay.recording import Recording
+from mcpwatch.store import EventReader, LogError
+from mcpwatch.store.db import translate_errors
 
 from conftest import REPO, mcpwatch_cmd
 
@@ -281,3 +284,51 @@ def test_names_that_look_like_markup_and_an_empty_session(tmp_path: Path, capsys
     assert "no tool calls" in capsys.readouterr().out
     assert main(["export", str(path), "--session", empty]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_a_damaged_event_keeps_its_text_and_every_view_still_opens(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "damaged.db"
+    sample = write_sample(path)
+    conn = sqlite3.connect(path)
+    damaged = conn.execute("SELECT id FROM events WHERE kind = 'request_end' ORDER BY seq LIMIT 1").fetchone()[0]
+    conn.execute('UPDATE events SET data = \'{"outcome": "ok", \' WHERE id = ?', (damaged,))
+    conn.commit()
+    conn.close()
+
+    assert main(["sessions", str(path)]) == 0
+    assert sample.session_id in capsys.readouterr().out
+    assert main(["report", str(path), "--json"]) == 0
+    council = {t["tool"]: t for t in json.loads(capsys.readouterr().out)["tools"]}["consult_council"]
+    assert council["calls"] == sum(e.kind == "request_start" and e.tool == "consult_council" for e in sample.emitted)
+    assert main(["export", str(path), "--session", sample.session_id, "--format", "jsonl"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(records) == len(sample.emitted)  # nothing lost
+    kept = [r for r in records if "unreadable_data" in r["data"]]
+    assert [r["data"]["unreadable_data"] for r in kept] == ['{"outcome": "ok", ']
+
+    model = ConsoleModel()
+    with EventReader(path) as reader:
+        assert model.apply_many(reader.events(sample.session_id)) == len(sample.emitted)
+    view = model.view(model.last_mono)
+    ends = sum(e.kind == "request_end" for e in sample.emitted)
+    assert view.has_session and len(view.requests) >= ends - 1  # the console shows the rest of the session
+    recording = Recording(path, sample.session_id)
+    try:
+        assert recording.markers()  # the replay's timeline skips the damaged row's data, not the session
+    finally:
+        recording.close()
+
+
+def test_sql_over_a_damaged_row_names_the_query_that_finds_it(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "damaged.db"
+    write_sample(path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events SET data = '{' WHERE kind = 'request_end'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(LogError, match=r"not valid JSON .*json_valid\(data\)"), translate_errors(path):
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute("SELECT * FROM requests").fetchall()  # the SQL view users query with sqlite-utils
+        finally:
+            conn.close()
