@@ -22,7 +22,7 @@ from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
 from mcpwatch.reliability.tombstones import TombstoneTable, ttl_terms
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.partial import call_error_result, deadline_result
+from mcpwatch.wrapper.partial import call_error_result, deadline_result, reason_text
 from mcpwatch.wrapper.recorder import Recorder
 
 DEADLINE_META = "dev.mcpwatch/deadline_ms"
@@ -543,8 +543,8 @@ class WrapperCore:
 
     def _answer_abandoned(self, pending: Pending, outcome: Outcome, reason: str, elapsed: float) -> None:
         if pending.method != "tools/call":
-            why = "was cancelled by the operator" if reason == "operator_cancel" else "timed out in mcpwatch"
-            pending.link.send(frames.error_response(pending.host_id, frames.INTERNAL_ERROR, f"request {why}"))
+            text = f"the request {reason_text(reason)}"
+            pending.link.send(frames.error_response(pending.host_id, frames.INTERNAL_ERROR, text))
             return
         upstream_note = None if pending.sent else self._unavailable_text()
         result = deadline_result(
@@ -635,8 +635,10 @@ class WrapperCore:
         return generation
 
     async def upstream_started(self) -> None:
-        """A new upstream connection is up: replay the host's handshake if there was one, then flush the queue."""
-        if self.init_params is not None:
+        """A new upstream connection is up: replay the host's handshake if it completed on an earlier connection
+        (a host initialize still waiting in the queue goes through itself: a server must see it only once), then
+        flush the queue."""
+        if self.init_params is not None and self.init_result is not None:
             response = await self._request_raw(
                 "initialize", self.init_params, self.settings.tombstones.init_timeout_s, force=True
             )

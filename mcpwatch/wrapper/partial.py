@@ -19,6 +19,11 @@ _REASONS = {
 }
 
 
+def reason_text(reason: str) -> str:
+    """Why mcpwatch stopped waiting for a call, as the end of a sentence starting "the request"."""
+    return _REASONS.get(reason, f"was abandoned by mcpwatch ({reason})")
+
+
 def _seconds(value: float) -> str:
     return f"{value:.0f} s" if float(value).is_integer() else f"{value:.1f} s"
 

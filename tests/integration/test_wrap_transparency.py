@@ -53,3 +53,44 @@ async def test_modern_era_discover_flow_passes_through():
         assert client.protocol_version == "2026-07-28"
         result = await client.call_tool("add", {"a": 1, "b": 2})
         assert result.structured_content == {"result": 3}
+
+
+STRICT_SERVER = r"""
+import json, sys
+# Answers one initialize; a second one on the same connection is an error, as a strict server may make it.
+initialized = 0
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    reply = {"jsonrpc": "2.0", "id": message["id"]}
+    if message["method"] == "initialize":
+        initialized += 1
+        with open(sys.argv[1], "a") as seen:
+            seen.write("initialize\n")
+        if initialized > 1:
+            reply["error"] = {"code": -32600, "message": "already initialized"}
+        else:
+            reply["result"] = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "strict", "version": "1"},
+            }
+    elif message["method"] == "tools/list":
+        reply["result"] = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    elif message["method"] == "tools/call":
+        reply["result"] = {"content": [{"type": "text", "text": json.dumps(message["params"]["arguments"])}]}
+    else:
+        reply["error"] = {"code": -32601, "message": "Method not found"}
+    print(json.dumps(reply), flush=True)
+"""
+
+
+async def test_a_strict_server_sees_the_hosts_initialize_exactly_once(tmp_path):
+    server, seen = tmp_path / "strict.py", tmp_path / "seen.txt"
+    server.write_text(STRICT_SERVER)
+    async with wrapped_client([sys.executable, str(server), str(seen)], wrap_args=["--no-log"]) as client:
+        assert client.server_info.name == "strict"
+        result = await client.call_tool("echo", {"x": 1})
+        assert result.content[0].text == '{"x": 1}'
+    assert seen.read_text() == "initialize\n"
