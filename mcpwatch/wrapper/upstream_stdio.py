@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import sys
 from collections import deque
@@ -23,6 +24,23 @@ from mcpwatch.wrapper.lines import LineSplitter
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
 STABLE_AFTER_S = 30.0  # a process that lived this long resets the backoff
+# On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
+# dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
+# preexec_fn cannot do it: Python code between fork and exec in a threaded process can deadlock or abort.) The
+# shim exec()s the server in place, so the server keeps the shim's pid and the wrapper stays its parent.
+_EXEC_SHIM = (
+    "import ctypes,os,sys\n"
+    "ctypes.CDLL(None).prctl(1,15)\n"  # PR_SET_PDEATHSIG, SIGTERM
+    "if os.getppid()!=int(sys.argv[1]):os._exit(1)\n"  # the wrapper died before the signal was armed
+    "os.execvp(sys.argv[2],sys.argv[2:])"
+)
+
+
+def spawn_argv(argv: list[str]) -> list[str]:
+    """The command line that starts `argv` as the wrapper's upstream (through the shim on Linux)."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", "-S", "-c", _EXEC_SHIM, str(os.getpid()), *argv]
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
@@ -132,10 +150,13 @@ class StdioUpstream:
 
     async def _run_once(self) -> int | None:
         loop = asyncio.get_running_loop()
+        if shutil.which(self.argv[0]) is None:  # the shim would only fail after exec: say it here, as exec would
+            self.core.upstream_lost(reason=f"could not be started: {self.argv[0]}: no such executable")
+            return None
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ChildProtocol(self),
-                *self.argv,
+                *spawn_argv(self.argv),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

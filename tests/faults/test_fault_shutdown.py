@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -138,3 +139,39 @@ async def test_sigkill_mid_load_leaves_a_log_that_opens_intact(tmp_path: Path, i
     assert integrity(log) == "ok"
     with EventReader(log) as reader:
         assert len(reader.sessions()) == 2
+
+
+DEAF_SERVER = r"""
+import json, signal, sys, time
+# Answers initialize, then stops listening: the end of its stdin means nothing to it, and it ignores SIGHUP.
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
+message = json.loads(sys.stdin.readline())
+result = {"protocolVersion": message["params"]["protocolVersion"], "capabilities": {},
+          "serverInfo": {"name": "deaf", "version": "1"}}
+print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+sys.stdin.close()
+while True:
+    time.sleep(1)
+"""
+
+
+async def test_sigkill_of_the_wrapper_takes_an_upstream_that_ignores_its_stdin_with_it(tmp_path: Path) -> None:
+    server = tmp_path / "deaf.py"
+    server.write_text(DEAF_SERVER)
+    async with raw_host([sys.executable, str(server)], tmp_path, log=None) as host:
+        assert (await host.initialize())["result"]["serverInfo"]["name"] == "deaf"
+        upstream_pid = await upstream_pid_of(host.pid)
+        await host.signal(signal.SIGKILL)
+        assert await host.wait_exit() == -signal.SIGKILL
+    await wait_gone(upstream_pid, 5)  # the kernel told it its parent died: no orphan left running
+
+
+async def upstream_pid_of(wrapper_pid: int, timeout: float = 10.0) -> int:
+    """The wrapper's child process (its upstream), from /proc."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{wrapper_pid}/task/{wrapper_pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"wrapper {wrapper_pid} has no child process")
