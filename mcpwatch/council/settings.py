@@ -51,7 +51,7 @@ def parse_http(raw: str | None) -> tuple[str, int] | None:
         return None
     host, sep, port_text = raw.rpartition(":")
     host = host.strip("[]")
-    if not sep or not host or not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not sep or not host or not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
         raise UserError(f"--http {raw!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
     return host, int(port_text)
 

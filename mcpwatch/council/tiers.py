@@ -129,7 +129,7 @@ def _env_count(env: Mapping[str, str], name: str, default: int | None) -> int | 
     text = raw.strip().lower()
     if text == "all":
         return None
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
         raise UserError(f"{name}={raw!r} must be a whole number of models ≥ 1, or 'all'")
     return int(text)
 

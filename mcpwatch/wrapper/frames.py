@@ -120,7 +120,7 @@ def error_response(request_id: Any, code: int, message: str, data: Any = None) -
 
 def id_key(value: Any) -> Any:
     """Ids as the SDK matches them: "7" and 7 are the same request."""
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isascii() and value.isdigit():  # not "¹" or "٣": int() refuses or reads them
         return int(value)
     return value
 

@@ -106,7 +106,8 @@ class Refused(Exception):
 
 def _whole(arguments: dict[str, Any], name: str, default: int) -> int:
     value = arguments.get(name, default)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    digits = value.strip().removeprefix("-") if isinstance(value, str) else ""
+    if digits.isascii() and digits.isdigit():  # "12" yes; "¹²" (a digit to isdigit) no
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)

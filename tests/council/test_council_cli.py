@@ -47,6 +47,7 @@ def run_council(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
         (("--scenario", "nope"), {}, "unknown scenario 'nope'; choose one of default, fast, flaky, reasoning"),
         (("--scenario", "/no/such/file.toml"), {}, "cannot read scenario file /no/such/file.toml"),
         (("--http", "localhost"), {}, "--http 'localhost': expected HOST:PORT"),
+        (("--http", "127.0.0.1:¹²"), {}, "--http '127.0.0.1:¹²': expected HOST:PORT"),
         (("--backend", "openai", "--base-url", "ftp://x"), {}, "base URL 'ftp://x' must be an http(s) URL"),
     ],
 )

@@ -80,6 +80,7 @@ def test_per_model_cap_above_the_total_is_clamped_with_a_warning() -> None:
         ("LLM_COUNCIL_TIMEOUT_MULTIPLIER", "1000"),
         ("LLM_COUNCIL_RACE_HIGH", "2"),
         ("LLM_COUNCIL_MODELS_QUICK", "two"),
+        ("LLM_COUNCIL_MODELS_QUICK", "²"),  # a digit to str.isdigit, not to int()
     ],
 )
 def test_invalid_env_values_are_user_errors_naming_the_variable(name: str, value: str) -> None:

@@ -307,6 +307,8 @@ RAW_TEXTS = [
     b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"x": 1e309}}}',
     b'{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "\\ud800"}}',
     b'{"jsonrpc": "2.0", "id": "\\udfff", "method": "ping"}',
+    b'{"jsonrpc":"2.0","error":null,"id":"\\u00b9"}',  # "¹" is a digit to str.isdigit, not to int()
+    b'{"jsonrpc":"2.0","id":"\\u0663","result":{}}',  # "٣": int() reads it as 3; it is no id of ours
     b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "message": "\\ud83d"}}',
     b'{"jsonrpc": "2.0", "id": 4, "result": {"t": -Infinity}}',
     b"[]",

@@ -130,7 +130,9 @@ async def test_the_sdk_client_speaks_to_the_operator_endpoint(tmp_path: Path, is
                 }
                 status = await client.call_tool("status", {})
                 assert not status.is_error and status.structured_content["wrapper"]["pid"] == host.pid
-                events = await client.call_tool("events", {"after": 0, "limit": 2})
+                odd = await client.call_tool("events", {"after": "¹"})  # a digit to str.isdigit, not to int()
+                assert odd.is_error and "after must be a whole number" in odd.content[0].text
+                events = await client.call_tool("events", {"after": "0", "limit": 2})
                 assert events.structured_content["events"][0]["kind"] == "session_start"
                 latest = events.structured_content["latest"]
                 quiet = await client.call_tool("events", {"after": latest + 100, "wait_ms": 200})
