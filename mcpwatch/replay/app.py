@@ -123,7 +123,7 @@ class GotoPrompt(ModalScreen[float | None]):
         with Vertical(classes="dialog"):
             yield Label("Go to a time", classes="dialog-title")
             yield Static(text, classes="dialog-text")
-            yield Input(offset_text(self._now), placeholder="e.g. 1:30, 50%, @14:03", id="value")
+            yield Input(placeholder="e.g. 1:30, 50%, end, +10s, @14:03", id="value")
             yield Static("", id="problem", classes="dialog-problem")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Go", variant="primary", id="ok")

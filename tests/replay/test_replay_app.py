@@ -121,6 +121,11 @@ async def test_goto_explains_a_bad_value_and_goes_to_a_good_one(shared_log: tupl
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, GotoPrompt))
         assert feed.shown == 90.0
+        await pilot.press("g")  # typed, not set: the replay keys (n, space, [ ]) must reach the box
+        await until(pilot, lambda: isinstance(app.screen, GotoPrompt))
+        await pilot.press("e", "n", "d", "enter")
+        await until(pilot, lambda: not isinstance(app.screen, GotoPrompt), what="the dialog to close")
+        assert feed.shown == feed.engine.recording.end_mono
 
 
 async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[Path, str]) -> None:
