@@ -23,6 +23,8 @@ import time
 from collections import deque
 from typing import Any
 
+from mcpwatch.bench.procstat import rss_mb
+
 HELP = "the console under a 5,000 events/s flood: key-to-repaint latency, backlog, RSS"
 
 RATE = 5000.0
@@ -79,20 +81,6 @@ class FloodFeed:
     @property
     def backlog(self) -> int:
         return len(self._buffer)
-
-
-def _rss_mb() -> tuple[float, float]:
-    """(current, peak) resident set size of this process in MB, from /proc."""
-    values = {"VmRSS": 0.0, "VmHWM": 0.0}
-    try:
-        with open(f"/proc/{os.getpid()}/status", encoding="ascii") as status:
-            for line in status:
-                key = line.split(":", 1)[0]
-                if key in values:
-                    values[key] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return values["VmRSS"], values["VmHWM"]
 
 
 class WrapperFlood:
@@ -193,7 +181,7 @@ async def _drive(duration: float, rate: float, through_wrapper: bool) -> dict[st
                 await asyncio.sleep(KEY_EVERY_S)
             elapsed = time.monotonic() - started
             applied = (app.session.model.last_seq if app.session else 0) - applied_before
-            rss, peak = _rss_mb()
+            rss, peak = rss_mb()
     finally:
         host = await flood.stop() if flood is not None else {}
         if feed is not None:

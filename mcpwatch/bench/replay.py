@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench.procstat import rss_mb
 from mcpwatch.events import Event, Kind
 
 HELP = "replay of a 1,000,000-event recording: open + first frame ≤ 1.5 s, seek ≤ 150 ms, RSS ≤ 300 MB"
@@ -434,20 +435,6 @@ def write_session(path: Path, count: int, *, seed: int = 7, name: str = "council
 # --- measuring ------------------------------------------------------------------------------------------------
 
 
-def _rss_mb(pid: int | None = None) -> tuple[float, float]:
-    """(current, peak) resident set size of a process (this one by default) in MB; zeros once it has gone."""
-    values = {"VmRSS": 0.0, "VmHWM": 0.0}
-    try:
-        with open(f"/proc/{pid or os.getpid()}/status", encoding="ascii") as status:
-            for line in status:
-                key = line.split(":", 1)[0]
-                if key in values:
-                    values[key] = int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return values["VmRSS"], values["VmHWM"]
-
-
 def _ms(values: list[float]) -> dict[str, float]:
     ms = sorted(v * 1000 for v in values)
     return {
@@ -490,7 +477,7 @@ async def _measure(path: Path, session_id: str, seeks: int, seed: int) -> dict[s
         child_peak = 0.0
         index_started = time.perf_counter()
         while not (index.done or index.error):
-            child_peak = max(child_peak, _rss_mb(child_pid)[0])
+            child_peak = max(child_peak, rss_mb(child_pid)[0])
             await pilot.pause(0.1)
         out["index_s"] = round(time.perf_counter() - index_started, 2)
         out["index_error"] = index.error
@@ -531,7 +518,7 @@ async def _measure(path: Path, session_id: str, seeks: int, seed: int) -> dict[s
             screen.refresh_view()
             problems.append(time.perf_counter() - t0)
         out["next_problem_and_view_ms"] = _ms(problems)
-        rss, peak = _rss_mb()
+        rss, peak = rss_mb()
         out["rss_mb"] = {"end": round(rss, 1), "peak": round(peak, 1)}
     feed.close()
     return out
