@@ -23,8 +23,9 @@ CONCURRENT_WRITER = textwrap.dedent(
     from mcpwatch.events import Event
     from mcpwatch.store import EventWriter
 
-    path, count, start_at, name = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-    while time.time() < start_at:  # all writers open the (new) file at the same moment
+    path, count, go, name = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    print("ready", flush=True)
+    while not os.path.exists(go):  # all writers open the (new) file at the same moment, however slow their start
         time.sleep(0.002)
     writer = EventWriter(path, flush_interval=0.02)
     sid = writer.start_session(name=name, upstream="stdio: test", pid=os.getpid(), config={})
@@ -74,8 +75,12 @@ def spawn(script: str, *args: str) -> subprocess.Popen[str]:
 def test_four_processes_write_one_file_at_once(tmp_path: Path) -> None:
     path = tmp_path / "events.db"
     per_process, processes = 20_000, 4
-    start_at = time.time() + 1.0
-    children = [spawn(CONCURRENT_WRITER, str(path), str(per_process), str(start_at), f"w{i}") for i in range(4)]
+    go = tmp_path / "go"
+    children = [spawn(CONCURRENT_WRITER, str(path), str(per_process), str(go), f"w{i}") for i in range(4)]
+    for child in children:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    go.touch()
+    start_at = time.time()
     polls = 0
     while any(c.poll() is None for c in children):  # a reader works while they write
         if path.exists() and time.time() > start_at + 0.1:
