@@ -46,7 +46,7 @@ class HttpSession:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.streams: list[_Stream] = []
-        self.get_queue: asyncio.Queue[dict[str, Any]] | None = None
+        self.get_queue: asyncio.Queue[dict[str, Any] | None] | None = None
 
     def send(self, message: dict[str, Any]) -> None:
         if "method" not in message:  # a response
@@ -67,6 +67,12 @@ class HttpSession:
         if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
             self.get_queue.put_nowait(message)
 
+    def end_streams(self) -> None:
+        for stream in self.streams:
+            stream.queue.put_nowait(None)
+        if self.get_queue is not None:
+            self.get_queue.put_nowait(None)
+
 
 class HttpFront:
     def __init__(self, core: WrapperCore, listen: str) -> None:
@@ -75,17 +81,23 @@ class HttpFront:
         self.loopback_only = host_is_loopback(self.host)
         self.sessions: dict[str, HttpSession] = {}
         self._server: Any = None
+        self._stopped = asyncio.Event()
 
     async def serve(self) -> None:
         self._server = quiet_server(self.app, self.host, self.port)
-        await self._server.serve()
+        try:
+            await self._server.serve()
+        finally:
+            self._stopped.set()
 
     async def close(self) -> None:
+        """End every open stream, then let the server finish its responses (bounded) before the loop stops."""
         for session in self.sessions.values():
-            for stream in session.streams:
-                stream.queue.put_nowait(None)
+            session.end_streams()
         if self._server is not None:
             self._server.should_exit = True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), 3)
 
     # ------------------------------------------------------------------ ASGI
 
@@ -108,11 +120,12 @@ class HttpFront:
         if method == "POST":
             await self._post(headers, receive, send)
         elif method == "GET":
-            await self._get(headers, send)
+            await self._get(headers, receive, send)
         elif method == "DELETE":
             session = self.sessions.pop(headers.get(SESSION_HEADER, ""), None)
             if session is not None:
                 self.core.detach_link(session)
+                session.end_streams()
             await _plain(send, 200 if session else 404, "")
         else:
             await _plain(send, 405, "Method Not Allowed")
@@ -158,19 +171,35 @@ class HttpFront:
             else:
                 self.core.host_message(session, item)
         try:
-            await _sse(send, stream.queue, extra)
+            first = await stream.queue.get()
+            if first is None:
+                await _plain(send, 503, "Service Unavailable: mcpwatch is shutting down", extra)
+            elif "method" not in first and not stream.request_ids:
+                # The POST's only answer, with nothing streamed before it: plain JSON, which every client reads
+                # faster than an event stream (the spec lets the server choose).
+                await respond_json(send, 200, first, [(SESSION_HEADER.encode(), session.session_id.encode())])
+            else:
+                await _sse(send, stream.queue, extra, first)
         finally:
             session.streams.remove(stream)
 
-    async def _get(self, headers: dict[str, str], send: Any) -> None:
+    async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
         session = self.sessions.get(headers.get(SESSION_HEADER, ""))
         if session is None:
             await _plain(send, 400, "Bad Request: no valid session")
             return
-        session.get_queue = queue = asyncio.Queue()
+        session.get_queue = queue = asyncio.Queue[dict[str, Any] | None]()
+
+        async def end_on_disconnect() -> None:  # a host that vanishes without DELETE must not leave this open
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            queue.put_nowait(None)
+
+        watcher = asyncio.ensure_future(end_on_disconnect())
         try:
-            await _sse(send, queue, {SESSION_HEADER: session.session_id}, until_none=False)  # type: ignore[arg-type]
+            await _sse(send, queue, {SESSION_HEADER: session.session_id})
         finally:
+            watcher.cancel()
             if session.get_queue is queue:
                 session.get_queue = None
 
@@ -180,17 +209,16 @@ async def _plain(send: Any, status: int, text: str, extra: dict[str, str] | None
     await respond(send, status, text.encode(), b"text/plain", headers)
 
 
-async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], until_none: bool = True) -> None:
+async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], first: Any = None) -> None:
+    """An event stream of the queue's messages (after `first`, if given) until None."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     try:
         while True:
-            message = await queue.get()
+            message, first = (first, None) if first is not None else (await queue.get(), None)
             if message is None:
-                if until_none:
-                    break
-                continue
+                break
             data = b"event: message\ndata: " + frames.encode(message)[:-1] + b"\n\n"
             await send({"type": "http.response.body", "body": data, "more_body": True})
     finally:

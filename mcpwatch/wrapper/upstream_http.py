@@ -11,12 +11,11 @@ import asyncio
 import contextlib
 from typing import Any
 
-import httpx2
-
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 
 STABLE_AFTER_S = 30.0
 
@@ -31,7 +30,7 @@ class HttpUpstream:
         self.settings = settings
         self.extra_headers = headers
         self.backoff = Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
-        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=None))
+        self.client = Client()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.connected = False
@@ -76,35 +75,38 @@ class HttpUpstream:
         headers["Content-Type"] = "application/json"
         is_request = "id" in message and "method" in message
         try:
-            async with self.client.stream("POST", self.url, content=frames.encode(message), headers=headers) as reply:
-                if reply.status_code == 404 and self.session_id:
+            reply = await self.client.request("POST", self.url, headers, frames.encode(message))
+            try:
+                if reply.status == 404 and self.session_id:
                     self._lose("ended its session (HTTP 404); reconnecting with a new one")
                     return
-                if reply.status_code >= 400:
-                    body = (await reply.aread()).decode("utf-8", "replace")
+                if reply.status >= 400:
+                    body = (await reply.read()).decode("utf-8", "replace")
                     if is_request:
-                        text = f"upstream HTTP {reply.status_code}: {frames.text_of(body, 300)}"
+                        text = f"upstream HTTP {reply.status}: {frames.text_of(body, 300)}"
                         self.core.upstream_message(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
                     return
                 session = reply.headers.get("mcp-session-id")
                 if session:
                     self.session_id = session
                 await self._read_body(reply)
-        except httpx2.TransportError as exc:
+            finally:
+                reply.close()
+        except TransportError as exc:
             if not self.closing:
-                self._lose(f"is unreachable ({type(exc).__name__}: {exc})")
+                self._lose(f"is unreachable ({exc})")
             return
         if message.get("method") == "notifications/initialized" and self._get_task is None:
             self._get_task = asyncio.ensure_future(self._listen())
 
-    async def _read_body(self, reply: httpx2.Response) -> None:
+    async def _read_body(self, reply: Response) -> None:
         content_type = reply.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
-            async for event in httpx2.EventSource(reply):
-                if event.data:
-                    self._deliver(event.data.encode())
+            events = EventStream(lambda data: self._deliver(data.encode()))
+            async for chunk in reply.chunks():
+                events.feed(chunk)
         elif content_type.startswith("application/json"):
-            body = await reply.aread()
+            body = await reply.read()
             if body.strip():
                 self._deliver(body)
 
@@ -122,11 +124,13 @@ class HttpUpstream:
     async def _listen(self) -> None:
         """The standalone GET stream: server-initiated notifications and requests (optional for servers)."""
         try:
-            async with self.client.stream("GET", self.url, headers=self._headers("text/event-stream")) as reply:
-                if reply.status_code != 200:
-                    return  # 405: the server offers no such stream
-                await self._read_body(reply)
-        except httpx2.TransportError:
+            reply = await self.client.request("GET", self.url, self._headers("text/event-stream"))
+            try:
+                if reply.status == 200:  # else 405: the server offers no such stream
+                    await self._read_body(reply)
+            finally:
+                reply.close()
+        except TransportError:
             return
 
     def _lose(self, reason: str) -> None:
@@ -169,11 +173,11 @@ class HttpUpstream:
         self.closing = True
         self._lose("closed")
         if self.session_id:
-            with contextlib.suppress(httpx2.HTTPError):
-                await asyncio.wait_for(self.client.delete(self.url, headers=self._headers("application/json")), 2)
+            with contextlib.suppress(TransportError, TimeoutError):
+                ending = self.client.request("DELETE", self.url, self._headers("application/json"))
+                (await asyncio.wait_for(ending, 2)).close()
         for task in list(self._posts):
             task.cancel()
         if self._get_task is not None:
             self._get_task.cancel()
-        with contextlib.suppress(Exception):
-            await self.client.aclose()
+        self.client.close()

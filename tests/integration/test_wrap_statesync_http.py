@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 
@@ -32,6 +33,10 @@ cache_control = "immutable"
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+def rpc(request_id: int, method: str, params: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
 
 
 async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(tmp_path, isolated_state):
@@ -103,6 +108,23 @@ async def test_http_upstream_and_http_front(tmp_path):
         async with httpx2.AsyncClient() as http:
             evil = await http.post(listen, json={}, headers={"Host": "evil.example"})
             assert evil.status_code == 421
+            # A lone answer comes back as plain JSON; a call that streams progress first gets an event stream.
+            accept = {"Accept": "application/json, text/event-stream"}
+            init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+            opened = await http.post(listen, json=rpc(1, "initialize", init), headers=accept)
+            session = {**accept, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(listen, json=note, headers=session)).status_code == 202
+            add = {"name": "add", "arguments": {"a": 2, "b": 3}}
+            added = await http.post(listen, json=rpc(2, "tools/call", add), headers=session)
+            assert added.headers["content-type"] == "application/json"
+            assert added.json()["id"] == 2 and added.json()["result"]["structuredContent"] == {"result": 5}
+            count = {"name": "count", "arguments": {"n": 2, "delay": 0.01}, "_meta": {"progressToken": "t"}}
+            counted = await http.post(listen, json=rpc(3, "tools/call", count), headers=session)
+            assert counted.headers["content-type"] == "text/event-stream"
+            frames = [json.loads(line[6:]) for line in counted.text.splitlines() if line.startswith("data: ")]
+            assert [f.get("method") for f in frames] == ["notifications/progress"] * 2 + [None]
+            assert frames[0]["params"]["progressToken"] == "t" and frames[-1]["id"] == 3
     finally:
         for process in (wrapper, upstream):
             if process is not None:

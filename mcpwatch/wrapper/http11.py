@@ -1,0 +1,266 @@
+"""A lean HTTP/1.1 client for the Streamable HTTP upstream: keep-alive connections on asyncio protocols, responses
+parsed by httptools (C), bodies streamed as they arrive, TLS by the standard library.
+
+The wrapper sits on every call's path, and a general-purpose client (pure-Python parsing, several stream layers)
+cost it more than the upstream itself. This one does only what MCP over HTTP needs: one request at a time per
+connection, `Content-Length` request bodies, chunked or sized response bodies, server-sent events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from urllib.parse import urlsplit
+
+import httptools
+
+CONNECT_TIMEOUT_S = 30.0
+IDLE_PER_ORIGIN = 32  # kept-alive connections per origin; more may be open while busy
+
+
+class TransportError(Exception):
+    """The request could not be sent or its response not read: refused, reset, timed out, unparseable."""
+
+
+class Response:
+    """Status and headers at once; the body as it arrives (`chunks()`, `read()`). `close()` when done with it."""
+
+    __slots__ = ("_chunks", "_complete", "_connection", "_error", "_waiter", "headers", "status")
+
+    def __init__(self, connection: _Connection, status: int, headers: dict[str, str]) -> None:
+        self._connection = connection
+        self.status = status
+        self.headers = headers  # lower-case names
+        self._chunks: deque[bytes] = deque()
+        self._complete = False
+        self._error: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._wake()
+
+    def _end(self, error: Exception | None = None) -> None:
+        self._complete = True
+        self._error = error
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while True:
+            while self._chunks:
+                yield self._chunks.popleft()
+            if self._complete:
+                if self._error is not None:
+                    raise self._error
+                return
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            self._waiter = None
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    def close(self) -> None:
+        """Give the connection back if the body was read to its end, else drop it (its stream is mid-body)."""
+        self._connection.release(self)
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, pool: Client, key: tuple[str, str, int]) -> None:
+        self.pool = pool
+        self.key = key
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self.parser = httptools.HttpResponseParser(self)
+        self._headers: dict[str, str] = {}
+        self._head: asyncio.Future[Response] | None = None
+        self._response: Response | None = None
+        self._complete = False
+        self._keep_alive = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(TransportError(f"unreadable HTTP response: {exc}"))
+            self.abort()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._fail(TransportError(f"connection closed: {exc}" if exc else "connection closed by the server"))
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        self._response = Response(self, self.parser.get_status_code(), self._headers)
+        if self._head is not None and not self._head.done():
+            self._head.set_result(self._response)
+
+    def on_body(self, body: bytes) -> None:
+        if self._response is not None:
+            self._response._feed(body)
+
+    def on_message_complete(self) -> None:
+        self._complete = True
+        self._keep_alive = self.parser.should_keep_alive()  # only valid now: the parser resets after this
+        if self._response is not None:
+            self._response._end()
+
+    # the pool's side
+    def _fail(self, error: Exception) -> None:
+        if self._head is not None and not self._head.done():
+            self._head.set_exception(error)
+        if self._response is not None and not self._complete:
+            self._response._end(error)
+
+    async def request(self, head: bytes, body: bytes) -> Response:
+        assert self.transport is not None
+        self._headers = {}
+        self._response = None
+        self._complete = self._keep_alive = False
+        self._head = asyncio.get_running_loop().create_future()
+        self.transport.write(head + body if len(body) < 65536 else head)
+        if len(body) >= 65536:
+            self.transport.write(body)
+        return await self._head
+
+    def release(self, response: Response) -> None:
+        if response is not self._response:
+            return
+        self._response = None
+        if self._complete and self._keep_alive and not self.closed:
+            self.pool._idle_connection(self)
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class Client:
+    """Connections kept alive per origin (scheme, host, port), one request at a time on each."""
+
+    def __init__(self, *, connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+        self.connect_timeout_s = connect_timeout_s
+        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        self._busy: set[_Connection] = set()
+        self._ssl: ssl.SSLContext | None = None
+
+    async def request(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
+        """Send a request; return once the response's status and headers are in. Raises TransportError."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError(f"not an http(s) URL: {url}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        key = (parts.scheme, parts.hostname, port)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        host = parts.netloc.rpartition("@")[2]
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", f"Content-Length: {len(body)}"]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        connection = self._take_idle(key)
+        if connection is not None:
+            try:
+                return await self._send(connection, head, body)
+            except TransportError:
+                pass  # the server closed a kept-alive connection as we reused it: once more on a fresh one
+        return await self._send(await self._connect(key), head, body)
+
+    async def _send(self, connection: _Connection, head: bytes, body: bytes) -> Response:
+        self._busy.add(connection)
+        try:
+            return await connection.request(head, body)
+        except BaseException:
+            connection.abort()
+            raise
+        finally:
+            self._busy.discard(connection)
+
+    def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:
+        idle = self._idle.get(key)
+        while idle:
+            connection = idle.pop()
+            if not connection.closed:
+                return connection
+        return None
+
+    def _idle_connection(self, connection: _Connection) -> None:
+        idle = self._idle.setdefault(connection.key, [])
+        if len(idle) < IDLE_PER_ORIGIN:
+            idle.append(connection)
+        else:
+            connection.abort()
+
+    async def _connect(self, key: tuple[str, str, int]) -> _Connection:
+        scheme, host, port = key
+        loop = asyncio.get_running_loop()
+        factory: Callable[[], _Connection] = lambda: _Connection(self, key)  # noqa: E731
+        tls = self._tls() if scheme == "https" else None
+        try:
+            _, connection = await asyncio.wait_for(
+                loop.create_connection(factory, host, port, ssl=tls, server_hostname=host if tls else None),
+                self.connect_timeout_s,
+            )
+        except TimeoutError:
+            raise TransportError(f"connecting to {host}:{port} timed out") from None
+        except OSError as exc:
+            raise TransportError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+        return connection
+
+    def _tls(self) -> ssl.SSLContext:
+        if self._ssl is None:
+            self._ssl = ssl.create_default_context()
+        return self._ssl
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            for connection in idle:
+                connection.abort()
+        self._idle.clear()
+        for connection in list(self._busy):
+            connection.abort()
+
+
+class EventStream:
+    """Server-sent events, fed bytes as they arrive: `data` of each event to `on_event` (comments, ids ignored)."""
+
+    __slots__ = ("_buffer", "_data", "_on_event")
+
+    def __init__(self, on_event: Callable[[str], None]) -> None:
+        self._on_event = on_event
+        self._buffer = b""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> None:
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" in buffer:
+            if buffer.endswith(b"\r"):  # maybe the first half of a CRLF: wait for the next chunk
+                self._buffer = buffer
+                return
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *lines, self._buffer = buffer.split(b"\n")
+        for line in lines:
+            if not line:
+                if self._data:
+                    data = "\n".join(self._data)
+                    self._data = []
+                    if data:  # an event whose data is empty is not dispatched (the SSE rules)
+                        self._on_event(data)
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                self._data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8", "replace"))
