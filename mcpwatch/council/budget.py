@@ -6,7 +6,9 @@ Pure functions over absolute times (seconds on any monotonic clock), so they are
   (`_meta["dev.mcpwatch/deadline_ms"]`): then at `start + deadline - margin`, the margin leaving room to
   serialise and deliver our own partial answer before the caller gives up.
 * Stage 1 (answers) closes at the per-model cap, but never so late that peer review and synthesis lose their
-  reserved shares of the run; stage 2 (review) closes early enough to leave the synthesis share; the
+  reserved shares of the run, unless no model has answered by then: then it stays open for the first answer
+  (until the cap or just before the run's end), as a reserve is worth nothing without answers to use it.
+* Stage 2 (review) closes early enough to leave the synthesis share; the
   chairman's window closes just before the run's, so its timeout is reported as such.
 """
 
@@ -60,6 +62,12 @@ def guard_grace_s(window: RunWindow) -> float:
 def stage1_end(window: RunWindow, per_model_s: float) -> float:
     reserve = (REVIEW_SHARE + SYNTHESIS_SHARE) * window.length_s
     return max(window.start, min(window.start + per_model_s, window.end - reserve))
+
+
+def stage1_last_chance(window: RunWindow, per_model_s: float) -> float:
+    """How long stage 1 may stay open when nobody has answered by `stage1_end`: the reserve is worth nothing
+    without answers, so the first one to arrive before the run's end (or the per-model cap) is taken."""
+    return max(window.start, min(window.start + per_model_s, window.end - FINISH_SHARE * window.length_s))
 
 
 def stage2_end(window: RunWindow, now: float, per_model_s: float) -> float:

@@ -93,7 +93,7 @@ class AuthGate:
 RetryHook = Callable[[str, int, float, str], Awaitable[None]]  # model, next attempt, wait seconds, why
 
 
-def _fmt_s(seconds: float) -> str:
+def format_seconds(seconds: float) -> str:
     return f"{seconds:.3g}s" if seconds < 10 else f"{seconds:.0f}s"
 
 
@@ -131,7 +131,7 @@ async def call_model(
         outcome.attempts += 1
         remaining = window_end - anyio.current_time()
         if remaining <= 0:
-            return settle("timeout", error=f"timeout after {_fmt_s(window_s)}", error_type="timeout")
+            return settle("timeout", error=f"timeout after {format_seconds(window_s)}", error_type="timeout")
         request = CallRequest(
             model=outcome.model,
             messages=messages,
@@ -145,7 +145,7 @@ async def call_model(
                 text = await backend.complete(request)
             return settle("ok", text=text, error=None, error_type=None)
         except TimeoutError:
-            return settle("timeout", error=f"timeout after {_fmt_s(window_s)}", error_type="timeout")
+            return settle("timeout", error=f"timeout after {format_seconds(window_s)}", error_type="timeout")
         except BackendError as exc:
             failure = exc
         retry_wait = _retry_wait(failure, outcome.attempts, policy)
@@ -154,7 +154,7 @@ async def call_model(
                 gate.trip(outcome.model, failure.status)
             return settle("auth_error", error=str(failure), error_type="auth", http_status=failure.status)
         if failure.kind == "timeout":
-            return settle("timeout", error=f"timeout after {_fmt_s(window_s)}", error_type="timeout")
+            return settle("timeout", error=f"timeout after {format_seconds(window_s)}", error_type="timeout")
         if retry_wait is not None and anyio.current_time() + retry_wait < window_end and not gate.is_tripped:
             why = "rate limited (429)" if failure.kind == "rate_limit" else f"{failure.kind} error: {failure}"
             log.info("%s: %s; retrying in %.3fs", outcome.model, why, retry_wait)

@@ -19,7 +19,7 @@ import anyio
 
 from mcpwatch.council import budget, prompts
 from mcpwatch.council.backends.base import Backend
-from mcpwatch.council.calls import AuthGate, CallOutcome, RetryHook, RetryPolicy, call_model
+from mcpwatch.council.calls import AuthGate, CallOutcome, RetryHook, RetryPolicy, call_model, format_seconds
 from mcpwatch.council.catalog import ModelSpec
 from mcpwatch.council.progress import ProgressReporter
 from mcpwatch.council.ranking import RankEntry, borda
@@ -146,15 +146,19 @@ class Pipeline:
         run, plan = self.run, self.run.plan
         run.stage = 1
         end = budget.stage1_end(plan.window, plan.budget.per_model_s)
+        last_chance = budget.stage1_last_chance(plan.window, plan.budget.per_model_s)
         await self.reporter.stage1_started()
         messages = prompts.answer_messages(plan.query)
         hook = self._retry_hook(1)
         closed_note: str | None = None
+        cut_off = False  # stage 1 closed at `end` with calls still running
+        waiting_for_first = False  # past `end` with no answer: the first one to arrive closes stage 1
+        running = len(plan.queried)
 
         async with anyio.create_task_group() as tg:
 
             async def ask(spec: ModelSpec) -> None:
-                nonlocal closed_note
+                nonlocal closed_note, running
                 outcome = run.answers[spec.id]
                 await call_model(
                     self.backend,
@@ -162,12 +166,13 @@ class Pipeline:
                     messages=messages,
                     purpose="answer",
                     query=plan.query,
-                    window_end=end,
+                    window_end=last_chance,
                     policy=self.policy,
                     gate=self.gate,
                     on_retry=hook,
-                    window_s=end - plan.window.start,
+                    window_s=last_chance - plan.window.start,
                 )
+                running -= 1
                 await self.reporter.answer_settled(spec.name, outcome)
                 if self.gate.is_tripped and closed_note is None:
                     closed_note = f"stopping early: {self.gate.reason}"
@@ -176,9 +181,28 @@ class Pipeline:
                     if any(not o.done for o in run.answers.values()):
                         closed_note = f"racing: {plan.intended} answers arrived first"
                     tg.cancel_scope.cancel()
+                elif waiting_for_first and outcome.status == "ok" and closed_note is None:
+                    if running:
+                        closed_note = f"{spec.name} answered after the others' time was up; going on with it"
+                    tg.cancel_scope.cancel()
+                elif not running:
+                    tg.cancel_scope.cancel()  # the closing watch below has nothing left to do
+
+            async def close_at_end() -> None:
+                nonlocal cut_off, waiting_for_first
+                await anyio.sleep_until(end)
+                if run.ok_models() or last_chance <= end:
+                    cut_off = True
+                    tg.cancel_scope.cancel()
+                else:
+                    waiting_for_first = True
+                    await self.reporter.stage1_closed(
+                        f"no answer yet; waiting up to {last_chance - end:.3g}s more for the first one"
+                    )
 
             for spec in plan.queried:
                 tg.start_soon(ask, spec)
+            tg.start_soon(close_at_end)
 
         now_ms = round((anyio.current_time() - plan.window.start) * 1000)
         for spec in plan.queried:
@@ -189,6 +213,10 @@ class Pipeline:
             if self.gate.is_tripped:
                 outcome.status, outcome.error_type = "auth_error", "auth"
                 outcome.error = f"not completed: {self.gate.reason}; the council stopped early"
+            elif cut_off or waiting_for_first:  # its time was up at `end`; a later first answer closed stage 1
+                outcome.status, outcome.error_type = "timeout", "timeout"
+                outcome.error = f"timeout after {format_seconds(end - plan.window.start)}"
+                await self.reporter.answer_settled(spec.name, outcome)
             else:
                 outcome.status, outcome.error_type = "timeout", "timeout"
                 outcome.error = f"not awaited: {plan.intended} faster answers won the race"

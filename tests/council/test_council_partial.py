@@ -264,3 +264,39 @@ async def test_a_401_fails_fast_and_a_403_only_stops_its_model(tmp_path: Path) -
     assert statuses(forbidden)["lab/forbidden"] == "auth_error"
     assert forbidden["model_responses"]["lab/forbidden"]["attempts"] == 1
     assert statuses(forbidden) == {"lab/slow": "ok", "lab/stuck": "timeout", "lab/forbidden": "auth_error"}
+
+
+LATE_ONLY = """
+    chairman = "lab/alpha"
+    [[models]]
+    id = "lab/alpha"
+    name = "Alpha"
+    min_tier = "quick"
+    latency_s = 80.0
+    jitter = 0.0
+    [[models]]
+    id = "lab/bravo"
+    name = "Bravo"
+    min_tier = "quick"
+    latency_s = 95.0
+    jitter = 0.0
+"""
+
+
+async def test_stage1_waits_past_its_share_for_a_first_answer_rather_than_fail(tmp_path: Path) -> None:
+    # quick: 100 s total and per model (1 s at this scale); stage 1's share ends at 70 % (0.7 s). Nobody has
+    # answered by then, but Alpha will at 0.8 s: the run waits for it instead of failing with time left.
+    scenario = write_scenario(tmp_path / "late.toml", LATE_ONLY)
+    env = {"LLM_COUNCIL_TIMEOUT_QUICK": "100", "LLM_COUNCIL_MODEL_TIMEOUT_QUICK": "100"}
+    async with council("--scenario", scenario, "--time-scale", "0.01", env=env) as (client, wire):
+        started = time.monotonic()
+        result, is_error = await consult(client, "Why is the sky blue?", confidence="quick")
+        elapsed = time.monotonic() - started
+    assert not is_error and elapsed < 1.5
+    assert statuses(result) == {"lab/alpha": "ok", "lab/bravo": "timeout"}
+    assert result["model_responses"]["lab/bravo"]["error"] == "timeout after 0.7s"
+    warning = result["metadata"]["warning"]
+    assert warning.startswith("This answer is based on 1 of 2 intended models; Bravo did not respond.")
+    messages = [p.get("message", "") for p in wire.progress()]
+    assert any(m.startswith("Stage 1 closed: no answer yet; waiting up to") for m in messages)
+    assert "Stage 1 closed: Alpha answered after the others' time was up; going on with it" in messages
