@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         settings.time_scale,
         names,
     )
+    if settings.backend == "openai" and not settings.api_key:
+        log.warning("OPENROUTER_API_KEY is not set: every consult will fail with auth_error until it is")
     if settings.http is None:
         mcp.run()
         return 0

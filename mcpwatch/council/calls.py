@@ -80,9 +80,9 @@ class AuthGate:
         self.reason: str | None = None
         self.tripped = anyio.Event()
 
-    def trip(self, model: str, status: int | None) -> None:
+    def trip(self, model: str, status: int | None, detail: str = "") -> None:
         if self.reason is None:
-            self.reason = f"the API key was rejected (HTTP {status or 401} on {model})"
+            self.reason = f"the API key was rejected (HTTP {status} on {model})" if status else detail
             self.tripped.set()
 
     @property
@@ -151,7 +151,7 @@ async def call_model(
         retry_wait = _retry_wait(failure, outcome.attempts, policy)
         if failure.kind == "auth":
             if failure.status != 403:
-                gate.trip(outcome.model, failure.status)
+                gate.trip(outcome.model, failure.status, str(failure))
             return settle("auth_error", error=str(failure), error_type="auth", http_status=failure.status)
         if failure.kind == "timeout":
             return settle("timeout", error=f"timeout after {format_seconds(window_s)}", error_type="timeout")

@@ -18,10 +18,16 @@ KNOWN_MIN_TIER: dict[str, str] = {
     "anthropic/claude-3.5-haiku": "quick",
     "anthropic/claude-haiku-4.5": "quick",
     "google/gemini-2.0-flash-001": "quick",
+    "google/gemini-2.5-flash": "quick",
+    "openai/gpt-4.1-mini": "quick",
     "anthropic/claude-3.5-sonnet": "balanced",
     "anthropic/claude-sonnet-4.5": "balanced",
     "openai/gpt-4o": "balanced",
     "meta-llama/llama-3.1-70b-instruct": "balanced",
+    "anthropic/claude-sonnet-4": "balanced",
+    "openai/gpt-4.1": "balanced",
+    "google/gemini-2.5-pro": "high",
+    "x-ai/grok-4": "high",
     "anthropic/claude-opus-4.5": "high",
     "google/gemini-3-pro-preview": "high",
     "google/gemini-3-pro": "high",
@@ -33,7 +39,7 @@ KNOWN_MIN_TIER: dict[str, str] = {
     "deepseek/deepseek-r1": "reasoning",
 }
 _FAST_HINT = re.compile(r"(mini|haiku|flash|nano|lite|small|8b)\b")
-_REASONING_HINT = re.compile(r"(^|/)(o\d)(-|$)|reasoner|thinking|deepseek-r1|-pro$")
+_REASONING_HINT = re.compile(r"(^|/)(o\d)(-|$)|reasoner|thinking|deepseek-r1")
 
 
 def guess_min_tier(model_id: str) -> str:
@@ -82,6 +88,13 @@ class Roster:
     @property
     def chairman(self) -> ModelSpec:
         return self._models[self._chairman]
+
+    @property
+    def acting_chairman(self) -> ModelSpec:
+        """The chairman, or while it is disabled the first enabled model: a disabled model is not asked at all."""
+        if self._chairman in self._enabled:
+            return self.chairman
+        return self.enabled()[0]
 
     def all(self) -> list[ModelSpec]:
         return [self._models[i] for i in self._order]

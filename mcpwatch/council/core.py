@@ -81,7 +81,7 @@ class Council:
             queried=queried,
             intended=intended,
             race=config.race and len(queried) > intended,
-            chairman=self.roster.chairman,
+            chairman=self.roster.acting_chairman,
             window=budget.run_window(start, config.total_s, deadline_s),
             caller_deadline_ms=caller_deadline_ms,
             seed=self.settings.seed,

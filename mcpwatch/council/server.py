@@ -107,6 +107,7 @@ def _roster_view(council: Council) -> dict[str, Any]:
         ],
         "enabled": [m.id for m in roster.enabled()],
         "chairman": roster.chairman.id,
+        "acting_chairman": roster.acting_chairman.id,  # differs while the chairman is disabled
     }
 
 
@@ -192,8 +193,8 @@ def build_server(settings: CouncilSettings, backend: Backend | None = None) -> t
     @mcp.tool(name="council.chairman.get", annotations=read_only)
     async def chairman_get() -> types.CallToolResult:
         """The model that writes the council's synthesis."""
-        chairman = council.roster.chairman
-        return json_result({"chairman": chairman.id, "name": chairman.name})
+        chairman, acting = council.roster.chairman, council.roster.acting_chairman
+        return json_result({"chairman": chairman.id, "name": chairman.name, "acting_chairman": acting.id})
 
     @mcp.tool(name="council.chairman.set", annotations=admin_write)
     async def chairman_set(model: str) -> types.CallToolResult:

@@ -181,7 +181,12 @@ async def test_admin_tools_read_and_change_the_council() -> None:
     )
     assert last_error and "last enabled model" in last["_text"]
     assert enabled["enabled"] == ["google/gemini-2.0-flash-001", "meta-llama/llama-3.1-70b-instruct"]
-    assert chairman == {"chairman": "anthropic/claude-3.5-sonnet", "name": "Claude"}
+    # Claude is disabled, so it is not asked at all: the first enabled model chairs until it returns
+    assert chairman == {
+        "chairman": "anthropic/claude-3.5-sonnet",
+        "name": "Claude",
+        "acting_chairman": "google/gemini-2.0-flash-001",
+    }
     assert moved["previous"] == "anthropic/claude-3.5-sonnet" and now["chairman"] == "google/gemini-2.0-flash-001"
     assert bad_chair_error and "unknown model" in bad_chair["_text"]
 

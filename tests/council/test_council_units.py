@@ -119,6 +119,7 @@ def test_the_seeds_compatibility_matrix() -> None:
     assert guess_min_tier("acme/o3-mini") == "reasoning"
     assert guess_min_tier("acme/tiny-flash") == "quick"
     assert guess_min_tier("acme/big-model") == "high"
+    assert guess_min_tier("acme/big-model-pro") == "high"  # "pro" names a size, not a reasoning model
     spec = ModelSpec("anthropic/claude-opus-4.5", "Opus", "high")
     assert spec.tiers() == ["high", "reasoning"]
 
@@ -128,6 +129,9 @@ def test_roster_finds_enables_disables_and_guards_the_last_model() -> None:
     assert roster.chairman.id == "b/two" and roster.find("one").id == "a/one" and roster.find("two").id == "b/two"
     assert roster.for_tier("quick") == [roster.find("a/one")]
     assert roster.inferred_tier() == "high"
+    assert roster.disable("Two") == (roster.find("b/two"), True)
+    assert roster.chairman.id == "b/two" and roster.acting_chairman.id == "a/one"  # a disabled chairman sits out
+    assert roster.enable("Two")[1] is True and roster.acting_chairman.id == "b/two"
     assert roster.disable("a/one") == (roster.find("a/one"), True)
     assert roster.inferred_tier() == "high" and roster.for_tier("quick") == []
     with pytest.raises(ValueError, match="last enabled model"):

@@ -102,7 +102,8 @@ async def test_connection_errors_are_network_failures_not_timeouts() -> None:
 async def test_missing_key_is_an_auth_failure_without_a_request(fake: FakeOpenAI) -> None:
     backend = OpenAIBackend(base_url=fake.base_url, api_key=None)
     error = await failure(backend, "lab/ok-1")
-    assert (error.kind, str(error)) == ("auth", "OPENROUTER_API_KEY is not set") and fake.requests == []
+    assert (error.kind, error.status) == ("auth", None) and fake.requests == []
+    assert str(error) == "no API key is configured (set OPENROUTER_API_KEY)"
 
 
 async def test_retry_after_is_honoured_then_the_call_succeeds(fake: FakeOpenAI) -> None:
@@ -177,7 +178,8 @@ async def test_health_and_consult_without_a_key(fake: FakeOpenAI) -> None:
     assert (health["api_reachable"], health["ready"]) == (False, False)
     assert health["message"] == "OPENROUTER_API_KEY is not set: the openai backend cannot call any model"
     assert is_error and set(statuses(result).values()) == {"auth_error"}
-    assert "OPENROUTER_API_KEY is not set" in result["error"]
+    assert "no API key is configured (set OPENROUTER_API_KEY)" in result["error"]
+    assert "rejected" not in result["error"] and "rejected" not in (result["metadata"]["warning"] or "")
     assert fake.requests == []
 
 

@@ -107,7 +107,7 @@ class OpenAIBackend:
 
     async def complete(self, request: CallRequest) -> str:
         if not self.api_key:
-            raise BackendError("auth", "OPENROUTER_API_KEY is not set", status=401)
+            raise BackendError("auth", "no API key is configured (set OPENROUTER_API_KEY)")
         body: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.purpose == "probe":
             body["max_tokens"] = 1

@@ -19,6 +19,7 @@ _STOP = {
     "why", "will", "with", "would", "your", "you", "our", "we", "use", "using", "way", "ways", "good", "small",
     "choose", "pick", "decide", "make", "need", "want", "get", "one", "two", "new", "better", "any", "all",
     "explain", "tell", "give", "write", "list", "compare", "describe", "think", "know", "really", "just", "like",
+    "choice", "option", "options", "thing", "things", "idea", "kind", "sort", "lot", "much", "many", "very",
 }  # fmt: skip
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.\-]{2,}")
 
@@ -59,13 +60,13 @@ _VERDICTS = (
 def key_terms(query: str, count: int = 3) -> list[str]:
     """The question's most content-bearing words: names (capitalised mid-sentence) and long words first."""
     scored: list[tuple[int, int, str]] = []
-    words = _WORD.findall(query)
-    for index, word in enumerate(words):
-        term = word.strip(".-")
+    for index, match in enumerate(_WORD.finditer(query)):
+        term = match.group().strip(".-")
         low = term.lower()
-        if low in _STOP or any(low == t.lower() for _, _, t in scored):
-            continue
-        named = index > 0 and term[:1].isupper()
+        if low in _STOP or (low.endswith("ly") and len(low) > 4) or any(low == t.lower() for _, _, t in scored):
+            continue  # stop words, adverbs, repeats
+        before = query[: match.start()].rstrip()
+        named = term[:1].isupper() and bool(before) and before[-1] not in ".?!:"
         scored.append((-(2 * named + (len(term) >= 6)), index, term if named else low))
     seen = [term for _, _, term in sorted(scored)]
     while len(seen) < count:
@@ -113,19 +114,36 @@ def review_text(blocks: dict[str, str], rng: random.Random) -> str:
     return "\n".join([*lines, "", RANKING_HEADER, *ranking])
 
 
-def synthesis_text(query: str, answers: Sequence[tuple[str, str]], rng: random.Random) -> str:
+def _sentences(text: str) -> list[str]:
+    """An answer's sentences, without list markers or the "Three considerations:" lead-in."""
+    flat = " ".join(re.sub(r"(?m)^\s*(?:[-*]|\d+\.)\s+|^Three considerations:\s*$", " ", text).split())
+    return [part for part in re.split(r"(?<=[.!?])\s+", flat) if part]
+
+
+def synthesis_text(query: str, answers: Sequence[tuple[str, str]], rng: random.Random, *, ranked: bool = False) -> str:
+    """The chairman's synthesis: the council's view, a sentence from each member (never the same one twice),
+    and a recommendation. `ranked`: the answers come best first from peer review."""
     t0, t1, _ = key_terms(query)
     topic = _topic(query)
     if not answers:
         return f"The council could not form a view on {topic}."
-    lead = answers[0][0]
+    quoted: set[str] = set()
+
+    def fresh(text: str) -> str:
+        for sentence in _sentences(text):
+            if sentence not in quoted:
+                quoted.add(sentence)
+                return sentence
+        return first_sentence(text)
+
+    lead, lead_text = answers[0]
     agreed = rng.choice(("agrees", "broadly agrees", "converges on the view"))
+    intro = f"The strongest contribution came from {lead}" if ranked else f"{lead} puts it this way"
     lines = [
         f"The council {agreed} that {topic} turns on {t0}, with {t1} as the main secondary concern.",
         "",
-        f"The strongest contribution came from {lead}: {first_sentence(answers[0][1])}",
+        f"{intro}: {fresh(lead_text)}",
     ]
-    for name, text in answers[1:]:
-        lines.append(f"{name} adds: {first_sentence(text)}")
+    lines += [f"{name} adds: {fresh(text)}" for name, text in answers[1:]]
     lines += ["", f"Recommendation: make {t0} explicit first, then revisit {t1} once there is evidence."]
     return "\n".join(lines)

@@ -105,7 +105,8 @@ class SimulatedBackend:
         if request.purpose == "review":
             return simtext.review_text(prompts.review_blocks(prompt), rng)
         if request.purpose == "synthesis":
-            return simtext.synthesis_text(request.query, prompts.synthesis_blocks(prompt), rng)
+            ranked = "Peer-review ranking" in prompt
+            return simtext.synthesis_text(request.query, prompts.synthesis_blocks(prompt), rng, ranked=ranked)
         if request.purpose == "probe":
             return "pong"
         return simtext.answer_text(profile.spec.id, request.query, rng)
