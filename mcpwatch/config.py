@@ -102,21 +102,30 @@ class _Problem(Exception):
 def _seconds(value: Any, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _Problem(f"must be a number of seconds, got {value!r}")
-    number = float(value)
+    # TOML integers may be far beyond any float: compare before converting
+    number = float(max(-ABSURD_SECONDS - 1, min(value, ABSURD_SECONDS + 1))) if isinstance(value, int) else value
     if not math.isfinite(number):
         raise _Problem(f"must be finite, got {value!r}")
     if number < 0 and not allow_negative:
-        raise _Problem(f"must not be negative, got {value!r}")
+        raise _Problem(f"must not be negative, got {_short(value)}")
     if number == 0 and not allow_zero:
         raise _Problem("must be greater than 0")
     if number > ABSURD_SECONDS:
-        raise _Problem(f"is absurdly large ({value!r} s; at most {ABSURD_SECONDS:.0f})")
-    return number
+        raise _Problem(f"is absurdly large ({_short(value)}; at most {ABSURD_SECONDS:.0f} s)")
+    return float(number)
 
 
-def _positive_int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Problem(f"must be a whole number ≥ 0, got {value!r}")
+def _short(value: Any) -> str:
+    """A value for a message; an integer too long to print is described instead."""
+    if isinstance(value, int) and abs(value) > 10**30:
+        return f"a {len(str(abs(value))) if value.bit_length() < 10_000 else 'huge'}-digit number"
+    return repr(value)
+
+
+def _whole(value: Any, low: int, high: int) -> int:
+    """A whole number in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _Problem(f"must be a whole number from {low} to {high}, got {_short(value)}")
     return value
 
 
@@ -138,13 +147,6 @@ def _directive(value: Any) -> str:
     return value
 
 
-def _port(value: Any) -> int:
-    port = _positive_int(value)
-    if port > 65535:
-        raise _Problem(f"must be a TCP port (0-65535), got {value!r}")
-    return port
-
-
 _FIELDS: dict[str, dict[str, Any]] = {
     "deadline": {
         "host_timeout_s": lambda v: _seconds(v, allow_zero=False),
@@ -158,7 +160,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "backoff_max_s": _seconds,
         "epsilon_s": _seconds,
         "sweep_interval_s": lambda v: _seconds(v, allow_zero=False),
-        "cap": lambda v: max(1, _positive_int(v)),
+        "cap": lambda v: _whole(v, 1, 100_000_000),
     },
     "upstream": {
         "health_tool": _text,
@@ -166,9 +168,13 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "write_timeout_s": lambda v: _seconds(v, allow_zero=False),
     },
     "state_sync": {"default_cache_control": _directive, "policies": None},
-    "log": {"path": _text, "queue_max": lambda v: max(1, _positive_int(v)), "flush_interval_ms": _positive_int},
-    "operator": {"port": _port},
-    "console": {"theme": _text, "refresh_ms": _positive_int},
+    "log": {
+        "path": _text,
+        "queue_max": lambda v: _whole(v, 1, 10_000_000),
+        "flush_interval_ms": lambda v: _whole(v, 1, 60_000),
+    },
+    "operator": {"port": lambda v: _whole(v, 0, 65535)},
+    "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000)},
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 import threading
 from typing import Any
@@ -32,6 +33,16 @@ class _ReadProtocol(asyncio.Protocol):
         self.splitter.finish()
         if not self.done.done():
             self.done.set_result(None)
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether the event loop can watch `fd`: a pipe or a socket. A file, /dev/null or a terminal cannot be
+    (uvloop aborts the process on them), so those are read by a thread and written by plain writes."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 class StdioFront:
@@ -59,6 +70,8 @@ class StdioFront:
 
     async def _open_writer(self) -> None:
         loop = asyncio.get_running_loop()
+        if not _is_pipe(self._out_fd):
+            return  # plain blocking writes are fine there
         try:
             transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(self._out_fd, "wb", buffering=0))
         except (ValueError, OSError):
@@ -72,6 +85,8 @@ class StdioFront:
         done: asyncio.Future[None] = loop.create_future()
         splitter = LineSplitter(lambda line: self.core.host_frame(self, line), self._host_oversize)
         try:
+            if not _is_pipe(0):
+                raise ValueError("not a pipe")
             await loop.connect_read_pipe(lambda: _ReadProtocol(splitter, done), os.fdopen(0, "rb", buffering=0))
         except (ValueError, OSError):
             threading.Thread(target=self._read_blocking, args=(loop, splitter, done), daemon=True).start()

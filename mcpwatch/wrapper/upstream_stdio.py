@@ -95,6 +95,7 @@ class StdioUpstream:
         self.restarts = 0
         self.closing = False
         self._stopped = asyncio.Event()
+        self._spawned: asyncio.Future[None] | None = None  # pending while a process is being started
 
     # ------------------------------------------------------------------ the link the core writes to
 
@@ -153,6 +154,7 @@ class StdioUpstream:
         if shutil.which(self.argv[0]) is None:  # the shim would only fail after exec: say it here, as exec would
             self.core.upstream_lost(reason=f"could not be started: {self.argv[0]}: no such executable")
             return None
+        self._spawned = loop.create_future()
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ChildProtocol(self),
@@ -165,6 +167,8 @@ class StdioUpstream:
         except OSError as exc:
             self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}")
             return None
+        finally:
+            self._spawned.set_result(None)
         self.transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
         self.paused_since = None
@@ -198,6 +202,11 @@ class StdioUpstream:
     async def close(self, grace_s: float = 2.0) -> None:
         """Close the child's stdin, then SIGTERM, then SIGKILL its process group: no orphans."""
         self.closing = True
+        if self._spawned is not None and not self._spawned.done():  # a process is starting: stop it too
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._spawned), grace_s)
+        if self.transport is None:
+            return  # nothing running (waiting to reconnect, or never started)
         if self._stdin is not None:
             self._stdin.close()
         for sig in (None, signal.SIGTERM, signal.SIGKILL):

@@ -5,8 +5,10 @@ opens intact and a registry entry that is ignored."""
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +28,7 @@ from faultkit import (
 from mcpwatch import registry
 from mcpwatch.store import EventReader
 
+from conftest import mcpwatch_cmd
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio
@@ -175,3 +178,27 @@ async def upstream_pid_of(wrapper_pid: int, timeout: float = 10.0) -> int:
             return int(children[0])
         await asyncio.sleep(0.05)
     raise AssertionError(f"wrapper {wrapper_pid} has no child process")
+
+
+@pytest.mark.parametrize("stdin", ["file", "devnull"])
+def test_stdin_and_stdout_that_are_files_not_pipes(tmp_path: Path, isolated_state: Path, stdin: str) -> None:
+    # A host (or a person) may hand the wrapper a file or /dev/null: no pipe for the event loop to watch.
+    frames = tmp_path / "in.jsonl"
+    frames.write_text('{"jsonrpc":"2.0","id":1,"method":"ping"}\nnot json\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    source = str(frames) if stdin == "file" else "/dev/null"
+    with open(source, "rb") as host_in, open(out, "wb") as host_out:
+        done = subprocess.run(
+            mcpwatch_cmd("wrap", "--no-log", "--", sys.executable, str(RAW_SERVER)),
+            stdin=host_in,
+            stdout=host_out,
+            stderr=subprocess.PIPE,
+            timeout=30,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"Traceback" not in done.stderr and not list((isolated_state / "wrappers").glob("*.json"))
+    replies = {json.dumps(m.get("id")): m for m in read_jsonl(out)}
+    if stdin == "file":  # the ping is answered (by the server, or as abandoned at shutdown), the garbage refused
+        assert set(replies) == {"1", "null"} and replies["null"]["error"]["code"] == -32700
+    else:
+        assert replies == {}
