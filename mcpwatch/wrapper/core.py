@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -214,7 +215,7 @@ class WrapperCore:
             pending.budget = budget
             if budget.seconds is not None:
                 pending.timer = self.loop.call_later(budget.seconds, self._deadline_hit, up_id)
-                if self.settings.deadline.propagate:
+                if self.settings.deadline.propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
             self.recorder.emit(
                 Kind.REQUEST_START,
@@ -270,19 +271,37 @@ class WrapperCore:
 
     def _send_upstream(self, pending: Pending | None, message: dict[str, Any]) -> None:
         if self.upstream is None or self.upstream_state != UpstreamState.READY:
-            self.waiting.append((pending, message))
+            self._queue(pending, message)
             return
+        if pending is not None and pending.timer is not None and pending.budget is not None:
+            meta = message["params"].get("_meta")
+            if isinstance(meta, dict) and DEADLINE_META in meta and pending.budget.seconds is not None:
+                left = pending.budget.seconds - (self.loop.time() - pending.started)  # less after a wait in the queue
+                meta[DEADLINE_META] = max(0, int(left * 1000))
         outcome = self.upstream.send(message)
         if outcome == "sent":
             if pending is not None:
                 pending.sent = True
         elif outcome == "down":
-            self.waiting.append((pending, message))
+            self._queue(pending, message)
         elif pending is not None:  # stuck
             unsent = self.upstream.describe().get("unsent_bytes", 0)
             self._fail(
                 pending, Outcome.ERROR, f"the upstream MCP server is not reading its input ({unsent} bytes unsent)"
             )
+
+    def _queue(self, pending: Pending | None, message: dict[str, Any]) -> None:
+        """Hold a frame until the upstream is ready. A tools/call waits within its budget; any other request gets
+        a bound of its own (the handshake timeout plus the longest reconnect delay), so nothing waits for ever."""
+        self.waiting.append((pending, message))
+        if pending is not None and pending.timer is None:
+            limit = self.settings.tombstones.init_timeout_s + self.settings.tombstones.backoff_max_s
+            pending.timer = self.loop.call_later(limit, self._queue_timeout, pending.up_id, limit)
+
+    def _queue_timeout(self, up_id: int, limit: float) -> None:
+        pending = self.pending.get(up_id)
+        if pending is not None and not pending.sent:
+            self._fail(pending, Outcome.ERROR, f"{self._unavailable_text()} for {limit:g} s", reason="unavailable")
 
     def _flush_waiting(self) -> None:
         waiting, self.waiting = self.waiting, []
@@ -528,8 +547,9 @@ class WrapperCore:
             self.counters.timeouts += 1
         else:
             self.counters.cancelled += 1
+        detail: dict[str, Any] = {}
         if reason != "host_cancel":  # a host that cancelled is owed nothing
-            self._answer_abandoned(pending, outcome, reason, elapsed)
+            detail["result_preview"] = frames.text_of(self._answer_abandoned(pending, reason, elapsed), 4096)
         self.recorder.emit(
             Kind.REQUEST_END,
             request_id=pending.request_key,
@@ -539,13 +559,15 @@ class WrapperCore:
             method=pending.method,
             partial=pending.last_progress is not None,
             error=reason,
+            **detail,
         )
 
-    def _answer_abandoned(self, pending: Pending, outcome: Outcome, reason: str, elapsed: float) -> None:
+    def _answer_abandoned(self, pending: Pending, reason: str, elapsed: float) -> dict[str, Any]:
+        """Answer the host for a call mcpwatch stopped waiting for; returns what was sent."""
         if pending.method != "tools/call":
-            text = f"the request {reason_text(reason)}"
-            pending.link.send(frames.error_response(pending.host_id, frames.INTERNAL_ERROR, text))
-            return
+            reply = frames.error_response(pending.host_id, frames.INTERNAL_ERROR, f"the request {reason_text(reason)}")
+            pending.link.send(reply)
+            return reply
         upstream_note = None if pending.sent else self._unavailable_text()
         result = deadline_result(
             tool=pending.tool or "?",
@@ -558,7 +580,9 @@ class WrapperCore:
             upstream_note=upstream_note,
             modern=self.modern_era,
         )
-        pending.link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": result})
+        reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
+        pending.link.send(reply)
+        return reply
 
     def _fail(self, pending: Pending, outcome: Outcome, text: str, reason: str = "upstream_lost") -> None:
         """Answer a call that cannot complete (upstream gone or stuck) at once, with a clear error."""
@@ -572,9 +596,10 @@ class WrapperCore:
             result = call_error_result(
                 pending.tool or "?", text, pending.last_progress, pending.models, self.modern_era
             )
-            pending.link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": result})
+            reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
         else:
-            pending.link.send(frames.error_response(pending.host_id, frames.INTERNAL_ERROR, text))
+            reply = frames.error_response(pending.host_id, frames.INTERNAL_ERROR, text)
+        pending.link.send(reply)
         self.recorder.emit(
             Kind.REQUEST_END,
             request_id=pending.request_key,
@@ -584,6 +609,7 @@ class WrapperCore:
             method=pending.method,
             error=text,
             partial=pending.last_progress is not None,
+            result_preview=frames.text_of(reply, 4096),
         )
 
     def _forget(self, pending: Pending) -> None:
@@ -648,18 +674,32 @@ class WrapperCore:
         self._set_state(UpstreamState.READY, generation=self.ids.generation)
         self._flush_waiting()
 
-    def upstream_lost(self, *, reason: str, exit_code: int | None = None, stderr_tail: list[str] | None = None) -> None:
-        """The upstream is gone: answer every call it held at once, clearly; queued calls keep waiting."""
+    def upstream_lost(
+        self,
+        *,
+        reason: str,
+        exit_code: int | None = None,
+        stderr_tail: list[str] | None = None,
+        fail_queued: bool = False,
+    ) -> None:
+        """The upstream is gone: answer every call it held at once, clearly. Queued calls keep waiting for the next
+        connection, unless it could not even be started (`fail_queued`): then they are answered with that too."""
         self.last_exit = {"reason": reason, "exit_code": exit_code, "stderr_tail": stderr_tail or []}
         self._set_state(
-            UpstreamState.CLOSED, generation=self.ids.generation, exit_code=exit_code, stderr_tail=stderr_tail or []
+            UpstreamState.CLOSED,
+            generation=self.ids.generation,
+            reason=reason,
+            exit_code=exit_code,
+            stderr_tail=stderr_tail or [],
         )
         text = f"the upstream MCP server {reason}"
         if exit_code is not None:
             text += f" (exit code {exit_code})"
         if stderr_tail:
             text += "; its last stderr lines: " + " | ".join(stderr_tail[-5:])
-        for pending in [p for p in self.pending.values() if p.sent]:
+        if not self.closing:
+            print(f"mcpwatch: {text}", file=sys.stderr, flush=True)  # the host keeps this as the server's log
+        for pending in [p for p in self.pending.values() if p.sent or fail_queued]:
             self._fail(pending, Outcome.UPSTREAM_LOST, text)
         for future in self._internal.values():
             if not future.done():

@@ -74,10 +74,10 @@ def deadline_result(
     upstream_note: str | None = None,
     modern: bool = False,
 ) -> dict[str, Any]:
-    what = _REASONS.get(reason, reason)
-    headline = f"mcpwatch: the call to tool '{tool}' {what}"
+    headline = f"mcpwatch: the call to tool '{tool}' {reason_text(reason)}"
     if budget is not None and budget.seconds is not None:
-        headline += f" of {_seconds(budget.seconds)} ({budget.explanation})"
+        budget_text = f"{_seconds(budget.seconds)} ({budget.explanation})"
+        headline += f" of {budget_text}" if reason == "deadline" else f" (its budget was {budget_text})"
     headline += f"; it was stopped after {elapsed_s:.1f} s"
     if upstream_note:
         headline += f" — {upstream_note}"

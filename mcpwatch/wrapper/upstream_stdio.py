@@ -152,7 +152,9 @@ class StdioUpstream:
     async def _run_once(self) -> int | None:
         loop = asyncio.get_running_loop()
         if shutil.which(self.argv[0]) is None:  # the shim would only fail after exec: say it here, as exec would
-            self.core.upstream_lost(reason=f"could not be started: {self.argv[0]}: no such executable")
+            self.core.upstream_lost(
+                reason=f"could not be started: {self.argv[0]}: no such executable", fail_queued=True
+            )
             return None
         self._spawned = loop.create_future()
         try:
@@ -165,7 +167,7 @@ class StdioUpstream:
                 start_new_session=True,
             )
         except OSError as exc:
-            self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}")
+            self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}", fail_queued=True)
             return None
         finally:
             self._spawned.set_result(None)

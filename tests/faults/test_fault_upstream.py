@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultkit import FAULT_SERVER, raw_host, read_jsonl, registry_of, session_events, text_of
+from faultkit import FAULT_SERVER, INIT_PARAMS, RAW_SERVER, raw_host, read_jsonl, registry_of, session_events, text_of
 
 from mcpwatch.wrapper.upstream_stdio import HARD_UNSENT_LIMIT
 
@@ -220,3 +220,40 @@ async def test_an_upstream_answering_after_it_was_told_to_go_is_dropped_and_coun
     end = [e for e in events if e.kind == "session_end"]
     assert len(end) == 1 and end[0].data["counters"]["late_dropped"] == 5
     assert not list((isolated_state / "wrappers").glob("*.json"))
+
+
+async def test_a_call_queued_during_a_respawn_is_told_the_time_it_really_has_left(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[upstream]\nbackoff_base_s = 1.0\n")  # the respawn waits 0.8-1.2 s
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "20"}
+    async with raw_host(RAW_SERVER, tmp_path, env=env, wrap_args=["--config", str(config)]) as host:
+        await host.initialize()
+        crashed = await host.tool("crash", {"code": 7})
+        assert "exit code 7" in text_of(crashed) and "raw_server: crashing on purpose" in text_of(crashed)
+        echo = await host.tool("echo", {"n": 1}, timeout=10)  # waits in the queue for the new process
+        seen = json.loads(text_of(echo))
+        assert 15_000 <= seen["deadline_ms"] <= 19_300, seen  # 20 s less the wait, not the full 20 s
+        assert await host.close() == 0
+    assert "mcpwatch: the upstream MCP server exited (exit code 7)" in host.stderr()
+    host.assert_clean_stderr()
+
+
+async def test_an_upstream_that_cannot_be_started_answers_every_request_at_once(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    async with raw_host(["mcpwatch-no-such-server"], tmp_path) as host:
+        started = time.monotonic()
+        replies = await asyncio.wait_for(
+            asyncio.gather(host.request("initialize", INIT_PARAMS), host.request("tools/list", {})), 5
+        )
+        assert time.monotonic() - started < 2.0
+        for reply in replies:
+            assert reply["error"]["message"] == (
+                "the upstream MCP server could not be started: mcpwatch-no-such-server: no such executable"
+            )
+        assert await host.close() == 0
+    assert "could not be started: mcpwatch-no-such-server: no such executable" in host.stderr()
+    assert "did not stop" not in host.stderr()
+    host.assert_clean_stderr()
