@@ -1,4 +1,5 @@
-"""Loopback ports for benchmarks and tests that start real servers: pick a free one, wait until it listens."""
+"""Ports: check one can be served before a server starts on it (so a busy port is one clear line, not a server's
+traceback); for benchmarks and tests, pick a free one and wait until it listens."""
 
 from __future__ import annotations
 
@@ -22,3 +23,20 @@ def wait_for_port(port: int, timeout: float = 20.0) -> None:
                 return
         time.sleep(0.05)
     raise TimeoutError(f"nothing listens on port {port} after {timeout:g} s")
+
+
+def check_can_listen(host: str, port: int, option: str) -> None:
+    """Raise UserError naming `option` when `host:port` cannot be served (unresolvable, or in use)."""
+    from mcpwatch.errors import UserError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise UserError(f"{option} {host}:{port}: cannot resolve {host!r} ({exc.strerror or exc})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise UserError(f"{option} {host}:{port}: cannot listen there ({exc.strerror or exc})") from None

@@ -63,25 +63,6 @@ def _configure_logging(level: str) -> None:
     root.setLevel(level)
 
 
-def _check_listen(host: str, port: int) -> None:
-    """Fail with one clear line when the address cannot be served (uvicorn would log and exit 3)."""
-    import socket
-
-    from mcpwatch.errors import UserError
-
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise UserError(f"--http {host}:{port}: cannot resolve {host!r} ({exc.strerror or exc})") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise UserError(f"--http {host}:{port}: cannot listen there ({exc.strerror or exc})") from None
-
-
 def run(args: argparse.Namespace) -> int:
     _configure_logging(args.log_level)
     from mcpwatch.council.settings import load_settings
@@ -112,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     if settings.http is None:
         mcp.run()
         return 0
+    from mcpwatch.ports import check_can_listen
+
     host, port = settings.http
-    _check_listen(host, port)
+    check_can_listen(host, port, "--http")
     print(f"mcpwatch council: serving Streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     import anyio
 

@@ -34,6 +34,18 @@ def _headers(raw: list[str]) -> dict[str, str]:
     return headers
 
 
+def _check_url(url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"--url must be an http:// or https:// URL of an MCP endpoint, got {url!r}")
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -48,12 +60,19 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give the upstream either as `-- CMD ARGS…` or as `--url URL` (exactly one)")
     if args.header and not args.url:
         raise UserError("--header only applies to an --url upstream")
+    from mcpwatch.ports import check_can_listen
+
+    if args.url:
+        _check_url(args.url)
     if args.listen:
         from mcpwatch.wrapper.front_http import parse_listen
 
-        parse_listen(args.listen)
-    if args.operator_port is not None and not 0 <= args.operator_port <= 65535:
-        raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
+        host, port, _ = parse_listen(args.listen)
+        check_can_listen(host, port, "--listen")
+    if args.operator_port is not None:
+        if not 0 <= args.operator_port <= 65535:
+            raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
+        check_can_listen("127.0.0.1", args.operator_port, "--operator-port")
     options = WrapOptions(
         settings=load_settings(args.config),
         command=command,

@@ -36,7 +36,9 @@ GARBAGE_WARNINGS_MAX = 20
 class HostLink(Protocol):
     """One host connection (the stdio front has one; the HTTP front one per session)."""
 
-    def send(self, message: dict[str, Any]) -> None: ...
+    def send(self, message: dict[str, Any]) -> bool | None:
+        """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""
+        ...
 
 
 class UpstreamLink(Protocol):
@@ -273,11 +275,8 @@ class WrapperCore:
         if self.upstream is None or self.upstream_state != UpstreamState.READY:
             self._queue(pending, message)
             return
-        if pending is not None and pending.timer is not None and pending.budget is not None:
-            meta = message["params"].get("_meta")
-            if isinstance(meta, dict) and DEADLINE_META in meta and pending.budget.seconds is not None:
-                left = pending.budget.seconds - (self.loop.time() - pending.started)  # less after a wait in the queue
-                meta[DEADLINE_META] = max(0, int(left * 1000))
+        if pending is not None and pending.budget is not None and self.settings.deadline.propagate:
+            self._stamp_time_left(pending, message)
         outcome = self.upstream.send(message)
         if outcome == "sent":
             if pending is not None:
@@ -289,6 +288,14 @@ class WrapperCore:
             self._fail(
                 pending, Outcome.ERROR, f"the upstream MCP server is not reading its input ({unsent} bytes unsent)"
             )
+
+    def _stamp_time_left(self, pending: Pending, message: dict[str, Any]) -> None:
+        """The deadline a tools/call carries upstream is the time left as it leaves (less after a wait in the queue)."""
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        seconds = pending.budget.seconds if pending.budget is not None else None
+        if isinstance(meta, dict) and DEADLINE_META in meta and seconds is not None:
+            meta[DEADLINE_META] = max(0, int((seconds - (self.loop.time() - pending.started)) * 1000))
 
     def _queue(self, pending: Pending | None, message: dict[str, Any]) -> None:
         """Hold a frame until the upstream is ready. A tools/call waits within its budget; any other request gets
@@ -346,7 +353,11 @@ class WrapperCore:
                 self._send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, "no host connected"))
                 return
             self._server_requests[frames.id_key(message["id"])] = (self.ids.generation, link)
-            link.send(message)
+            if link.send(message) is False:
+                self._server_requests.pop(frames.id_key(message["id"]), None)
+                text = f"the host has no open stream to receive a {message['method']} request"
+                self.recorder.emit(Kind.WARNING, message=f"upstream {text}; answered with an error")
+                self._send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
         else:
             self._upstream_garbage(f"not valid JSON-RPC: {frames.text_of(message, 200)}")
 
@@ -355,7 +366,21 @@ class WrapperCore:
             self.upstream.send(message)
 
     def _link_for_server_request(self) -> HostLink | None:
+        """The host of the newest call in flight (the one most likely to have caused the request), else the last
+        host to connect."""
+        for pending in reversed(self.pending.values()):
+            if pending.link in self.links:
+                return pending.link
         return self.links[-1] if self.links else None
+
+    def requeue(self, up_id: Any) -> bool:
+        """A request the upstream never received (its connection was gone): send it again on the next one."""
+        pending = self.pending.get(up_id)
+        if pending is None or not pending.sent:
+            return False
+        pending.sent = False
+        self._queue(pending, pending.message)
+        return True
 
     def _upstream_response(self, message: dict[str, Any]) -> None:
         up_id = message["id"]
@@ -858,6 +883,12 @@ class WrapperCore:
         for pending in list(self.pending.values()):
             self._abandon(pending, Outcome.CANCELLED, "shutdown", reason_text=f"mcpwatch is shutting down ({why})")
         self.waiting.clear()
+
+
+def retrieve_exception(task: asyncio.Task[Any]) -> None:
+    """Mark a start task's failure as seen: the loss that caused it is reported already, not as a traceback."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _tool_payload(reply: dict[str, Any] | None) -> tuple[Any, bool, str | None]:

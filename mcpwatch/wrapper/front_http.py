@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mcpwatch.errors import UserError
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
-from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.core import MODERN_VERSION_META, WrapperCore
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -26,9 +26,20 @@ GET_BUFFER = 1000
 
 def parse_listen(url: str) -> tuple[str, int, str]:
     parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or parts.port is None:
-        raise UserError(f"--listen must look like http://127.0.0.1:PORT/mcp, got {url!r}")
-    return parts.hostname, parts.port, parts.path or "/mcp"
+    try:
+        port = parts.port
+    except ValueError:  # out of range
+        port = None
+    if parts.scheme != "http" or not parts.hostname or port is None:
+        raise UserError(f"--listen must look like http://127.0.0.1:PORT/mcp (a port from 1 to 65535), got {url!r}")
+    return parts.hostname, port, parts.path or "/mcp"
+
+
+def _is_modern(item: dict[str, Any]) -> bool:
+    """A 2026-era frame: it carries its protocol version itself and belongs to no session."""
+    params = item.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and MODERN_VERSION_META in meta
 
 
 class _Stream:
@@ -48,7 +59,7 @@ class HttpSession:
         self.streams: list[_Stream] = []
         self.get_queue: asyncio.Queue[dict[str, Any] | None] | None = None
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any]) -> bool:
         if "method" not in message:  # a response
             key = frames.id_key(message.get("id"))
             for stream in self.streams:
@@ -57,15 +68,20 @@ class HttpSession:
                     stream.request_ids.discard(key)
                     if not stream.request_ids:
                         stream.queue.put_nowait(None)
-                    return
+                    return True
         elif message.get("method") == "notifications/progress":
             token = (message.get("params") or {}).get("progressToken")
             for stream in self.streams:
                 if token in stream.tokens:
                     stream.queue.put_nowait(message)
-                    return
+                    return True
         if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
             self.get_queue.put_nowait(message)
+            return True
+        if "id" in message and self.streams:  # a server request with no GET stream: the newest POST's stream
+            self.streams[-1].queue.put_nowait(message)
+            return True
+        return False
 
     def end_streams(self) -> None:
         for stream in self.streams:
@@ -143,11 +159,23 @@ class HttpFront:
             await respond_json(send, 400, frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
             return
         items = payload if isinstance(payload, list) else [payload]
-        is_init = any(isinstance(i, dict) and i.get("method") == "initialize" for i in items)
+        invalid = [i for i in items if frames.kind_of(i) == frames.INVALID]
+        if invalid or not items:
+            bad_id = invalid[0].get("id") if invalid and isinstance(invalid[0], dict) else None
+            error = frames.error_response(
+                bad_id if frames.valid_id(bad_id) else None, frames.INVALID_REQUEST, "Invalid Request"
+            )
+            await respond_json(send, 400, error)
+            return
+        is_init = any(i.get("method") == "initialize" for i in items)
         session = self.sessions.get(headers.get(SESSION_HEADER, ""))
+        ephemeral = None
         if is_init:
             session = HttpSession(uuid.uuid4().hex)
             self.sessions[session.session_id] = session
+            self.core.attach_link(session)
+        elif session is None and not headers.get(SESSION_HEADER) and all(_is_modern(i) for i in items):
+            session = ephemeral = HttpSession("")  # 2026 era: sessionless, answered on this POST
             self.core.attach_link(session)
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
@@ -156,7 +184,7 @@ class HttpFront:
             )
             return
         requests = [i for i in items if frames.kind_of(i) == frames.REQUEST]
-        extra = {SESSION_HEADER: session.session_id}
+        extra = {SESSION_HEADER: session.session_id} if session.session_id else {}
         if not requests:
             for item in items:
                 self.core.host_message(session, item)
@@ -170,6 +198,7 @@ class HttpFront:
                 session.send({"jsonrpc": "2.0", "id": item["id"], "result": self.core.init_result})
             else:
                 self.core.host_message(session, item)
+        watcher = asyncio.ensure_future(self._cancel_on_disconnect(session, stream, receive)) if ephemeral else None
         try:
             first = await stream.queue.get()
             if first is None:
@@ -177,11 +206,24 @@ class HttpFront:
             elif "method" not in first and not stream.request_ids:
                 # The POST's only answer, with nothing streamed before it: plain JSON, which every client reads
                 # faster than an event stream (the spec lets the server choose).
-                await respond_json(send, 200, first, [(SESSION_HEADER.encode(), session.session_id.encode())])
+                await respond_json(send, 200, first, [(k.encode(), v.encode()) for k, v in extra.items()])
             else:
                 await _sse(send, stream.queue, extra, first)
         finally:
             session.streams.remove(stream)
+            if watcher is not None:
+                watcher.cancel()
+            if ephemeral is not None:
+                self.core.detach_link(ephemeral)
+
+    async def _cancel_on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any) -> None:
+        """2026 era: a host cancels a request by closing its POST (it sends no notifications)."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        for request_id in list(stream.request_ids):
+            params = {"requestId": request_id, "reason": "the host closed the request"}
+            self.core.host_message(session, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+        stream.queue.put_nowait(None)
 
     async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
         session = self.sessions.get(headers.get(SESSION_HEADER, ""))

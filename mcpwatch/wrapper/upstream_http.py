@@ -14,10 +14,31 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.core import MODERN_VERSION_META, WrapperCore, retrieve_exception
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 
 STABLE_AFTER_S = 30.0
+# 2026 era over HTTP: each request names its version, method and (for these methods) its target in headers
+NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def modern_version(message: dict[str, Any]) -> str | None:
+    """The protocol version a 2026-era request carries in its `_meta`, else None (a 2025-era frame)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(MODERN_VERSION_META) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
+    from mcp.shared.inbound import encode_header_value
+
+    headers = {"MCP-Protocol-Version": version, "Mcp-Method": str(message.get("method"))}
+    name = NAME_PARAMS.get(str(message.get("method")))
+    value = message["params"].get(name) if name else None
+    if isinstance(value, str):
+        headers["Mcp-Name"] = encode_header_value(value)
+    return headers
 
 
 class HttpUpstream:
@@ -40,17 +61,30 @@ class HttpUpstream:
         self._posts: set[asyncio.Task[None]] = set()
         self._get_task: asyncio.Task[None] | None = None
         self._initialize_ids: set[Any] = set()
+        self._modern_posts: dict[Any, asyncio.Task[None]] = {}  # 2026 era: a request's POST, to abort on cancel
 
     # ------------------------------------------------------------------ the link the core writes to
 
     def send(self, message: dict[str, Any]) -> str:
         if not self.connected:
             return "down"
-        if message.get("method") == "initialize":
+        method = message.get("method")
+        if method == "initialize":
             self._initialize_ids.add(message.get("id"))
-        task = asyncio.ensure_future(self._post(message))
+        version = modern_version(message) if method is not None else None
+        if self._modern_posts and method == "notifications/cancelled" and "id" not in message:
+            # The 2026 HTTP wire has no client notifications: a request is cancelled by closing its POST.
+            task = self._modern_posts.get((message.get("params") or {}).get("requestId"))
+            if task is not None:
+                task.cancel()
+                return "sent"
+        task = asyncio.ensure_future(self._post(message, version))
         self._posts.add(task)
         task.add_done_callback(self._posts.discard)
+        if version is not None and "id" in message:
+            request_id = message["id"]
+            self._modern_posts[request_id] = task
+            task.add_done_callback(lambda _: self._modern_posts.pop(request_id, None))
         return "sent"
 
     def describe(self) -> dict[str, Any]:
@@ -70,14 +104,18 @@ class HttpUpstream:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    async def _post(self, message: dict[str, Any]) -> None:
+    async def _post(self, message: dict[str, Any], version: str | None = None) -> None:
         headers = self._headers("application/json, text/event-stream")
         headers["Content-Type"] = "application/json"
+        if version is not None:
+            headers.update(routing_headers(message, version))
         is_request = "id" in message and "method" in message
         try:
             reply = await self.client.request("POST", self.url, headers, frames.encode(message))
             try:
                 if reply.status == 404 and self.session_id:
+                    if is_request:
+                        self.core.requeue(message["id"])  # the server never saw it: it goes again, on the new session
                     self._lose("ended its session (HTTP 404); reconnecting with a new one")
                     return
                 if reply.status >= 400:
@@ -149,6 +187,7 @@ class HttpUpstream:
             self.connected = True
             started_at = loop.time()
             starting = asyncio.ensure_future(self.core.upstream_started())
+            starting.add_done_callback(retrieve_exception)
             await asyncio.wait({starting, self._lost}, return_when=asyncio.FIRST_COMPLETED)
             if not starting.done():
                 starting.cancel()

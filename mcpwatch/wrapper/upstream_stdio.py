@@ -18,7 +18,7 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.core import WrapperCore, retrieve_exception
 from mcpwatch.wrapper.lines import LineSplitter
 
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
@@ -176,6 +176,7 @@ class StdioUpstream:
         self.paused_since = None
         self.stderr_tail.clear()
         starting = asyncio.ensure_future(self.core.upstream_started())
+        starting.add_done_callback(retrieve_exception)
         await asyncio.wait({starting, protocol.exited}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
             starting.cancel()

@@ -130,3 +130,43 @@ async def test_http_upstream_and_http_front(tmp_path):
             if process is not None:
                 process.terminate()
                 process.wait(10)
+
+
+async def test_the_2026_era_over_http_front_and_upstream(tmp_path):
+    # An auto-mode SDK client negotiates 2026-07-28 through the wrapper as it does directly: sessionless POSTs at
+    # the front, routing headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name) on the way upstream.
+    up_port, front_port = free_port(), free_port()
+    upstream = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(up_port)], stderr=subprocess.DEVNULL)
+    listen = f"http://127.0.0.1:{front_port}/mcp"
+    wrapper = None
+    try:
+        wait_for_port(up_port)
+        wrapper = subprocess.Popen(
+            mcpwatch_cmd("wrap", "--no-log", "--listen", listen, "--url", f"http://127.0.0.1:{up_port}/mcp"),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_for_port(front_port)
+        async with Client(f"http://127.0.0.1:{up_port}/mcp", mode="auto") as direct:
+            assert direct.protocol_version == "2026-07-28"
+        async with Client(listen, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28"
+            assert (await client.call_tool("add", {"a": 4, "b": 5})).structured_content == {"result": 9}
+            progress: list[float] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(value)
+
+            counted = await client.call_tool("count", {"n": 2, "delay": 0.01}, progress_callback=on_progress)
+            assert counted.content[0].text == "counted to 2" and progress == [1, 2]
+        async with httpx2.AsyncClient() as http:  # malformed posts are refused before anything is forwarded
+            for body in (b"7", b'[{"jsonrpc":"2.0","id":5,"method":"ping"},7]', b"[]"):
+                reply = await http.post(listen, content=body, headers={"Content-Type": "application/json"})
+                assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600, body
+    finally:
+        for process in (wrapper, upstream):
+            if process is not None:
+                process.terminate()
+                process.wait(10)
+    assert wrapper is not None and b"Traceback" not in wrapper.stderr.read()
