@@ -74,9 +74,43 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
     args = parser.parse_args(args_list)
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        if sys.stdout is not None and not getattr(sys.stdout, "closed", True):
+            sys.stdout.flush()  # output that fit the buffer meets a closed pipe here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        if not _stdout_gone():
+            raise  # some other pipe (an upstream's, say): a real error
+        _discard_stdout()
+        return 0  # `mcpwatch report | head`: the reader has seen enough, as with `git log | head`
     except UserError as exc:
         print(f"mcpwatch: {exc}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has closed it: poll reports POLLERR or POLLHUP."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):  # pragma: no cover - Windows: assume the pipe that broke was stdout
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered is dropped at exit instead of raising again there."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)

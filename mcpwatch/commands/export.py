@@ -18,7 +18,6 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
     import csv
     import json
-    import os
     import sys
     from typing import TextIO
 
@@ -36,22 +35,18 @@ def run(args: argparse.Namespace) -> int:
                 except OSError as exc:
                     raise UserError(f"{args.output}: cannot write the export ({exc.strerror})") from None
             count = 0
-            try:
-                if args.format == "csv":
-                    writer = csv.writer(out)
-                    writer.writerow(COLUMNS)
-                    for event in reader.events(session.id):
-                        writer.writerow(csv_row(export_record(event)))
-                        count += 1
-                else:
-                    for event in reader.events(session.id):
-                        out.write(json.dumps(export_record(event), ensure_ascii=False) + "\n")
-                        count += 1
-                out.flush()
-            except BrokenPipeError:  # `mcpwatch export | head`: the reader has seen enough
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                return 0
+            # `mcpwatch export | head`: the BrokenPipeError of a closed stdout ends the command quietly in cli.main
+            if args.format == "csv":
+                writer = csv.writer(out)
+                writer.writerow(COLUMNS)
+                for event in reader.events(session.id):
+                    writer.writerow(csv_row(export_record(event)))
+                    count += 1
+            else:
+                for event in reader.events(session.id):
+                    out.write(json.dumps(export_record(event), ensure_ascii=False) + "\n")
+                    count += 1
+            out.flush()
     if args.output:
         print(f"exported {count} events of session {session.id} to {args.output}", file=sys.stderr)
     return 0

@@ -16,7 +16,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-    import sys
 
     from mcpwatch.logview.report import REPORT_KINDS, build_report
     from mcpwatch.store import EventReader, log_path
@@ -27,10 +26,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
         return 0
-    from rich.console import Console
+    from mcpwatch.commands._output import stdout_console
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
-    _render(console, report)
+    _render(stdout_console(), report)
     return 0
 
 
@@ -40,23 +38,21 @@ def _seconds(value: float | None) -> str:
     return format_duration(value)
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}ms"
-
-
 def _render(console: Any, report: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from mcpwatch.logview.units import format_time
+    from mcpwatch.logview.units import format_time, session_duration
 
     s = report["session"]
     requests = report["requests"]
-    ended = "open" if s["ended_at"] is None else f"ended: {s['end_reason'] or '-'}"
+    state = s.get("state") or ("ended" if s["ended_at"] is not None else "open")
+    length = session_duration(s["duration"], state)  # as `mcpwatch sessions` shows it
+    if state == "ended":
+        length += f" (ended: {s['end_reason'] or '-'})"
     console.print(f"[bold]session {escape(s['id'])}[/] {escape(s['name'] or '')} → {escape(s['upstream'] or '-')}")
     console.print(
-        f"started {format_time(s['started_at'])}, {_seconds(s['duration'])} ({escape(ended)}), "
-        f"{requests['total']} requests, {s['events']} events"
+        f"started {format_time(s['started_at'])}, {escape(length)}, {requests['total']} requests, {s['events']} events"
     )
     if requests["by_outcome"]:
         outcomes = escape(", ".join(f"{k} {v}" for k, v in requests["by_outcome"].items()))
@@ -85,9 +81,9 @@ def _render(console: Any, report: dict[str, Any]) -> None:
             models.add_row(
                 escape(m["model"]),
                 *(str(m[k]) for k in ("calls", "ok", "timeouts", "rate_limited", "auth_errors", "errors")),
-                _ms(m["p50_ms"]),
-                _ms(m["p95_ms"]),
-                _ms(m["max_ms"]),
+                _seconds(m["p50_s"]),  # the same format as the tools' durations: one unit across the report
+                _seconds(m["p95_s"]),
+                _seconds(m["max_s"]),
             )
         console.print(models)
 

@@ -76,11 +76,18 @@ class _ToolStats:
         }
 
 
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else ms / 1000
+
+
 def _model_row(name: str, finals: list[tuple[str, float | None]]) -> dict[str, Any]:
+    """Latencies as logged (`*_ms`) and, like the tools' rows, in seconds (`*_s`), so no reader mixes units."""
     latencies = [ms for _, ms in finals if ms is not None]
     counts = {status: 0 for status in MODEL_FINAL}
     for status, _ in finals:
         counts[status if status in counts else "error"] += 1
+    p50, p95 = percentile(latencies, 0.50), percentile(latencies, 0.95)
+    top = max(latencies) if latencies else None
     return {
         "model": name,
         "calls": len(finals),
@@ -89,9 +96,12 @@ def _model_row(name: str, finals: list[tuple[str, float | None]]) -> dict[str, A
         "rate_limited": counts["rate_limited"],
         "auth_errors": counts["auth_error"],
         "errors": counts["error"],
-        "p50_ms": percentile(latencies, 0.50),
-        "p95_ms": percentile(latencies, 0.95),
-        "max_ms": max(latencies) if latencies else None,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "max_ms": top,
+        "p50_s": _seconds(p50),
+        "p95_s": _seconds(p95),
+        "max_s": _seconds(top),
     }
 
 

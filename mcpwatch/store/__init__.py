@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcpwatch import paths
 from mcpwatch.store.db import LogError
-from mcpwatch.store.reader import EventReader, SessionInfo, prune
+from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, pid_alive, prune
 from mcpwatch.store.schema import SCHEMA_VERSION
 from mcpwatch.store.writer import EventWriter, new_session_id
 
@@ -20,9 +20,12 @@ __all__ = [
     "EventReader",
     "EventWriter",
     "LogError",
+    "PruneCandidate",
+    "PruneResult",
     "SessionInfo",
     "log_path",
     "new_session_id",
+    "pid_alive",
     "prune",
 ]
 

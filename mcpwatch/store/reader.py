@@ -1,12 +1,15 @@
 """Reading the event log: sessions with their counts, and a session's events streamed in seq order.
 
-Read-only (a live wrapper may be writing the same file); every file-level problem is a `LogError`.
+Read-only (a live wrapper may be writing the same file); every file-level problem is a `LogError`. `prune` is the
+one writer here: it deletes old sessions but never one whose wrapper is still alive.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -39,9 +42,34 @@ _MAX_ROWID = 2**63 - 1
 _SESSION_COLUMNS = "id, name, upstream, pid, started_at, ended_at, end_reason, version, config"
 
 
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid exists on this machine: the test for "its wrapper is still running".
+
+    A process we may not signal (PermissionError) is alive. pid 0 and negative pids name process groups, not a
+    process, so they count as gone. On Windows signal 0 would be CTRL_C_EVENT, so every pid counts as alive there:
+    keeping a crashed session is harmless, deleting a live one is not.
+    """
+    if pid is None or isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    if sys.platform == "win32":  # pragma: no cover - no Windows runner
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError, OSError):  # not a pid this system can have
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class SessionInfo:
-    """One session's row plus counts. `duration` runs to `ended_at`, or to the last event while still open."""
+    """One session's row plus counts. `duration` runs to `ended_at`, or to the last event while still open.
+
+    `running` is true for a session with no end whose recorded pid was alive when the row was read.
+    """
 
     id: str
     name: str | None
@@ -58,6 +86,14 @@ class SessionInfo:
     version: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     last_ts: float | None = None
+    running: bool = False
+
+    @property
+    def state(self) -> str:
+        """`ended`, `running` (no end, wrapper alive) or `open` (no end, wrapper gone: crashed or killed)."""
+        if self.ended_at is not None:
+            return "ended"
+        return "running" if self.running else "open"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +104,7 @@ class SessionInfo:
             "started_at": self.started_at,
             "ended_at": self.ended_at,
             "end_reason": self.end_reason,
+            "state": self.state,
             "duration": self.duration,
             "requests": self.requests,
             "timeouts": self.timeouts,
@@ -114,6 +151,7 @@ def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInf
         version=version,
         config=parsed if isinstance(parsed, dict) else {},
         last_ts=last_ts,
+        running=ended_at is None and pid_alive(pid),
     )
 
 
@@ -177,10 +215,13 @@ class EventReader:
         after_seq: int = 0,
         start_mono: float | None = None,
         end_mono: float | None = None,
+        start_ts: float | None = None,
+        end_ts: float | None = None,
         kinds: Iterable[str] | None = None,
         limit: int | None = None,
     ) -> Iterator[Event]:
-        """The session's events with seq > after_seq and start_mono <= mono < end_mono, in seq order.
+        """The session's events with seq > after_seq, start_mono <= mono < end_mono and start_ts <= ts < end_ts
+        (wall clock, unix seconds: "what happened between 14:00 and 14:05"), in seq order.
 
         Streamed a page at a time, each page its own short read, so a slow consumer (a replay) never holds a
         snapshot open that would stop writers' WAL checkpoints; events written before a later page is read
@@ -195,6 +236,12 @@ class EventReader:
         if end_mono is not None:
             where.append("mono < ?")
             filters.append(end_mono)
+        if start_ts is not None:
+            where.append("ts >= ?")
+            filters.append(start_ts)
+        if end_ts is not None:
+            where.append("ts < ?")
+            filters.append(end_ts)
         if kinds is not None:
             wanted = sorted({str(k) for k in kinds})
             if not wanted:
@@ -230,21 +277,94 @@ class EventReader:
         """The highest seq written so far (0 for none): where a live tail continues from."""
         return int(self._query("SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", (session_id,))[0][0])
 
-    def prune(self, older_than_s: float, *, now: float | None = None, vacuum: bool = False) -> int:
-        """Delete sessions (and their events) that ended more than `older_than_s` ago; return how many.
+    def prune(
+        self, older_than_s: float, *, now: float | None = None, vacuum: bool = False, dry_run: bool = False
+    ) -> PruneResult:
+        """Delete sessions (and their events) that ended more than `older_than_s` ago; see `prune`."""
+        return prune(self.path, older_than_s, now=now, vacuum=vacuum, dry_run=dry_run)
 
-        A session that never recorded its end (its wrapper died) counts as ended at its last event.
-        """
-        return prune(self.path, older_than_s, now=now, vacuum=vacuum)
+
+@dataclass(frozen=True, slots=True)
+class PruneCandidate:
+    """A session old enough to prune: `last_at` is its end, else its last event, else its start."""
+
+    id: str
+    name: str | None
+    pid: int | None
+    started_at: float
+    ended_at: float | None
+    last_at: float
+    events: int
 
 
-def prune(path: str | Path, older_than_s: float, *, now: float | None = None, vacuum: bool = False) -> int:
-    """See EventReader.prune; opens its own short-lived write connection."""
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """What a prune removed (or, with dry_run, would remove), and the old open sessions it kept because their
+    wrapper is still running."""
+
+    pruned: tuple[PruneCandidate, ...]
+    kept_running: tuple[PruneCandidate, ...]
+    dry_run: bool = False
+
+    @property
+    def removed(self) -> int:
+        return len(self.pruned)
+
+
+# A session's age is taken from its end, else its last event (a crashed wrapper), else its start.
+_PRUNE_CANDIDATES = """
+SELECT s.id, s.name, s.pid, s.started_at, s.ended_at,
+       coalesce(s.ended_at, (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id), s.started_at) AS last_at,
+       (SELECT count(*) FROM events AS e WHERE e.session_id = s.id) AS events
+FROM sessions AS s
+WHERE coalesce(s.ended_at, (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id), s.started_at) < ?
+ORDER BY s.started_at, s.id
+"""
+
+
+def _prune_plan(conn: sqlite3.Connection, cutoff: float) -> PruneResult:
+    """Split the sessions older than `cutoff` into those to delete and the live ones to keep."""
+    pruned: list[PruneCandidate] = []
+    kept: list[PruneCandidate] = []
+    for sid, name, pid, started_at, ended_at, last_at, events in conn.execute(_PRUNE_CANDIDATES, (cutoff,)):
+        candidate = PruneCandidate(
+            sid, name, pid, float(started_at or 0.0), ended_at, float(last_at or 0.0), int(events or 0)
+        )
+        # A wrapper that is alive but quiet has an old last event; deleting its session would orphan every event
+        # it writes from now on, so a session without an end is kept for as long as its pid lives.
+        (kept if ended_at is None and pid_alive(pid) else pruned).append(candidate)
+    return PruneResult(tuple(pruned), tuple(kept))
+
+
+def prune(
+    path: str | Path,
+    older_than_s: float,
+    *,
+    now: float | None = None,
+    vacuum: bool = False,
+    dry_run: bool = False,
+) -> PruneResult:
+    """Delete the sessions (and their events) last active more than `older_than_s` ago.
+
+    A session that never recorded its end counts as ended at its last event, but only once its wrapper's pid is
+    gone from this machine: a live wrapper's open session is kept however quiet it has been. With `dry_run`
+    nothing is written (not even a lock taken) and the result says what would go. Opens its own short-lived
+    write connection; the choice and the deletes happen under one write lock, so a wrapper cannot end or write
+    to a session between the two.
+    """
     path = Path(path)
     if not (older_than_s >= 0):  # also refuses NaN
         raise LogError(f"{path}: prune needs a non-negative age, not {older_than_s!r}")
     cutoff = (time.time() if now is None else now) - older_than_s
-    connect_reader(path).close()  # validates the file (missing, foreign, corrupt, newer) before writing to it
+    reader = connect_reader(path)  # validates the file (missing, foreign, corrupt, newer) before writing to it
+    if dry_run:
+        try:
+            with translate_errors(path):
+                plan = _prune_plan(reader, cutoff)
+        finally:
+            reader.close()
+        return PruneResult(plan.pruned, plan.kept_running, dry_run=True)
+    reader.close()
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     except sqlite3.Error as exc:  # pragma: no cover - the file was just readable
@@ -252,26 +372,15 @@ def prune(path: str | Path, older_than_s: float, *, now: float | None = None, va
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         with translate_errors(path), immediate(conn):
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    """
-                    SELECT s.id FROM sessions AS s
-                    WHERE coalesce(s.ended_at,
-                                   (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id),
-                                   s.started_at) < ?
-                    """,
-                    (cutoff,),
-                )
-            ]
-            for sid in ids:
-                conn.execute("DELETE FROM events WHERE session_id = ?", (sid,))
-                conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        if vacuum and ids:
+            plan = _prune_plan(conn, cutoff)
+            for candidate in plan.pruned:
+                conn.execute("DELETE FROM events WHERE session_id = ?", (candidate.id,))
+                conn.execute("DELETE FROM sessions WHERE id = ?", (candidate.id,))
+        if vacuum and plan.pruned:
             with translate_errors(path):
                 conn.execute("VACUUM")
     except sqlite3.Error as exc:  # pragma: no cover - translate_errors turns the known ones into LogError
         raise LogError(f"{path}: pruning failed ({exc})") from None
     finally:
         conn.close()
-    return len(ids)
+    return plan

@@ -10,7 +10,7 @@ import pytest
 from mcpwatch.events import Event
 from mcpwatch.logview.export import COLUMNS, csv_row, export_record
 from mcpwatch.logview.report import build_report, percentile, tier_fit
-from mcpwatch.logview.units import format_duration, parse_age
+from mcpwatch.logview.units import format_duration, parse_age, session_duration
 
 
 def ev(kind: str, seq: int, *, rid: str | None = None, tool: str | None = None, model: str | None = None, **data):
@@ -30,13 +30,13 @@ def test_percentile_is_nearest_rank() -> None:
 @pytest.mark.parametrize(
     ("text", "seconds"),
     [
-        ("90", 90.0),
         ("90s", 90.0),
         ("15m", 900.0),
         ("12h", 43200.0),
         ("7d", 604800.0),
         ("1.5h", 5400.0),
         ("2D", 172800.0),
+        ("2w", 1209600.0),
     ],
 )
 def test_parse_age(text: str, seconds: float) -> None:
@@ -49,15 +49,44 @@ def test_parse_age_refuses(text: str) -> None:
         parse_age(text)
 
 
+@pytest.mark.parametrize(("text", "hint"), [("7", "7d"), (" 90 ", "90d"), ("1.5", "1.5d")])
+def test_parse_age_refuses_a_bare_number_and_suggests_a_unit(text: str, hint: str) -> None:
+    """`--older-than=7` once meant 7 seconds and pruned everything; a number without a unit is now refused."""
+    with pytest.raises(ValueError, match=f"did you mean {hint}") as caught:
+        parse_age(text)
+    assert "\n" not in str(caught.value)
+
+
 def test_format_duration() -> None:
-    assert [format_duration(v) for v in (0.42, 45.25, 185, 7380, 93600)] == [
-        "0.42s",
+    assert [format_duration(v) for v in (0.42, 8.299, 45.25, 185, 7380, 93600)] == [
+        "420ms",
+        "8.30s",
         "45.2s",
         "3m 05s",
         "2h 03m",
         "1d 02h",
     ]
     assert format_duration(None) == format_duration(math.nan) == "-"
+
+
+def test_format_duration_below_a_second_is_in_ms_and_rounding_never_crosses_a_unit() -> None:
+    """A 3 ms call used to read `0.00s`; and 0.9996 s must not read `1000ms`, nor 59.96 s `60.0s`."""
+    cases = {
+        0: "0ms",
+        0.0004: "0.4ms",
+        0.003: "3ms",
+        0.9996: "1.00s",
+        0.99949: "999ms",
+        9.996: "10.0s",
+        59.96: "1m 00s",
+    }
+    assert {v: format_duration(v) for v in cases} == cases
+
+
+def test_session_duration_is_one_format_for_every_state() -> None:
+    assert session_duration(330.0, "ended") == "5m 30s"
+    assert session_duration(723.0, "open") == "12m 03s (open)"
+    assert session_duration(0.04, "running") == "running"  # an idle live wrapper is not "40ms long"
 
 
 def test_requests_are_attributed_to_tools_by_request_id() -> None:
@@ -92,6 +121,7 @@ def test_model_statuses_count_final_states_once() -> None:
     (m,) = build_report(events)["models"]
     assert (m["calls"], m["ok"], m["auth_errors"], m["errors"]) == (3, 1, 1, 1)
     assert (m["p50_ms"], m["max_ms"]) == (7.0, 100.0)
+    assert (m["p50_s"], m["max_s"]) == (0.007, 0.1)  # the same unit as the tools' p50_s, for --json readers
 
 
 def test_tier_fit_uses_the_host_timeout_when_the_budget_is_disabled() -> None:

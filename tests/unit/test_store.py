@@ -5,18 +5,21 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import os
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_store_sample import write_sample
+from test_store_sample import dead_pid, write_sample
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
-from mcpwatch.store import EventReader, EventWriter, LogError, new_session_id, prune
+from mcpwatch.store import EventReader, EventWriter, LogError, new_session_id, pid_alive, prune
 
 # One representative data dict per kind, following the contract in events.py.
 DATA_BY_KIND = {
@@ -290,17 +293,20 @@ def test_prune_removes_old_sessions_and_their_events(tmp_path: Path) -> None:
     path = tmp_path / "events.db"
     day = 86400.0
     now = 1_700_000_000.0 + 30 * day
+    gone = dead_pid()
     old = write_sample(path, t0=1_700_000_000.0, name="old")  # ended 30 days ago
-    crashed = write_sample(path, t0=1_700_000_000.0 + 5 * day, name="crashed", end=False)  # never ended
+    crashed = write_sample(path, t0=1_700_000_000.0 + 5 * day, name="crashed", end=False, pid=gone)  # never ended
     recent = write_sample(path, t0=now - day, name="recent")
-    running = write_sample(path, t0=now - 3600, name="running", end=False)
+    running = write_sample(path, t0=now - 3600, name="running", end=False, pid=gone)
     with EventReader(path) as reader:
-        assert reader.prune(7 * day, now=now) == 2
+        result = reader.prune(7 * day, now=now)
+        assert [c.id for c in result.pruned] == [old.session_id, crashed.session_id] and result.removed == 2
+        assert result.kept_running == ()
         remaining = {s.id for s in reader.sessions()}
         assert remaining == {recent.session_id, running.session_id}
         assert reader.event_count(old.session_id) == reader.event_count(crashed.session_id) == 0
         assert reader.event_count(recent.session_id) == len(recent.emitted)
-    assert prune(path, 7 * day, now=now, vacuum=True) == 0
+    assert prune(path, 7 * day, now=now, vacuum=True).removed == 0
     with pytest.raises(LogError, match="non-negative"):
         prune(path, -1.0)
     conn = sqlite3.connect(path)
@@ -370,3 +376,95 @@ def test_events_are_read_page_by_page_without_losing_order_or_ties(tmp_path: Pat
         writer.flush(5)
         assert [e.seq for e in stream][-3:] == [30, 30, 31]
     writer.close()
+
+
+def test_prune_keeps_an_open_session_while_its_wrapper_lives(tmp_path: Path) -> None:
+    """A live wrapper's quiet session is old by its last event, but deleting it would orphan what it writes next;
+    a crashed wrapper's session (no end, pid gone) goes by its last event's time."""
+    path = tmp_path / "events.db"
+    day = 86400.0
+    now = 1_700_000_000.0 + 30 * day
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        quiet = write_sample(path, t0=1_700_000_000.0, name="quiet", end=False, pid=live.pid)
+        crashed = write_sample(path, t0=1_700_000_000.0, name="crashed", end=False, pid=dead_pid())
+        ended = write_sample(path, t0=1_700_000_000.0, name="ended", pid=live.pid)  # ended: its pid does not matter
+        result = prune(path, 7 * day, now=now)
+        assert {c.id for c in result.pruned} == {crashed.session_id, ended.session_id}
+        assert [(c.id, c.pid) for c in result.kept_running] == [(quiet.session_id, live.pid)]
+        with EventReader(path) as reader:
+            assert [s.id for s in reader.sessions()] == [quiet.session_id]
+            assert reader.event_count(quiet.session_id) == len(quiet.emitted)
+    finally:
+        live.kill()
+        live.wait(30)
+    result = prune(path, 7 * day, now=now)  # its wrapper has gone now: the session is pruned like any other
+    assert [c.id for c in result.pruned] == [quiet.session_id] and result.kept_running == ()
+
+
+def test_prune_dry_run_lists_the_same_sessions_and_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    day = 86400.0
+    now = 1_700_000_000.0 + 30 * day
+    old = write_sample(path, t0=1_700_000_000.0, name="old")
+    crashed = write_sample(path, t0=1_700_000_000.0 + day, name="crashed", end=False, pid=dead_pid())
+    kept = write_sample(path, t0=1_700_000_000.0 + day, name="live", end=False)  # this process: alive
+    write_sample(path, t0=now - day, name="recent")
+    before = path.read_bytes()
+    dry = prune(path, 7 * day, now=now, dry_run=True, vacuum=True)
+    assert dry.dry_run and [c.id for c in dry.pruned] == [old.session_id, crashed.session_id]
+    assert [c.id for c in dry.kept_running] == [kept.session_id]
+    assert dry.pruned[0].ended_at == dry.pruned[0].last_at == old.t0 + 330.0
+    assert dry.pruned[1].ended_at is None and dry.pruned[1].last_at == crashed.emitted[-1].ts
+    assert [c.events for c in dry.pruned] == [len(old.emitted), len(crashed.emitted)]
+    assert path.read_bytes() == before
+    with EventReader(path) as reader:
+        assert len(reader.sessions()) == 4
+    real = prune(path, 7 * day, now=now)
+    assert (real.pruned, real.kept_running) == (dry.pruned, dry.kept_running) and not real.dry_run
+
+
+def test_pid_alive() -> None:
+    assert pid_alive(os.getpid())
+    assert not pid_alive(dead_pid())
+    for pid in (None, 0, -1, 2**70):  # 0 and -1 would signal process groups; never treat them as a process
+        assert not pid_alive(pid)
+
+
+def test_pid_alive_counts_a_process_we_may_not_signal_as_alive(monkeypatch) -> None:
+    def refuse(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "kill", refuse)
+    assert pid_alive(4242)
+
+
+def test_sessions_know_running_from_open(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    running = write_sample(path, name="live", end=False)  # this process: alive
+    crashed = write_sample(path, name="crashed", end=False, pid=dead_pid())
+    ended = write_sample(path, name="ended")
+    with EventReader(path) as reader:
+        states = {s.id: (s.state, s.to_dict()["state"]) for s in reader.sessions()}
+        assert reader.session(crashed.session_id).duration == crashed.emitted[-1].mono  # to its last event
+    assert states == {
+        running.session_id: ("running", "running"),
+        crashed.session_id: ("open", "open"),
+        ended.session_id: ("ended", "ended"),
+    }
+
+
+def test_events_by_wall_clock_range(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sample = write_sample(path, t0=1_700_000_000.0)
+    write_sample(path, t0=1_700_000_000.0, name="other")  # the same times in another session stay out
+    start, end = 1_700_000_000.0 + 20.0, 1_700_000_000.0 + 160.0
+    with EventReader(path) as reader:
+        got = list(reader.events(sample.session_id, start_ts=start, end_ts=end))
+        assert [e.seq for e in got] == [e.seq for e in sample.emitted if start <= e.ts < end]
+        assert got and got[0].ts == start  # the start is inclusive, the end exclusive
+        kinds = {e.kind for e in reader.events(sample.session_id, start_ts=start, end_ts=end, kinds=["request_end"])}
+        assert kinds == {"request_end"}
+        assert [e.seq for e in reader.events(sample.session_id, start_ts=1_700_000_000.0 + 315.0)] == [
+            e.seq for e in sample.emitted if e.ts >= 1_700_000_000.0 + 315.0
+        ]

@@ -141,17 +141,30 @@ class SampleSession:
             self.model_latency.setdefault(model, []).append(latency_ms)
 
 
-def write_sample(path: Path, *, t0: float = 1_700_000_000.0, name: str = "council", end: bool = True) -> SampleSession:
-    """Write one full session (every kind) to `path` and return what was emitted."""
+def write_sample(
+    path: Path,
+    *,
+    t0: float = 1_700_000_000.0,
+    name: str = "council",
+    end: bool = True,
+    pid: int | None = None,
+    upstream: str = "stdio: mcpwatch council",
+) -> SampleSession:
+    """Write one full session (every kind) to `path` and return what was emitted.
+
+    `pid` is the wrapper's recorded pid (default: this process, which is alive): give a dead one for a session
+    whose wrapper crashed, since prune and `sessions` treat an unended session with a live pid as running.
+    """
     clock = ManualClock(wall=t0)
     writer = EventWriter(path, clock=clock)
-    sid = writer.start_session(name=name, upstream="stdio: mcpwatch council", pid=os.getpid(), config={"x": 1})
+    pid = os.getpid() if pid is None else pid
+    sid = writer.start_session(name=name, upstream=upstream, pid=pid, config={"x": 1})
     s = SampleSession(writer, sid, t0)
     s.emit(
         Kind.SESSION_START,
         0.0,
         name=name,
-        pid=os.getpid(),
+        pid=pid,
         version="0.1.0",
         front="stdio",
         upstream={"kind": "stdio", "target": "mcpwatch council"},
@@ -214,6 +227,16 @@ def write_sample(path: Path, *, t0: float = 1_700_000_000.0, name: str = "counci
         writer.end_session(sid, "host closed")
     writer.close()
     return s
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited and been reaped: no process has it (until the pid is reused)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(30)
+    return child.pid
 
 
 def test_sample_covers_every_kind(tmp_path: Path) -> None:
