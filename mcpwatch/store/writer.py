@@ -16,6 +16,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,7 +117,10 @@ class EventWriter:
         queue_max: int = 20_000,
         flush_interval: float = 0.1,
         clock: Clock = SYSTEM_CLOCK,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
+        """`on_error(message)` is called from the writer thread when writes start failing (once per distinct
+        error), so the program can say so where a person will see it; the lost events are counted either way."""
         if queue_max < 1:
             raise ValueError("queue_max must be at least 1")
         self.path = Path(path)
@@ -125,6 +129,8 @@ class EventWriter:
         self.events_written = 0
         self.dropped = 0
         self.last_error: str | None = None
+        self._on_error = on_error
+        self._reported_error: str | None = None
         self._clock = clock
         self._conn = connect_writer(self.path)
         self._conn_lock = threading.Lock()
@@ -319,6 +325,9 @@ class EventWriter:
         else:
             self._restore_losses(losses)
             self._lose(events, f"the log could not be written ({self.last_error})")
+            if self._on_error is not None and self.last_error != self._reported_error:
+                self._reported_error = self.last_error
+                self._on_error(f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost")
         return ok
 
     def _rows(self, events: list[Event]) -> list[tuple[Any, ...]]:

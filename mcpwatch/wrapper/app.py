@@ -65,9 +65,11 @@ async def run_wrapper(options: WrapOptions) -> int:
     if not options.no_log:
         from mcpwatch.store import EventWriter
 
-        log_path.parent.mkdir(parents=True, exist_ok=True)
         writer = EventWriter(
-            log_path, queue_max=settings.log.queue_max, flush_interval=settings.log.flush_interval_ms / 1000
+            log_path,
+            queue_max=settings.log.queue_max,
+            flush_interval=settings.log.flush_interval_ms / 1000,
+            on_error=warn,
         )
         session_id = writer.start_session(
             name=options.display_name, upstream=options.upstream_target, pid=os.getpid(), config=settings.snapshot()
@@ -75,10 +77,14 @@ async def run_wrapper(options: WrapOptions) -> int:
     else:
         session_id = f"nolog-{os.getpid()}-{int(time.time())}"
     recorder = Recorder(session_id, writer)
+    early_warnings: list[str] | None = []  # until session_start is recorded
 
     def on_warning(message: str) -> None:
         warn(message)
-        recorder.emit(Kind.WARNING, message=message)
+        if early_warnings is not None:
+            early_warnings.append(message)
+        else:
+            recorder.emit(Kind.WARNING, message=message)
 
     deadline = DeadlinePolicy(settings.deadline, on_warning=on_warning)
     state_sync = None
@@ -117,6 +123,9 @@ async def run_wrapper(options: WrapOptions) -> int:
         tombstone_ttl=core.ttl_terms().to_dict(),
         state_sync={"policies": len(settings.state_sync.policies), "overlaps": overlaps},
     )
+    for message in early_warnings:
+        recorder.emit(Kind.WARNING, message=message)
+    early_warnings = None
     for overlap in overlaps:
         on_warning(f"State Sync: {overlap}")
 
@@ -128,6 +137,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             "session_id": session_id,
             "events_written": 0 if writer is None else writer.events_written,
             "events_dropped": 0 if writer is None else writer.dropped,
+            "last_error": None if writer is None else writer.last_error,
         }
 
     operator_app = build_operator_app(

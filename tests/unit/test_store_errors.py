@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from mcpwatch.events import Event
 from mcpwatch.store import SCHEMA_VERSION, EventReader, EventWriter, LogError, prune
 from mcpwatch.store.db import connect_reader, connect_writer
 from mcpwatch.store.schema import MIGRATIONS
+
+from conftest import mcpwatch_cmd
 
 
 def one_line_error(action, path: Path, *fragments: str) -> str:
@@ -223,3 +226,48 @@ def test_a_lock_held_too_long_is_a_clear_error(tmp_path: Path, monkeypatch: pyte
     finally:
         holder.execute("ROLLBACK")
         holder.close()
+
+
+def test_writes_that_start_failing_are_reported_once_and_counted(tmp_path: Path) -> None:
+    # A log that opens but refuses inserts (here a trigger; in life a damaged page or a full disk): the writer
+    # keeps the caller unblocked, counts every lost event, and says so once through on_error.
+    path = tmp_path / "events.db"
+    written_log(path, events=1)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    said: list[str] = []
+    writer = EventWriter(path, on_error=said.append, flush_interval=0.01)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    for seq in range(1, 6):
+        writer.emit(Event("progress", sid, 1000.0 + seq, float(seq), seq))
+        writer.flush(5)
+    writer.close()
+    assert writer.dropped >= 5 and writer.events_written == 0
+    assert said == [f"{path}: events cannot be written (IntegrityError: disk says no); they are counted as lost"]
+
+
+def test_wrap_says_on_stderr_when_its_log_cannot_be_written(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    written_log(path, events=1)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    done = subprocess.run(
+        mcpwatch_cmd("wrap", "--log", str(path), "--", "cat"), input=b"", capture_output=True, timeout=60
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "Traceback" not in stderr
+    assert f"mcpwatch: warning: {path}: events cannot be written (IntegrityError: disk says no)" in stderr
+
+
+def test_wrap_refuses_a_log_path_under_a_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    done = subprocess.run(
+        mcpwatch_cmd("wrap", "--log", str(tmp_path / "afile" / "sub" / "events.db"), "--", "cat"),
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().splitlines() == [
+        f"mcpwatch: {tmp_path / 'afile' / 'sub' / 'events.db'}: cannot create the event log's directory (Not a directory)"
+    ]
