@@ -268,6 +268,6 @@ def test_wrap_refuses_a_log_path_under_a_file(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert done.stderr.decode().strip().splitlines() == [
-        f"mcpwatch: {tmp_path / 'afile' / 'sub' / 'events.db'}: cannot create the event log's directory (Not a directory)"
-    ]
+    target = tmp_path / "afile" / "sub" / "events.db"
+    expected = f"mcpwatch: {target}: cannot create the event log's directory (Not a directory)"
+    assert done.stderr.decode().strip().splitlines() == [expected]
