@@ -14,6 +14,7 @@ Tools return JSON as structured content:
 - `health_check()` → {ok, ping_ms, tool, result, error}; also logged as a `health_check` event
 - `set_margin(seconds)`, `set_host_timeout(seconds)`, `set_deadline(seconds | null)` → the new `deadline` block;
   bad values are refused with a tool error (isError) whose text says why, and nothing changes
+- `reset_deadline()` → clears every operator change to the budget (environment and file rule again); the new block
 - `cancel(request_id)` → cancels an in-flight call as a deadline would
 """
 
@@ -23,5 +24,6 @@ TOOL_HEALTH_CHECK = "health_check"
 TOOL_SET_MARGIN = "set_margin"
 TOOL_SET_HOST_TIMEOUT = "set_host_timeout"
 TOOL_SET_DEADLINE = "set_deadline"
+TOOL_RESET_DEADLINE = "reset_deadline"
 TOOL_CANCEL = "cancel"
 OPERATOR_PATH = "/mcp"

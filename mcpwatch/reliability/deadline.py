@@ -22,6 +22,7 @@ import logging
 import math
 import numbers
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,17 @@ ABSURD_S = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
 _WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
 
 log = logging.getLogger(__name__)
+# A number as people type it: what float() takes, less its extras (underscores, non-ASCII digits, "1e309" aside)
+_PLAIN_NUMBER = re.compile(
+    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE | re.ASCII
+)
+
+
+def parse_number(text: str) -> float:
+    """A plain decimal number (ASCII digits, optional sign, point and exponent); ValueError for anything else."""
+    if not _PLAIN_NUMBER.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
 
 
 class InvalidValue(ValueError):
@@ -89,7 +101,7 @@ def parse_operator_seconds(what: str, value: object, *, allow_zero: bool = True,
         raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
     if isinstance(value, str):
         try:
-            number = float(value.strip())
+            number = parse_number(value.strip())
         except ValueError:
             raise InvalidValue(f"{what} must be a number of seconds, got {value!r}") from None
     elif isinstance(value, numbers.Real):
@@ -241,12 +253,17 @@ class DeadlinePolicy:
             return None
         text = raw.strip()
         try:
-            number = float(text)
+            number = parse_number(text)
         except ValueError:
             self._warn((name, raw), f"{name}={raw!r} is not a number; {consequence}")
             return None
         if not math.isfinite(number):
             self._warn((name, raw), f"{name}={raw!r} is not finite; {consequence}")
+            return None
+        if number > ABSURD_S:
+            self._warn(
+                (name, raw), f"{name}={raw!r} is absurdly large (at most {fmt_seconds(ABSURD_S)} s); {consequence}"
+            )
             return None
         return number, text
 

@@ -295,7 +295,7 @@ class WrapperCore:
         meta = params.get("_meta") if isinstance(params, dict) else None
         seconds = pending.budget.seconds if pending.budget is not None else None
         if isinstance(meta, dict) and DEADLINE_META in meta and seconds is not None:
-            meta[DEADLINE_META] = max(0, int((seconds - (self.loop.time() - pending.started)) * 1000))
+            meta[DEADLINE_META] = max(0, round((seconds - (self.loop.time() - pending.started)) * 1000))
 
     def _queue(self, pending: Pending | None, message: dict[str, Any]) -> None:
         """Hold a frame until the upstream is ready. A tools/call waits within its budget; any other request gets
@@ -644,7 +644,9 @@ class WrapperCore:
         self._by_host.pop((id(pending.link), frames.id_key(pending.host_id)), None)
 
     def _tombstone(self, pending: Pending, reason: str) -> None:
-        terms = self.ttl_terms()
+        # The call's own budget is its request timeout (a long per-tool budget must be covered too); a call
+        # without one (not a tools/call) gets the current budget.
+        terms = ttl_terms(pending.budget or self.deadline.budget(None), self.settings.tombstones)
         tombstone = self.tombstones.add(
             pending.up_id, ttl_s=terms.total_s, reason=reason, request_id=pending.request_key, tool=pending.tool
         )
@@ -818,6 +820,16 @@ class WrapperCore:
         self.recorder.emit(
             Kind.CONFIG_CHANGE, key=key, old=before.get(key), new=after.get(key), source="operator", deadline=after
         )
+        return after
+
+    def reset_deadline(self) -> dict[str, Any]:
+        """Undo every operator change to the budget; logged as one config_change per key that changes."""
+        before = self.deadline.budget(None).to_dict()
+        after = self.deadline.reset().to_dict()
+        for key in ("host_timeout_s", "margin_s", "override_s"):
+            if before.get(key) != after.get(key):
+                old, new = before.get(key), after.get(key)
+                self.recorder.emit(Kind.CONFIG_CHANGE, key=key, old=old, new=new, source="reset", deadline=after)
         return after
 
     def status(self) -> dict[str, Any]:

@@ -87,6 +87,11 @@ TOOLS: list[dict[str, Any]] = [
             _schema({"seconds": {"description": "seconds, or null", "default": None}}),
         ),
         (
+            contract.TOOL_RESET_DEADLINE,
+            "Undo every operator change to the budget: the environment and mcpwatch.toml apply again.",
+            _schema({}),
+        ),
+        (
             contract.TOOL_CANCEL,
             "Cancel an in-flight call as a deadline would.",
             _schema({"request_id": {"type": "string"}}, ("request_id",)),
@@ -126,7 +131,7 @@ def build_operator_app(
 ) -> ASGIApp:
     """The operator tools behind the guard. A small hand-written MCP server (stateless Streamable HTTP, JSON
     answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
-    whose whole budget is 60 MB, for seven tools."""
+    whose whole budget is 60 MB, for eight tools."""
 
     async def status(arguments: dict[str, Any]) -> dict[str, Any]:
         return {**core.status(), "log": log_info()}
@@ -156,6 +161,9 @@ def build_operator_app(
 
         return change
 
+    async def reset(arguments: dict[str, Any]) -> dict[str, Any]:
+        return core.reset_deadline()
+
     async def cancel(arguments: dict[str, Any]) -> dict[str, Any]:
         request_id = arguments.get("request_id")
         if isinstance(request_id, bool) or not isinstance(request_id, str | int):
@@ -171,6 +179,7 @@ def build_operator_app(
         contract.TOOL_SET_MARGIN: setter("margin_s", True),
         contract.TOOL_SET_HOST_TIMEOUT: setter("host_timeout_s", True),
         contract.TOOL_SET_DEADLINE: setter("override_s", False),
+        contract.TOOL_RESET_DEADLINE: reset,
         contract.TOOL_CANCEL: cancel,
     }
     return GuardMiddleware(OperatorApp(handlers), token)

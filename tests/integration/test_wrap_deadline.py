@@ -77,7 +77,7 @@ async def test_deadline_is_propagated_to_the_upstream(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER], env=env, wrap_args=["--no-log"]) as client:
         result = await client.call_tool("echo", {"a": 1})
         seen = json.loads(result.content[0].text)
-        assert seen["deadline_ms"] == 45_000
+        assert 44_000 <= seen["deadline_ms"] <= 45_000  # the time left as the frame leaves
         assert seen["args"] == {"a": 1}
 
 
@@ -97,3 +97,20 @@ async def test_host_cancel_is_forwarded_with_the_upstream_id(tmp_path):
         assert isinstance(cancels[0]["cancelled"], int)
         echo = await client.call_tool("echo", {})
         assert not echo.is_error
+
+
+async def test_a_per_tool_budget_sets_its_own_tombstone_ttl(tmp_path, isolated_state):
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[deadline.tools]\nsleep = 0.5\n")
+    async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--config", str(config)]) as client:
+        operator = Operator(registry_entry(isolated_state))
+        result = await client.call_tool("sleep", {"seconds": 1.5, "steps": 1})
+        assert (
+            result.is_error
+            and "deadline budget of 0.5 s (mcpwatch.toml [deadline.tools] sleep" in result.content[0].text
+        )
+        status = await operator.tool("status")
+        assert status["tombstones"]["ttl_s"] == 155  # the global formula: 110 + 10 + 30 + 5
+    reader = EventReader(registry_log(isolated_state))
+    added = list(reader.events(reader.latest_session().id, kinds=["tombstone_add"]))
+    assert [e.data["ttl_s"] for e in added] == [45.5]  # this call's 0.5 s + 10 + 30 + 5

@@ -35,7 +35,8 @@ async def test_token_host_and_registry_mode(isolated_state):
         good = await Operator(entry).post(PING)
         assert good.status_code == 200
         names = {t["name"] for t in good.json()["result"]["tools"]}
-        assert {"status", "events", "health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel"} <= names
+        expected = {"status", "events", "health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel"}
+        assert expected | {"reset_deadline"} == names
     assert not list((isolated_state / "wrappers").glob("*.json"))
 
 
@@ -62,9 +63,15 @@ async def test_margin_change_applies_to_the_next_call_and_is_logged(isolated_sta
             and "margin 119.5 s" in result.content[0].text
             and "budget of 0.5 s" in result.content[0].text
         )
+        reset = await operator.tool("reset_deadline")
+        assert (reset["margin_s"], reset["budget_s"], reset["source"]) == (10, 110, "derived")
+        assert (await client.call_tool("sleep", {"seconds": 0.6, "steps": 1})).is_error is False
         events = await operator.tool("events", after=0, limit=1000)
-        changes = [e for e in events["events"] if e["kind"] == "config_change"]
-        assert changes[0]["data"]["key"] == "margin_s" and changes[0]["data"]["new"] == 119.5
+        changes = [e["data"] for e in events["events"] if e["kind"] == "config_change"]
+        assert [(c["key"], c["old"], c["new"], c["source"]) for c in changes] == [
+            ("margin_s", 10, 119.5, "operator"),
+            ("margin_s", 119.5, 10, "reset"),
+        ]
 
 
 async def test_operator_cancel_answers_the_host_and_health_check_pings(isolated_state):

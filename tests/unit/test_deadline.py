@@ -167,6 +167,10 @@ def test_bad_explicit_value_falls_back_to_the_per_tool_entry():
         ("nan", "is not finite"),
         ("0", "must be greater than 0"),
         ("-30", "must be greater than 0"),
+        ("1e300", "is absurdly large (at most 604800 s)"),
+        ("1_0", "is not a number"),  # float() would read 10
+        ("١٢٠", "is not a number"),  # float() would read 120
+        ("0x10", "is not a number"),
     ],
 )
 def test_bad_host_timeout_warns_and_falls_back_to_the_default(value, problem):
@@ -436,7 +440,12 @@ def test_invalid_value_is_a_value_error():
 def test_operator_accepts_numeric_text_and_a_week_exactly():
     h = Harness()
     assert h.policy.set_margin(" 2.5 ").margin_s == 2.5
+    assert h.policy.set_margin("+.5e1").margin_s == 5.0
     assert h.policy.set_host_timeout(604_800).host_timeout_s == 604_800
+    for odd in ("1_0", "١٢٠", "0x10", "1e", ""):
+        with pytest.raises(InvalidValue, match="must be a number of seconds"):
+            h.policy.set_margin(odd)
+    assert h.policy.budget().margin_s == 5.0
 
 
 @pytest.mark.parametrize(("value", "text"), [(120.0, "120"), (0.5, "0.5"), (1e20, "1e+20"), (-5.0, "-5")])
