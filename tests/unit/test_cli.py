@@ -1,3 +1,4 @@
+import json
 import subprocess
 
 from mcpwatch import __version__
@@ -40,3 +41,19 @@ def test_bad_option_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "--no-such-flag" in err[0]
+
+
+def test_bench_core_quick_prints_every_figure_against_its_target() -> None:
+    # The figures themselves are the benchmark's business (README); here: it runs and reports all four.
+    done = subprocess.run(mcpwatch_cmd("bench", "core", "--quick"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    names = [f["name"] for f in report["figures"]]
+    assert names == [
+        "cached policy resolution",
+        "decorate 1000 tools",
+        "tombstone lookup, 100,000 entries",
+        "tombstone full sweep, 100,000 entries",
+    ]
+    for figure in report["figures"]:
+        assert figure["value"] > 0 and figure["target"] > 0 and isinstance(figure["pass"], bool)

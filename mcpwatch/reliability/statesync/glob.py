@@ -3,7 +3,9 @@
 `*` matches exactly one segment, `**` matches zero or more; any other segment matches itself. The matcher is
 iterative (no recursion to exhaust) and stops after MAX_ITERATIONS steps, answering "no match", so an adversarial
 pattern or name cannot make it spin. One step is one pass of the loop below; matching costs at most about
-(pattern segments + 1) × (name segments) steps, so real tool names (at most 128 characters) never reach the cap.
+(pattern segments + 1) × (name segments) steps. A tool name of at most 128 characters has at most 64 segments, so
+patterns of up to 15 segments never reach the cap; a longer pattern with `**` against such a name can, and then
+answers "no match", as the seed's cap intends.
 """
 
 from __future__ import annotations
