@@ -641,7 +641,9 @@ class WrapperCore:
         if pending.timer is not None:
             pending.timer.cancel()
             pending.timer = None
-        self._by_host.pop((id(pending.link), frames.id_key(pending.host_id)), None)
+        key = (id(pending.link), frames.id_key(pending.host_id))
+        if self._by_host.get(key) == pending.up_id:  # a host may reuse an id while the first call still runs
+            del self._by_host[key]
 
     def _tombstone(self, pending: Pending, reason: str) -> None:
         # The call's own budget is its request timeout (a long per-tool budget must be covered too); a call

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from faultkit import FAULT_SERVER, RawHost, raw_host, registry_of, session_events
+from faultkit import FAULT_SERVER, RAW_SERVER, RawHost, raw_host, registry_of, session_events
 
 from wraptools import Operator
 
@@ -122,3 +122,18 @@ async def test_malformed_frames_get_the_spec_errors_and_later_calls_work(tmp_pat
     host.assert_clean_stdout()
     warnings = [e for e in session_events(log, status["log"]["session_id"]) if e.kind == "warning"]
     assert len(warnings) == frame_errors
+
+
+async def test_a_host_reusing_an_id_can_still_cancel_the_second_call(tmp_path: Path) -> None:
+    # Two calls in flight under one host id: the first one's answer must not make the wrapper forget the second.
+    cancels = tmp_path / "cancels.jsonl"
+    async with raw_host(RAW_SERVER, tmp_path, env={"RAW_SERVER_LOG": str(cancels)}) as host:
+        await host.initialize()
+        first = host.request("tools/call", {"name": "sleep", "arguments": {"seconds": 0.2}}, request_id=7)
+        host.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "hang", "arguments": {}}})
+        assert "slept" in (await first)["result"]["content"][0]["text"]
+        host.cancel(7)
+        await host.wait_until(lambda: cancels.exists() and cancels.read_text().strip() != "", 5, "the cancel upstream")
+        assert len(cancels.read_text().splitlines()) == 1
+        assert await host.close() == 0
+    host.assert_clean_stderr()
