@@ -55,7 +55,7 @@ class CallOutcome:
         if self.http_status is not None:
             out["http_status"] = self.http_status
         if self.status == "rate_limited" and self.retry_after_s is not None:
-            out["retry_after"] = self.retry_after_s
+            out["retry_after"] = round(self.retry_after_s, 3)
         out["attempts"] = self.attempts
         out.update(self.extra)
         return out

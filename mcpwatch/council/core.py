@@ -125,6 +125,8 @@ class Council:
         else:
             await pipeline.execute()
         result, is_error = build_result(run, include_details=include_details)
+        if is_error:  # the stages' own progress stops short of the end: say how it ended
+            await reporter.finished(f"Failed: {result.get('error') or 'no council member answered'}"[:300])
         meta = result["metadata"]
         log.info("consult done: %s, %s, %d ms", meta["status"], meta["synthesis_type"], meta["elapsed_ms"])
         return result, is_error

@@ -21,10 +21,8 @@ PROBE_FLOOR_S = 1.0  # a real connection needs real time, however small the time
 
 
 def _probe_model(council: Council) -> ModelSpec:
-    """The cheapest-looking enabled model: a quick-tier one if there is one."""
-    enabled = council.roster.enabled()
-    quick = [m for m in enabled if m.min_tier == "quick"]
-    return (quick or enabled)[0]
+    """The cheapest-looking enabled model: the one fitting the least patient tier (reasoning models come last)."""
+    return min(council.roster.enabled(), key=lambda m: TIERS.index(m.min_tier))
 
 
 def estimate_seconds(council: Council, tier: str) -> float | None:
@@ -37,7 +35,7 @@ def estimate_seconds(council: Council, tier: str) -> float | None:
     answers = sorted(backend.typical_latency_s(m.id, "answer") for m in queried)
     stage1 = answers[max(0, intended - 1)] if answers else 0.0
     stage2 = max((backend.typical_latency_s(m.id, "review") for m in queried[:intended]), default=0.0)
-    stage3 = backend.typical_latency_s(council.roster.chairman.id, "synthesis")
+    stage3 = backend.typical_latency_s(council.roster.acting_chairman.id, "synthesis")
     total = council.tiers[tier].total_s
     return round(min(stage1 + stage2 + stage3, total), 3)
 
@@ -85,8 +83,14 @@ async def health_check(council: Council) -> dict[str, Any]:
     )
     reachable = outcome.status in ("ok", "rate_limited", "auth_error")
     checks.update(probe_model=probe.id, api_reachable=reachable, latency_ms=outcome.latency_ms)
+    unrunnable = [tier for tier, seconds in checks["estimated_duration_seconds"].items() if seconds is None]
+    if unrunnable:
+        checks["warnings"].append(f"no enabled model fits the {' and '.join(unrunnable)} tier(s); such calls fail")
     if outcome.status == "ok":
-        checks.update(ready=True, message=f"ready: {len(enabled)} model(s) enabled, {probe.name} answered the probe")
+        note = f"; not runnable: {', '.join(unrunnable)}" if unrunnable else ""
+        checks.update(
+            ready=True, message=f"ready: {len(enabled)} model(s) enabled, {probe.name} answered the probe{note}"
+        )
     elif outcome.status == "rate_limited":
         checks.update(ready=True, message=f"reachable but rate limited on {probe.name}: expect retries")
     else:

@@ -138,7 +138,7 @@ def build_server(settings: CouncilSettings, backend: Backend | None = None) -> t
         annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True),
     )
     async def consult_council(
-        query: str, ctx: Context, confidence: str = "high", include_details: bool = False
+        query: str, ctx: Context, confidence: str | None = "high", include_details: bool = False
     ) -> types.CallToolResult:
         """Ask the council: several models answer, rank each other anonymously, and a chairman synthesizes.
 

@@ -252,3 +252,32 @@ async def test_shipped_scenarios_are_reproducible_in_well_under_a_second(
     if scenario == "fast":  # another seed, other answers
         reseeded = [e["response"] for e in runs[2][0]["model_responses"].values()]
         assert reseeded != [e["response"] for e in first["model_responses"].values()]
+
+
+async def test_health_probes_the_least_patient_model_and_names_tiers_that_cannot_run() -> None:
+    # The reasoning scenario lists o1 first; the probe must not pick the priciest model, and quick/balanced
+    # have no model at all there.
+    async with council("--scenario", "reasoning", "--time-scale", "0.01") as (client, _):
+        health, is_error = await call(client, "council_health_check")
+        failed, failed_error = await consult(client, "Anyone quick?", confidence="quick")
+        fallback, _ = await consult(client, "Default please", confidence=None)
+    assert not is_error and health["probe_model"] == "anthropic/claude-opus-4.5"
+    assert health["estimated_duration_seconds"]["quick"] is None
+    assert "no enabled model fits the quick and balanced tier(s); such calls fail" in health["warnings"]
+    assert health["ready"] is True and health["message"].endswith("; not runnable: quick, balanced")
+    assert failed_error and "no enabled model fits the quick tier" in failed["_text"]
+    assert fallback["metadata"]["tier"] == "high"  # a null confidence is the default, as an absent one
+
+
+async def test_a_failed_run_ends_its_progress_with_why(tmp_path) -> None:
+    scenario = tmp_path / "dead.toml"
+    scenario.write_text(
+        'chairman = "lab/a"\n[[models]]\nid = "lab/a"\nname = "A"\nmin_tier = "quick"\nscript = ["hang"]\n'
+    )
+    env = {"LLM_COUNCIL_TIMEOUT_HIGH": "20", "LLM_COUNCIL_MODEL_TIMEOUT_HIGH": "10"}
+    async with council("--scenario", str(scenario), "--time-scale", "0.01", env=env) as (client, wire):
+        _, is_error = await consult(client, "Hello?")
+    assert is_error
+    last = wire.progress()[-1]
+    assert last["message"].startswith("Failed: No council member answered")
+    assert last["progress"] >= last["total"]
