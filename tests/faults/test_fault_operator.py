@@ -126,6 +126,7 @@ async def test_the_sdk_client_speaks_to_the_operator_endpoint(tmp_path: Path, is
                 names = {tool.name for tool in (await client.list_tools()).tools}
                 assert names == {"status", "events", "health_check", "set_margin", "set_host_timeout"} | {
                     "set_deadline",
+                    "reset_deadline",
                     "cancel",
                 }
                 status = await client.call_tool("status", {})
