@@ -100,10 +100,17 @@ class ConsoleApp(App[None]):
             )
 
     def _poll_for_wrappers(self) -> None:
-        if isinstance(self.screen, NoWrapperScreen):
+        """Every second while the empty screen is in the stack, whatever is open over it (help, the palette):
+        when a wrapper appears, what was open over the empty screen closes and the console moves on."""
+        waiting = next((s for s in self.screen_stack if isinstance(s, NoWrapperScreen)), None)
+        if waiting is None:
+            return  # moved on already
+        if self.target.url or find_wrapper(self.target.selector, self.registry_dir):
+            while self.screen is not waiting and len(self.screen_stack) > 1:
+                self.pop_screen()
             self.discover()
-            if isinstance(self.screen, NoWrapperScreen):
-                self.set_timer(self.discover_every_s, self._poll_for_wrappers)
+        if any(isinstance(s, NoWrapperScreen) for s in self.screen_stack):
+            self.set_timer(self.discover_every_s, self._poll_for_wrappers)
 
     def _replace(self, screen: Screen[None]) -> None:
         if len(self.screen_stack) > 1:
@@ -173,8 +180,10 @@ class ConsoleApp(App[None]):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        live = self.session is not None and self.session.controls is not None
-        self.push_screen(HelpScreen(live))
+        session = self.session
+        live = session is not None and session.controls is not None
+        # A session without controls is a recording; no session at all (the empty screen) is neither.
+        self.push_screen(HelpScreen(live, recording=session is not None and not live))
 
     def action_set_theme(self, name: str) -> None:
         self.theme = name

@@ -12,6 +12,7 @@ the model without bound.
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,9 @@ from mcpwatch.console import format as fmt
 from mcpwatch.events import Event, Kind, Outcome
 
 COUNCIL_TOOL_HINT = "council"
+# The council's progress messages name the stage they report on ("Stage 2: peer review …", "Stage 3: chairman …");
+# model_status events are only sent when a model's own status changes, so they never report stages 2 and 3.
+_STAGE_IN_MESSAGE = re.compile(r"^\s*Stage\s+(\d+)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,7 @@ class InFlightView:
     total: float | None
     message: str | None
     has_council: bool
+    unfinished: bool = False  # the session ended while it ran: it will never finish (its clock is stopped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +112,10 @@ class ModelView:
     status: str
     stage: int | None
     elapsed_s: float | None
-    per_model_s: float | None
+    per_model_s: float | None  # the tier's per-model cap, as the council reports it
     latency_ms: int | None
-    over_cap: bool
+    over_cap: bool  # elapsed past `cap_s`
+    cap_s: float | None = None  # the cap that applies to this call: min(per-model cap, the call's budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +128,16 @@ class CouncilView:
     finished: bool
     outcome: str | None
     models: tuple[ModelView, ...]
+    budget_s: float | None = None  # the call's own deadline budget (the wrapper's)
+
+    @property
+    def cap_s(self) -> float | None:
+        """The per-model cap that can actually apply: the tier's, unless the call's budget ends sooner."""
+        return _effective_cap(self.per_model_s, self.budget_s)
+
+    @property
+    def cap_limited_by_budget(self) -> bool:
+        return self.per_model_s is not None and self.budget_s is not None and self.budget_s < self.per_model_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +206,18 @@ class HealthView:
     ago_s: float | None = None
     history: tuple[float, ...] = ()
     timeout_multiplier: float | None = None
+    latency_ms: float | None = None  # how long the whole check took (a host's call of the health tool has no ping)
+    source: str | None = None  # "host" when the host called the health tool itself; else the operator's check
+
+    @property
+    def state(self) -> str | None:
+        """ "ok", "not_ready" (it answered, but with a problem: e.g. the upstream is not initialised), "failing",
+        or None before any check. A check that carries an error is never shown as ok, whatever its flag says."""
+        if self.ok is None and self.at_mono is None:
+            return None
+        if self.ok and not self.error:
+            return "ok"
+        return "not_ready" if self.ok else "failing"
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +296,7 @@ class RequestDetail:
     timeline: tuple[TimelineItem, ...]
     timeline_dropped: int
     council: CouncilView | None
+    unfinished: bool = False  # still running when the session ended: it never got an answer
 
 
 # --- internal mutable state --------------------------------------------------------------------------------
@@ -296,6 +325,19 @@ def _strs(value: Any) -> tuple[str, ...]:
     if isinstance(value, list | tuple):
         return tuple(str(v) for v in value)
     return ()
+
+
+def _effective_cap(per_model_s: float | None, budget_s: float | None) -> float | None:
+    """A model cannot run past the call's budget, whatever the tier allows."""
+    if per_model_s is None:
+        return budget_s
+    return per_model_s if budget_s is None else min(per_model_s, budget_s)
+
+
+def stage_of(message: str | None) -> int | None:
+    """The council stage a progress message reports on (`Stage 3: chairman …` → 3), if it names one."""
+    match = _STAGE_IN_MESSAGE.match(message or "")
+    return int(match.group(1)) if match else None
 
 
 @dataclass(slots=True)
@@ -663,9 +705,13 @@ class ConsoleModel:
     def _session_start(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
         session_id = self._s.session_id
         origin = self._s.origin_ts
+        # The wrapper reports start-up problems (a bad env value…) before its session_start: they belong to
+        # this session, so they survive the reset (anything of another session was already reset by `apply`).
+        early = list(self._s.warnings) if event.session_id and event.session_id == session_id else []
         self.reset()
         s = self._s
         s.session_id, s.origin_ts, s.session_started = session_id, origin, True
+        s.warnings.extend(early)
         s.last_mono, s.last_seq, s.events_applied = mono, event.seq if isinstance(event.seq, int) else 0, 1
         upstream = data.get("upstream") if isinstance(data.get("upstream"), Mapping) else {}
         s.header.update(
@@ -690,6 +736,8 @@ class ConsoleModel:
         s = self._s
         s.ended = _text(data.get("reason")) or "ended"
         s.ended_mono = mono
+        s.header["upstream_state"] = "closed"  # the wrapper is gone, and its upstream with it
+        s.header["retry_in_s"] = None
         counters = data.get("counters")
         if isinstance(counters, Mapping):
             for name in _COUNTER_NAMES:
@@ -795,6 +843,12 @@ class ConsoleModel:
         request.progress = _num(data.get("progress"))
         request.total = _num(data.get("total"))
         request.message = _text(data.get("message"))
+        # The stage, when the progress says (a wrapper may pass the council's _meta stage; else the message).
+        stage = _int(data.get("stage"))
+        if stage is None:
+            stage = stage_of(request.message)
+        if stage is not None:
+            request.stage = stage if request.stage is None else max(request.stage, stage)
         amount = fmt.progress(request.progress, request.total)
         request.note(mono, "progress", " ".join(p for p in (amount, request.message or "") if p) or "progress")
 
@@ -818,8 +872,8 @@ class ConsoleModel:
             run.per_model_s = per_model if per_model is not None else run.per_model_s
         if per_model is not None:
             request.per_model_s = per_model
-        if stage is not None:
-            request.stage = stage
+        if stage is not None:  # stages only move on: a late model_status of stage 1 does not take it back
+            request.stage = stage if request.stage is None else max(request.stage, stage)
         tier = _text(data.get("tier"))
         if tier:
             request.tier = tier
@@ -943,6 +997,8 @@ class ConsoleModel:
             "tool": _text(data.get("tool")) or _text(event.tool),
             "error": _text(data.get("error")),
             "at_mono": mono,
+            "latency_ms": _num(data.get("latency_ms")),
+            "source": _text(data.get("source")),
         }
         if ping is not None:
             s.health_history.append(ping)
@@ -1016,6 +1072,7 @@ class ConsoleModel:
         models = []
         for run in request.models.values():
             per_model = run.per_model_s if run.per_model_s is not None else request.per_model_s
+            cap = _effective_cap(per_model, request.budget_s)
             if run.status == "pending":
                 end = request.end_mono if request.end_mono is not None else now
                 elapsed: float | None = max(0.0, end - run.started_mono)
@@ -1023,8 +1080,8 @@ class ConsoleModel:
                 elapsed = None if run.latency_ms is None else run.latency_ms / 1000.0
                 if elapsed is None:
                     elapsed = max(0.0, run.updated_mono - run.started_mono)
-            over = per_model is not None and elapsed is not None and elapsed > per_model
-            models.append(ModelView(run.model, run.status, run.stage, elapsed, per_model, run.latency_ms, over))
+            over = cap is not None and elapsed is not None and elapsed > cap
+            models.append(ModelView(run.model, run.status, run.stage, elapsed, per_model, run.latency_ms, over, cap))
         return CouncilView(
             request.request_id,
             request.tool,
@@ -1034,14 +1091,19 @@ class ConsoleModel:
             request.end_mono is not None,
             request.outcome,
             tuple(models),
+            request.budget_s,
         )
 
     def view(self, now_mono: float, selected: str | None = None) -> ViewState:
-        """The screen's content at `now_mono`; `selected` picks whose council run to show (else the latest)."""
+        """The screen's content at `now_mono`; `selected` picks whose council run to show (else the latest).
+
+        Once the session has ended, time stops at its end: calls still "in flight" then will never finish, so
+        their clocks (and every countdown) stay where the session left them.
+        """
         s = self._s
-        now = now_mono
+        now = self._clamp(now_mono)
         h = s.header
-        end = s.ended_mono if s.ended_mono is not None else now
+        end = now
         header = HeaderView(
             name=h.get("name"),
             pid=h.get("pid"),
@@ -1092,6 +1154,7 @@ class ConsoleModel:
                     r.total,
                     r.message,
                     bool(r.models),
+                    unfinished=s.ended_mono is not None,
                 )
             )
         council_request = None
@@ -1112,6 +1175,8 @@ class ConsoleModel:
             ago_s=None if hv.get("at_mono") is None else max(0.0, now - hv["at_mono"]),
             history=tuple(s.health_history),
             timeout_multiplier=hv.get("timeout_multiplier"),
+            latency_ms=hv.get("latency_ms"),
+            source=hv.get("source"),
         )
         return ViewState(
             now_mono=now,
@@ -1146,6 +1211,7 @@ class ConsoleModel:
         request = self._s.requests.get(request_id)
         if request is None:
             return None
+        now_mono = self._clamp(now_mono)
         end = request.end_mono if request.end_mono is not None else now_mono
         return RequestDetail(
             request=self._request_view(request),
@@ -1162,7 +1228,13 @@ class ConsoleModel:
             timeline=tuple(request.timeline),
             timeline_dropped=request.timeline_dropped,
             council=self._council_view(request, now_mono) if request.models else None,
+            unfinished=request.end_mono is None and self._s.ended_mono is not None,
         )
+
+    def _clamp(self, now_mono: float) -> float:
+        """`now`, but never past the end of an ended session."""
+        ended = self._s.ended_mono
+        return now_mono if ended is None else min(now_mono, ended)
 
     def in_flight_ids(self) -> tuple[str, ...]:
         return tuple(self._s.in_flight)

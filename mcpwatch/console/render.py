@@ -6,11 +6,12 @@ Colours come from a `Palette` of the theme's semantic variables, so every panel 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -95,35 +96,41 @@ def gauge(fraction: float | None, width: int, p: Palette) -> Text:
 # --- the top bar ---------------------------------------------------------------------------------------------
 
 
-def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Palette) -> Text:
-    """One line: connection first (never cut off), then who is being watched."""
+def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Palette, *, compact: bool = False) -> Text:
+    """One line: connection first (never cut off), then who is being watched; `compact` (a narrow terminal)
+    leaves out the pid and tightens the separators so the upstream's state still fits."""
+    sep = " │ " if compact else "  │  "
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" mcpwatch ", style=p("status-pending", "bold reverse"))
     t.append(" ")
     t.append(("● " if feed_ok else "○ ") + feed_label, style=p("status-ok" if feed_ok else "status-error", "bold"))
     if paused:
         t.append("  ⏸ paused", style=p("status-warn", "bold"))
-    t.append("  │  ", style=p.dim)
+    t.append(sep, style=p.dim)
     if h.name is None and h.session_id is None:
         t.append("no session yet", style=p.dim)
         return t
     t.append(h.name or "?", style="bold")
-    if h.pid:
+    if h.pid and not compact:
         t.append(f" pid {h.pid}", style=p.dim)
-    t.append("  up ", style=p.dim)
+    t.append(" up " if compact else "  up ", style=p.dim)
     t.append(fmt.duration(h.uptime_s))
     if h.ended:
         t.append(f"  ended: {h.ended}", style=p("status-warn", "bold"))
     state = h.upstream_state or "unknown"
-    t.append("  │  upstream ", style=p.dim)
-    t.append(f"● {state}", style=p(UPSTREAM_STYLE.get(state, "text-dim"), "bold"))
+    t.append(f"{sep}upstream ", style=p.dim)
+    if not feed_ok and not h.ended:
+        # Cut off from the wrapper: what it last said, dimmed — never a green "ready" nobody can vouch for.
+        t.append(f"○ {state}? (last known)", style=p.dim)
+    else:
+        t.append(f"● {state}", style=p(UPSTREAM_STYLE.get(state, "text-dim"), "bold"))
     if h.generation is not None:
         t.append(f" gen {h.generation}", style=p.dim)
-    if state == "backoff" and h.retry_in_s is not None:
+    if feed_ok and state == "backoff" and h.retry_in_s is not None:
         t.append(f" retry in {fmt.seconds(h.retry_in_s)}", style=p("status-warn"))
     t.append(f" {h.upstream_kind or '?'} ", style=p.dim)
     t.append(fmt.clip(h.upstream_target or "?", 40))
-    t.append("  │  host ", style=p.dim)
+    t.append(f"{sep}host ", style=p.dim)
     t.append(" ".join(x for x in (h.host_name, h.host_version) if x) or "not yet known")
     return t
 
@@ -158,18 +165,50 @@ def deadline_panel(d: DeadlineView, p: Palette) -> RenderableType:
     return g
 
 
+class Fitted:
+    """A renderable made for the width it is given: a panel that changes layout rather than cutting numbers."""
+
+    def __init__(self, make: Callable[[int], RenderableType]) -> None:
+        self.make = make
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.make(options.max_width)
+
+
 def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette) -> RenderableType:
     if not tiers:
         return Text("no tier budgets yet — press h for a health check", style=p.dim)
-    g = Table.grid(padding=(0, 1), expand=True)
-    g.add_column(no_wrap=True)
-    g.add_column(justify="right", no_wrap=True)
-    g.add_column(justify="right", no_wrap=True)
-    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
-    for t in tiers:
-        verdict = Text("⚠", style=p("status-error", "bold")) if t.exceeds_budget else Text("✓", style=p("status-ok"))
-        g.add_row(t.tier, fmt.seconds(t.total_s), Text(f"×{fmt.seconds(t.per_model_s)}", style=p.dim), verdict)
-    return g
+    rows = [
+        (
+            t.tier,
+            fmt.seconds(t.total_s),
+            f"×{fmt.seconds(t.per_model_s)}",
+            Text("⚠", style=p("status-error", "bold")) if t.exceeds_budget else Text("✓", style=p("status-ok")),
+        )
+        for t in tiers
+    ]
+    name_w = max(len(r[0]) for r in rows)
+    total_w = max(len(r[1]) for r in rows)
+    per_w = max(len(r[2]) for r in rows)
+
+    def make(width: int) -> RenderableType:
+        # Narrow: the tier's name gives way first, then the per-model cap; the total and the ⚠ never do.
+        with_per = width >= 3 + total_w + per_w + 4
+        g = Table.grid(padding=(0, 1), expand=True)
+        if name_w + total_w + per_w + 4 <= width:
+            g.add_column(no_wrap=True)
+        else:
+            g.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=3)
+        g.add_column(justify="right", no_wrap=True)
+        if with_per:
+            g.add_column(justify="right", no_wrap=True)
+        g.add_column(no_wrap=True, ratio=1 if name_w + total_w + per_w + 4 <= width else None, min_width=1)
+        for name, total, per, verdict in rows:
+            cells = (name, total, Text(per, style=p.dim), verdict) if with_per else (name, total, verdict)
+            g.add_row(*cells)
+        return g
+
+    return Fitted(make)
 
 
 def sparkline(values: tuple[float, ...], width: int) -> str:
@@ -182,14 +221,29 @@ def sparkline(values: tuple[float, ...], width: int) -> str:
     return "".join(blocks[min(7, int(v / top * 7.999))] for v in data)
 
 
+HEALTH_STATE = {
+    "ok": ("✓ ok", "status-ok"),
+    "not_ready": ("⚠ not ready", "status-warn"),
+    "failing": ("✗ failing", "status-error"),
+}
+
+
 def health_panel(h: HealthView, p: Palette) -> RenderableType:
-    if h.ok is None and h.at_mono is None:
+    if h.state is None:
         return Text("no health check yet — press h", style=p.dim)
     g = _grid()
-    state = Text("✓ ok", style=p("status-ok", "bold")) if h.ok else Text("✗ failing", style=p("status-error", "bold"))
+    label, colour = HEALTH_STATE[h.state]
+    state = Text(label, style=p(colour, "bold"))
     state.append(f"  {fmt.duration(h.ago_s)} ago", style=p.dim)
     _kv(g, "last", state, p)
-    _kv(g, "ping", fmt.millis(h.ping_ms), p)
+    if h.ping_ms is None and h.latency_ms is not None:
+        # The host called the health tool itself: no MCP ping, but the call's own time says as much.
+        took = Text(fmt.millis(h.latency_ms))
+        if h.source == "host":
+            took.append("  (the host's call)", style=p.dim)
+        _kv(g, "took", took, p)
+    else:
+        _kv(g, "ping", fmt.millis(h.ping_ms), p)
     if h.error:
         _kv(g, "error", Text(fmt.clip(h.error, 60), style=p("status-error")), p)
     else:
@@ -203,9 +257,11 @@ def health_panel(h: HealthView, p: Palette) -> RenderableType:
 
 
 def counters_panel(c: Counters, p: Palette) -> RenderableType:
+    # Labels give way (with an ellipsis) before numbers do: a number is never cut in a narrow panel.
     g = Table.grid(padding=(0, 1), expand=True)
-    for _ in range(4):
-        g.add_column(no_wrap=True)
+    for _ in range(2):
+        g.add_column(no_wrap=True, overflow="ellipsis", min_width=3, ratio=1)
+        g.add_column(no_wrap=True, justify="right")
 
     def n(value: int, colour: str) -> Text:
         return Text(f"{value:,}", style=p(colour, "bold") if value else p.dim)
@@ -263,8 +319,10 @@ def council_panel(c: CouncilView | None, p: Palette) -> RenderableType:
     for m in c.models:
         icon, colour = STATUS_STYLE.get(m.status, ("•", "text-dim"))
         spent = fmt.duration(m.elapsed_s)
-        cap = fmt.seconds(m.per_model_s) if m.per_model_s is not None else "—"
-        fraction = None if m.elapsed_s is None or not m.per_model_s else m.elapsed_s / m.per_model_s
+        # Against the cap that applies to this call: the tier's per-model cap, or the call's budget if sooner.
+        cap_s = m.cap_s if m.cap_s is not None else m.per_model_s
+        cap = fmt.seconds(cap_s) if cap_s is not None else "—"
+        fraction = None if m.elapsed_s is None or not cap_s else m.elapsed_s / cap_s
         label = Text(fmt.short_model(m.model))
         if m.status not in ("pending", "ok"):
             label.append(f" {m.status}", style=p(colour))
@@ -274,6 +332,15 @@ def council_panel(c: CouncilView | None, p: Palette) -> RenderableType:
             Text(f"{spent}/{cap}", style=p("gauge-over") if m.over_cap else ""),
             gauge(fraction, 10, p),
         )
+    if c.cap_limited_by_budget:
+        note = Text(
+            f"per-model cap {fmt.seconds(c.per_model_s)} ({c.tier or 'tier'}), "
+            f"cut to the call's {fmt.seconds(c.budget_s)} budget",
+            style=p.dim,
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+        return Group(note, g)
     return g
 
 
@@ -344,7 +411,7 @@ def invalidations_panel(
     g = Table.grid(padding=(0, 1), expand=True)
     g.add_column(no_wrap=True)
     g.add_column(no_wrap=True, overflow="ellipsis", max_width=22)
-    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    g.add_column(overflow="fold", ratio=1)  # every pattern matters: they wrap rather than being cut
     for item in items[:rows]:
         g.add_row(
             Text(wall_clock(origin_ts, item.mono), style=p.dim),
@@ -376,25 +443,40 @@ def tiers_title(d: DeadlineView) -> str:
     return "Tier budgets" + (f" vs {fmt.seconds(d.limit_s)}" if d.limit_s is not None else "")
 
 
-def in_flight_row(r: InFlightView, p: Palette, message_width: int = 80) -> tuple[Text, ...]:
+def in_flight_row(r: InFlightView, p: Palette, message_width: int = 80, tool_width: int = 20) -> tuple[Text, ...]:
     budget = fmt.seconds(r.budget_s) if r.budget_s is not None else "no budget"
-    spent = gauge(r.fraction, 8, p)
-    spent.append(f" {fmt.duration(r.elapsed_s)}/{budget}", style=p("gauge-over") if (r.fraction or 0) >= 1 else "")
+    if r.unfinished:
+        # The session ended while it ran: no gauge creeping on, the time it had when everything stopped.
+        spent = Text("⊘ ended ", style=p("status-warn", "bold"))
+        spent.append(f" {fmt.duration(r.elapsed_s)}/{budget}", style=p.dim)
+    else:
+        spent = gauge(r.fraction, 8, p)
+        over = (r.fraction or 0) >= 1
+        spent.append(f" {fmt.duration(r.elapsed_s)}/{budget}", style=p("gauge-over") if over else "")
     progress = fmt.progress(r.progress, r.total)
-    tool = Text(r.tool or r.method)
-    if r.has_council:
-        tool.append(" ◆", style=p("status-pending"))
+    mark = " ◆" if r.has_council else ""
+    tool = Text(fmt.clip(r.tool or r.method, tool_width - len(mark)))
+    if mark:
+        tool.append(mark, style=p("status-pending"))
     return (Text(r.request_id), tool, spent, Text(progress), Text(fmt.clip(r.message, message_width), style=p.dim))
 
 
-def request_row(r: RequestView, origin_ts: float | None, p: Palette, note_width: int = 80) -> tuple[Text, ...]:
+def request_note(r: RequestView) -> str:
+    """What the note column says about a finished request (empty when there is nothing to add)."""
     note = r.error or ""
     if r.partial:
         note = "partial result" + (f" · {note}" if note else "")
+    return note
+
+
+def request_row(
+    r: RequestView, origin_ts: float | None, p: Palette, note_width: int = 80, tool_width: int = 20
+) -> tuple[Text, ...]:
+    note = request_note(r)
     return (
         Text(wall_clock(origin_ts, r.ended_mono if r.ended_mono is not None else r.started_mono), style=p.dim),
         Text(r.request_id),
-        Text(r.label),
+        Text(fmt.clip(r.label, tool_width)),
         status_text(r.outcome, p),
         Text(fmt.duration(r.duration_s), justify="right"),
         Text(fmt.clip(note, note_width), style=p.dim),
@@ -412,16 +494,106 @@ def pretty_json(text: str | None, limit: int = 4000) -> str:
         out = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
         out = text
-    return out if len(out) <= limit else out[:limit] + "\n… (cut)"
+    return _cap(out, limit)
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "\n… (cut)"
+
+
+def _pretty_text(text: str) -> str:
+    """A content text as a person reads it: indented JSON when it is JSON, else the text as it is."""
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+        except ValueError:
+            pass
+    return text
+
+
+_TEXT_FIELD = re.compile(r'"text"\s*:\s*"')
+
+
+def _cut_json_string(raw: str) -> str:
+    """The beginning of a JSON string literal whose end was cut off (the log keeps 4 KiB), decoded."""
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == '"':
+            break
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        escape = raw[i : i + 6] if raw[i + 1 : i + 2] == "u" else raw[i : i + 2]
+        try:
+            out.append(json.loads(f'"{escape}"'))
+        except ValueError:
+            break  # an escape cut in half: the text ends here
+        i += len(escape)
+    return "".join(out)
+
+
+def result_texts(preview: str) -> tuple[list[str], bool] | None:
+    """The texts of a tools/call result (or of the JSON-RPC answer that carried one), each pretty-printed, and
+    whether it was an error result; None when the preview is not one. A preview cut short still yields the
+    beginning of its first text."""
+    try:
+        value = json.loads(preview)
+    except ValueError:
+        match = _TEXT_FIELD.search(preview)
+        if match is None or '"content"' not in preview[: match.start()]:
+            return None
+        text = _cut_json_string(preview[match.end() :]).rstrip("…") + "\n… (cut: the log keeps 4 KiB)"
+        return [text], re.search(r'"isError"\s*:\s*true', preview) is not None
+    if isinstance(value, dict) and isinstance(value.get("result"), dict):
+        value = value["result"]  # the whole answer sent to the host
+    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
+        return None
+    texts: list[str] = []
+    for item in value["content"]:
+        if isinstance(item, dict) and item.get("type", "text") == "text" and isinstance(item.get("text"), str):
+            texts.append(_pretty_text(item["text"]))
+        elif isinstance(item, dict):
+            texts.append(f"({item.get('type', 'unknown')} content)")
+    if not texts and value.get("structuredContent") is not None:
+        texts.append(json.dumps(value["structuredContent"], indent=2, ensure_ascii=False))
+    return texts, value.get("isError") is True
+
+
+def result_panel(preview: str, p: Palette, limit: int = 8000) -> RenderableType:
+    """A result as text: each content text shown as text (or indented JSON when it is JSON), never as escaped
+    JSON inside JSON; anything else as indented JSON."""
+    found = result_texts(preview)
+    if found is None:
+        return Text(pretty_json(preview, limit))
+    texts, is_error = found
+    parts: list[RenderableType] = []
+    if is_error:
+        parts.append(Text("isError: the host was given this as an error result", style=p("status-warn")))
+    for i, text in enumerate(texts):
+        if i:
+            parts.append(Text("─" * 8, style=p.dim))
+        parts.append(Text(_cap(text, limit)))
+    if not parts:
+        parts.append(Text("(an empty result)", style=p.dim))
+    return Group(*parts)
 
 
 def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> RenderableType:
     r = d.request
-    g = _grid()
+    g = Table.grid(padding=(0, 1), expand=True)
+    g.add_column(no_wrap=True)
+    g.add_column(overflow="fold", ratio=1)  # an error or a progress message is read in full: it wraps
     _kv(g, "request", Text.assemble((f"#{r.request_id}", "bold"), (f"  upstream id {d.up_id or '—'}", p.dim)), p)
     _kv(g, "call", Text.assemble((r.method, ""), (f"  {r.tool}" if r.tool else "", "bold")), p)
     _kv(g, "started", wall_clock(origin_ts, r.started_mono), p)
-    outcome = status_text(r.outcome, p)
+    if d.unfinished:
+        outcome = Text("⊘ unfinished: the session ended while it ran", style=p("status-warn"))
+    else:
+        outcome = status_text(r.outcome, p)
     if r.partial:
         outcome.append("  partial result", style=p("status-warn"))
     _kv(g, "outcome", outcome, p)

@@ -20,6 +20,7 @@ class WatchSession:
     title: str = ""
     paused: bool = False  # the view stops updating; the feed and the model carry on
     applied_while_paused: int = 0
+    _held_now: float | None = field(default=None, repr=False)  # the last time shown while connected
 
     def pump(self) -> int:
         applied = self.feed.pump(self.model)
@@ -28,7 +29,15 @@ class WatchSession:
         return applied
 
     def now(self) -> float:
-        return self.feed.now_mono(self.model)
+        """The session time to show. While the feed is not connected, time stands still where the connection
+        was last known good: nothing is known about what happened since, so no clock may keep running."""
+        connected = self.feed.status().connected
+        if not connected and self._held_now is not None:
+            return self._held_now
+        now = self.feed.now_mono(self.model)
+        if connected:
+            self._held_now = now
+        return now
 
     def view(self, selected: str | None = None) -> ViewState:
         return self.model.view(self.now(), selected)

@@ -33,6 +33,8 @@ SEMANTIC: dict[str, tuple[str, str]] = {
     "gauge-fill": ("primary", "#4FA3FF"),
     "gauge-empty": ("panel", "#2E3440"),
     "gauge-over": ("error", "#FF5F5F"),
+    # Borders: derived in `semantic_defaults`, lighter than a dark theme's panel, darker than a light one's.
+    "panel-border": ("panel", "#444955"),
 }
 _COLOUR_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background")
 _COLOUR_FIELDS += ("surface", "panel", "boost")
@@ -114,6 +116,10 @@ def semantic_defaults(theme: Theme | None) -> dict[str, str]:
     if theme is not None and theme.foreground:
         background = Color.parse(theme.background or ("#000000" if theme.dark else "#FFFFFF"))
         out["text-dim"] = Color.parse(theme.foreground).blend(background, 0.4).hex
+    if theme is not None:
+        # Borders must stand out from the surface: $panel-lighten-2 (the old rule) is pure white on a light theme.
+        shades = theme.to_color_system().generate()
+        out["panel-border"] = shades["panel-lighten-2" if theme.dark else "panel-darken-3"]
     return out
 
 

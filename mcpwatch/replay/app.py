@@ -24,9 +24,10 @@ from textual.widgets import Button, Input, Label, Static
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.render import Palette, wall_clock
-from mcpwatch.console.screens.base import WatchScreen
+from mcpwatch.console.screens.base import NARROW, WatchScreen
+from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
-from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.screens.main import BACK_BINDING, VIEW_BINDINGS, MainScreen
 from mcpwatch.console.session import WatchSession
 from mcpwatch.console.themes import DEFAULT_THEME
 from mcpwatch.console.widgets import Line
@@ -61,8 +62,15 @@ class TimelineBar(Line):
     """
 
 
-class ReplayMainScreen(MainScreen):
-    """The live console's main screen with the timeline bar above the footer."""
+class ReplayMainScreen(MainScreen, inherit_bindings=False):
+    """The live console's main screen with the timeline bar above the footer. Its keys are the view's only:
+    the operator's (h, m, t, d, c) are not bound at all, since a recording cannot be changed; nor is `p`
+    (pause the live view): space plays and pauses the replay's clock."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(b for b in VIEW_BINDINGS if isinstance(b, Binding) and b.action != "pause"),
+        BACK_BINDING,
+    ]
 
     def __init__(self, session: WatchSession) -> None:
         super().__init__(session)
@@ -82,10 +90,14 @@ class ReplayMainScreen(MainScreen):
         super().refresh_view()
         self.render_timeline()
 
+    def detail_screen(self, request_id: str) -> WatchScreen:
+        return ReplayDetailScreen(self.session, request_id)
+
     def render_timeline(self) -> None:
         bar = self.query_one("#timeline", TimelineBar)
         feed = self.feed
         width = max(10, bar.content_region.width or bar.size.width or 80)
+        compact = self.size.width < NARROW
         position = feed.position()
         markers = feed.markers()
         key = (len(markers), width, position.end)
@@ -96,14 +108,22 @@ class ReplayMainScreen(MainScreen):
         p = Palette(self.app.theme_variables)
 
         def make() -> Text:
-            return Text.assemble(timeline.bar(self._cells, head, p), "\n", timeline.status_line(position, counts, p))
+            status = timeline.status_line(position, counts, p, compact=compact)
+            # Three lines, each cut at the edge: a wrapped status line would push the bar out of its box.
+            return Text.assemble(timeline.bar(self._cells, head, p), "\n", status, no_wrap=True, overflow="ellipsis")
 
-        bar.show(make, (self.app.theme, key, head, position, tuple(counts.items())))
+        bar.show(make, (self.app.theme, key, head, position, tuple(counts.items()), compact))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "pause":
-            return False  # the live view's pause; replay plays and pauses its clock with space
+            return False  # the live view's pause (also kept out of the palette); space plays and pauses
         return super().check_action(action, parameters)
+
+
+class ReplayDetailScreen(RequestDetailScreen, inherit_bindings=False):
+    """A request's detail in a recording: back is the only key of its own (nothing can be cancelled)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="detail.back")]
 
 
 class GotoPrompt(ModalScreen[float | None]):
@@ -159,6 +179,13 @@ class ReplayApp(ConsoleApp):
     """The console over a `ReplayFeed`."""
 
     TITLE = "mcpwatch replay"
+    # On the main screen toasts sit above the timeline bar (three lines, over the one-line footer), never over
+    # it: the bar is what a replay key's message is about.
+    CSS = """
+    ReplayMainScreen ToastRack {
+        margin-bottom: 4;
+    }
+    """
     BINDINGS: ClassVar[list[BindingType]] = [
         *ConsoleApp.BINDINGS,
         Binding("space", "toggle_play", "Play/pause", id="replay.play", priority=True),
@@ -221,15 +248,15 @@ class ReplayApp(ConsoleApp):
 
     def action_speed(self, direction: int) -> None:
         speed = self.feed.faster() if direction > 0 else self.feed.slower()
-        self.notify(f"speed {speed_text(speed)}", timeout=2)
+        self.notify(f"speed {speed_text(speed)}", timeout=1.5)
         self.redraw()
 
     def action_problem(self, direction: int) -> None:
         found = self.feed.next_problem(direction)
         if isinstance(found, Marker):
-            self.notify(f"{timeline.MARKS[found.kind][0]} {offset_text(found.mono)}  {found.text}", timeout=4)
+            self.notify(f"{timeline.MARKS[found.kind][0]} {offset_text(found.mono)}  {found.text}", timeout=3)
         else:
-            self.notify(found, severity="warning", timeout=4)
+            self.notify(found, severity="warning", timeout=3)
         self.redraw()
 
     def action_goto(self) -> None:
@@ -252,7 +279,7 @@ class ReplayApp(ConsoleApp):
     def action_help(self) -> None:
         if isinstance(self.screen, HelpScreen):
             return
-        self.push_screen(HelpScreen(False, mode_keys=("Replay", REPLAY_KEYS), omit={"p"}))
+        self.push_screen(HelpScreen(False, mode_keys=("Replay", REPLAY_KEYS), omit={"p"}, recording=True))
 
     def extra_commands(self, screen: Screen[Any]) -> list[tuple[str, str, Callable[[], object]]]:
         if not isinstance(screen, WatchScreen):

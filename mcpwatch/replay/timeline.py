@@ -93,8 +93,11 @@ def bar(marks: Cells, head: int, p: Palette) -> Text:
     return text
 
 
-def status_line(pos: Position, counts: dict[str, int], p: Palette) -> Text:
-    """`▶ 4×  0:42:10 / 19:23:01  14:42:10  event 12,345 of 1,000,000   ◷ 12 deadline …`"""
+def status_line(pos: Position, counts: dict[str, int], p: Palette, *, compact: bool = False) -> Text:
+    """`▶ 4×  0:42:10 / 19:23:01  14:42:10  event 12,345 of 1,000,000   ◷ 12 deadline …`; `compact` (a narrow
+    terminal): `▶ 4×  0:42:10 / 19:23:01  #12,345  ◷12 ↩3 ✗40 ◆2`, so the counts still fit."""
+    if compact:
+        return _compact_status_line(pos, counts, p)
     text = Text(no_wrap=True, overflow="ellipsis")
     if pos.playing:
         text.append(f" ▶ {speed_text(pos.speed)} ", style=p("status-ok", "bold reverse"))
@@ -112,4 +115,23 @@ def status_line(pos: Position, counts: dict[str, int], p: Palette) -> Text:
         if n:
             text.append(f"   {glyph} ", style=p(colour, "bold"))
             text.append(f"{n:,} {word}{'s' if n != 1 else ''}", style=p.dim)
+    return text
+
+
+def _compact_status_line(pos: Position, counts: dict[str, int], p: Palette) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if pos.playing:
+        text.append(f" ▶ {speed_text(pos.speed)} ", style=p("status-ok", "bold reverse"))
+    else:
+        text.append(f" ⏸ {speed_text(pos.speed)} ", style=p("status-warn", "bold reverse"))
+    text.append(f" {offset_text(pos.mono)}", style="bold")
+    text.append(f"/{offset_text(pos.end)}", style=p.dim)
+    text.append(f"  #{pos.ordinal:,}", style=p.dim)
+    for kind, (glyph, colour, _) in MARKS.items():
+        n = counts.get(kind, 0)
+        if n:
+            text.append(f" {glyph}", style=p(colour, "bold"))
+            text.append(f"{n:,}", style=p.dim)
+    if pos.note:
+        text.append(f"  {pos.note}", style=p("status-warn"))
     return text

@@ -528,3 +528,101 @@ def test_the_model_does_not_import_textual() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- fixes from the console audit ----------------------------------------------------------------------------
+
+
+def test_warnings_before_session_start_survive_it(f: EventFactory) -> None:
+    """The wrapper reports a bad env value before its session_start: the reset must not wipe it."""
+    m = ConsoleModel()
+    m.apply(f.make(Kind.WARNING, 0.0, message="MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC='abc' is not a number"))
+    m.apply(session_start(f, 0.01))
+    assert [w.message for w in m.view(1.0).warnings] == ["MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC='abc' is not a number"]
+    # ...but a warning of another session still goes with the reset.
+    other = EventFactory(session_id="s2", origin_ts=2000.0)
+    m.apply(other.make(Kind.WARNING, 0.0, message="of s2"))
+    m.apply(session_start(f, 5.0))  # back to s1: a fresh start, s2's warning is not carried over
+    assert [w.message for w in m.view(6.0).warnings] == []
+
+
+def test_council_stage_follows_the_progress_messages(model: ConsoleModel, f: EventFactory) -> None:
+    """model_status events come only when a model's own status changes (stage 1): stages 2 and 3 are named by
+    the progress messages, and a stage never goes back."""
+    model.apply(start(f, "13", 0.0, tool="consult_council", budget=25.0))
+    model.apply(f.make(Kind.MODEL_STATUS, 0.1, request_id="13", model="a", stage=1, status="pending", tier="quick"))
+    model.apply(f.make(Kind.PROGRESS, 1.0, request_id="13", progress=1, total=5, message="✓ a (1/1)"))
+    assert model.view(1.0).council.stage == 1
+    model.apply(f.make(Kind.PROGRESS, 2.0, request_id="13", progress=2, total=5, message="Stage 2: peer review by 2"))
+    assert model.view(2.0).council.stage == 2
+    model.apply(f.make(Kind.MODEL_STATUS, 2.5, request_id="13", model="a", stage=1, status="ok", latency_ms=2500))
+    assert model.view(2.5).council.stage == 2  # a late stage-1 status does not take it back
+    model.apply(
+        f.make(Kind.PROGRESS, 3.0, request_id="13", progress=4, total=5, message="Stage 3: chairman a synthesizing")
+    )
+    assert model.view(3.0).council.stage == 3
+    # A wrapper that passes the council's _meta stage with the progress is taken at its word.
+    model.apply(f.make(Kind.PROGRESS, 3.5, request_id="13", progress=4.5, total=5, message="…", stage=4))
+    assert model.view(3.5).council.stage == 4
+
+
+def test_per_model_cap_is_the_effective_one_under_a_short_budget(model: ConsoleModel, f: EventFactory) -> None:
+    """A 120 s per-model cap under a 25 s call budget: the model really has 25 s."""
+    model.apply(start(f, "13", 0.0, tool="consult_council", budget=25.0))
+    for name in ("fast", "slow"):
+        model.apply(
+            f.make(Kind.MODEL_STATUS, 0.0, request_id="13", model=name, status="pending", per_model_s=120, tier="q")
+        )
+    model.apply(f.make(Kind.MODEL_STATUS, 2.9, request_id="13", model="fast", status="ok", latency_ms=2900))
+    council = model.view(30.0).council
+    by = {m.model: m for m in council.models}
+    assert (by["fast"].per_model_s, by["fast"].cap_s, by["fast"].over_cap) == (120, 25.0, False)
+    assert (by["slow"].cap_s, by["slow"].over_cap) == (25.0, True)  # 30 s against 25 s, not against 120 s
+    assert council.cap_s == 25.0 and council.cap_limited_by_budget
+
+
+def test_a_health_check_with_an_error_is_never_ok(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(
+        f.make(
+            Kind.HEALTH_CHECK,
+            1.0,
+            ok=True,
+            ping_ms=2.9,
+            error="the upstream has not been initialised by a host yet; health tool not called",
+        )
+    )
+    assert model.view(2.0).health.state == "not_ready"
+    model.apply(f.make(Kind.HEALTH_CHECK, 3.0, ok=True, ping_ms=2.0, data={"tool": "council_health_check"}))
+    assert model.view(4.0).health.state == "ok"
+    model.apply(f.make(Kind.HEALTH_CHECK, 5.0, ok=False, ping_ms=None, error="no answer"))
+    assert model.view(6.0).health.state == "failing"
+
+
+def test_a_host_health_check_keeps_its_latency(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(
+        f.make(
+            Kind.HEALTH_CHECK,
+            1.0,
+            ok=True,
+            ping_ms=None,
+            latency_ms=2900.5,
+            source="host",
+            data={"tool": "council_health_check"},
+        )
+    )
+    health = model.view(2.0).health
+    assert (health.ping_ms, health.latency_ms, health.source, health.state) == (None, 2900.5, "host", "ok")
+
+
+def test_session_end_closes_the_upstream_and_stops_every_clock(model: ConsoleModel, f: EventFactory) -> None:
+    model.apply(f.make(Kind.UPSTREAM_STATE, 0.5, state="ready", generation=1))
+    model.apply(start(f, "1", 10.0, tool="consult_council"))
+    model.apply(f.make(Kind.MODEL_STATUS, 10.0, request_id="1", model="m", status="pending", per_model_s=90))
+    model.apply(f.make(Kind.SESSION_END, 40.0, reason="received SIGTERM"))
+    v = model.view(500.0)
+    assert v.header.upstream_state == "closed" and v.header.ended == "received SIGTERM"
+    (r,) = v.in_flight
+    assert r.unfinished and r.elapsed_s == 30.0  # not 490 s and counting
+    assert v.council.models[0].elapsed_s == 30.0
+    detail = model.request_detail("1", 500.0)
+    assert detail.unfinished and detail.elapsed_s == 30.0

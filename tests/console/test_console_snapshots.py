@@ -50,6 +50,22 @@ def test_main_screen_small_terminal(snap_compare: Any) -> None:
     assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=(100, 30), run_before=_settle)
 
 
+def test_main_screen_80x24(snap_compare: Any) -> None:
+    """The smallest common terminal: panels stacked, nothing cut to nothing, quit and help in the footer."""
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=(80, 24), run_before=_settle)
+
+
+def test_detail_screen_80x24(snap_compare: Any) -> None:
+    """One column: the request, then its timeline (not pushed off screen by arguments and result)."""
+
+    async def open_detail(pilot: Any) -> None:
+        await _settle(pilot)
+        pilot.app.screen.open_request("20")
+        await pilot.pause(0.2)
+
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=(80, 24), run_before=open_detail)
+
+
 def test_detail_screen(snap_compare: Any) -> None:
     async def open_detail(pilot: Any) -> None:
         await _settle(pilot)

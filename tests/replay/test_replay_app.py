@@ -235,3 +235,52 @@ async def test_a_detail_draw_cut_short_is_done_again(
         monkeypatch.setattr(render, "timeline_panel", real)
         timeline = screen.query_one("#timeline")
         await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
+
+
+async def test_operator_keys_are_not_bound_at_all(shared_log: tuple[Path, str]) -> None:
+    """README: operator actions are absent in replay — not bound, on the main screen or a request's detail."""
+    from mcpwatch.replay.app import ReplayDetailScreen
+
+    feed = make_feed(shared_log[0], start=120.0)
+    app = _app(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & (OPERATOR_ACTIONS | {"pause"}) and "filter" in bound
+        request_id = app.screen.last_view.requests[0].request_id
+        app.screen.open_request(request_id)
+        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
+        await pilot.pause(0.2)
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & OPERATOR_ACTIONS
+
+
+async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: tuple[Path, str]) -> None:
+    feed = make_feed(shared_log[0])
+    deadline = [m for m in feed.markers() if m.kind == "deadline"][1]
+    feed.seek(deadline.mono + 5.0)
+    app = _app(feed)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause(0.2)
+        keys = [a.binding.key for a in app.screen.active_bindings.values() if a.binding.show]
+        assert {"q", "question_mark", "space", "g", "n"} <= set(keys)
+        bar = timeline_text(app).splitlines()
+        assert len([line for line in bar if line.strip()]) == 3  # the status line does not wrap out of the bar
+        assert "◷2" in bar[2] and "✗" in bar[2]
+        inflight = app.screen.query_one("#inflight")
+        assert inflight.size.height >= 5  # several in-flight rows, not one
+        assert "Tombstones" in screen_text(app) and "#" in app.screen.query_one("#tombstones").plain
+
+
+async def test_toasts_keep_clear_of_the_timeline_bar(shared_log: tuple[Path, str]) -> None:
+    feed = make_feed(shared_log[0], start=60.0)
+    app = _app(feed)
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("n")
+        await until(pilot, lambda: app.screen.query("Toast"), what="a toast")
+        await pilot.pause(0.1)
+        bar = app.screen.query_one("#timeline").region
+        for toast in app.screen.query("Toast"):
+            assert not toast.region.overlaps(bar), (toast.region, bar)

@@ -43,6 +43,11 @@ def test_replay_main_screen(snap_compare: Any, shared_log: tuple[Path, str], the
     assert snap_compare(_at_a_deadline(shared_log[0], theme), terminal_size=SIZE, run_before=_settle)
 
 
+def test_replay_main_screen_80x24(snap_compare: Any, shared_log: tuple[Path, str]) -> None:
+    """Stacked panels, a three-line timeline bar with the counts, and the replay keys in the footer."""
+    assert snap_compare(_at_a_deadline(shared_log[0]), terminal_size=(80, 24), run_before=_settle)
+
+
 def test_goto_dialog_explains_a_bad_time(snap_compare: Any, shared_log: tuple[Path, str]) -> None:
     async def bad_time(pilot: Any) -> None:
         await _settle(pilot)

@@ -6,9 +6,11 @@ from the footer, the palette and the keys, so replay shows no action that could 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from textual import work
+from rich.cells import cell_len
+from textual import events, work
+from textual.binding import ActiveBinding
 from textual.screen import Screen
 
 from mcpwatch.console import format as fmt
@@ -19,6 +21,35 @@ from mcpwatch.operator.client import OperatorError
 
 OPERATOR_ACTIONS = frozenset({"health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel_call"})
 
+NARROW = 110  # below this many columns the screens stack their panels
+SHORT = 34  # below this many rows the main screen's body scrolls rather than squeezing its tables
+
+# Which footer keys give way first when the footer is too narrow for all of them (higher goes first; the same
+# rank: the later one). Quit and help never do. The keys still work when their hint is not shown.
+FOOTER_RANK: dict[str, int] = {
+    "app.quit": 0,
+    "app.help": 0,
+    "detail.back": 0,
+    "replay.play": 1,
+    "replay.step": 1,
+    "replay.step_back": 1,
+    "replay.goto": 2,
+    "replay.next": 2,
+    "replay.previous": 2,
+    "main.health_check": 3,
+    "detail.cancel_call": 3,
+    "table.open": 4,
+    "main.filter": 4,
+    "main.pause": 5,
+    "main.set_margin": 5,
+    "main.cancel_call": 5,
+    "replay.slower": 6,
+    "replay.faster": 6,
+    "main.set_host_timeout": 7,
+    "main.set_deadline": 7,
+}
+PALETTE_CELLS = 13  # the footer's "▏^p palette", docked right
+
 
 def describe_deadline(block: dict[str, Any]) -> str:
     budget = block.get("budget_s")
@@ -27,7 +58,14 @@ def describe_deadline(block: dict[str, Any]) -> str:
 
 
 class WatchScreen(Screen[None]):
-    """A screen showing a watched session; the app calls `refresh_view()` on every tick."""
+    """A screen showing a watched session; the app calls `refresh_view()` on every tick.
+
+    The screen carries `-narrow`/`-wide` and `-short`/`-tall` classes for the terminal's size (app.tcss lays
+    the panels out by them), and its footer shows the keys that fit, most important first.
+    """
+
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (NARROW, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (SHORT, "-tall")]
 
     def __init__(self, session: WatchSession, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
@@ -43,6 +81,42 @@ class WatchScreen(Screen[None]):
     def selected_request(self) -> str | None:
         """The request an action such as cancel applies to, if any."""
         return None
+
+    # -- the footer ------------------------------------------------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.refresh_bindings()  # the footer shows what fits the new width
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The keys the footer shows: all that fit; when they do not, the least important are left out."""
+        bindings = super().active_bindings
+        width = self.size.width or self.app.size.width
+        if not width:
+            return bindings
+        shown = [key for key, active in bindings.items() if active.binding.show]
+        costs = {key: self._footer_cells(bindings[key]) for key in shown}
+        budget = width - PALETTE_CELLS
+        total = sum(costs.values())
+        if total <= budget:
+            return bindings
+        order = sorted(range(len(shown)), key=lambda i: (FOOTER_RANK.get(bindings[shown[i]].binding.id or "", 5), i))
+        dropped: set[str] = set()
+        for i in reversed(order):
+            key = shown[i]
+            if total <= budget or FOOTER_RANK.get(bindings[key].binding.id or "", 5) == 0:
+                break
+            dropped.add(key)
+            total -= costs[key]
+        return {key: active for key, active in bindings.items() if key not in dropped}
+
+    def _footer_cells(self, active: ActiveBinding) -> int:
+        """About how many cells the footer gives a key (Textual's Footer: padding, or the group's label)."""
+        binding = active.binding
+        key = cell_len(self.app.get_key_display(binding))
+        if binding.group is not None:
+            return key + 2 + (cell_len(binding.group.description) + 2) // 2  # two keys share one label
+        return key + cell_len(binding.description) + 3
 
     # -- operator actions ------------------------------------------------------------------------------------
 
@@ -63,7 +137,10 @@ class WatchScreen(Screen[None]):
         except OperatorError as exc:
             self._report(exc, "health check")
             return
-        if result.get("ok"):
+        if result.get("ok") and result.get("error"):
+            # Answered, but not healthy (e.g. no host has initialised the upstream yet): not an "ok".
+            self.notify(f"health check: not ready — {result['error']}", severity="warning", timeout=8)
+        elif result.get("ok"):
             self.notify(f"health check ok · ping {fmt.millis(result.get('ping_ms'))}", timeout=4)
         else:
             self.notify(f"health check failed: {result.get('error') or 'no reason given'}", severity="error", timeout=8)

@@ -4,19 +4,37 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.console import RenderableType
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer
 
 from mcpwatch.console import render
-from mcpwatch.console.screens.base import WatchScreen
+from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
 from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, Panel
 
+# Outcomes where mcpwatch itself answered the host (the call was cut): what it sent is the call's result.
+ANSWERED_BY_MCPWATCH = frozenset({"deadline", "cancelled", "upstream_lost"})
+
+
+def result_title(outcome: str | None, partial: bool) -> str:
+    """The result panel's title: says whose answer it is when mcpwatch cut the call."""
+    if outcome in ANSWERED_BY_MCPWATCH:
+        return "Partial result sent to the host" if partial else "Result sent to the host"
+    if outcome == "tool_error":
+        return "Result (tool error)"
+    return "Partial result" if partial else "Result"
+
 
 class RequestDetailScreen(WatchScreen):
+    """Wide: the request and its council side by side, arguments and result, then the timeline. On a narrow or
+    short terminal everything is one column, in the order it is read: the request, its timeline, the council,
+    the result, the arguments (the body scrolls)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back", id="detail.back"),
         Binding("c", "cancel_call", "Cancel call", id="detail.cancel_call"),
@@ -34,15 +52,42 @@ class RequestDetailScreen(WatchScreen):
         with VerticalScroll(id="detail-body"):
             with Horizontal(id="detail-top"):
                 yield Panel("Request", id="summary", layout=True)
-                yield Panel("Council models", id="detail-council", layout=True)
+                yield Panel("Council models", id="detail-council", classes="council", layout=True)
             with Horizontal(id="detail-io"):
                 yield Panel("Arguments", id="arguments", layout=True)
                 yield Panel("Result", id="result", layout=True)
             yield Panel("Timeline", id="timeline", layout=True)
+            # The council again, for the one-column layout (where it comes after the timeline); CSS shows one.
+            yield Panel("Council models", id="detail-council-below", classes="council", layout=True)
         yield Footer()
 
     def on_mount(self) -> None:
+        self._arrange(self.size.width, self.size.height)
         self.refresh_view()
+
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+        self._arrange(event.size.width, event.size.height)
+
+    def _arrange(self, width: int, height: int) -> None:
+        """One column on a narrow or short terminal: the timeline right after the request (not under the
+        arguments and result, off screen), and the result before the arguments."""
+        ios = self.query("#detail-io")
+        if not width or not ios:
+            return  # a resize before the panels are composed: on_mount arranges them
+        one_column = width < NARROW or height < SHORT
+        body = self.query_one("#detail-body")
+        io = ios.first()
+        timeline = self.query_one("#timeline", Panel)
+        below = self.query_one("#detail-council-below", Panel)
+        if one_column and body.children.index(timeline) > body.children.index(io):
+            body.move_child(timeline, before=io)
+            body.move_child(below, before=io)
+            io.move_child(self.query_one("#result"), before=self.query_one("#arguments"))
+        elif not one_column and body.children.index(timeline) < body.children.index(io):
+            body.move_child(timeline, after=io)
+            body.move_child(below, after=timeline)
+            io.move_child(self.query_one("#arguments"), before=self.query_one("#result"))
 
     def selected_request(self) -> str | None:
         return self.request_id
@@ -63,8 +108,10 @@ class RequestDetailScreen(WatchScreen):
         header = session.model.view(now).header
         feed = session.status()
         theme = self.app.theme
+        compact = self.has_class("-narrow")
         self.query_one("#topbar", Line).show(
-            lambda: render.top_bar(header, feed.label, feed.connected, session.paused, p), (theme, header, feed)
+            lambda: render.top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
+            (theme, header, feed, compact),
         )
         in_flight = session.model.is_in_flight(self.request_id)
         if in_flight != self._was_in_flight:
@@ -86,15 +133,18 @@ class RequestDetailScreen(WatchScreen):
         self.query_one("#summary", Panel).show(
             render.detail_summary(detail, origin, p), title=f"Request #{r.request_id} · {r.label}"
         )
-        council = self.query_one("#detail-council", Panel)
-        council.display = detail.council is not None
-        if detail.council is not None:
-            council.show(render.council_panel(detail.council, p), title=render.council_title(detail.council))
+        for council in self.query(".council").results(Panel):
+            council.set_class(detail.council is None, "-empty")
+            if detail.council is not None:
+                council.show(render.council_panel(detail.council, p), title=render.council_title(detail.council))
         args = render.pretty_json(detail.arguments) or "(no arguments recorded)"
         self.query_one("#arguments", Panel).show(Text(args, style="" if detail.arguments else p.dim))
+        result: RenderableType
         if detail.result_preview:
-            result = Text(render.pretty_json(detail.result_preview))
-            title = "Partial result" if r.partial else "Result"
+            result = render.result_panel(detail.result_preview, p)
+            title = result_title(r.outcome, r.partial)
+        elif detail.unfinished:
+            result, title = Text("no answer: the session ended while it ran", style=p("status-warn")), "Result"
         elif r.outcome is None:
             result, title = Text("still running…", style=p.dim), "Result"
         else:

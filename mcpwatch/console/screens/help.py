@@ -54,10 +54,13 @@ class HelpScreen(ModalScreen[None]):
         *,
         mode_keys: tuple[str, list[tuple[str, str]]] | None = None,
         omit: Collection[str] = (),
+        recording: bool = False,
     ) -> None:
-        """`mode_keys`: (title, rows) of keys only this mode has (replay's); `omit`: view keys it does not have."""
+        """`mode_keys`: (title, rows) of keys only this mode has (replay's); `omit`: view keys it does not have;
+        `recording`: a replay (no operator actions, ever) rather than a console not yet watching a wrapper."""
         super().__init__(classes="dialog-screen")
         self.live = live
+        self.recording = recording
         self.mode_keys = mode_keys
         self.omit = frozenset(omit)
 
@@ -82,8 +85,12 @@ class HelpScreen(ModalScreen[None]):
         if self.live:
             outer.add_row(Text("Operator actions (change the running wrapper)", style="bold"))
             outer.add_row(self._keys(OPERATOR_KEYS))
-        else:
+        elif self.recording:
             outer.add_row(Text("Operator actions are not available here: this is a recording.", style="dim"))
+        else:
+            outer.add_row(Text("Operator actions (change the running wrapper)", style="bold"))
+            outer.add_row(Text("available once a wrapper is being watched:", style="dim"))
+            outer.add_row(self._keys(OPERATOR_KEYS))
         outer.add_row(Text(""))
         outer.add_row(Text("Panels", style="bold"))
         outer.add_row(self._keys(PANELS))

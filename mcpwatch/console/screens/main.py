@@ -18,23 +18,34 @@ from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, Panel, WindowTable
 
 REQUEST_ROWS = 200  # rows in the requests table (the model keeps more; the filter reaches all of them)
+NARROW_LIST_ROWS = 6  # rows of tombstones, invalidations and warnings when the panels are stacked (they scroll)
+TOOL_WIDTH = 20  # the tool column, which grows (up to TOOL_WIDTH_MAX) while no request has a note to show
+TOOL_WIDTH_MAX = 34
 
-IN_FLIGHT_COLUMNS = [("id", 5), ("tool", 20), ("budget used", 20), ("progress", 8), ("last message", None)]
+IN_FLIGHT_COLUMNS = [("id", 5), ("tool", 20), ("budget used", 20), ("progress", 8), ("message", None)]
 REQUEST_COLUMNS = [("ended", 8), ("id", 5), ("tool", 20), ("outcome", 13), ("took", 6), ("note", None)]
 
 
+VIEW_BINDINGS: list[BindingType] = [
+    Binding("slash", "filter", "Filter", id="main.filter"),
+    Binding("p", "pause", "Pause", id="main.pause"),
+    Binding("enter", "open_detail", "Detail", id="main.detail"),
+]
+OPERATOR_BINDINGS: list[BindingType] = [
+    Binding("h", "health_check", "Health check", id="main.health_check"),
+    Binding("m", "set_margin", "Margin", id="main.set_margin"),
+    Binding("c", "cancel_call", "Cancel call", id="main.cancel_call"),
+    Binding("t", "set_host_timeout", "Host timeout", id="main.set_host_timeout"),
+    Binding("d", "set_deadline", "Deadline", id="main.set_deadline"),
+]
+BACK_BINDING = Binding("escape", "back", "Back", id="main.back", show=False)
+
+
 class MainScreen(WatchScreen):
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter", id="main.filter"),
-        Binding("p", "pause", "Pause", id="main.pause"),
-        Binding("enter", "open_detail", "Detail", id="main.detail"),
-        Binding("h", "health_check", "Health check", id="main.health_check"),
-        Binding("m", "set_margin", "Margin", id="main.set_margin"),
-        Binding("t", "set_host_timeout", "Host timeout", id="main.set_host_timeout", show=False),
-        Binding("d", "set_deadline", "Deadline", id="main.set_deadline", show=False),
-        Binding("c", "cancel_call", "Cancel call", id="main.cancel_call"),
-        Binding("escape", "back", "Back", id="main.back", show=False),
-    ]
+    """Panels side by side on a wide terminal; below `NARROW` columns they stack, and whatever does not fit
+    the height scrolls (the body scrolls, the tables within it too), so no number is ever cut to nothing."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*VIEW_BINDINGS, *OPERATOR_BINDINGS, BACK_BINDING]
 
     def __init__(self, session: WatchSession, *, can_go_back: bool = False) -> None:
         super().__init__(session)
@@ -46,26 +57,27 @@ class MainScreen(WatchScreen):
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
         yield Line(id="banner", layout=True)
-        with Horizontal(id="row-top"):
-            yield Panel("Deadline", id="deadline")
-            yield Panel("Tier budgets", id="tiers")
-            yield Panel("Health", id="health")
-            yield Panel("Counters", id="counters")
-        with Horizontal(id="row-mid"):
-            with Vertical(id="inflight-box", classes="box"):
-                yield WindowTable(IN_FLIGHT_COLUMNS, id="inflight")
-                yield Line(id="inflight-empty", classes="hint", layout=True)
-            yield Panel("Council run", id="council")
-        with Horizontal(id="row-bottom"):
-            with Vertical(id="requests-box", classes="box"):
-                yield Input(placeholder="filter by tool, outcome or id — enter keeps it, esc clears", id="filter")
-                yield WindowTable(REQUEST_COLUMNS, id="requests")
-                yield Line(id="requests-empty", classes="hint", layout=True)
-                yield Line(id="latency")
-            with Vertical(id="side"):
-                yield Panel("Tombstones", id="tombstones")
-                yield Panel("Invalidations", id="invalidations")
-                yield Panel("Warnings", id="warnings")
+        with Vertical(id="body"):
+            with Horizontal(id="row-top"):
+                yield Panel("Deadline", id="deadline")
+                yield Panel("Tier budgets", id="tiers")
+                yield Panel("Health", id="health")
+                yield Panel("Counters", id="counters")
+            with Horizontal(id="row-mid"):
+                with Vertical(id="inflight-box", classes="box"):
+                    yield WindowTable(IN_FLIGHT_COLUMNS, id="inflight")
+                    yield Line(id="inflight-empty", classes="hint", layout=True)
+                yield Panel("Council run", id="council")
+            with Horizontal(id="row-bottom"):
+                with Vertical(id="requests-box", classes="box"):
+                    yield Input(placeholder="filter by tool, outcome or id — enter keeps it, esc clears", id="filter")
+                    yield WindowTable(REQUEST_COLUMNS, id="requests")
+                    yield Line(id="requests-empty", classes="hint", layout=True)
+                    yield Line(id="latency")
+                with Vertical(id="side"):
+                    yield Panel("Tombstones", id="tombstones")
+                    yield Panel("Invalidations", id="invalidations")
+                    yield Panel("Warnings", id="warnings")
         yield from self.compose_extra()
         yield Footer()
 
@@ -109,7 +121,10 @@ class MainScreen(WatchScreen):
             q("#counters", Panel).show(lambda: render.counters_panel(view.counters, p), (theme, view.counters))
             width = inflight.free_width
             inflight.show([(r.request_id, render.in_flight_row(r, p, width)) for r in view.in_flight])
-            self._title("#inflight-box", f"In flight {len(view.in_flight)}")
+            title = f"In flight {len(view.in_flight)}"
+            if view.in_flight and view.in_flight[0].unfinished:
+                title += " · unfinished: the session ended"
+            self._title("#inflight-box", title)
             self._hint("#inflight-empty", not view.in_flight, "no calls in flight")
             self._render_council(view)
             self._render_requests(view, origin)
@@ -142,8 +157,16 @@ class MainScreen(WatchScreen):
             title=render.council_title(view.council),
         )
 
+    @property
+    def narrow(self) -> bool:
+        """The panels are stacked (see `WatchScreen.HORIZONTAL_BREAKPOINTS`)."""
+        return self.has_class("-narrow")
+
     def _rows_of(self, selector: str, header_lines: int = 0) -> int:
-        """How many list rows fit in a panel (at least a few before the first layout)."""
+        """How many list rows fit in a panel (at least a few before the first layout). Stacked panels take the
+        height of what they show, so there a fixed number of rows is shown and the body scrolls."""
+        if self.narrow:
+            return NARROW_LIST_ROWS
         height = self.query_one(selector, Panel).content_region.height
         return max(3, height - header_lines) if height else 20
 
@@ -164,9 +187,11 @@ class MainScreen(WatchScreen):
         session = self.session
         feed = session.status()
         theme = self.app.theme
-        bar_key = (theme, view.header, feed, session.paused)
+        compact = self.narrow
+        bar_key = (theme, view.header, feed, session.paused, compact)
         self.query_one("#topbar", Line).show(
-            lambda: render.top_bar(view.header, feed.label, feed.connected, session.paused, p), bar_key
+            lambda: render.top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
+            bar_key,
         )
         message = ""
         style = "status-warn"
@@ -190,8 +215,15 @@ class MainScreen(WatchScreen):
         # A window a few screens deep, growing as the selection moves down (up to REQUEST_ROWS).
         height = max(10, table.size.height)
         shown = rows[: min(REQUEST_ROWS, max(3 * height, table.cursor_row + 2 * height))]
+        # The tool column takes the room the note column does not need: names are cut (with …) only when
+        # some request has a note to show.
+        has_notes = any(render.request_note(r) for r in shown)
+        longest = max((len(r.label) for r in shown), default=0)
+        tool_width = TOOL_WIDTH if has_notes else max(TOOL_WIDTH, min(TOOL_WIDTH_MAX, longest))
+        if table.set_width("tool", tool_width):
+            now = True
         width = table.free_width
-        table.show([(r.request_id, render.request_row(r, origin, p, width)) for r in shown], force=now)
+        table.show([(r.request_id, render.request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
         title = "Recent requests"
         if self.filter_text:
             title += f" matching {self.filter_text!r}: {len(rows):,} of {len(view.requests):,}"
@@ -205,18 +237,23 @@ class MainScreen(WatchScreen):
         self._hint("#requests-empty", not rows, text)
         latency = self.query_one("#latency", Line)
         width = max(10, latency.size.width - 34)
-        recent = view.latencies[-width:]
+        if self.filter_text:  # the sparkline shows what the table shows
+            durations = [r.duration_s for r in rows if r.method == "tools/call" and r.duration_s is not None]
+            recent = tuple(reversed(durations[:width]))
+        else:
+            recent = view.latencies[-width:]
+        what = "matching calls" if self.filter_text else "calls"
 
         def make() -> render.Text:
             if not recent:
-                return render.Text("latency: no finished tool calls yet", style=p.dim)
+                return render.Text(f"latency: no finished tool {what} yet", style=p.dim)
             return render.Text.assemble(
                 ("latency ", p.dim),
                 (render.sparkline(recent, width), p("gauge-fill")),
-                (f"  last {len(recent)} calls, max {fmt.duration(max(recent))}", p.dim),
+                (f"  last {len(recent)} {what}, max {fmt.duration(max(recent))}", p.dim),
             )
 
-        latency.show(make, (self.app.theme, recent, width))
+        latency.show(make, (self.app.theme, recent, width, what))
 
     # -- selection and actions --------------------------------------------------------------------------------
 
@@ -234,9 +271,13 @@ class MainScreen(WatchScreen):
 
     def open_request(self, request_id: str) -> None:
         """Show one request's detail screen (also for replay, to jump to a request from elsewhere)."""
+        self.app.push_screen(self.detail_screen(request_id))
+
+    def detail_screen(self, request_id: str) -> WatchScreen:
+        """The detail screen for a request (replay's has no operator keys)."""
         from mcpwatch.console.screens.detail import RequestDetailScreen
 
-        self.app.push_screen(RequestDetailScreen(self.session, request_id))
+        return RequestDetailScreen(self.session, request_id)
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:

@@ -37,7 +37,9 @@ class Line(Static):
             return
         self._key = key if key is not None else object()
         self._renderable = make() if callable(make) else make
-        self.update(self._renderable, layout=self._layout)
+        # A layout pass only when the height can change: asked for, or as tall as its content (a stacked panel).
+        height = self.styles.height
+        self.update(self._renderable, layout=self._layout or (height is not None and height.is_auto))
 
     @property
     def plain(self) -> str:
@@ -56,7 +58,7 @@ class Panel(Line):
 
     DEFAULT_CSS = """
     Panel {
-        border: round $panel-lighten-2;
+        border: round $panel-border;
         border-title-color: $text-muted;
         padding: 0 1;
         height: 1fr;

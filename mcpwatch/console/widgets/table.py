@@ -29,7 +29,7 @@ class WindowTable(DataTable[Text]):
 
     def __init__(self, columns: Sequence[tuple[str, int | None]], *, id: str | None = None) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
-        self._columns = columns
+        self._columns = list(columns)
         self._rows: list[tuple[str, tuple[Text, ...]]] = []
         self._rebuilt_at = -1e9
         self._key_at = -1e9
@@ -48,6 +48,14 @@ class WindowTable(DataTable[Text]):
         """Fixed widths, the last column taking what is left (auto width would only ever grow)."""
         for label, width in self._columns:
             self.add_column(label, width=width if width is not None else self.free_width, key=label)
+
+    def set_width(self, label: str, width: int) -> bool:
+        """Resize a fixed column (applied at the next rebuild); True when that changes anything."""
+        for i, (name, old) in enumerate(self._columns):
+            if name == label and old is not None and old != width:
+                self._columns[i] = (name, width)
+                return True
+        return False
 
     @property
     def free_width(self) -> int:
