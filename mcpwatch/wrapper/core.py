@@ -515,9 +515,11 @@ class WrapperCore:
         pending.last_progress = progress
         if progress["message"]:
             pending.progress_log.append(str(progress["message"]))
-        self.recorder.emit(Kind.PROGRESS, request_id=pending.request_key, tool=pending.tool, **progress)
         meta = params.get("_meta")
         council = meta.get(COUNCIL_META) if isinstance(meta, dict) else None
+        stage = council.get("stage") if isinstance(council, dict) else None
+        extra = {"stage": stage} if stage is not None else {}
+        self.recorder.emit(Kind.PROGRESS, request_id=pending.request_key, tool=pending.tool, **progress, **extra)
         if isinstance(council, dict) and isinstance(council.get("models"), dict):
             for model, state in council["models"].items():
                 if not isinstance(state, dict):

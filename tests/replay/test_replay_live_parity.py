@@ -184,3 +184,77 @@ async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Pa
 
 async def _ignore(progress: float, total: float | None, message: str | None) -> None:
     return None
+
+
+async def test_a_council_session_replays_as_it_was_watched(tmp_path: Path) -> None:
+    # The reference server behind the wrapper: tiers from the health check, per-model progress of a run, the
+    # council's own partial answer under a short deadline. Live and replay must agree at each captured time.
+    from conftest import mcpwatch_cmd
+    from wraptools import wrapped_client
+
+    council = mcpwatch_cmd("council", "--scenario", "default", "--time-scale", "0.02")
+    env = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "4", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "1"}
+    captures: list[Capture] = []
+    async with wrapped_client(council, env=env, wrap_args=["--name", "council-parity"]) as host:
+        (entry,) = find_wrapper("council-parity")
+        app = ConsoleApp(target=Target(selector="council-parity"), refresh_s=0.05)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.last_view is not None)
+            assert (await host.call_tool("council_health_check", {})).is_error is False
+            captures.append(await _capture(pilot, app, "tiers from the health check", lambda v: len(v.tiers) == 4))
+
+            async def consult(confidence: str) -> None:
+                arguments = {"query": "Which queue should we use?", "confidence": confidence}
+                result = await host.call_tool("consult_council", arguments, progress_callback=_ignore)
+                assert result.is_error is False
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(consult, "high")
+                captures.append(
+                    await _capture(
+                        pilot,
+                        app,
+                        "models answering",
+                        lambda v: (
+                            v.council is not None
+                            and any(m.status == "ok" for m in v.council.models)
+                            and not v.council.finished
+                        ),
+                    )
+                )
+            captures.append(
+                await _capture(pilot, app, "run finished", lambda v: v.council is not None and v.council.finished)
+            )
+            await consult("reasoning")  # 600 s × 0.02 = 12 s: more than the 3 s budget, so the council cuts short
+            captures.append(
+                await _capture(
+                    pilot,
+                    app,
+                    "partial answer in time",
+                    lambda v: not v.in_flight and v.council is not None and v.council.tier == "reasoning",
+                )
+            )
+    view = captures[1].view
+    assert view.council is not None and view.council.tier == "high" and len(view.council.models) == 4
+    assert captures[3].view.counters.timeouts == 0  # the council answered inside the budget by itself
+    assert {t.tier for t in captures[0].view.tiers} == {"quick", "balanced", "high", "reasoning"}
+
+    log = paths.default_log_path()
+    deadline = time.monotonic() + 15
+    while True:
+        with EventReader(log) as reader:
+            if reader.session(entry.session_id).ended_at is not None:
+                events = list(reader.events(entry.session_id))
+                break
+        assert time.monotonic() < deadline, "the wrapper did not record the end of its session"
+        await anyio.sleep(0.1)
+    for capture in captures:
+        _quiet(events, capture)
+    assert any(e.kind == "model_status" for e in events)
+    assert any(e.kind == "progress" and e.data.get("stage") == 3 for e in events)
+    feed = make_feed(log, session=entry.session_id, every=8)
+    for capture in sorted(captures, key=lambda c: -c.view.now_mono) + captures:
+        assert feed.seek(capture.view.now_mono)
+        assert feed.engine.seq == capture.last_seq, capture.what
+        assert feed.model.view(capture.view.now_mono) == capture.view, capture.what
+    feed.close()
