@@ -38,7 +38,13 @@ DEFAULT_HOST_TIMEOUT_S = 120.0
 DEFAULT_MARGIN_S = 10.0
 CLAMP_S = 1.0
 ABSURD_S = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
-_WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
+_WARNED_MAX = 1024
+# os.environ keeps its variables encoded in `_data`; reading that directly skips encoding the name and decoding the
+# value on every call (the memo key only needs to change when a value does). Any other mapping is read as given.
+_RAW_ENVIRON: dict[bytes, bytes] | None = getattr(os.environ, "_data", None) if os.name == "posix" else None
+_ENV_KEYS = tuple(
+    os.fsencode(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT)
+)  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
 
 log = logging.getLogger(__name__)
 # A number as people type it: what float() takes, less its extras (underscores, non-ASCII digits, "1e309" aside)
@@ -185,7 +191,11 @@ class DeadlinePolicy:
     def budget(self, tool: str | None = None) -> Budget:
         """The budget for one call, reading the environment afresh so a changed variable applies at once."""
         env = os.environ if self._environ is None else self._environ
-        key = (env.get(ENV_HOST_TIMEOUT), env.get(ENV_MARGIN), env.get(ENV_EXPLICIT), self._ops, tool)
+        if env is os.environ and _RAW_ENVIRON is not None:
+            host, margin, explicit = (_RAW_ENVIRON.get(name) for name in _ENV_KEYS)
+        else:
+            host, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
+        key = (host, margin, explicit, self._ops, tool)
         budget = self._memo.get(key)
         if budget is None:
             if len(self._memo) >= 1024:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from mcpwatch import __version__
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.events import Event, Kind
@@ -64,7 +66,12 @@ def _clean(value: Any) -> Any:
 
 
 def encode_json(value: Any) -> str:
-    """Compact JSON that SQLite's json functions can always read."""
+    """Compact JSON that SQLite's json functions can always read (orjson first: it writes NaN as null, as _clean
+    does, ~10x faster, so the writer thread holds the GIL that much less; the standard library for the rest)."""
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        pass
     try:
         return _fast_encode(value)
     except (ValueError, TypeError, RecursionError):

@@ -212,13 +212,19 @@ class WrapperCore:
             # progress notification is then recognised by its token alone.
             pending.host_token = meta["progressToken"]
             forwarded_params["_meta"] = meta = {**meta, "progressToken": up_id}
+        budget = None
         if method == "tools/call":
-            budget = self.deadline.budget(tool)
-            pending.budget = budget
+            budget = pending.budget = self.deadline.budget(tool)
             if budget.seconds is not None:
                 pending.timer = self.loop.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self.settings.deadline.propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
+        forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
+        if "params" in message:
+            forwarded["params"] = forwarded_params
+        pending.message = forwarded
+        outcome = self._transmit(pending, forwarded)  # first: the upstream starts on it while the event is built
+        if budget is not None:
             self.recorder.emit(
                 Kind.REQUEST_START,
                 request_id=pending.request_key,
@@ -233,11 +239,8 @@ class WrapperCore:
             self.recorder.emit(
                 Kind.REQUEST_START, request_id=pending.request_key, method=method, up_id=up_id, budget_s=None
             )
-        forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
-        if "params" in message:
-            forwarded["params"] = forwarded_params
-        pending.message = forwarded
-        self._send_upstream(pending, forwarded)
+        if outcome == "stuck":
+            self._stuck(pending)
 
     def _note_host(self, client_info: Any, protocol_version: Any) -> None:
         info = client_info if isinstance(client_info, dict) else {}
@@ -272,9 +275,14 @@ class WrapperCore:
     # ------------------------------------------------------------------ sending upstream
 
     def _send_upstream(self, pending: Pending | None, message: dict[str, Any]) -> None:
+        if self._transmit(pending, message) == "stuck" and pending is not None:
+            self._stuck(pending)
+
+    def _transmit(self, pending: Pending | None, message: dict[str, Any]) -> str:
+        """Send now, or queue until the upstream is ready: "sent", "queued" or "stuck" (the caller fails it)."""
         if self.upstream is None or self.upstream_state != UpstreamState.READY:
             self._queue(pending, message)
-            return
+            return "queued"
         if pending is not None and pending.budget is not None and self.settings.deadline.propagate:
             self._stamp_time_left(pending, message)
         outcome = self.upstream.send(message)
@@ -283,11 +291,12 @@ class WrapperCore:
                 pending.sent = True
         elif outcome == "down":
             self._queue(pending, message)
-        elif pending is not None:  # stuck
-            unsent = self.upstream.describe().get("unsent_bytes", 0)
-            self._fail(
-                pending, Outcome.ERROR, f"the upstream MCP server is not reading its input ({unsent} bytes unsent)"
-            )
+            return "queued"
+        return outcome
+
+    def _stuck(self, pending: Pending) -> None:
+        unsent = self.upstream.describe().get("unsent_bytes", 0) if self.upstream is not None else 0
+        self._fail(pending, Outcome.ERROR, f"the upstream MCP server is not reading its input ({unsent} bytes unsent)")
 
     def _stamp_time_left(self, pending: Pending, message: dict[str, Any]) -> None:
         """The deadline a tools/call carries upstream is the time left as it leaves (less after a wait in the queue)."""
