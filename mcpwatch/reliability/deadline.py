@@ -38,13 +38,11 @@ DEFAULT_HOST_TIMEOUT_S = 120.0
 DEFAULT_MARGIN_S = 10.0
 CLAMP_S = 1.0
 ABSURD_S = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
-_WARNED_MAX = 1024
+_WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
 # os.environ keeps its variables encoded in `_data`; reading that directly skips encoding the name and decoding the
 # value on every call (the memo key only needs to change when a value does). Any other mapping is read as given.
 _RAW_ENVIRON: dict[bytes, bytes] | None = getattr(os.environ, "_data", None) if os.name == "posix" else None
-_ENV_KEYS = tuple(
-    os.fsencode(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT)
-)  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
+_ENV_KEYS = tuple(os.fsencode(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
 
 log = logging.getLogger(__name__)
 # A number as people type it: what float() takes, less its extras (underscores, non-ASCII digits, "1e309" aside)

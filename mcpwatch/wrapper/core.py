@@ -33,6 +33,14 @@ MODERN_CLIENT_META = "io.modelcontextprotocol/clientInfo"
 GARBAGE_WARNINGS_MAX = 20
 
 
+def modern_version(message: dict[str, Any]) -> str | None:
+    """The protocol version a 2026-era message carries in its own `_meta`, else None (a 2025-era frame)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(MODERN_VERSION_META) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
 class HostLink(Protocol):
     """One host connection (the stdio front has one; the HTTP front one per session)."""
 
@@ -289,6 +297,9 @@ class WrapperCore:
         if outcome == "sent":
             if pending is not None:
                 pending.sent = True
+                if pending.budget is None and pending.timer is not None:  # its wait limit was for the queue only
+                    pending.timer.cancel()
+                    pending.timer = None
         elif outcome == "down":
             self._queue(pending, message)
             return "queued"
@@ -317,7 +328,7 @@ class WrapperCore:
     def _queue_timeout(self, up_id: int, limit: float) -> None:
         pending = self.pending.get(up_id)
         if pending is not None and not pending.sent:
-            self._fail(pending, Outcome.ERROR, f"{self._unavailable_text()} for {limit:g} s", reason="unavailable")
+            self._fail(pending, Outcome.ERROR, f"{self._unavailable_text()} for {limit:g} s")
 
     def _flush_waiting(self) -> None:
         waiting, self.waiting = self.waiting, []

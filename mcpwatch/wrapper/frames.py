@@ -36,7 +36,13 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
-_decoder = json.JSONDecoder(parse_constant=_not_json)
+def _float(text: str) -> float:
+    """A JSON number as a double; one beyond a double's range (1e309) as the largest double, which any peer reads."""
+    value = float(text)
+    return value if math.isfinite(value) else math.copysign(MAX_DOUBLE, value)
+
+
+_decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_float)
 
 
 _LONG_DIGITS = re.compile(rb"\d{19}")  # an integer orjson might read as a float (beyond 64 bits)
@@ -46,8 +52,8 @@ def encode(message: Any) -> bytes:
     """One frame: compact JSON and a newline (stdio framing), always strict JSON in valid UTF-8.
 
     Whatever a peer sent is passed on faithfully where JSON allows: a lone surrogate (which arrived as a `\\udXXX`
-    escape) leaves escaped again, and a number too large for a double (1e309) leaves as the largest double rather
-    than as `Infinity`, which no strict peer could parse (decode() already made it so).
+    escape) leaves escaped again. A number too large for a double (1e309) was read as the largest double by
+    decode(); a non-finite float of mcpwatch's own making leaves as `null` (orjson), never as `Infinity`.
     """
     try:
         return orjson.dumps(message, option=orjson.OPT_APPEND_NEWLINE)
@@ -98,7 +104,7 @@ def _strict_decode(line: bytes | bytearray | str) -> Any:
         value = _decoder.decode(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
-    return finite(value)  # 1e309 reads as infinity, which no peer could take: the largest double instead
+    return value
 
 
 def _depth(value: Any) -> int:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mcpwatch.errors import UserError
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
-from mcpwatch.wrapper.core import MODERN_VERSION_META, WrapperCore
+from mcpwatch.wrapper.core import WrapperCore, modern_version
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -33,13 +33,6 @@ def parse_listen(url: str) -> tuple[str, int, str]:
     if parts.scheme != "http" or not parts.hostname or port is None:
         raise UserError(f"--listen must look like http://127.0.0.1:PORT/mcp (a port from 1 to 65535), got {url!r}")
     return parts.hostname, port, parts.path or "/mcp"
-
-
-def _is_modern(item: dict[str, Any]) -> bool:
-    """A 2026-era frame: it carries its protocol version itself and belongs to no session."""
-    params = item.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and MODERN_VERSION_META in meta
 
 
 class _Stream:
@@ -78,9 +71,11 @@ class HttpSession:
         if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
             self.get_queue.put_nowait(message)
             return True
-        if "id" in message and self.streams:  # a server request with no GET stream: the newest POST's stream
-            self.streams[-1].queue.put_nowait(message)
-            return True
+        if "id" in message:  # a server request with no GET stream: the newest POST stream still open for answers
+            for stream in reversed(self.streams):
+                if stream.request_ids:
+                    stream.queue.put_nowait(message)
+                    return True
         return False
 
     def end_streams(self) -> None:
@@ -174,9 +169,8 @@ class HttpFront:
             session = HttpSession(uuid.uuid4().hex)
             self.sessions[session.session_id] = session
             self.core.attach_link(session)
-        elif session is None and not headers.get(SESSION_HEADER) and all(_is_modern(i) for i in items):
-            session = ephemeral = HttpSession("")  # 2026 era: sessionless, answered on this POST
-            self.core.attach_link(session)
+        elif session is None and not headers.get(SESSION_HEADER) and all(modern_version(i) is not None for i in items):
+            session = ephemeral = HttpSession("")  # 2026 era: sessionless, answered on this POST (attached below)
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
             await respond_json(
@@ -193,6 +187,8 @@ class HttpFront:
         tokens = {((i.get("params") or {}).get("_meta") or {}).get("progressToken") for i in requests} - {None}
         stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens)
         session.streams.append(stream)
+        if ephemeral is not None:
+            self.core.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
         for item in items:
             if item.get("method") == "initialize" and self.core.init_result is not None:
                 session.send({"jsonrpc": "2.0", "id": item["id"], "result": self.core.init_result})

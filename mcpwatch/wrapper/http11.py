@@ -18,6 +18,7 @@ import httptools
 
 CONNECT_TIMEOUT_S = 30.0
 IDLE_PER_ORIGIN = 32  # kept-alive connections per origin; more may be open while busy
+STALE_AFTER_S = 1.0  # a kept-alive connection idle this long may have been closed under us: one retry is safe
 
 
 class TransportError(Exception):
@@ -84,12 +85,15 @@ class _Connection(asyncio.Protocol):
         self._response: Response | None = None
         self._complete = False
         self._keep_alive = False
+        self.idle_since = 0.0
+        self.received = False  # any response byte on this connection's current request
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        self.received = True
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -98,7 +102,18 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.pool._open.discard(self)
+        response = self._response
+        if exc is None and response is not None and not self._complete and self._until_close(response):
+            self._complete = True  # a body without length or chunks ends where the connection does
+            response._end()
+            return
         self._fail(TransportError(f"connection closed: {exc}" if exc else "connection closed by the server"))
+
+    @staticmethod
+    def _until_close(response: Response) -> bool:
+        headers = response.headers
+        return "content-length" not in headers and "chunked" not in headers.get("transfer-encoding", "").lower()
 
     # httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -130,7 +145,7 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         self._headers = {}
         self._response = None
-        self._complete = self._keep_alive = False
+        self._complete = self._keep_alive = self.received = False
         self._head = asyncio.get_running_loop().create_future()
         self.transport.write(head + body if len(body) < 65536 else head)
         if len(body) >= 65536:
@@ -159,6 +174,7 @@ class Client:
         self.connect_timeout_s = connect_timeout_s
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._busy: set[_Connection] = set()
+        self._open: set[_Connection] = set()  # every connection not yet closed, streaming ones too
         self._ssl: ssl.SSLContext | None = None
 
     async def request(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
@@ -175,10 +191,15 @@ class Client:
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         connection = self._take_idle(key)
         if connection is not None:
+            stale = asyncio.get_running_loop().time() - connection.idle_since >= STALE_AFTER_S
             try:
                 return await self._send(connection, head, body)
             except TransportError:
-                pass  # the server closed a kept-alive connection as we reused it: once more on a fresh one
+                # A server closes an idle kept-alive connection as it pleases; if it did so as we reused it (not a
+                # byte came back), the request never reached it: once more on a fresh one. A connection that was
+                # busy a moment ago failed for another reason, and the request may have been taken: no retry.
+                if not stale or connection.received:
+                    raise
         return await self._send(await self._connect(key), head, body)
 
     async def _send(self, connection: _Connection, head: bytes, body: bytes) -> Response:
@@ -200,6 +221,7 @@ class Client:
         return None
 
     def _idle_connection(self, connection: _Connection) -> None:
+        connection.idle_since = asyncio.get_running_loop().time()
         idle = self._idle.setdefault(connection.key, [])
         if len(idle) < IDLE_PER_ORIGIN:
             idle.append(connection)
@@ -220,6 +242,7 @@ class Client:
             raise TransportError(f"connecting to {host}:{port} timed out") from None
         except OSError as exc:
             raise TransportError(f"cannot connect to {host}:{port}: {exc.strerror or exc}") from None
+        self._open.add(connection)
         return connection
 
     def _tls(self) -> ssl.SSLContext:
@@ -228,39 +251,50 @@ class Client:
         return self._ssl
 
     def close(self) -> None:
-        for idle in self._idle.values():
-            for connection in idle:
-                connection.abort()
-        self._idle.clear()
-        for connection in list(self._busy):
+        for connection in list(self._open):
             connection.abort()
+        self._open.clear()
+        self._idle.clear()
 
 
 class EventStream:
-    """Server-sent events, fed bytes as they arrive: `data` of each event to `on_event` (comments, ids ignored)."""
+    """Server-sent events, fed bytes as they arrive: `data` of each event to `on_event` (comments, ids ignored).
 
-    __slots__ = ("_buffer", "_data", "_on_event")
+    A long event arriving in many chunks is joined once, at its end, not re-scanned on every chunk."""
 
-    def __init__(self, on_event: Callable[[str], None]) -> None:
+    __slots__ = ("_data", "_on_event", "_partial")
+
+    def __init__(self, on_event: Callable[[bytes], None]) -> None:
         self._on_event = on_event
-        self._buffer = b""
-        self._data: list[str] = []
+        self._partial: list[bytes] = []  # the current line's chunks, before its end arrives
+        self._data: list[bytes] = []
 
     def feed(self, chunk: bytes) -> None:
-        buffer = self._buffer + chunk if self._buffer else chunk
-        if b"\r" in buffer:
-            if buffer.endswith(b"\r"):  # maybe the first half of a CRLF: wait for the next chunk
-                self._buffer = buffer
-                return
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        *lines, self._buffer = buffer.split(b"\n")
+        if not chunk:
+            return
+        if b"\n" not in chunk and b"\r" not in chunk:
+            self._partial.append(chunk)
+            return
+        if self._partial:
+            self._partial.append(chunk)
+            chunk = b"".join(self._partial)
+            self._partial = []
+        if chunk.endswith(b"\r"):  # maybe the first half of a CRLF: keep it for the next chunk
+            self._partial = [chunk]
+            chunk = b""
+            return
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *lines, rest = chunk.split(b"\n")
+        if rest:
+            self._partial = [rest]
         for line in lines:
             if not line:
                 if self._data:
-                    data = "\n".join(self._data)
+                    data = b"\n".join(self._data)
                     self._data = []
                     if data:  # an event whose data is empty is not dispatched (the SSE rules)
                         self._on_event(data)
             elif line.startswith(b"data:"):
                 value = line[5:]
-                self._data.append((value[1:] if value.startswith(b" ") else value).decode("utf-8", "replace"))
+                self._data.append(value[1:] if value.startswith(b" ") else value)

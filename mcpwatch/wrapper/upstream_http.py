@@ -14,7 +14,7 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import MODERN_VERSION_META, WrapperCore, retrieve_exception
+from mcpwatch.wrapper.core import WrapperCore, modern_version, retrieve_exception
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 
 STABLE_AFTER_S = 30.0
@@ -22,18 +22,13 @@ STABLE_AFTER_S = 30.0
 NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
-def modern_version(message: dict[str, Any]) -> str | None:
-    """The protocol version a 2026-era request carries in its `_meta`, else None (a 2025-era frame)."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(MODERN_VERSION_META) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else None
-
-
 def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
     from mcp.shared.inbound import encode_header_value
 
-    headers = {"MCP-Protocol-Version": version, "Mcp-Method": str(message.get("method"))}
+    headers = {
+        "MCP-Protocol-Version": encode_header_value(version),
+        "Mcp-Method": encode_header_value(str(message["method"])),
+    }
     name = NAME_PARAMS.get(str(message.get("method")))
     value = message["params"].get(name) if name else None
     if isinstance(value, str):
@@ -140,7 +135,7 @@ class HttpUpstream:
     async def _read_body(self, reply: Response) -> None:
         content_type = reply.headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
-            events = EventStream(lambda data: self._deliver(data.encode()))
+            events = EventStream(self._deliver)
             async for chunk in reply.chunks():
                 events.feed(chunk)
         elif content_type.startswith("application/json"):

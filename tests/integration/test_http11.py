@@ -94,7 +94,7 @@ async def test_chunked_event_stream_arrives_as_it_is_written() -> None:
         writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last))
         return True
 
-    received: list[str] = []
+    received: list[bytes] = []
     events = EventStream(received.append)
     client = Client()
     async with raw_server(handler) as (url, _):
@@ -102,12 +102,12 @@ async def test_chunked_event_stream_arrives_as_it_is_written() -> None:
         chunks = reply.chunks()
         while not received:
             events.feed(await anext(chunks))
-        assert received == ['{"a":1}']  # the empty-data event is not dispatched, the comment is skipped
+        assert received == [b'{"a":1}']  # the empty-data event is not dispatched, the comment is skipped
         release.set()
         async for chunk in chunks:
             events.feed(chunk)
         reply.close()
-    assert received == ['{"a":1}', '{"b":2}\n{"c":3}']
+    assert received == [b'{"a":1}', b'{"b":2}\n{"c":3}']
     client.close()
 
 
@@ -159,8 +159,38 @@ async def test_unread_body_drops_the_connection_and_errors_are_transport_errors(
 
 
 def test_event_stream_handles_line_endings_split_across_chunks() -> None:
-    received: list[str] = []
+    received: list[bytes] = []
     events = EventStream(received.append)
     for piece in (b"data: one\r", b"\n\r", b"\ndata: two\r\r", b"data: three\n", b"\n"):
         events.feed(piece)
-    assert received == ["one", "two", "three"]
+    big = b"x" * 100_000
+    for i in range(0, len(big), 1000):  # one long event in many chunks
+        events.feed((b"data: " if i == 0 else b"") + big[i : i + 1000])
+    events.feed(b"\n\n")
+    assert received == [b"one", b"two", b"three", big]
+
+
+async def test_a_body_that_ends_with_the_connection_and_a_stale_connection_retried_once() -> None:
+    async def handler(request: bytes, writer: asyncio.StreamWriter) -> bool:
+        if b"until-close" in request:  # HTTP/1.0 style: no length, no chunks, the close ends the body
+            writer.write(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"ok":2}')
+            await writer.drain()
+            return False
+        writer.write(sized(b"{}"))
+        await writer.drain()
+        return False  # closes a kept-alive connection without saying so
+
+    client = Client()
+    async with raw_server(handler) as (url, seen):
+        reply = await client.request("POST", url, {}, b"until-close")
+        assert await reply.read() == b'{"ok":2}'
+        reply.close()
+        reply = await client.request("POST", url, {}, b"first")
+        await reply.read()
+        reply.close()
+        await asyncio.sleep(0.05)  # the server's close arrives: the pool sees it and forgets the connection
+        reply = await client.request("POST", url, {}, b"second")
+        assert await reply.read() == b"{}"
+        reply.close()
+        assert [r.rsplit(b"\r\n\r\n", 1)[1] for r in seen] == [b"until-close", b"first", b"second"]
+    client.close()
