@@ -1,8 +1,9 @@
 """Wrapper overhead: a no-op tools/call through `mcpwatch wrap` against the same server called directly.
 
 One SDK client per path, all paths open at once, and calls interleaved in blocks so that machine noise hits
-every path alike. Reports medians, p99s and their ratios to the direct path; then 32 concurrent callers
-(throughput ratio); then the same over Streamable HTTP (front and upstream).
+every path alike. Reports medians, p99s and their ratios to the direct path, beside a raw line forwarder (the floor
+any stdio wrapper pays for its two pipe hops); then 32 concurrent callers (throughput ratio); then the same over
+Streamable HTTP (front and upstream).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mcpwatch.ports import free_port, wait_for_port
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
 
 SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
+FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]
 
 
 def _wrap(*args: str) -> list[str]:
@@ -95,6 +97,7 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
             "direct": await _open(stack, _stdio(SERVER, env)),
             "wrapped": await _open(stack, _stdio(_wrap("--log", log, "--", *SERVER), env)),
             "wrapped_no_log": await _open(stack, _stdio(_wrap("--no-log", "--", *SERVER), env)),
+            "line_forwarder": await _open(stack, _stdio(FORWARDER + SERVER, env)),  # the floor: two hops, no parsing
         }
         await _latency(clients, warmup, 50)
         samples = await _latency(clients, calls, 100)

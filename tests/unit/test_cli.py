@@ -57,3 +57,13 @@ def test_bench_core_quick_prints_every_figure_against_its_target() -> None:
     ]
     for figure in report["figures"]:
         assert figure["value"] > 0 and figure["target"] > 0 and isinstance(figure["pass"], bool)
+
+
+def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
+    done = subprocess.run(mcpwatch_cmd("bench", "wrap", "--quick"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    stdio = report["stdio"]
+    for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
+        assert stdio[path]["calls"] == 200 and stdio[path]["median_ratio"] > 0
+    assert stdio["concurrent_32"]["throughput_ratio"] > 0 and report["http"]["wrapped"]["median_ratio"] > 0
