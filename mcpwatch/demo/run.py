@@ -103,9 +103,11 @@ def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
         entry = _wait_for_wrapper(started_at, driver)
         from mcpwatch.commands import watch
 
-        return watch.run(Namespace(target=str(entry.pid), theme=theme, token=None, config=None))
+        code = watch.run(Namespace(target=str(entry.pid), theme=theme, token=None, config=None))
     finally:
         _stop(driver)
+    print(summary(started_at, None), flush=True)  # after the console: what happened, where the log is, what next
+    return code
 
 
 def _wait_for_wrapper(
