@@ -408,17 +408,19 @@ def invalidations_panel(
 ) -> RenderableType:
     if not items:
         return Text("no invalidations yet (state-sync policies announce them here)", style=p.dim)
-    g = Table.grid(padding=(0, 1), expand=True)
-    g.add_column(no_wrap=True)
-    g.add_column(no_wrap=True, overflow="ellipsis", max_width=22)
-    g.add_column(overflow="fold", ratio=1)  # every pattern matters: they wrap rather than being cut
-    for item in items[:rows]:
-        g.add_row(
-            Text(wall_clock(origin_ts, item.mono), style=p.dim),
-            Text(item.caused_by or "?"),
-            Text("→ " + ", ".join(item.patterns), style=p("status-pending")),
+    # One paragraph per invalidation, wrapped between words: every pattern matters, so none is cut or split.
+    return Group(
+        *(
+            Text.assemble(
+                (wall_clock(origin_ts, item.mono), p.dim),
+                " ",
+                item.caused_by or "?",
+                " ",
+                ("→ " + ", ".join(item.patterns), p("status-pending")),
+            )
+            for item in items[:rows]
         )
-    return g
+    )
 
 
 def warnings_panel(
