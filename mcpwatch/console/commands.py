@@ -38,6 +38,11 @@ class ConsoleCommands(Provider):
                     screen.action_set_deadline,
                 ),
                 (
+                    "operator: reset the budget",
+                    "undo margin, host timeout and override changes",
+                    screen.action_reset_deadline,
+                ),
+                (
                     "operator: cancel selected call…",
                     "cut an in-flight call as a deadline would",
                     screen.action_cancel_call,

@@ -23,6 +23,8 @@ class Controls(Protocol):
 
     async def set_deadline(self, seconds: float | None) -> dict[str, Any]: ...
 
+    async def reset_deadline(self) -> dict[str, Any]: ...
+
     async def cancel(self, request_id: str) -> dict[str, Any]: ...
 
 
@@ -53,6 +55,9 @@ class LiveControls:
 
     async def set_deadline(self, seconds: float | None) -> dict[str, Any]:
         return await self._with(lambda op: op.set_deadline(seconds))
+
+    async def reset_deadline(self) -> dict[str, Any]:
+        return await self._with(lambda op: op.reset_deadline())
 
     async def cancel(self, request_id: str) -> dict[str, Any]:
         return await self._with(lambda op: op.cancel(request_id))

@@ -243,6 +243,9 @@ class OperatorClient:
         value = None if seconds is None else _finite(seconds)
         return _mapping(await self.call(contract.TOOL_SET_DEADLINE, {"seconds": value}), "set_deadline")
 
+    async def reset_deadline(self) -> dict[str, Any]:
+        return _mapping(await self.call(contract.TOOL_RESET_DEADLINE, {}), "reset_deadline")
+
     async def cancel(self, request_id: str) -> dict[str, Any]:
         result = await self.call(contract.TOOL_CANCEL, {"request_id": str(request_id)})
         return result if isinstance(result, dict) else {"result": result}

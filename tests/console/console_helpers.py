@@ -47,6 +47,9 @@ class RecordingControls:
     async def set_deadline(self, seconds: float | None) -> dict[str, Any]:
         return self._answer("set_deadline", seconds, {"host_timeout_s": 120, "margin_s": 10, "budget_s": seconds})
 
+    async def reset_deadline(self) -> dict[str, Any]:
+        return self._answer("reset_deadline", None, {"host_timeout_s": 120, "margin_s": 10, "budget_s": 110})
+
     async def cancel(self, request_id: str) -> dict[str, Any]:
         return self._answer("cancel", request_id, {"cancelled": request_id})
 

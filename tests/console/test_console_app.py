@@ -301,6 +301,7 @@ async def test_palette_offers_every_action_and_runs_them() -> None:
             "operator: set margin…",
             "operator: set host timeout…",
             "operator: set deadline override…",
+            "operator: reset the budget",
             "operator: cancel selected call…",
             "view: pause the view",
             "view: filter requests…",

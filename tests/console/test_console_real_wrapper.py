@@ -47,6 +47,16 @@ async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> No
                 assert (await op.status())["deadline"]["margin_s"] == 25.0
             await until(pilot, lambda: "margin       25s" in screen_text(app), what="the margin on screen")
 
+            # The palette's reset undoes it at the wrapper.
+            await pilot.press("ctrl+p")
+            await pilot.pause(0.2)
+            await pilot.press(*"reset the budget")
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await until(pilot, lambda: "margin       10s" in screen_text(app), what="the margin reset on screen")
+            async with OperatorClient.for_entry(entry) as op:
+                assert (await op.status())["deadline"]["margin_s"] == 10.0
+
             # A long council call, cancelled from the console: the host gets its error result at once.
             outcome: dict[str, object] = {}
 

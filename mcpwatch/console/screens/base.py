@@ -19,7 +19,9 @@ from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.session import WatchSession
 from mcpwatch.operator.client import OperatorError
 
-OPERATOR_ACTIONS = frozenset({"health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel_call"})
+OPERATOR_ACTIONS = frozenset(
+    {"health_check", "set_margin", "set_host_timeout", "set_deadline", "reset_deadline", "cancel_call"}
+)
 
 NARROW = 110  # below this many columns the screens stack their panels
 SHORT = 34  # below this many rows the main screen's body scrolls rather than squeezing its tables
@@ -225,6 +227,18 @@ class WatchScreen(Screen[None]):
             allow_empty=True,
             placeholder="seconds (empty clears the override)",
         )
+
+    async def action_reset_deadline(self) -> None:
+        """Undo every operator change to the budget: the environment and mcpwatch.toml rule again."""
+        controls = self.session.controls
+        if controls is None:
+            return
+        try:
+            block = await controls.reset_deadline()
+        except OperatorError as exc:
+            self._report(exc, "reset")
+            return
+        self.notify(f"budget reset · {describe_deadline(block)}", timeout=5)
 
     def action_cancel_call(self) -> None:
         controls = self.session.controls
