@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,13 +28,25 @@ class WrapperEntry:
     started_at: float = 0.0
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid exists on this machine: the test for "its wrapper is still running".
+
+    A process we may not signal (PermissionError) is alive. pid 0 and negative pids name process groups, not a
+    process, so they count as gone. On Windows signal 0 would be CTRL_C_EVENT, so every pid counts as alive there:
+    keeping a crashed session is harmless, deleting a live one is not.
+    """
+    if pid is None or isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return False
+    if sys.platform == "win32":  # pragma: no cover - no Windows runner
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    except (OverflowError, ValueError, OSError):  # not a pid this system can have
+        return False
     return True
 
 
@@ -69,7 +82,7 @@ def running_wrappers(directory: Path | None = None) -> list[WrapperEntry]:
             entry = WrapperEntry(**raw)
         except (OSError, ValueError, TypeError):
             continue
-        if _alive(entry.pid):
+        if pid_alive(entry.pid):
             entries.append(entry)
     entries.sort(key=lambda e: (e.started_at, e.pid))
     return entries

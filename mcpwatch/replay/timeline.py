@@ -98,11 +98,7 @@ def status_line(pos: Position, counts: dict[str, int], p: Palette, *, compact: b
     terminal): `▶ 4×  0:42:10 / 19:23:01  #12,345  ◷12 ↩3 ✗40 ◆2`, so the counts still fit."""
     if compact:
         return _compact_status_line(pos, counts, p)
-    text = Text(no_wrap=True, overflow="ellipsis")
-    if pos.playing:
-        text.append(f" ▶ {speed_text(pos.speed)} ", style=p("status-ok", "bold reverse"))
-    else:
-        text.append(f" ⏸ {speed_text(pos.speed)} ", style=p("status-warn", "bold reverse"))
+    text = _badge(pos, p)
     text.append(f"  {offset_text(pos.mono)}", style="bold")
     text.append(f" / {offset_text(pos.end)}", style=p.dim)
     if pos.origin_ts is not None:
@@ -118,12 +114,16 @@ def status_line(pos: Position, counts: dict[str, int], p: Palette, *, compact: b
     return text
 
 
-def _compact_status_line(pos: Position, counts: dict[str, int], p: Palette) -> Text:
+def _badge(pos: Position, p: Palette) -> Text:
+    """`▶ 4×` while playing, `⏸ 4×` while paused: the line's start."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    if pos.playing:
-        text.append(f" ▶ {speed_text(pos.speed)} ", style=p("status-ok", "bold reverse"))
-    else:
-        text.append(f" ⏸ {speed_text(pos.speed)} ", style=p("status-warn", "bold reverse"))
+    glyph, colour = ("▶", "status-ok") if pos.playing else ("⏸", "status-warn")
+    text.append(f" {glyph} {speed_text(pos.speed)} ", style=p(colour, "bold reverse"))
+    return text
+
+
+def _compact_status_line(pos: Position, counts: dict[str, int], p: Palette) -> Text:
+    text = _badge(pos, p)
     text.append(f" {offset_text(pos.mono)}", style="bold")
     text.append(f"/{offset_text(pos.end)}", style=p.dim)
     text.append(f"  #{pos.ordinal:,}", style=p.dim)

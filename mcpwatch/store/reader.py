@@ -7,9 +7,7 @@ one writer here: it deletes old sessions but never one whose wrapper is still al
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.events import Event
+from mcpwatch.registry import pid_alive
 from mcpwatch.store.db import (
     BUSY_TIMEOUT_MS,
     LogError,
@@ -40,28 +39,6 @@ EVENTS_PAGE = 2000
 _MAX_ROWID = 2**63 - 1
 
 _SESSION_COLUMNS = "id, name, upstream, pid, started_at, ended_at, end_reason, version, config"
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether a process with this pid exists on this machine: the test for "its wrapper is still running".
-
-    A process we may not signal (PermissionError) is alive. pid 0 and negative pids name process groups, not a
-    process, so they count as gone. On Windows signal 0 would be CTRL_C_EVENT, so every pid counts as alive there:
-    keeping a crashed session is harmless, deleting a live one is not.
-    """
-    if pid is None or isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        return False
-    if sys.platform == "win32":  # pragma: no cover - no Windows runner
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError, OSError):  # not a pid this system can have
-        return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
