@@ -38,12 +38,13 @@ def _check_url(url: str) -> None:
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
+    problem = UserError(f"--url must be an http:// or https:// URL of an MCP endpoint, got {url!r}")
     try:
         parts.port  # noqa: B018 - raises for a port out of range
     except ValueError:
-        parts = parts._replace(netloc="")
+        raise problem from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--url must be an http:// or https:// URL of an MCP endpoint, got {url!r}")
+        raise problem
 
 
 def run(args: argparse.Namespace) -> int:
