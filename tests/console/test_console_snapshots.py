@@ -38,7 +38,15 @@ async def _settle(pilot: Any) -> None:
         await pilot.pause(0.02)
     for widget in app.screen.query(Input):
         widget.cursor_blink = False
-    await pilot.pause()
+    # Tables size their columns once they know their width, a frame or two after the first: wait until two
+    # consecutive frames agree, so the snapshot is the settled screen and not a passing one.
+    previous = None
+    for _ in range(40):
+        await pilot.pause(0.05)
+        current = app.export_screenshot()
+        if current == previous:
+            break
+        previous = current
 
 
 @pytest.mark.parametrize("theme", ["mcpwatch-dark", "mcpwatch-light", "mcpwatch-high-contrast"])
