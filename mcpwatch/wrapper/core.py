@@ -195,9 +195,9 @@ class WrapperCore:
         if method == "initialize":
             self.init_params = params
             self._note_host(params.get("clientInfo"), params.get("protocolVersion"))
-        elif meta and MODERN_VERSION_META in meta and not self.modern_era:
+        elif not self.modern_era and (version := modern_version(message)) is not None:
             self.modern_era = True
-            self._note_host(meta.get(MODERN_CLIENT_META), meta.get(MODERN_VERSION_META))
+            self._note_host(meta.get(MODERN_CLIENT_META) if meta else None, version)
         up_id = self.ids.allocate()
         host_id = message["id"]
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None

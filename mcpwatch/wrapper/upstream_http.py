@@ -18,18 +18,18 @@ from mcpwatch.wrapper.core import WrapperCore, modern_version, retrieve_exceptio
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 
 STABLE_AFTER_S = 30.0
-# 2026 era over HTTP: each request names its version, method and (for these methods) its target in headers
-NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
 
 def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
-    from mcp.shared.inbound import encode_header_value
+    """2026 era over HTTP: each request names its version, its method and (for some methods) its target in headers,
+    spelled as the SDK's server checks them."""
+    from mcp.shared.inbound import NAME_BEARING_METHODS, encode_header_value
 
     headers = {
         "MCP-Protocol-Version": encode_header_value(version),
         "Mcp-Method": encode_header_value(str(message["method"])),
     }
-    name = NAME_PARAMS.get(str(message.get("method")))
+    name = NAME_BEARING_METHODS.get(str(message.get("method")))
     value = message["params"].get(name) if name else None
     if isinstance(value, str):
         headers["Mcp-Name"] = encode_header_value(value)
