@@ -153,12 +153,11 @@ class Pipeline:
         closed_note: str | None = None
         cut_off = False  # stage 1 closed at `end` with calls still running
         waiting_for_first = False  # past `end` with no answer: the first one to arrive closes stage 1
-        running = len(plan.queried)
 
         async with anyio.create_task_group() as tg:
 
             async def ask(spec: ModelSpec) -> None:
-                nonlocal closed_note, running
+                nonlocal closed_note
                 outcome = run.answers[spec.id]
                 await call_model(
                     self.backend,
@@ -172,8 +171,8 @@ class Pipeline:
                     on_retry=hook,
                     window_s=last_chance - plan.window.start,
                 )
-                running -= 1
                 await self.reporter.answer_settled(spec.name, outcome)
+                running = any(not run.answers[s.id].done for s in plan.queried)
                 if self.gate.is_tripped and closed_note is None:
                     closed_note = f"stopping early: {self.gate.reason}"
                     tg.cancel_scope.cancel()
