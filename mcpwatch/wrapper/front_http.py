@@ -214,8 +214,7 @@ class HttpFront:
 
     async def _cancel_on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any) -> None:
         """2026 era: a host cancels a request by closing its POST (it sends no notifications)."""
-        while (await receive())["type"] != "http.disconnect":
-            pass
+        await _disconnected(receive)
         for request_id in list(stream.request_ids):
             params = {"requestId": request_id, "reason": "the host closed the request"}
             self.core.host_message(session, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
@@ -229,8 +228,7 @@ class HttpFront:
         session.get_queue = queue = asyncio.Queue[dict[str, Any] | None]()
 
         async def end_on_disconnect() -> None:  # a host that vanishes without DELETE must not leave this open
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await _disconnected(receive)
             queue.put_nowait(None)
 
         watcher = asyncio.ensure_future(end_on_disconnect())
@@ -240,6 +238,12 @@ class HttpFront:
             watcher.cancel()
             if session.get_queue is queue:
                 session.get_queue = None
+
+
+async def _disconnected(receive: Any) -> None:
+    """Return once the client has closed the connection (the request's body is read and ignored meanwhile)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _plain(send: Any, status: int, text: str, extra: dict[str, str] | None = None) -> None:
