@@ -30,6 +30,7 @@ DEADLINE_META = "dev.mcpwatch/deadline_ms"
 COUNCIL_META = "dev.mcpwatch/council"
 MODERN_VERSION_META = "io.modelcontextprotocol/protocolVersion"
 MODERN_CLIENT_META = "io.modelcontextprotocol/clientInfo"
+SUBSCRIPTION_ID_META = "io.modelcontextprotocol/subscriptionId"  # the listen request's id, on every frame of its stream
 GARBAGE_WARNINGS_MAX = 20
 
 
@@ -521,8 +522,27 @@ class WrapperCore:
             self._note_progress(pending, params)
             pending.link.send(forwarded)
             return
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
+            self._subscription_frame(message, params, meta)
+            return
         for link in self.links:
             link.send(message)
+
+    def _subscription_frame(self, message: dict[str, Any], params: dict[str, Any], meta: dict[str, Any]) -> None:
+        """A frame of a 2026-era `subscriptions/listen` stream (its acknowledgement or an event): upstream it is
+        stamped with the listen request's upstream id; the host must see its own id, on its own stream only."""
+        up_id = meta[SUBSCRIPTION_ID_META]
+        is_up_id = isinstance(up_id, int) and not isinstance(up_id, bool)
+        pending = self.pending.get(up_id) if is_up_id else None
+        if pending is None or pending.method != "subscriptions/listen":
+            self.counters.unknown_dropped += 1
+            shown = up_id if is_up_id else frames.text_of(up_id, 64)
+            self.recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=shown, reason="unknown_subscription")
+            return
+        host_meta = {**meta, SUBSCRIPTION_ID_META: pending.host_id}
+        pending.link.send({**message, "params": {**params, "_meta": host_meta}})
 
     def _late_progress(self, token: Any) -> None:
         # Upstream progress tokens are up_ids (see _host_request), so a late one finds its call's tombstone.

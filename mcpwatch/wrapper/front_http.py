@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from mcpwatch.errors import UserError
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
-from mcpwatch.wrapper.core import WrapperCore, modern_version
+from mcpwatch.wrapper.core import SUBSCRIPTION_ID_META, WrapperCore, modern_version
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -68,6 +68,13 @@ class HttpSession:
                 if token in stream.tokens:
                     stream.queue.put_nowait(message)
                     return True
+        elif (listen_id := _subscription_id(message)) is not None:  # a listen stream's frame rides that POST
+            key = frames.id_key(listen_id)
+            for stream in self.streams:
+                if key in stream.request_ids:
+                    stream.queue.put_nowait(message)
+                    return True
+            return False
         if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
             self.get_queue.put_nowait(message)
             return True
@@ -238,6 +245,13 @@ class HttpFront:
             watcher.cancel()
             if session.get_queue is queue:
                 session.get_queue = None
+
+
+def _subscription_id(message: dict[str, Any]) -> Any:
+    """The `subscriptions/listen` request a notification belongs to (2026 era), else None."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(SUBSCRIPTION_ID_META) if isinstance(meta, dict) else None
 
 
 async def _disconnected(receive: Any) -> None:
