@@ -1,0 +1,71 @@
+"""Claude Code's own CLI (from npm) connects to `mcpwatch council` through the wrapper as fast as directly.
+
+Claude Code 2.1.330 speaks the 2026-07-28 era and opens a `subscriptions/listen` stream at connect time; if the
+acknowledgement does not carry its own listen id it waits ~27 s before giving up on it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.330"
+
+
+@pytest.fixture(scope="module")
+def claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CLI installed once into a cache folder (npm's registry is reachable here and in CI)."""
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: Claude Code comes from the npm registry")
+    key = hashlib.sha256(CLAUDE_CODE.encode()).hexdigest()[:12]
+    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / f"npm-{key}"
+    binary = prefix / "node_modules" / ".bin" / "claude"
+    if not binary.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        install = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), CLAUDE_CODE],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert install.returncode == 0, install.stderr[-2000:]
+    return binary
+
+
+def test_claude_code_connects_through_the_wrapper_as_fast_as_directly(claude, tmp_path, isolated_state):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "MCPWATCH_STATE_DIR": str(isolated_state),
+    }
+    mcpwatch = [sys.executable, "-m", "mcpwatch"]
+    servers = {
+        "direct": [*mcpwatch, "council", "--time-scale", "0.01"],
+        "wrapped": [*mcpwatch, "wrap", "--name", "council", "--", *mcpwatch, "council", "--time-scale", "0.01"],
+    }
+
+    def claude_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(claude), *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+    took: dict[str, float] = {}
+    for name, command in servers.items():
+        added = claude_cli("mcp", "add", name, "--", *command)
+        assert added.returncode == 0, added.stderr[-2000:]
+        started = time.monotonic()
+        got = claude_cli("mcp", "get", name)
+        took[name] = time.monotonic() - started
+        assert got.returncode == 0 and "Connected" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
+    assert took["wrapped"] < took["direct"] + 3, took
