@@ -75,6 +75,19 @@ class ConsoleSettings:
 
 
 @dataclass(frozen=True)
+class OtelSettings:
+    """`[otel]`: OpenTelemetry export; the standard OTEL_* variables win over these."""
+
+    enabled: bool | None = None  # None: on when an endpoint is given
+    endpoint: str | None = None  # OTLP/HTTP base URL, e.g. http://collector:4318
+    headers: dict[str, str] = field(default_factory=dict)
+    service_name: str | None = None
+    queue_max: int = 10_000  # events waiting for the exporter; overflow is counted as dropped
+    metrics_interval_ms: int = 10_000
+    late_window_s: float = 30.0  # how long a cut call's span waits for its late answer before export
+
+
+@dataclass(frozen=True)
 class Settings:
     deadline: DeadlineSettings = field(default_factory=DeadlineSettings)
     tombstones: TombstoneSettings = field(default_factory=TombstoneSettings)
@@ -83,13 +96,17 @@ class Settings:
     log: LogSettings = field(default_factory=LogSettings)
     operator: OperatorSettings = field(default_factory=OperatorSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
+    otel: OtelSettings = field(default_factory=OtelSettings)
     source: str | None = None  # the file these came from, if any
 
     def snapshot(self) -> dict[str, Any]:
         """A JSON-ready copy, for the `session_start` event."""
         from dataclasses import asdict
 
-        return asdict(self)
+        snapshot = asdict(self)
+        # header values are credentials (OTLP auth tokens): the log keeps their names only
+        snapshot["otel"]["headers"] = {name: "<redacted>" for name in self.otel.headers}
+        return snapshot
 
 
 # --- validation -------------------------------------------------------------------------------------------
@@ -141,6 +158,20 @@ def _text(value: Any) -> str:
     return value
 
 
+def _http_url(value: Any) -> str:
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
+        raise _Problem(f"must be an http:// or https:// URL, got {value!r}")
+    return value
+
+
+def _headers(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise _Problem("must be a table of header name = text")
+    return dict(value)
+
+
 def _directive(value: Any) -> str:
     if value not in CACHE_DIRECTIVES:
         raise _Problem(f"must be one of {', '.join(CACHE_DIRECTIVES)}, got {value!r}")
@@ -175,6 +206,15 @@ _FIELDS: dict[str, dict[str, Any]] = {
     },
     "operator": {"port": lambda v: _whole(v, 0, 65535)},
     "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000)},
+    "otel": {
+        "enabled": _bool,
+        "endpoint": _http_url,
+        "headers": _headers,
+        "service_name": _text,
+        "queue_max": lambda v: _whole(v, 1, 1_000_000),
+        "metrics_interval_ms": lambda v: _whole(v, 100, 3_600_000),
+        "late_window_s": _seconds,
+    },
 }
 
 
@@ -235,6 +275,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         log=LogSettings(**sections.get("log", {})),
         operator=OperatorSettings(**sections.get("operator", {})),
         console=ConsoleSettings(**sections.get("console", {})),
+        otel=OtelSettings(**sections.get("otel", {})),
         source=None if where == "mcpwatch.toml" else where,
     )
     _validate_state_sync(settings.state_sync, where)

@@ -12,7 +12,8 @@ console from these alone, so anything the console shows must be derivable from t
 - host_info: name, version, protocol_version
 - upstream_state: state (UpstreamState), generation, and where known pid, exit_code, stderr_tail [str], retry_in_s
 - request_start (request_id = host id as text; tool for tools/call): method, up_id, budget_s (null when none),
-  budget_source, arguments (tools/call; JSON text, truncated to 4 KiB)
+  budget_source, arguments (tools/call; JSON text, truncated to 4 KiB), and with OpenTelemetry export on trace_id,
+  span_id, parent_span_id (the host's span, when it sent a traceparent)
 - progress: progress, total, message
 - model_status (model set): stage, status ("pending"|"ok"|"timeout"|"rate_limited"|"auth_error"|"error"),
   latency_ms, per_model_s, tier

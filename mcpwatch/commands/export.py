@@ -1,17 +1,30 @@
-"""`mcpwatch export [DB] --session ID --format jsonl|csv [-o FILE]`: a session's events for other tools."""
+"""`mcpwatch export [DB] --session ID --format jsonl|csv|otlp [-o FILE | --endpoint URL]`: a session for other tools.
+
+`otlp` sends the session's calls as OpenTelemetry spans, with their original times, to a collector (the same spans
+the wrapper exports live when OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
 
 from __future__ import annotations
 
 import argparse
 
-HELP = "export a session's events as JSON lines or CSV"
+from mcpwatch.config import add_config_option
+
+HELP = "export a session's events as JSON lines or CSV, or its calls as OpenTelemetry spans"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("db", nargs="?", help="event log file (default: <state dir>/events.db)")
     parser.add_argument("--session", metavar="ID", help="session id or unique prefix (default: the latest)")
-    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="output format (default jsonl)")
+    parser.add_argument(
+        "--format", choices=("jsonl", "csv", "otlp"), default="jsonl", help="output format (default jsonl)"
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="with --format otlp: the collector's OTLP/HTTP base URL (default: $OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
+    add_config_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from mcpwatch.logview.export import COLUMNS, csv_row, export_record
     from mcpwatch.store import EventReader, log_path
 
+    if args.format == "otlp":
+        return _send_otlp(args)
     with EventReader(log_path(args.db)) as reader:
         session = reader.session(args.session) if args.session else reader.latest_session()
         with contextlib.ExitStack() as stack:
@@ -49,4 +64,47 @@ def run(args: argparse.Namespace) -> int:
             out.flush()
     if args.output:
         print(f"exported {count} events of session {session.id} to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _send_otlp(args: argparse.Namespace) -> int:
+    import dataclasses
+    import os
+    import sys
+
+    from mcpwatch.config import load_settings
+    from mcpwatch.errors import UserError
+    from mcpwatch.otel.config import OtelConfigError, resolve
+    from mcpwatch.otel.spans import session_spans
+    from mcpwatch.store import EventReader, log_path
+
+    if args.output:
+        raise UserError("--format otlp sends to a collector (--endpoint URL); it writes no file")
+    env = dict(os.environ)
+    if args.endpoint:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = args.endpoint
+        env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
+    settings = load_settings(args.config).otel
+    try:
+        target = resolve(env, dataclasses.replace(settings, enabled=True))  # asked for on the command line
+    except OtelConfigError as exc:
+        raise UserError(f"cannot export over OTLP: {exc}") from None
+    if target is None or target.traces_url is None:
+        raise UserError("--format otlp needs a collector: --endpoint URL or OTEL_EXPORTER_OTLP_ENDPOINT")
+    try:
+        from mcpwatch.otel.exporter import SpanSender
+    except ImportError:
+        raise UserError("--format otlp needs the OpenTelemetry packages: pip install 'mcpwatch[otel]'") from None
+    with EventReader(log_path(args.db)) as reader:
+        session = reader.session(args.session) if args.session else reader.latest_session()
+        spans = session_spans(reader.events(session.id))
+    sender = SpanSender(target, target.traces_url)
+    try:
+        batches = [spans[i : i + 512] for i in range(0, len(spans), 512)]
+        sent = sum(len(batch) for batch in batches if sender.send(batch))
+    finally:
+        sender.shutdown()
+    if sent < len(spans):
+        raise UserError(f"the collector at {target.traces_url} took {sent} of {len(spans)} spans")
+    print(f"sent {sent} spans of session {session.id} to {target.traces_url}", file=sys.stderr)
     return 0

@@ -12,9 +12,10 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch import __version__, paths, registry
 from mcpwatch.config import Settings
@@ -23,7 +24,10 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.operator import OperatorServer, build_operator_app, new_token
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.recorder import Recorder, Tee
+
+if TYPE_CHECKING:
+    from mcpwatch.otel.exporter import OtelSink
 
 
 @dataclass
@@ -57,6 +61,32 @@ def warn(message: str) -> None:
     print(f"mcpwatch: warning: {message}", file=sys.stderr, flush=True)
 
 
+INSTALL_OTEL = "pip install 'mcpwatch[otel]'"
+
+
+def start_otel(
+    settings: Settings, loop: asyncio.AbstractEventLoop, on_warning: Callable[[str], None]
+) -> OtelSink | None:
+    """The OpenTelemetry export, when the environment or `[otel]` asks for it. Never fatal: a missing package or
+    an unusable setting is one warning, and the wrapper serves the host as it would without export."""
+    from mcpwatch.otel.config import OtelConfigError, resolve
+
+    try:
+        target = resolve(os.environ, settings.otel)
+    except OtelConfigError as exc:
+        warn(f"OpenTelemetry export is off: {exc}")
+        return None
+    if target is None:
+        return None
+    try:
+        from mcpwatch.otel.exporter import OtelSink
+    except ImportError:
+        warn(f"OpenTelemetry export is configured ({target.source}) but its packages are not installed: {INSTALL_OTEL}")
+        return None
+    # the sink's thread reports problems through the loop: events are recorded on the loop only
+    return OtelSink(target, lambda message: loop.call_soon_threadsafe(on_warning, message))
+
+
 async def run_wrapper(options: WrapOptions) -> int:
     settings = options.settings
     loop = asyncio.get_running_loop()
@@ -76,8 +106,10 @@ async def run_wrapper(options: WrapOptions) -> int:
         )
     else:
         session_id = f"nolog-{os.getpid()}-{int(time.time())}"
-    recorder = Recorder(session_id, writer)
     early_warnings: list[str] | None = []  # until session_start is recorded
+    otel = start_otel(settings, loop, lambda message: on_warning(message))
+    sinks = [sink for sink in (writer, otel) if sink is not None]
+    recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
 
     def on_warning(message: str) -> None:
         warn(message)
@@ -101,6 +133,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         name=options.display_name,
         loop=loop,
     )
+    core.trace_requests = otel is not None and otel.target.traces_url is not None
     if options.url:
         from mcpwatch.wrapper.upstream_http import HttpUpstream
 
@@ -141,7 +174,12 @@ async def run_wrapper(options: WrapOptions) -> int:
         }
 
     operator_app = build_operator_app(
-        core, recorder, token=token, log_info=log_info, health_tool=settings.upstream.health_tool
+        core,
+        recorder,
+        token=token,
+        log_info=log_info,
+        health_tool=settings.upstream.health_tool,
+        otel_info=lambda: None if otel is None else otel.status(),
     )
     operator = OperatorServer(operator_app, port=options.operator_port or settings.operator.port)
     operator_url = await operator.start()
@@ -200,6 +238,11 @@ async def run_wrapper(options: WrapOptions) -> int:
         for task in (sweeper, stopper, front_task, upstream_task):
             task.cancel()
         await operator.stop()
+        if otel is not None:
+            otel.close()
+            if otel.dropped or otel.spans_failed:
+                lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
+                recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
         recorder.emit(Kind.SESSION_END, reason=stop_reason[0], counters=core.counters.to_dict())
         if writer is not None:
             writer.end_session(session_id, stop_reason[0])

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from mcpwatch import __version__
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, UpstreamState
+from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
@@ -136,6 +137,7 @@ class WrapperCore:
         self.closing = False
         self._connected_once = False
         self.on_change: Callable[[], None] | None = None
+        self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
 
     # ------------------------------------------------------------------ host side
 
@@ -229,7 +231,8 @@ class WrapperCore:
                 if self.settings.deadline.propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
         forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
-        if "params" in message:
+        trace_ids = stamp_trace(forwarded_params) if self.trace_requests else None
+        if "params" in message or trace_ids is not None:
             forwarded["params"] = forwarded_params
         pending.message = forwarded
         outcome = self._transmit(pending, forwarded)  # first: the upstream starts on it while the event is built
@@ -243,10 +246,16 @@ class WrapperCore:
                 budget_s=budget.seconds,
                 budget_source=budget.source,
                 arguments=frames.text_of(params.get("arguments", {})),
+                **(trace_ids or {}),
             )
         else:
             self.recorder.emit(
-                Kind.REQUEST_START, request_id=pending.request_key, method=method, up_id=up_id, budget_s=None
+                Kind.REQUEST_START,
+                request_id=pending.request_key,
+                method=method,
+                up_id=up_id,
+                budget_s=None,
+                **(trace_ids or {}),
             )
         if outcome == "stuck":
             self._stuck(pending)

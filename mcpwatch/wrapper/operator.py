@@ -128,13 +128,14 @@ def build_operator_app(
     token: str,
     log_info: Callable[[], dict[str, Any]],
     health_tool: str | None,
+    otel_info: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> ASGIApp:
     """The operator tools behind the guard. A small hand-written MCP server (stateless Streamable HTTP, JSON
     answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
     whose whole budget is 60 MB, for eight tools."""
 
     async def status(arguments: dict[str, Any]) -> dict[str, Any]:
-        return {**core.status(), "log": log_info()}
+        return {**core.status(), "log": log_info(), "otel": otel_info()}
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0)

@@ -1,0 +1,49 @@
+"""W3C trace context for forwarded requests (the MCP conventions carry it unprefixed in `params._meta`).
+
+The wrapper's span for a request is a child of the host's span when the host sent a `traceparent`, else the root
+of a new trace; either way the upstream receives the wrapper's span as its parent, so its own spans join the trace.
+`tracestate` and `baggage` pass through untouched. This runs on the message pump, so it is a few string operations.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+TRACEPARENT = "traceparent"
+_TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})")
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+
+
+def _random_hex(bits: int) -> str:
+    value = 0
+    while value == 0:  # all-zero ids are invalid
+        value = random.getrandbits(bits)
+    return f"{value:0{bits // 4}x}"
+
+
+def parent_of(meta: Any) -> tuple[str, str, str] | None:
+    """(trace id, parent span id, flags) from a valid host `traceparent`, else None."""
+    value = meta.get(TRACEPARENT) if isinstance(meta, dict) else None
+    match = _TRACEPARENT.fullmatch(value) if isinstance(value, str) else None
+    if match is None or match[1] == "ff" or match[2] == _ZERO_TRACE or match[3] == _ZERO_SPAN:
+        return None
+    return match[2], match[3], match[4]
+
+
+def stamp(params: dict[str, Any]) -> dict[str, str]:
+    """Give the forwarded request's params a `traceparent` naming a new wrapper span; returns the ids for the
+    `request_start` event (`trace_id`, `span_id`, and `parent_span_id` when the host sent one)."""
+    meta = params.get("_meta")
+    parent = parent_of(meta)
+    span_id = _random_hex(64)
+    if parent is None:
+        trace_id, flags = _random_hex(128), "01"
+        ids = {"trace_id": trace_id, "span_id": span_id}
+    else:
+        trace_id, parent_id, flags = parent
+        ids = {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent_id}
+    params["_meta"] = {**(meta if isinstance(meta, dict) else {}), TRACEPARENT: f"00-{trace_id}-{span_id}-{flags}"}
+    return ids

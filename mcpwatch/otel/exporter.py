@@ -1,0 +1,223 @@
+"""The OTLP side: spans and metrics built from the wrapper's events, sent from a thread of its own. It needs the
+optional packages (`pip install 'mcpwatch[otel]'`); nothing imports this module unless export is asked for.
+
+The recorder hands each event of interest to `OtelSink.emit`, which only appends it to a bounded queue (on the
+message pump, so nothing else); the thread folds events into spans (`spans.SpanBuilder`), batches them to the
+collector and records the metrics, which the SDK's periodic reader sends. A slow or unreachable collector only
+fills the queue: what does not fit is counted as dropped, in `status` and in the log, and the host never waits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SpanEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+from mcpwatch import __version__
+from mcpwatch.events import Event
+from mcpwatch.otel.config import OtelTarget
+from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
+
+BATCH_MAX = 512
+EXPORT_INTERVAL_S = 1.0
+EXPORT_TIMEOUT_S = 5.0
+
+
+def service_resource(target: OtelTarget) -> Resource:
+    """The resource every span and metric carries (OTEL_RESOURCE_ATTRIBUTES are merged in by the SDK)."""
+    return Resource.create({"service.name": target.service_name, "service.version": __version__})
+
+
+class SpanSender:
+    """Turns finished `CallSpan`s into SDK spans and sends them over OTLP/HTTP."""
+
+    def __init__(self, target: OtelTarget, url: str) -> None:
+        self.resource = service_resource(target)
+        self.scope = InstrumentationScope("mcpwatch", __version__)
+        self.exporter = OTLPSpanExporter(endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S)
+
+    def convert(self, span: CallSpan) -> ReadableSpan:
+        flags = TraceFlags(TraceFlags.SAMPLED)
+        context = SpanContext(int(span.trace_id, 16), int(span.span_id, 16), False, flags)
+        parent = None
+        if span.parent_span_id:
+            parent = SpanContext(int(span.trace_id, 16), int(span.parent_span_id, 16), True, flags)
+        status = Status(StatusCode.ERROR, span.error) if span.error else Status()
+        attributes = dict(span.attributes)
+        if span.dropped_events:
+            attributes["mcpwatch.events_dropped"] = span.dropped_events
+        return ReadableSpan(
+            name=span.name,
+            context=context,
+            parent=parent,
+            resource=self.resource,
+            attributes=attributes,
+            events=[SpanEvent(name, attrs, timestamp=ns) for name, ns, attrs in span.events],
+            kind=SpanKind.CLIENT,
+            status=status,
+            start_time=span.start_ns,
+            end_time=span.end_ns,
+            instrumentation_scope=self.scope,
+        )
+
+    def send(self, spans: list[CallSpan]) -> bool:
+        result = self.exporter.export([self.convert(span) for span in spans])
+        return result.name == "SUCCESS"
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+
+class MetricRecorder:
+    """The convention's duration histogram and mcpwatch's counters, read and sent by the SDK periodically."""
+
+    UP_DOWN = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
+
+    def __init__(self, target: OtelTarget, url: str) -> None:
+        reader = PeriodicExportingMetricReader(
+            OTLPMetricExporter(endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S),
+            export_interval_millis=target.metrics_interval_ms,
+        )
+        buckets = View(
+            instrument_name=DURATION_METRIC,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS),
+        )
+        self.provider = MeterProvider(
+            metric_readers=[reader], resource=service_resource(target), views=[buckets], shutdown_on_exit=False
+        )
+        meter = self.provider.get_meter("mcpwatch", __version__)
+        self.duration = meter.create_histogram(
+            DURATION_METRIC, unit="s", description="Duration of MCP requests the wrapper forwarded, until answered"
+        )
+        self.instruments: dict[str, Any] = {
+            name: meter.create_up_down_counter(name, unit="{call}" if "calls" in name else "{tombstone}")
+            for name in self.UP_DOWN
+        }
+        for name, description in (
+            ("mcpwatch.deadlines", "Calls cut at their deadline budget"),
+            ("mcpwatch.late_answers", "Responses and progress that arrived after their call was cut (dropped)"),
+            ("mcpwatch.upstream.restarts", "Times the upstream was started again after it was lost"),
+            ("mcpwatch.heartbeats", "Progress sent by the wrapper to keep a host's idle clock alive"),
+        ):
+            self.instruments[name] = meter.create_counter(name, description=description)
+
+    def record(self, measure: Measure) -> None:
+        if measure.name == DURATION_METRIC:
+            self.duration.record(measure.value, measure.attributes)
+        elif (instrument := self.instruments.get(measure.name)) is not None:
+            instrument.add(measure.value, measure.attributes)
+
+    def shutdown(self, timeout_s: float) -> None:
+        self.provider.shutdown(timeout_millis=timeout_s * 1000)
+
+
+class OtelSink:
+    """An event sink for the recorder: queues the events export needs; a thread does the rest."""
+
+    def __init__(self, target: OtelTarget, on_warning: Callable[[str], None] | None = None) -> None:
+        self.target = target
+        self._on_warning = on_warning
+        self._queue: deque[Event] = deque()
+        self._builder = SpanBuilder(target.late_window_s)
+        self._spans = SpanSender(target, target.traces_url) if target.traces_url else None
+        self._metrics = MetricRecorder(target, target.metrics_url) if target.metrics_url else None
+        self.dropped = 0  # events that did not fit the queue
+        self.spans_exported = 0
+        self.spans_failed = 0
+        self.last_error: str | None = None
+        self._warned = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mcpwatch-otel", daemon=True)
+        self._thread.start()
+
+    # on the message pump: nothing but a bounded append
+    def emit(self, event: Event) -> None:
+        if event.kind in KINDS:
+            if len(self._queue) < self.target.queue_max:
+                self._queue.append(event)
+            else:
+                self.dropped += 1
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "traces_url": self.target.traces_url,
+            "metrics_url": self.target.metrics_url,
+            "spans_exported": self.spans_exported,
+            "spans_failed": self.spans_failed,
+            "events_dropped": self.dropped,
+            "last_error": self.last_error,
+        }
+
+    # ------------------------------------------------------------------ the export thread
+
+    def _run(self) -> None:
+        batch: list[CallSpan] = []
+        last_send = time.monotonic()
+        while not self._stop.is_set():
+            self._stop.wait(0.1)
+            batch.extend(self._fold(self._take()))
+            batch.extend(self._builder.due(time.time()))
+            if batch and (len(batch) >= BATCH_MAX or time.monotonic() - last_send >= EXPORT_INTERVAL_S):
+                self._send(batch)
+                batch = []
+                last_send = time.monotonic()
+        batch.extend(self._fold(self._take()))
+        batch.extend(self._builder.drain())
+        if batch:
+            self._send(batch)
+
+    def _take(self) -> list[Event]:
+        queue, taken = self._queue, []
+        while queue:
+            taken.append(queue.popleft())
+        return taken
+
+    def _fold(self, events: Iterable[Event]) -> list[CallSpan]:
+        spans: list[CallSpan] = []
+        for event in events:
+            for output in self._builder.feed(event):
+                if isinstance(output, CallSpan):
+                    spans.append(output)
+                elif self._metrics is not None:
+                    self._metrics.record(output)
+        return spans
+
+    def _send(self, spans: list[CallSpan]) -> None:
+        if self._spans is None:
+            return
+        for start in range(0, len(spans), BATCH_MAX):
+            chunk = spans[start : start + BATCH_MAX]
+            try:
+                ok = self._spans.send(chunk)
+            except Exception as exc:  # boundary: an exporter fault must never reach the wrapper
+                ok, self.last_error = False, f"{type(exc).__name__}: {exc}"
+            if ok:
+                self.spans_exported += len(chunk)
+            else:
+                self.spans_failed += len(chunk)
+                self.last_error = self.last_error or f"the collector at {self.target.traces_url} did not take the spans"
+                if not self._warned and self._on_warning is not None:
+                    self._warned = True
+                    self._on_warning(f"OpenTelemetry: {self.last_error} (counted in status; the wrapper goes on)")
+
+    def close(self, timeout_s: float = 3.0) -> None:
+        """Send what is left, within `timeout_s`; what cannot be sent by then is counted, never waited for."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        if self._metrics is not None:
+            self._metrics.shutdown(timeout_s)
+        if self._spans is not None:
+            self._spans.shutdown()

@@ -1,0 +1,345 @@
+"""The wrapper's events → finished call spans and metric measurements, with no OpenTelemetry import.
+
+One builder serves the live export (fed from the recorder, on the exporter's thread) and `mcpwatch export --format
+otlp` (fed from the log), so a recorded session becomes the same spans it produced live, with its original times.
+Names follow the OpenTelemetry MCP semantic conventions (client spans: the wrapper calls the upstream); what they do
+not cover — budgets, cancels, tombstones, late answers, partial results, heartbeats — is under `mcpwatch.`.
+
+A call cut by mcpwatch (deadline, cancel, upstream lost) is held for `late_window_s` after its end, so a late answer
+that arrives meanwhile is recorded on the call's own span (an event after the span's end, with its delay).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.events import Event, Kind, Outcome, UpstreamState
+
+AttributeValue = str | int | float | bool
+DURATION_METRIC = "mcp.client.operation.duration"
+DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)  # the conventions' advice
+MAX_SPAN_EVENTS = 64  # progress milestones beyond this are counted, not recorded one by one
+HEARTBEAT = "heartbeat"  # an event kind the wrapper emits when it keeps a host's idle clock alive
+
+KINDS = frozenset(
+    {
+        Kind.SESSION_START,
+        Kind.HOST_INFO,
+        Kind.UPSTREAM_STATE,
+        Kind.REQUEST_START,
+        Kind.PROGRESS,
+        Kind.REQUEST_END,
+        Kind.TOMBSTONE_ADD,
+        Kind.TOMBSTONE_HIT,
+        Kind.TOMBSTONE_EXPIRE,
+        HEARTBEAT,
+    }
+)
+"""The event kinds the export reads; the recorder hands over only these."""
+
+_CUT = frozenset({Outcome.DEADLINE, Outcome.CANCELLED, Outcome.UPSTREAM_LOST})
+_CODE = re.compile(r'"code"\s*:\s*(-?\d+)')
+
+
+@dataclass(slots=True)
+class CallSpan:
+    """One forwarded request as a CLIENT span: times in Unix nanoseconds, ids as lowercase hex."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    start_ns: int
+    attributes: dict[str, AttributeValue]
+    end_ns: int = 0
+    events: list[tuple[str, int, dict[str, AttributeValue]]] = field(default_factory=list)
+    error: str | None = None  # the status description when the call failed
+    release_ns: int = 0  # a cut call is exported once this passes (or its late answer came)
+    dropped_events: int = 0
+
+    def add_event(self, name: str, ts: float, attributes: dict[str, AttributeValue]) -> None:
+        if len(self.events) < MAX_SPAN_EVENTS:
+            self.events.append((name, _ns(ts), attributes))
+        else:
+            self.dropped_events += 1
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """One metric observation: a histogram value or a counter/up-down-counter delta."""
+
+    name: str
+    value: float
+    attributes: dict[str, AttributeValue]
+
+
+Output = CallSpan | Measure
+
+
+def _ns(ts: float) -> int:
+    return round(ts * 1e9)
+
+
+def _derived_ids(session_id: str, seq: int) -> tuple[str, str]:
+    """Stable ids for a recorded call that has none (logged without export): the same trace on every export."""
+    digest = hashlib.sha256(f"{session_id}/{seq}".encode()).hexdigest()
+    return digest[:32], digest[32:48]
+
+
+def _error_code(error: Any) -> str | None:
+    match = _CODE.search(error) if isinstance(error, str) else None
+    return match[1] if match else None
+
+
+class SpanBuilder:
+    """Fold events into spans and measurements. Feed events in order; `due` releases held cut calls."""
+
+    def __init__(self, late_window_s: float = 30.0) -> None:
+        self.late_window_ns = _ns(late_window_s)
+        self.common: dict[str, AttributeValue] = {}
+        self.transport = "pipe"
+        self.protocol_version: str | None = None
+        self.host_profile: str | None = None
+        self.generation = 0
+        self._open: dict[str, list[CallSpan]] = {}  # by host request id (two hosts may reuse one)
+        self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
+        self._held: list[CallSpan] = []
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, event: Event) -> list[Output]:
+        handler = _HANDLERS.get(event.kind)
+        return handler(self, event, event.data) if handler is not None else []
+
+    def due(self, now_ts: float) -> list[CallSpan]:
+        """Held cut calls whose late window has passed."""
+        now = _ns(now_ts)
+        ready = [span for span in self._held if span.release_ns <= now]
+        if ready:
+            self._release(ready)
+        return ready
+
+    def drain(self) -> list[CallSpan]:
+        """Everything still held (shutdown, or the end of a recorded session)."""
+        ready, self._held = self._held, []
+        self._by_up_id.clear()
+        return ready
+
+    def _release(self, spans: list[CallSpan]) -> None:
+        self._held = [span for span in self._held if span not in spans]
+        for up_id in [k for k, v in self._by_up_id.items() if v in spans]:
+            del self._by_up_id[up_id]
+
+    # ------------------------------------------------------------------ handlers
+
+    def _session_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        upstream = data.get("upstream") if isinstance(data.get("upstream"), dict) else {}
+        self.common = {"mcpwatch.wrapper.name": str(data.get("name") or "mcpwatch")}
+        self.transport = "pipe"
+        if upstream.get("kind") == "http":
+            from urllib.parse import urlsplit
+
+            self.transport = "tcp"
+            parts = urlsplit(str(upstream.get("target") or ""))
+            if parts.hostname:
+                self.common["server.address"] = parts.hostname
+                self.common["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        return []
+
+    def _host_info(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        if isinstance(data.get("protocol_version"), str):
+            self.protocol_version = data["protocol_version"]
+        profile = data.get("profile")
+        name = profile.get("name") if isinstance(profile, dict) else profile
+        self.host_profile = name if isinstance(name, str) else None
+        return []
+
+    def _upstream_state(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        generation = data.get("generation")
+        if isinstance(generation, int):
+            restarted = data.get("state") == UpstreamState.READY and generation > 1 and generation != self.generation
+            if data.get("state") == UpstreamState.READY:
+                self.generation = generation
+            if restarted:
+                return [Measure("mcpwatch.upstream.restarts", 1, {})]
+        return []
+
+    def _request_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        method = str(data.get("method") or "?")
+        target = event.tool if event.tool is not None else data.get("prompt")
+        trace_id, span_id = data.get("trace_id"), data.get("span_id")
+        if not (isinstance(trace_id, str) and isinstance(span_id, str)):
+            trace_id, span_id = _derived_ids(event.session_id, event.seq)
+        attributes: dict[str, AttributeValue] = {**self.common, "mcp.method.name": method}
+        attributes["network.transport"] = self.transport
+        if event.request_id is not None:
+            attributes["jsonrpc.request.id"] = event.request_id
+        if self.protocol_version:
+            attributes["mcp.protocol.version"] = self.protocol_version
+        if isinstance(data.get("host_session"), str) and data["host_session"]:
+            attributes["mcp.session.id"] = data["host_session"]
+        if method == "tools/call" and event.tool is not None:
+            attributes["gen_ai.tool.name"] = event.tool
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        if isinstance(data.get("budget_s"), int | float):
+            attributes["mcpwatch.budget_s"] = float(data["budget_s"])
+        if isinstance(data.get("budget_source"), str):
+            attributes["mcpwatch.budget_source"] = data["budget_source"]
+        if self.host_profile:
+            attributes["mcpwatch.host_profile"] = self.host_profile
+        if self.generation:
+            attributes["mcpwatch.generation"] = self.generation
+        if isinstance(data.get("up_id"), int):
+            attributes["mcpwatch.upstream.request_id"] = data["up_id"]
+        parent = data.get("parent_span_id")
+        span = CallSpan(
+            name=f"{method} {target}" if target else method,
+            trace_id=trace_id,
+            span_id=span_id,
+            parent_span_id=parent if isinstance(parent, str) else None,
+            start_ns=_ns(event.ts),
+            attributes=attributes,
+        )
+        self._open.setdefault(event.request_id or "", []).append(span)
+        return [Measure("mcpwatch.calls.in_flight", 1, {"mcp.method.name": method})]
+
+    def _span_of(self, event: Event) -> CallSpan | None:
+        spans = self._open.get(event.request_id or "")
+        return spans[-1] if spans else None
+
+    def _progress(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        span = self._span_of(event)
+        if span is not None:
+            attributes = {k: data[k] for k in ("progress", "total") if isinstance(data.get(k), int | float)}
+            if isinstance(data.get("message"), str):
+                attributes["message"] = data["message"][:256]
+            span.add_event("mcpwatch.progress", event.ts, attributes)
+        return []
+
+    def _heartbeat(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        span = self._span_of(event)
+        if span is not None:
+            span.add_event("mcpwatch.heartbeat", event.ts, {})
+        return [Measure("mcpwatch.heartbeats", 1, {})]
+
+    def _tombstone_add(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        span = self._span_of(event)
+        attributes: dict[str, AttributeValue] = {"mcpwatch.reason": str(data.get("reason") or "")}
+        if isinstance(data.get("ttl_s"), int | float):
+            attributes["mcpwatch.tombstone.ttl_s"] = float(data["ttl_s"])
+        if span is not None:
+            span.add_event("mcpwatch.cancel_sent", event.ts, {"mcpwatch.reason": attributes["mcpwatch.reason"]})
+            span.add_event("mcpwatch.tombstone", event.ts, attributes)
+            if "up_id" in data:
+                self._by_up_id[data["up_id"]] = span
+        return [Measure("mcpwatch.tombstones", 1, {})]
+
+    def _tombstone_expire(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        return [Measure("mcpwatch.tombstones", -1, {})]
+
+    def _tombstone_hit(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        """A late response (or progress) for a cut call: counted; a response also ends the call's wait."""
+        what = str(data.get("what") or "response")
+        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
+        outputs: list[Output] = [Measure("mcpwatch.late_answers", 1, {**tool, "mcpwatch.late.what": what})]
+        span = self._by_up_id.get(data.get("up_id"))
+        if span is not None and what == "response":
+            attributes: dict[str, AttributeValue] = {}
+            if isinstance(data.get("age_s"), int | float):
+                attributes["mcpwatch.late.delay_s"] = float(data["age_s"])  # the tombstone's age: time since the cut
+            span.add_event("mcpwatch.late_answer", event.ts, attributes)
+            if span in self._held:
+                self._release([span])  # nothing more to wait for
+                outputs.insert(0, span)
+        return outputs
+
+    def _request_end(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        spans = self._open.get(event.request_id or "")
+        if not spans:
+            return []
+        span = spans.pop(0)
+        if not spans:
+            del self._open[event.request_id or ""]
+        span.end_ns = max(span.start_ns, _ns(event.ts))
+        outcome = data.get("outcome")
+        attributes = span.attributes
+        attributes["mcpwatch.outcome"] = str(outcome)
+        error = data.get("error")
+        if outcome == Outcome.DEADLINE:
+            attributes["error.type"] = "timeout"
+            attributes["rpc.response.status_code"] = "DEADLINE_EXCEEDED"
+            span.error = f"cut at its deadline budget ({attributes.get('mcpwatch.budget_s', '?')} s)"
+        elif outcome == Outcome.TOOL_ERROR:
+            attributes["error.type"] = "tool_error"
+            span.error = "the tool returned isError"
+        elif outcome == Outcome.ERROR:
+            code = _error_code(error)
+            attributes["error.type"] = code or "_OTHER"
+            if code:
+                attributes["rpc.response.status_code"] = code
+            span.error = str(error)[:512] if error else "error"
+        elif outcome in (Outcome.CANCELLED, Outcome.UPSTREAM_LOST):
+            attributes["error.type"] = str(outcome)
+            span.error = str(error)[:512] if error else str(outcome)
+        if data.get("partial"):
+            span.add_event("mcpwatch.partial_result", event.ts, {})
+        method = attributes["mcp.method.name"]
+        metric_attributes = {
+            k: attributes[k]
+            for k in (
+                "mcp.method.name",
+                "gen_ai.tool.name",
+                "gen_ai.operation.name",
+                "error.type",
+                "rpc.response.status_code",
+                "network.transport",
+                "mcp.protocol.version",
+                "server.address",
+                "server.port",
+            )
+            if k in attributes
+        }
+        duration = data.get("duration_s")
+        seconds = float(duration) if isinstance(duration, int | float) else (span.end_ns - span.start_ns) / 1e9
+        outputs: list[Output] = [
+            Measure(DURATION_METRIC, seconds, metric_attributes),
+            Measure("mcpwatch.calls.in_flight", -1, {"mcp.method.name": method}),
+        ]
+        if outcome == Outcome.DEADLINE:
+            tool = {"gen_ai.tool.name": attributes["gen_ai.tool.name"]} if "gen_ai.tool.name" in attributes else {}
+            outputs.append(Measure("mcpwatch.deadlines", 1, tool))
+        if outcome in _CUT and any(name == "mcpwatch.tombstone" for name, _, _ in span.events):
+            span.release_ns = span.end_ns + self.late_window_ns
+            self._held.append(span)
+        else:
+            self._by_up_id = {k: v for k, v in self._by_up_id.items() if v is not span}
+            outputs.insert(0, span)
+        return outputs
+
+
+_HANDLERS = {
+    Kind.SESSION_START: SpanBuilder._session_start,
+    Kind.HOST_INFO: SpanBuilder._host_info,
+    Kind.UPSTREAM_STATE: SpanBuilder._upstream_state,
+    Kind.REQUEST_START: SpanBuilder._request_start,
+    Kind.PROGRESS: SpanBuilder._progress,
+    Kind.REQUEST_END: SpanBuilder._request_end,
+    Kind.TOMBSTONE_ADD: SpanBuilder._tombstone_add,
+    Kind.TOMBSTONE_HIT: SpanBuilder._tombstone_hit,
+    Kind.TOMBSTONE_EXPIRE: SpanBuilder._tombstone_expire,
+    HEARTBEAT: SpanBuilder._heartbeat,
+}
+
+
+def session_spans(events: list[Event] | Any, late_window_s: float = 30.0) -> list[CallSpan]:
+    """Every finished call span of a recorded session, in the order they ended (for `export --format otlp`)."""
+    builder = SpanBuilder(late_window_s)
+    spans: list[CallSpan] = []
+    for event in events:
+        spans.extend(o for o in builder.feed(event) if isinstance(o, CallSpan))
+        spans.extend(builder.due(event.ts))
+    spans.extend(builder.drain())
+    return spans
