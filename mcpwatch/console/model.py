@@ -12,7 +12,6 @@ the model without bound.
 from __future__ import annotations
 
 import math
-import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -22,9 +21,6 @@ from mcpwatch.console import format as fmt
 from mcpwatch.events import Event, Kind, Outcome
 
 COUNCIL_TOOL_HINT = "council"
-# The council's progress messages name the stage they report on ("Stage 2: peer review …", "Stage 3: chairman …");
-# model_status events are only sent when a model's own status changes, so they never report stages 2 and 3.
-_STAGE_IN_MESSAGE = re.compile(r"^\s*Stage\s+(\d+)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,12 +328,6 @@ def _effective_cap(per_model_s: float | None, budget_s: float | None) -> float |
     if per_model_s is None:
         return budget_s
     return per_model_s if budget_s is None else min(per_model_s, budget_s)
-
-
-def stage_of(message: str | None) -> int | None:
-    """The council stage a progress message reports on (`Stage 3: chairman …` → 3), if it names one."""
-    match = _STAGE_IN_MESSAGE.match(message or "")
-    return int(match.group(1)) if match else None
 
 
 @dataclass(slots=True)
@@ -843,10 +833,8 @@ class ConsoleModel:
         request.progress = _num(data.get("progress"))
         request.total = _num(data.get("total"))
         request.message = _text(data.get("message"))
-        # The stage, when the progress says (a wrapper may pass the council's _meta stage; else the message).
+        # The stage the council put in the progress's _meta (the wrapper passes it on); a stage never goes back.
         stage = _int(data.get("stage"))
-        if stage is None:
-            stage = stage_of(request.message)
         if stage is not None:
             request.stage = stage if request.stage is None else max(request.stage, stage)
         amount = fmt.progress(request.progress, request.total)

@@ -4,6 +4,3 @@ Three stages (answers, anonymised peer review, chairman synthesis) under tiered 
 results when time runs out, structured per-model status, progress that carries machine-readable state, and a
 health check. The `simulated` backend makes every behaviour reproducible; `openai` talks to a real endpoint.
 """
-
-COUNCIL_META_KEY = "dev.mcpwatch/council"
-DEADLINE_META_KEY = "dev.mcpwatch/deadline_ms"

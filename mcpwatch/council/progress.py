@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from mcpwatch.wire import COUNCIL_META
+
 if TYPE_CHECKING:
     from mcpwatch.council.calls import CallOutcome
     from mcpwatch.council.pipeline import CouncilRun
@@ -88,7 +90,7 @@ class ProgressReporter:
             return
         try:
             with anyio.move_on_after(limit_s) as scope:
-                await self.send(progress, self.total, message, {"dev.mcpwatch/council": meta})
+                await self.send(progress, self.total, message, {COUNCIL_META: meta})
             if scope.cancelled_caught:
                 log.info("progress notification dropped: not taken within %.3gs", limit_s)
         except anyio.get_cancelled_exc_class():

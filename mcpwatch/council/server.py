@@ -22,13 +22,13 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from mcpwatch import __version__
-from mcpwatch.council import DEADLINE_META_KEY
 from mcpwatch.council.backends.base import Backend
 from mcpwatch.council.catalog import UnknownModel
 from mcpwatch.council.core import Council, CouncilError
 from mcpwatch.council.health import health_check
 from mcpwatch.council.progress import SendFn
 from mcpwatch.council.settings import CouncilSettings
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,13 @@ def caller_deadline_ms(meta: Any) -> int | None:
     if not meta:
         return None
     try:
-        raw = meta.get(DEADLINE_META_KEY)
+        raw = meta.get(DEADLINE_META)
     except AttributeError:
         return None
     if raw is None:
         return None
     if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 0:
-        log.warning("ignoring %s=%r: not a non-negative number of milliseconds", DEADLINE_META_KEY, raw)
+        log.warning("ignoring %s=%r: not a non-negative number of milliseconds", DEADLINE_META, raw)
         return None
     return int(min(raw, MAX_DEADLINE_MS))
 
@@ -160,7 +160,7 @@ def build_server(settings: CouncilSettings, backend: Backend | None = None) -> t
             raise ToolError(str(exc)) from None
         return json_result(result, is_error=is_error)
 
-    @mcp.tool(name="council_health_check", annotations=read_only)
+    @mcp.tool(name=DEFAULT_HEALTH_TOOL, annotations=read_only)
     async def council_health_check() -> types.CallToolResult:
         """Check the council before expensive calls: key, models, chairman, tier budgets, a connectivity probe."""
         return json_result(await health_check(council))

@@ -174,7 +174,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         }
 
     operator_app = build_operator_app(
-        core,
+        core.actions,
         recorder,
         token=token,
         log_info=log_info,

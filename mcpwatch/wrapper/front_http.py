@@ -16,9 +16,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcpwatch.errors import UserError
+from mcpwatch.wire import SUBSCRIPTION_ID_META, modern_version
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
-from mcpwatch.wrapper.core import SUBSCRIPTION_ID_META, WrapperCore, modern_version
+from mcpwatch.wrapper.port import HostPort
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -93,7 +94,7 @@ class HttpSession:
 
 
 class HttpFront:
-    def __init__(self, core: WrapperCore, listen: str) -> None:
+    def __init__(self, core: HostPort, listen: str) -> None:
         self.core = core
         self.host, self.port, self.path = parse_listen(listen)
         self.loopback_only = host_is_loopback(self.host)
@@ -197,8 +198,8 @@ class HttpFront:
         if ephemeral is not None:
             self.core.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
         for item in items:
-            if item.get("method") == "initialize" and self.core.init_result is not None:
-                session.send({"jsonrpc": "2.0", "id": item["id"], "result": self.core.init_result})
+            if item.get("method") == "initialize" and (handshake := self.core.handshake_result()) is not None:
+                session.send({"jsonrpc": "2.0", "id": item["id"], "result": handshake})
             else:
                 self.core.host_message(session, item)
         watcher = asyncio.ensure_future(self._cancel_on_disconnect(session, stream, receive)) if ephemeral else None

@@ -14,8 +14,8 @@ import threading
 from typing import Any
 
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.lines import LineSplitter
+from mcpwatch.wrapper.port import HostPort
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -48,7 +48,7 @@ def _is_pipe(fd: int) -> bool:
 class StdioFront:
     name = "stdio"
 
-    def __init__(self, core: WrapperCore) -> None:
+    def __init__(self, core: HostPort) -> None:
         self.core = core
         self._out_fd = os.dup(1)
         os.dup2(2, 1)
@@ -102,8 +102,8 @@ class StdioFront:
         loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
 
     def _host_oversize(self, size: int) -> None:
-        self.core.counters.host_frame_errors += 1
-        self.core.recorder.emit("warning", message=f"host sent a frame of {size} bytes, over the limit; discarded")
+        self.core.count_frame_error()
+        self.core.warn(f"host sent a frame of {size} bytes, over the limit; discarded")
         self.send(frames.error_response(None, frames.INVALID_REQUEST, "Invalid Request: frame too large"))
 
     async def close(self) -> None:

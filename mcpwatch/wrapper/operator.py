@@ -17,8 +17,8 @@ from mcpwatch import __version__
 from mcpwatch import operator as contract
 from mcpwatch.reliability.deadline import InvalidValue
 from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.asgi import ASGIApp, host_is_loopback, quiet_server, respond_json
-from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.recorder import Recorder
 
 MAX_WAIT_MS = 30_000
@@ -122,7 +122,7 @@ def _whole(arguments: dict[str, Any], name: str, default: int) -> int:
 
 
 def build_operator_app(
-    core: WrapperCore,
+    actions: OperatorActions,
     recorder: Recorder,
     *,
     token: str,
@@ -135,7 +135,7 @@ def build_operator_app(
     whose whole budget is 60 MB, for eight tools."""
 
     async def status(arguments: dict[str, Any]) -> dict[str, Any]:
-        return {**core.status(), "log": log_info(), "otel": otel_info()}
+        return {**actions.status(), "log": log_info(), "otel": otel_info()}
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0)
@@ -149,27 +149,27 @@ def build_operator_app(
         }
 
     async def health_check(arguments: dict[str, Any]) -> dict[str, Any]:
-        return await core.health_check(health_tool)
+        return await actions.health_check(health_tool)
 
     def setter(key: str, required: bool) -> Handler:
         async def change(arguments: dict[str, Any]) -> dict[str, Any]:
             if required and "seconds" not in arguments:
                 raise Refused("seconds is required")
             try:
-                return core.change_deadline(key, arguments.get("seconds"))
+                return actions.change_deadline(key, arguments.get("seconds"))
             except InvalidValue as exc:
                 raise Refused(str(exc)) from None
 
         return change
 
     async def reset(arguments: dict[str, Any]) -> dict[str, Any]:
-        return core.reset_deadline()
+        return actions.reset_deadline()
 
     async def cancel(arguments: dict[str, Any]) -> dict[str, Any]:
         request_id = arguments.get("request_id")
         if isinstance(request_id, bool) or not isinstance(request_id, str | int):
             raise Refused(f"request_id must be a string, got {request_id!r}")
-        if not core.cancel(str(request_id)):
+        if not actions.cancel(str(request_id)):
             raise Refused(f"no call with request id {str(request_id)!r} is in flight")
         return {"cancelled": str(request_id)}
 

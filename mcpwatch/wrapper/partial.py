@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from mcpwatch.reliability.deadline import Budget
-
-PARTIAL_META = "dev.mcpwatch/partial"
+from mcpwatch.wire import PARTIAL_META, PartialResult
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.pending import Pending
 
 _REASONS = {
     "deadline": "did not finish within its deadline budget",
@@ -51,7 +52,7 @@ def _models_text(models: dict[str, dict[str, Any]]) -> str | None:
     return "Per-model state when it stopped: " + "; ".join(parts) + "."
 
 
-def _result(blocks: list[str], meta: dict[str, Any], modern: bool) -> dict[str, Any]:
+def _result(blocks: list[str], meta: PartialResult, modern: bool) -> dict[str, Any]:
     result: dict[str, Any] = {
         "content": [{"type": "text", "text": text} for text in blocks],
         "isError": True,
@@ -90,7 +91,7 @@ def deadline_result(
     models_text = _models_text(models)
     if models_text:
         blocks.append(models_text)
-    meta = {
+    meta: PartialResult = {
         "outcome": reason,
         "tool": tool,
         "elapsed_s": round(elapsed_s, 3),
@@ -113,5 +114,39 @@ def call_error_result(
     models_text = _models_text(models)
     if models_text:
         blocks.append(models_text)
-    meta = {"outcome": "error", "tool": tool, "error": text, "last_progress": last_progress, "models": models}
+    meta: PartialResult = {
+        "outcome": "error",
+        "tool": tool,
+        "error": text,
+        "last_progress": last_progress,
+        "models": models,
+    }
     return _result(blocks, meta, modern)
+
+
+def abandoned_reply(
+    pending: Pending, reason: str, elapsed_s: float, upstream_note: str | None, modern: bool
+) -> dict[str, Any]:
+    """The host's answer for a call mcpwatch stopped waiting for (deadline, operator cancel, shutdown)."""
+    if pending.method != "tools/call":
+        return frames.error_response(pending.host_id, frames.INTERNAL_ERROR, f"the request {reason_text(reason)}")
+    result = deadline_result(
+        tool=pending.tool or "?",
+        budget=pending.budget,
+        elapsed_s=elapsed_s,
+        reason=reason,
+        last_progress=pending.last_progress,
+        progress_log=list(pending.progress_log),
+        models=pending.models,
+        upstream_note=upstream_note,
+        modern=modern,
+    )
+    return {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
+
+
+def failed_reply(pending: Pending, text: str, modern: bool) -> dict[str, Any]:
+    """The host's answer for a call that cannot complete (the upstream is gone or stuck)."""
+    if pending.method != "tools/call":
+        return frames.error_response(pending.host_id, frames.INTERNAL_ERROR, text)
+    result = call_error_result(pending.tool or "?", text, pending.last_progress, pending.models, modern)
+    return {"jsonrpc": "2.0", "id": pending.host_id, "result": result}

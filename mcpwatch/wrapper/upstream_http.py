@@ -13,9 +13,10 @@ from typing import Any
 
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.wire import modern_version
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore, modern_version, retrieve_exception
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
+from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 
 STABLE_AFTER_S = 30.0
 
@@ -39,7 +40,7 @@ def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
 class HttpUpstream:
     kind = "http"
 
-    def __init__(self, url: str, headers: dict[str, str], core: WrapperCore, settings: Settings) -> None:
+    def __init__(self, url: str, headers: dict[str, str], core: UpstreamPort, settings: Settings) -> None:
         self.url = url
         self.target = url
         self.core = core

@@ -18,8 +18,8 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore, retrieve_exception
 from mcpwatch.wrapper.lines import LineSplitter
+from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
@@ -82,7 +82,7 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 class StdioUpstream:
     kind = "stdio"
 
-    def __init__(self, argv: list[str], core: WrapperCore, settings: Settings) -> None:
+    def __init__(self, argv: list[str], core: UpstreamPort, settings: Settings) -> None:
         self.argv = argv
         self.target = " ".join(argv)
         self.core = core
@@ -181,7 +181,7 @@ class StdioUpstream:
         if not starting.done():
             starting.cancel()
         elif starting.exception() is not None:
-            self.core.recorder.emit("warning", message=f"upstream start failed: {starting.exception()}")
+            self.core.warn(f"upstream start failed: {starting.exception()}")
             self._terminate()
         await protocol.exited
         # The exit can overtake the last stdout bytes; give them a moment so no answer is lost.

@@ -1,0 +1,120 @@
+"""What an operator can ask of a running wrapper, in one place: its status, a health check, deadline changes and
+their reset, and cancelling a call. The operator endpoint calls these and nothing else of the core."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from mcpwatch import __version__
+from mcpwatch.events import Kind
+from mcpwatch.wrapper.health import health_check
+
+if TYPE_CHECKING:
+    from mcpwatch.wrapper.core import WrapperCore
+
+
+class OperatorActions:
+    def __init__(self, core: WrapperCore) -> None:
+        self._core = core
+
+    async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> dict[str, Any]:
+        core = self._core
+        session = core.session
+        return await health_check(
+            session,
+            core.recorder,
+            core.scheduler,
+            health_tool=health_tool,
+            host_initialised=session.init_params is not None or core.modern_era,
+            timeout=timeout,
+        )
+
+    def cancel(self, request_id: str) -> bool:
+        """The operator's cancel: the call ends as a deadline would, with its own explanation."""
+        return self._core.cancel(request_id)
+
+    def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
+        """set_margin / set_host_timeout / set_deadline: validated by the policy; logged as config_change."""
+        deadline, recorder = self._core.deadline, self._core.recorder
+        before = deadline.budget(None).to_dict()
+        setter = {
+            "margin_s": deadline.set_margin,
+            "host_timeout_s": deadline.set_host_timeout,
+            "override_s": deadline.set_deadline,
+        }[key]
+        after = setter(value).to_dict()
+        recorder.emit(
+            Kind.CONFIG_CHANGE, key=key, old=before.get(key), new=after.get(key), source="operator", deadline=after
+        )
+        return after
+
+    def reset_deadline(self) -> dict[str, Any]:
+        """Undo every operator change to the budget; logged as one config_change per key that changes."""
+        deadline, recorder = self._core.deadline, self._core.recorder
+        before = deadline.budget(None).to_dict()
+        after = deadline.reset().to_dict()
+        for key in ("host_timeout_s", "margin_s", "override_s"):
+            if before.get(key) != after.get(key):
+                old, new = before.get(key), after.get(key)
+                recorder.emit(Kind.CONFIG_CHANGE, key=key, old=old, new=new, source="reset", deadline=after)
+        return after
+
+    def status(self) -> dict[str, Any]:
+        core = self._core
+        session = core.session
+        now = core.scheduler.time()
+        terms = core.ttl_terms()
+        tombstones = session.late.table
+        stats = tombstones.stats(limit=50)
+        link = session.link
+        upstream = link.describe() if link is not None else {}
+        return {
+            "wrapper": {
+                "name": core.name,
+                "pid": os.getpid(),
+                "version": __version__,
+                "upstream": {
+                    "kind": getattr(link, "kind", None),
+                    "target": getattr(link, "target", None),
+                    "state": session.state.value,
+                    "generation": session.ids.generation,
+                    **upstream,
+                },
+                "host": core.host_info,
+                "uptime_s": round(core.recorder.mono(), 3),
+            },
+            "deadline": core.deadline.budget(None).to_dict(),
+            "tombstones": {
+                "count": len(tombstones),
+                "ttl_s": terms.total_s,
+                "terms": terms.to_dict(),
+                "late_dropped": core.counters.late_dropped,
+                "evicted": tombstones.evicted,
+                "next_expiry_in_s": tombstones.next_expiry_in(),
+                "items": stats["items"],
+            },
+            "in_flight": [
+                {
+                    "request_id": p.request_key,
+                    "method": p.method,
+                    "tool": p.tool,
+                    "elapsed_s": round(now - p.started, 3),
+                    "budget_s": p.budget.seconds if p.budget else None,
+                    "progress": (p.last_progress or {}).get("progress"),
+                    "total": (p.last_progress or {}).get("total"),
+                    "message": (p.last_progress or {}).get("message"),
+                    "sent": p.sent,
+                }
+                for p in core.table
+            ],
+            "counters": core.counters.to_dict(),
+            "state_sync": self.state_sync_summary(),
+            "mono": round(core.recorder.clock.monotonic(), 3),
+        }
+
+    def state_sync_summary(self) -> dict[str, Any]:
+        state_sync = self._core.state_sync
+        if state_sync is None:
+            return {"policies": 0, "overlaps": []}
+        return {"policies": len(state_sync.policies), "overlaps": [w.message for w in state_sync.overlaps]}

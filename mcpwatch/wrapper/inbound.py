@@ -1,0 +1,185 @@
+"""What the upstream sends, routed to the hosts: answers to their calls (through the pending table's `finish`),
+progress for the call it belongs to, server→client requests to the host most likely to have caused them, other
+notifications to every host; late and unknown frames to the tombstones; garbage counted and, at a bounded rate,
+logged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcpwatch.events import Kind, Outcome
+from mcpwatch.reliability.statesync import StateSync, resource_notifications
+from mcpwatch.wire import SUBSCRIPTION_ID_META
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.health import tool_payload
+from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
+from mcpwatch.wrapper.progress import note_progress
+from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.session import UpstreamSession
+
+GARBAGE_WARNINGS_MAX = 20
+
+
+class UpstreamInbound:
+    def __init__(
+        self,
+        *,
+        table: PendingTable,
+        session: UpstreamSession,
+        links: list[HostLink],
+        recorder: Recorder,
+        counters: Counters,
+        state_sync: StateSync | None,
+        health_tool: str,
+        warn: Callable[[str], None],
+    ) -> None:
+        self.table = table
+        self.session = session
+        self.links = links  # the core's own list: hosts come and go
+        self.recorder = recorder
+        self.counters = counters
+        self.state_sync = state_sync
+        self._health_tool = health_tool
+        self._warn = warn
+        self._garbage_warnings = 0
+
+    def frame(self, line: bytes) -> None:
+        try:
+            message = frames.decode(line)
+        except ValueError:
+            self.garbage(f"not JSON: {frames.text_of(line, 200)}")
+            return
+        if isinstance(message, list):
+            for item in message:
+                self.message(item)
+        else:
+            self.message(message)
+
+    def garbage(self, what: str) -> None:
+        self.counters.upstream_garbage += 1
+        n = self.counters.upstream_garbage
+        if self._garbage_warnings < GARBAGE_WARNINGS_MAX or n % 1000 == 0:
+            self._garbage_warnings += 1
+            self._warn(f"upstream wrote a frame that is {what} (#{n})")
+
+    def message(self, message: Any) -> None:
+        kind = frames.kind_of(message)
+        if kind == frames.RESPONSE:
+            self._upstream_response(message)
+        elif kind == frames.NOTIFICATION:
+            self._upstream_notification(message)
+        elif kind == frames.REQUEST:
+            self._server_request(message)
+        else:
+            self.garbage(f"not valid JSON-RPC: {frames.text_of(message, 200)}")
+
+    def _server_request(self, message: dict[str, Any]) -> None:
+        """A server→client request goes to the host of the newest call in flight (the one most likely to have
+        caused it), else to the last host to connect."""
+        link = next((p.link for p in reversed(self.table.calls.values()) if p.link in self.links), None)
+        if link is None and self.links:
+            link = self.links[-1]
+        if link is None:
+            self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, "no host connected"))
+            return
+        self.session.note_server_request(message["id"], link)
+        if link.send(message) is False:
+            self.session.forget_server_request(message["id"])
+            text = f"the host has no open stream to receive a {message['method']} request"
+            self._warn(f"upstream {text}; answered with an error")
+            self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
+
+    def _upstream_response(self, message: dict[str, Any]) -> None:
+        if self.session.answer_internal(message):
+            return
+        up_id = message["id"]
+        pending = self.table.get(up_id)
+        if pending is None:
+            self.session.late.late_response(up_id)
+            return
+        reply = {"jsonrpc": "2.0", "id": pending.host_id}
+        if "error" in message:
+            reply["error"] = message["error"]
+            outcome = Outcome.ERROR
+            detail: dict[str, Any] = {"error": frames.text_of(message["error"], 1000)}
+        else:
+            result = message["result"]
+            outcome = Outcome.OK
+            if pending.method == "tools/call" and isinstance(result, dict):
+                if result.get("isError") is True:
+                    outcome = Outcome.TOOL_ERROR
+                elif self.state_sync is not None and pending.tool is not None:
+                    result = self._invalidate(pending, result)
+            elif pending.method == "tools/list" and self.state_sync is not None and isinstance(result, dict):
+                result = self.state_sync.decorate_tools(result)
+            elif pending.method == "initialize" and isinstance(result, dict):
+                self.session.init_result = result
+            reply["result"] = result
+            detail = {"result_preview": frames.text_of(result, 4096)} if pending.method == "tools/call" else {}
+        elapsed = self.table.elapsed(pending)
+        self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+        if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
+            self._note_host_health_check(pending, message, elapsed)
+
+    def _note_host_health_check(self, pending: Pending, message: dict[str, Any], elapsed: float) -> None:
+        """A host calling the upstream's health tool is a health check too: the console shows its tiers."""
+        payload, ok, error = tool_payload(message)
+        self.recorder.emit(
+            Kind.HEALTH_CHECK,
+            request_id=pending.request_key,
+            tool=pending.tool,
+            ok=ok,
+            ping_ms=None,
+            result=payload,
+            error=error,
+            latency_ms=round(elapsed * 1000, 2),
+            source="host",
+        )
+
+    def _invalidate(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
+        assert self.state_sync is not None and pending.tool is not None
+        result, event = self.state_sync.decorate_call(pending.tool, result)
+        if event is not None:
+            self.counters.invalidations += 1
+            self.recorder.emit(
+                Kind.INVALIDATION, tool=pending.tool, caused_by=event.caused_by, patterns=list(event.patterns)
+            )
+            for notification in resource_notifications(event):
+                pending.link.send(notification)
+        return result
+
+    def _upstream_notification(self, message: dict[str, Any]) -> None:
+        if message["method"] == "notifications/progress":
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            token = params.get("progressToken")
+            pending = self.table.get(token)
+            if pending is None or pending.host_token is None:
+                # late, unknown, or for a call whose host asked for no progress (the upstream guessed the token)
+                self.session.late.late_progress(token)
+                return
+            forwarded = {**message, "params": {**params, "progressToken": pending.host_token}}
+            note_progress(self.recorder, pending, params)
+            pending.link.send(forwarded)
+            return
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
+            self._subscription_frame(message, params, meta)
+            return
+        for link in self.links:
+            link.send(message)
+
+    def _subscription_frame(self, message: dict[str, Any], params: dict[str, Any], meta: dict[str, Any]) -> None:
+        """A frame of a 2026-era `subscriptions/listen` stream (its acknowledgement or an event): upstream it is
+        stamped with the listen request's upstream id; the host must see its own id, on its own stream only."""
+        up_id = meta[SUBSCRIPTION_ID_META]
+        is_up_id = isinstance(up_id, int) and not isinstance(up_id, bool)
+        pending = self.table.get(up_id) if is_up_id else None
+        if pending is None or pending.method != "subscriptions/listen":
+            self.counters.unknown_dropped += 1
+            shown = up_id if is_up_id else frames.text_of(up_id, 64)
+            self.recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=shown, reason="unknown_subscription")
+            return
+        host_meta = {**meta, SUBSCRIPTION_ID_META: pending.host_id}
+        pending.link.send({**message, "params": {**params, "_meta": host_meta}})

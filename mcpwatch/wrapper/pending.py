@@ -1,0 +1,150 @@
+"""The host requests in flight, and the one way each of them ends.
+
+Every request ends through `PendingTable.finish`, whatever ended it (the upstream's answer, a deadline, a cancel, a
+lost upstream, shutdown): it leaves the table, its timer stops, its outcome is counted once, the host gets its
+reply (if one is owed) and one `request_end` event is written.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcpwatch.events import Kind, Outcome
+from mcpwatch.reliability.deadline import Budget
+from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.recorder import Recorder
+
+
+class HostLink(Protocol):
+    """One host connection (the stdio front has one; the HTTP front one per session)."""
+
+    def send(self, message: dict[str, Any]) -> bool | None:
+        """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""
+        ...
+
+
+@dataclass(slots=True, eq=False)
+class Pending:
+    """A host request on its way upstream (or waiting for the upstream to be ready)."""
+
+    up_id: int
+    host_id: Any
+    link: HostLink
+    method: str
+    message: dict[str, Any]
+    started: float  # scheduler time
+    tool: str | None = None
+    budget: Budget | None = None
+    request_key: str = ""
+    host_token: Any = None  # the host's own progress token; upstream sees the up_id instead
+    sent: bool = False
+    open: bool = True  # False once finished: a queued frame or a timer that still names it does nothing
+    timer: Timer | None = None
+    last_progress: dict[str, Any] | None = None
+    progress_log: deque[str] = field(default_factory=lambda: deque(maxlen=5))
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
+class Counters:
+    requests: int = 0
+    ok: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    cancelled: int = 0
+    late_dropped: int = 0
+    unknown_dropped: int = 0
+    invalidations: int = 0
+    host_frame_errors: int = 0
+    upstream_garbage: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+_COUNTER_OF = {
+    Outcome.OK: "ok",
+    Outcome.ERROR: "errors",
+    Outcome.TOOL_ERROR: "errors",
+    Outcome.UPSTREAM_LOST: "errors",
+    Outcome.DEADLINE: "timeouts",
+    Outcome.CANCELLED: "cancelled",
+}
+
+
+class PendingTable:
+    """Requests by the upstream id the wrapper gave them, and by (host link, host id) for the host's cancels."""
+
+    def __init__(self, *, recorder: Recorder, counters: Counters, scheduler: Scheduler) -> None:
+        self.calls: dict[int, Pending] = {}
+        self._by_host: dict[tuple[int, Any], int] = {}
+        self._recorder = recorder
+        self._counters = counters
+        self._scheduler = scheduler
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    def __iter__(self) -> Iterator[Pending]:
+        return iter(self.calls.values())
+
+    def add(self, pending: Pending) -> None:
+        self.calls[pending.up_id] = pending
+        self._by_host[(id(pending.link), frames.id_key(pending.host_id))] = pending.up_id
+        self._counters.requests += 1
+
+    def get(self, up_id: Any) -> Pending | None:
+        """The request an upstream id (or progress token) names; a bool or non-int names none."""
+        return self.calls.get(up_id) if type(up_id) is int else None
+
+    def for_host(self, link: HostLink, host_id: Any) -> Pending | None:
+        up_id = self._by_host.get((id(link), frames.id_key(host_id)))
+        return self.calls.get(up_id) if up_id is not None else None
+
+    def by_request_key(self, request_key: str) -> Pending | None:
+        for pending in self.calls.values():
+            if pending.request_key == request_key:
+                return pending
+        return None
+
+    def elapsed(self, pending: Pending) -> float:
+        return self._scheduler.time() - pending.started
+
+    def finish(
+        self,
+        pending: Pending,
+        outcome: Outcome,
+        reply: dict[str, Any] | None,
+        detail: dict[str, Any],
+        *,
+        elapsed: float | None = None,
+    ) -> None:
+        """End a request: out of the table, counted, the host answered with `reply` (None: the host is owed
+        nothing), and one request_end event carrying `detail`."""
+        self.calls.pop(pending.up_id, None)
+        pending.open = False
+        if pending.timer is not None:
+            pending.timer.cancel()
+            pending.timer = None
+        key = (id(pending.link), frames.id_key(pending.host_id))
+        if self._by_host.get(key) == pending.up_id:  # a host may reuse an id while the first call still runs
+            del self._by_host[key]
+        if elapsed is None:
+            elapsed = self._scheduler.time() - pending.started
+        counters = self._counters
+        setattr(counters, _COUNTER_OF[outcome], getattr(counters, _COUNTER_OF[outcome]) + 1)
+        if reply is not None:
+            pending.link.send(reply)
+        self._recorder.emit(
+            Kind.REQUEST_END,
+            request_id=pending.request_key,
+            tool=pending.tool,
+            outcome=outcome.value,
+            duration_s=round(elapsed, 6),
+            method=pending.method,
+            **detail,
+        )
