@@ -22,6 +22,7 @@ from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.console.model import ConsoleModel
 from mcpwatch.events import Event, Kind
 from mcpwatch.registry import WrapperEntry, find_wrapper, running_wrappers
+from mcpwatch.reliability.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ class LiveFeed:
         self._page = page
         self._wait_ms = wait_ms
         self._max_backlog = max_backlog
-        self._backoff = tuple(backoff_s)
+        self._backoff = Backoff(steps=backoff_s, jitter=0.0)
         self._buffer: deque[Event | _Seed] = deque()
         self._status = FeedStatus("connecting", "connecting…", locator.target.describe())
         self._frozen_at: float | None = None  # wall time the connection was lost: the view stops there
@@ -301,22 +302,20 @@ class LiveFeed:
     async def _follow(self) -> None:
         from mcpwatch.operator.client import OperatorError
 
-        attempt = 0
         while not self._stopping.is_set():
             entry = self.locator.resolve()
             if entry is None:
-                delay = self._backoff[min(attempt, len(self._backoff) - 1)]
+                delay = self._backoff.next_delay()
                 self._lost(
                     "waiting" if self._session_id is None else "disconnected",
                     f"{self.locator.target.describe()} is not in the registry of running wrappers",
                     delay,
                 )
-                attempt += 1
                 await self._sleep(delay)
                 continue
             try:
                 async with self._client(entry) as op:
-                    attempt = 0
+                    self._backoff.reset()
                     await self._catch_up(op, entry)
                     self._frozen_at = None
                     self._set("live", "live")
@@ -333,9 +332,8 @@ class LiveFeed:
                 reason = f"{type(exc).__name__}: {exc}"
             else:
                 continue
-            delay = self._backoff[min(attempt, len(self._backoff) - 1)]
+            delay = self._backoff.next_delay()
             self._lost("disconnected", reason, delay)
-            attempt += 1
             await self._sleep(delay)
 
     async def _catch_up(self, op: Any, entry: WrapperEntry) -> None:

@@ -12,13 +12,11 @@ import contextlib
 from typing import Any
 
 from mcpwatch.config import Settings
-from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wire import modern_version
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
-
-STABLE_AFTER_S = 30.0
 
 
 def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
@@ -46,7 +44,9 @@ class HttpUpstream:
         self.core = core
         self.settings = settings
         self.extra_headers = headers
-        self.backoff = Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        self.reconnect = Reconnect(
+            Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        )
         self.client = Client()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -181,7 +181,7 @@ class HttpUpstream:
             self.session_id = None
             self.protocol_version = None
             self.connected = True
-            started_at = loop.time()
+            self.reconnect.started(loop.time())
             starting = asyncio.ensure_future(self.core.upstream_started())
             starting.add_done_callback(retrieve_exception)
             await asyncio.wait({starting, self._lost}, return_when=asyncio.FIRST_COMPLETED)
@@ -197,9 +197,7 @@ class HttpUpstream:
             if self.closing:
                 break
             self.core.upstream_lost(reason=reason)
-            if loop.time() - started_at >= STABLE_AFTER_S:
-                self.backoff.reset()
-            delay = self.backoff.next_delay()
+            delay = self.reconnect.delay_after_loss(loop.time())
             self.core.upstream_backoff(delay)
             await asyncio.sleep(delay)
             self.restarts += 1

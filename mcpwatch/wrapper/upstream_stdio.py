@@ -16,14 +16,13 @@ from collections import deque
 from typing import Any
 
 from mcpwatch.config import Settings
-from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.lines import LineSplitter
 from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
-STABLE_AFTER_S = 30.0  # a process that lived this long resets the backoff
 # On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
 # dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
 # preexec_fn cannot do it: Python code between fork and exec in a threaded process can deadlock or abort.) The
@@ -87,7 +86,9 @@ class StdioUpstream:
         self.target = " ".join(argv)
         self.core = core
         self.settings = settings
-        self.backoff = Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        self.reconnect = Reconnect(
+            Backoff(base_s=settings.upstream.backoff_base_s, max_s=settings.tombstones.backoff_max_s)
+        )
         self.transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self.paused_since: float | None = None
@@ -136,13 +137,11 @@ class StdioUpstream:
         try:
             while not self.closing:
                 self.core.upstream_connecting()
-                started_at = loop.time()
+                self.reconnect.started(loop.time())
                 await self._run_once()
                 if self.closing:
                     break
-                if loop.time() - started_at >= STABLE_AFTER_S:
-                    self.backoff.reset()
-                delay = self.backoff.next_delay()
+                delay = self.reconnect.delay_after_loss(loop.time())
                 self.core.upstream_backoff(delay)
                 await asyncio.sleep(delay)
                 self.restarts += 1

@@ -98,3 +98,29 @@ def test_delays_stay_within_bounds(base, max_s, factor, jitter, seed, attempts):
         assert 0.0 <= delay <= max_s * (1 + jitter)
         assert raw * (1 - jitter) - 1e-9 <= delay <= raw * (1 + jitter) + 1e-9
     assert backoff.attempt == attempts
+
+
+def test_steps_give_the_listed_delays_then_repeat_the_last():
+    from mcpwatch.reliability.backoff import Backoff as B
+
+    backoff = B(steps=(0.5, 1.0, 2.0, 3.0, 5.0), jitter=0.0)
+    assert [backoff.next_delay() for _ in range(7)] == [0.5, 1.0, 2.0, 3.0, 5.0, 5.0, 5.0]
+    backoff.reset()
+    assert backoff.next_delay() == 0.5
+    with pytest.raises(ValueError):
+        B(steps=())
+    with pytest.raises(ValueError):
+        B(steps=(1.0, math.nan))
+
+
+def test_reconnect_starts_over_only_after_a_connection_that_stayed_up():
+    from mcpwatch.reliability.backoff import Reconnect
+
+    reconnect = Reconnect(Backoff(base_s=1.0, max_s=8.0, jitter=0.0), stable_after_s=30.0)
+    reconnect.started(0.0)
+    assert reconnect.delay_after_loss(29.999) == 1.0  # a short life: the backoff grows
+    reconnect.started(31.0)
+    assert reconnect.delay_after_loss(40.0) == 2.0
+    reconnect.started(42.0)
+    assert reconnect.delay_after_loss(72.0) == 1.0  # up for 30 s: back to the first delay
+    assert reconnect.attempts == 3
