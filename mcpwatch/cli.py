@@ -24,6 +24,7 @@ COMMAND_NAMES = (
     "replay",
     "sessions",
     "report",
+    "whatif",
     "export",
     "prune",
     "demo",

@@ -57,6 +57,20 @@ class StateSyncSettings:
 
 
 @dataclass(frozen=True)
+class ReusePolicy:
+    """Tools whose stored late result may answer the next identical call, for `ttl_s` after it arrived."""
+
+    match: str
+    ttl_s: float
+
+
+@dataclass(frozen=True)
+class LateResultSettings:
+    keep_bytes: int = 65_536  # a late result up to this size is logged whole; beyond it, a preview
+    reuse: tuple[ReusePolicy, ...] = ()  # off unless policies are given
+
+
+@dataclass(frozen=True)
 class LogSettings:
     path: str | None = None
     queue_max: int = 20_000
@@ -93,6 +107,7 @@ class Settings:
     tombstones: TombstoneSettings = field(default_factory=TombstoneSettings)
     upstream: UpstreamSettings = field(default_factory=UpstreamSettings)
     state_sync: StateSyncSettings = field(default_factory=StateSyncSettings)
+    late_results: LateResultSettings = field(default_factory=LateResultSettings)
     log: LogSettings = field(default_factory=LogSettings)
     operator: OperatorSettings = field(default_factory=OperatorSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
@@ -199,6 +214,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "write_timeout_s": lambda v: _seconds(v, allow_zero=False),
     },
     "state_sync": {"default_cache_control": _directive, "policies": None},
+    "late_results": {"keep_bytes": lambda v: _whole(v, 1024, 16 * 1024 * 1024), "reuse": None},
     "log": {
         "path": _text,
         "queue_max": lambda v: _whole(v, 1, 10_000_000),
@@ -236,6 +252,38 @@ def _parse_policies(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
     return tuple(policies)
 
 
+def _parse_reuse(raw: Any, where: str) -> tuple[ReusePolicy, ...]:
+    """`[[late_results.reuse]]` tables: a State Sync style glob and a TTL in seconds, both required."""
+    from mcpwatch.reliability.statesync import pattern_problem
+
+    if not isinstance(raw, list):
+        raise _fail(where, "late_results.reuse", f"must be an array of tables ([[late_results.reuse]]), got {raw!r}")
+    policies: list[ReusePolicy] = []
+    for index, item in enumerate(raw):
+        key = f"late_results.reuse[{index}]"
+        if not isinstance(item, dict):
+            raise _fail(where, key, f"must be a table, got {item!r}")
+        unknown = set(item) - {"match", "ttl_s"}
+        if unknown:
+            raise _fail(where, key, f"has unknown key(s): {', '.join(sorted(unknown))} (known: match, ttl_s)")
+        for required in ("match", "ttl_s"):
+            if required not in item:
+                raise _fail(where, key, f"needs {required}")
+        try:
+            match = _text(item["match"])
+        except _Problem as exc:
+            raise _fail(where, f"{key}.match", str(exc)) from None
+        problem = pattern_problem(match)
+        if problem is not None:
+            raise _fail(where, f"{key}.match", f"{match!r} {problem}")
+        try:
+            ttl = _seconds(item["ttl_s"], allow_zero=False)
+        except _Problem as exc:
+            raise _fail(where, f"{key}.ttl_s", str(exc)) from None
+        policies.append(ReusePolicy(match, ttl))
+    return tuple(policies)
+
+
 def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> Settings:
     """Validate a parsed TOML document into `Settings`; raise `UserError` naming the key on any problem."""
     sections: dict[str, dict[str, Any]] = {}
@@ -261,6 +309,8 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
                 parsed[key] = tools
             elif section == "state_sync" and key == "policies":
                 parsed[key] = _parse_policies(value, where)
+            elif section == "late_results" and key == "reuse":
+                parsed[key] = _parse_reuse(value, where)
             else:
                 try:
                     parsed[key] = _FIELDS[section][key](value)
@@ -272,6 +322,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         tombstones=TombstoneSettings(**sections.get("tombstones", {})),
         upstream=UpstreamSettings(**sections.get("upstream", {})),
         state_sync=StateSyncSettings(**sections.get("state_sync", {})),
+        late_results=LateResultSettings(**sections.get("late_results", {})),
         log=LogSettings(**sections.get("log", {})),
         operator=OperatorSettings(**sections.get("operator", {})),
         console=ConsoleSettings(**sections.get("console", {})),

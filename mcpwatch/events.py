@@ -7,8 +7,8 @@ console from these alone, so anything the console shows must be derivable from t
   config (Settings.snapshot()), deadline {host_timeout_s, margin_s, override_s, budget_s, source},
   tombstone_ttl {request_timeout_s, init_timeout_s, backoff_max_s, epsilon_s, total_s},
   state_sync {policies: int, overlaps: [str]}
-- session_end: reason, counters {requests, ok, errors, timeouts, cancelled, late_dropped, unknown_dropped,
-  invalidations}
+- session_end: reason, counters {requests, ok, errors, timeouts, cancelled, late_dropped, late_results,
+  late_reused, unknown_dropped, invalidations}
 - host_info: name, version, protocol_version
 - upstream_state: state (UpstreamState), generation, and where known pid, exit_code, stderr_tail [str], retry_in_s
 - request_start (request_id = host id as text; tool for tools/call): method, up_id, budget_s (null when none),
@@ -18,11 +18,17 @@ console from these alone, so anything the console shows must be derivable from t
 - model_status (model set): stage, status ("pending"|"ok"|"timeout"|"rate_limited"|"auth_error"|"error"),
   latency_ms, per_model_s, tier
 - request_end: outcome (Outcome), duration_s, and where known error (text), result_preview (text, ≤ 4 KiB),
-  partial (bool)
+  partial (bool), late_reuse (true when answered from a stored late result)
 - tombstone_add: up_id, ttl_s, reason ("deadline"|"host_cancel"|"operator_cancel"|"upstream_lost"|"shutdown"),
   expires_mono
 - tombstone_hit: up_id, what ("response"|"progress"), age_s
 - tombstone_expire: up_id, age_s
+- late_result (a cut tools/call's response arrived; its tombstone_hit comes first): up_id, reason (the
+  tombstone's), cut_after_s (elapsed when cut), delay_s (after the cut), duration_s (the true duration: cut + delay),
+  outcome ("ok"|"tool_error"|"error"), size_bytes, and result (whole, up to [late_results] keep_bytes) or
+  result_preview (text, ≤ 4 KiB) with truncated true, or error (text); reuse_ttl_s when kept for reuse
+- late_reuse (a call answered at once with a stored late result; between its request_start and request_end):
+  from_request_id (the cut call), delay_s, age_s (since the late result arrived), ttl_s
 - unknown_response: up_id, reason ("unknown_id"|"stale_generation")
 - invalidation (tool = caused_by): caused_by, patterns [str]
 - health_check: ok, ping_ms, tool, result (the upstream health tool's JSON, e.g. the council's, with
@@ -51,6 +57,8 @@ class Kind(StrEnum):
     TOMBSTONE_ADD = "tombstone_add"  # data: ttl_s, reason
     TOMBSTONE_HIT = "tombstone_hit"  # a late response (or progress) dropped
     TOMBSTONE_EXPIRE = "tombstone_expire"
+    LATE_RESULT = "late_result"  # data: delay_s, duration_s, outcome, size_bytes, result (bounded)
+    LATE_REUSE = "late_reuse"  # data: from_request_id, delay_s, age_s, ttl_s
     UNKNOWN_RESPONSE = "unknown_response"
     INVALIDATION = "invalidation"  # data: caused_by, patterns
     HEALTH_CHECK = "health_check"

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-HELP = "summarise a session: per tool and per model outcomes and durations, tier fit, deadline changes"
+HELP = (
+    "summarise a session: per tool and per model outcomes and durations, tier fit, calls that finished late, "
+    "deadline changes"
+)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +110,7 @@ def _render(console: Any, report: dict[str, Any]) -> None:
         console.print(table)
         if tiers["not_fitting"]:
             console.print(f"[bold red]tiers that do not fit the budget:[/] {escape(', '.join(tiers['not_fitting']))}")
+    _render_finished_late(console, report.get("finished_late") or [])
     if report["config_changes"]:
         changes = Table(title="configuration changes", title_justify="left")
         for header in ("time", "key", "old", "new", "source"):
@@ -120,3 +124,28 @@ def _render(console: Any, report: dict[str, Any]) -> None:
         plural = "s" if warnings["count"] != 1 else ""
         first = escape(str(warnings["first"][0]["message"]))
         console.print(f"{warnings['count']} warning{plural}; first: {first}")
+
+
+def _render_finished_late(console: Any, rows: list[dict[str, Any]]) -> None:
+    """Cut calls that answered after all: how many, how late, and the change that would have saved them."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not rows:
+        return
+    table = Table(title="finished late (cut by the budget, answered later)", title_justify="left")
+    for header in ("tool", "tier", "cut", "finished late", "p50 delay", "p95 delay"):
+        table.add_column(header, justify="left" if header in ("tool", "tier") else "right")
+    for row in rows:
+        table.add_row(
+            escape(row["tool"]),
+            escape(row["tier"] or "-"),
+            str(row["cut"]),
+            str(row["finished_late"]),
+            "+" + _seconds(row["p50_delay_s"]) if row["p50_delay_s"] is not None else "-",
+            "+" + _seconds(row["p95_delay_s"]) if row["p95_delay_s"] is not None else "-",
+        )
+    console.print(table)
+    for row in rows:
+        if row["tier"] is None or row.get("faster_tier"):
+            console.print(escape(row["advice"]))

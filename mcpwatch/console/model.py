@@ -11,6 +11,7 @@ the model without bound.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -19,8 +20,10 @@ from typing import Any
 
 from mcpwatch.console import format as fmt
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.logview.whatif import CallTiming, call_timing
 
 COUNCIL_TOOL_HINT = "council"
+LATE_TEXT_MAX = 4096  # a late result's text kept per request, like a result preview
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +229,8 @@ class Counters:
     late_dropped: int = 0
     unknown_dropped: int = 0
     invalidations: int = 0
+    late_results: int = 0
+    late_reused: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +273,21 @@ class ViewState:
 
 
 @dataclass(frozen=True, slots=True)
+class LateView:
+    """A cut call's late answer (late_result), or where a reused call's answer came from (late_reuse)."""
+
+    mono: float
+    delay_s: float | None  # after the cut
+    duration_s: float | None = None  # the true duration: cut + delay
+    outcome: str | None = None
+    size_bytes: int | None = None
+    result: str | None = None  # the result (or its preview) as text
+    truncated: bool = False
+    from_request_id: str | None = None  # late_reuse: the cut call whose late result answered this one
+    age_s: float | None = None  # late_reuse: how old that result was
+
+
+@dataclass(frozen=True, slots=True)
 class TimelineItem:
     mono: float
     kind: str
@@ -293,6 +313,7 @@ class RequestDetail:
     timeline_dropped: int
     council: CouncilView | None
     unfinished: bool = False  # still running when the session ended: it never got an answer
+    late: LateView | None = None  # its late result (cut calls) or the stored one it was answered with (reuse)
 
 
 # --- internal mutable state --------------------------------------------------------------------------------
@@ -379,6 +400,7 @@ class _Request:
     tier: str | None = None
     per_model_s: float | None = None
     stage: int | None = None
+    late: LateView | None = None
 
     def note(self, mono: float, kind: str, text: str) -> None:
         if len(self.timeline) == self.timeline.maxlen:
@@ -405,6 +427,8 @@ _COUNTER_NAMES = (
     "late_dropped",
     "unknown_dropped",
     "invalidations",
+    "late_results",
+    "late_reused",
 )
 # Which counter a request_end bumps; every other outcome (tool_error, error, upstream_lost, unknown) is an error.
 _OUTCOME_COUNTER = {Outcome.OK: "ok", Outcome.DEADLINE: "timeouts", Outcome.CANCELLED: "cancelled"}
@@ -511,6 +535,8 @@ class ConsoleModel:
             Kind.TOMBSTONE_ADD: self._tombstone_add,
             Kind.TOMBSTONE_HIT: self._tombstone_hit,
             Kind.TOMBSTONE_EXPIRE: self._tombstone_expire,
+            Kind.LATE_RESULT: self._late_result,
+            Kind.LATE_REUSE: self._late_reuse,
             Kind.UNKNOWN_RESPONSE: self._unknown_response,
             Kind.INVALIDATION: self._invalidation,
             Kind.HEALTH_CHECK: self._health_check,
@@ -966,6 +992,58 @@ class ConsoleModel:
         if request is not None and request.tombstone is tomb:
             request.note(mono, "tombstone_expire", "tombstone expired")
 
+    def _late_result(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+        s = self._s
+        s.counters["late_results"] += 1
+        request = self._request(event)
+        if request is None:
+            return
+        result = data.get("result")
+        text = _text(data.get("result_preview")) or _text(data.get("error"))
+        if result is not None:
+            text = json.dumps(result, ensure_ascii=False)[:LATE_TEXT_MAX]
+        late = LateView(
+            mono,
+            _num(data.get("delay_s")),
+            _num(data.get("duration_s")),
+            _text(data.get("outcome")),
+            _int(data.get("size_bytes")),
+            text,
+            data.get("truncated") is True,
+        )
+        request.late = late
+        delay = "" if late.delay_s is None else f" {late.delay_s:.1f}s after the cut"
+        took = "" if late.duration_s is None else f" (it took {late.duration_s:.1f}s in all)"
+        request.note(mono, "late_result", f"finished late: {late.outcome or '?'}{delay}{took}")
+
+    def _late_reuse(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+        s = self._s
+        s.counters["late_reused"] += 1
+        request = self._request(event)
+        if request is None:
+            return
+        late = LateView(
+            mono, _num(data.get("delay_s")), from_request_id=_text(data.get("from_request_id")),
+            age_s=_num(data.get("age_s")),
+        )  # fmt: skip
+        request.late = late
+        age = "" if late.age_s is None else f", {late.age_s:.0f}s old"
+        request.note(mono, "late_reuse", f"answered with the late result of #{late.from_request_id}{age}")
+
+    def recent_calls(self, last: int = 50) -> list[CallTiming]:
+        """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
+        calls: list[CallTiming] = []
+        for request_id in reversed(self._s.finished):
+            r = self._s.requests.get(request_id)
+            if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":
+                continue
+            calls.append(call_timing(r.request_id, r.tool, r.start_mono, r.budget_s, r.outcome, r.duration_s,
+                                     r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
+                                     r.tier))  # fmt: skip
+            if len(calls) >= last:
+                break
+        return calls[::-1]
+
     def _unknown_response(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
         self._s.counters["unknown_dropped"] += 1
 
@@ -1217,6 +1295,7 @@ class ConsoleModel:
             timeline_dropped=request.timeline_dropped,
             council=self._council_view(request, now_mono) if request.models else None,
             unfinished=request.end_mono is None and self._s.ended_mono is not None,
+            late=request.late,
         )
 
     def _clamp(self, now_mono: float) -> float:

@@ -27,7 +27,8 @@ def export_record(event: Event) -> dict[str, Any]:
     """The event as an export record; `data` stays an object (CSV encodes it as JSON text)."""
     data = event.data if isinstance(event.data, dict) else {}
     method = data.get("method") if event.kind == "request_start" else None
-    outcome = data.get("outcome") if event.kind == "request_end" else None
+    # a late result's outcome is the error a host would have seen, had it waited
+    outcome = data.get("outcome") if event.kind in ("request_end", "late_result") else None
     return {
         "id": event.id,
         "seq": event.seq,

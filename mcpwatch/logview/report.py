@@ -1,6 +1,7 @@
 """A session's report, computed from its events alone (so it works on any log, live or finished).
 
-Per tool: calls and outcomes, duration percentiles, late drops. Per model: final statuses and latency percentiles.
+Per tool: calls and outcomes, duration percentiles, late drops; cut calls that finished late and what would have
+saved them. Per model: final statuses and latency percentiles.
 Council tiers whose total does not fit the deadline budget (from the latest health check). Deadline changes.
 """
 
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.logview.late_report import finished_late
+from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events
 
 # Only these kinds feed the report, so a reader can skip the (many) progress events.
 REPORT_KINDS = frozenset(
@@ -23,6 +26,7 @@ REPORT_KINDS = frozenset(
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
         Kind.TOMBSTONE_HIT,
+        Kind.LATE_RESULT,
         Kind.UNKNOWN_RESPONSE,
         Kind.HEALTH_CHECK,
         Kind.CONFIG_CHANGE,
@@ -163,9 +167,12 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
     warning_count = 0
     unknown_dropped = 0
     health: tuple[Event, dict[str, Any]] | None = None
+    timings: list[Event] = []  # what the "finished late" section reads (the same as `whatif`)
 
     for event in events:
         kind = event.kind
+        if kind in WHATIF_KINDS:
+            timings.append(event)
         data = event.data if isinstance(event.data, dict) else {}
         if kind == Kind.REQUEST_START:
             method = str(data.get("method") or "?")
@@ -253,6 +260,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
         "deadline": {"initial": deadline_initial, "final": deadline},
         "tiers": tiers_block,
+        "finished_late": finished_late(calls_from_events(timings), deadline, health[1] if health else None),
         "config_changes": config_changes,
         "warnings": {"count": warning_count, "first": warnings},
     }

@@ -109,6 +109,8 @@ class MetricRecorder:
         for name, description in (
             ("mcpwatch.deadlines", "Calls cut at their deadline budget"),
             ("mcpwatch.late_answers", "Responses and progress that arrived after their call was cut (dropped)"),
+            ("mcpwatch.late_results", "Cut tools/calls that answered after all (kept in the log)"),
+            ("mcpwatch.late_reuses", "Calls answered at once with a stored late result (opt-in reuse)"),
             ("mcpwatch.upstream.restarts", "Times the upstream was started again after it was lost"),
             ("mcpwatch.heartbeats", "Progress sent by the wrapper to keep a host's idle clock alive"),
         ):

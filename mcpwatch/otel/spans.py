@@ -35,6 +35,8 @@ KINDS = frozenset(
         Kind.TOMBSTONE_ADD,
         Kind.TOMBSTONE_HIT,
         Kind.TOMBSTONE_EXPIRE,
+        Kind.LATE_RESULT,
+        Kind.LATE_REUSE,
         HEARTBEAT,
     }
 )
@@ -256,6 +258,15 @@ class SpanBuilder:
                 outputs.insert(0, span)
         return outputs
 
+    def _late_result(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        """A cut call's late answer, kept in the log: counted by tool and outcome (its span has its late_answer)."""
+        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
+        return [Measure("mcpwatch.late_results", 1, {**tool, "mcpwatch.outcome": str(data.get("outcome") or "?")})]
+
+    def _late_reuse(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
+        return [Measure("mcpwatch.late_reuses", 1, tool)]
+
     def _request_end(self, event: Event, data: dict[str, Any]) -> list[Output]:
         spans = self._open.get(event.request_id or "")
         if not spans:
@@ -330,6 +341,8 @@ _HANDLERS = {
     Kind.TOMBSTONE_ADD: SpanBuilder._tombstone_add,
     Kind.TOMBSTONE_HIT: SpanBuilder._tombstone_hit,
     Kind.TOMBSTONE_EXPIRE: SpanBuilder._tombstone_expire,
+    Kind.LATE_RESULT: SpanBuilder._late_result,
+    Kind.LATE_REUSE: SpanBuilder._late_reuse,
     HEARTBEAT: SpanBuilder._heartbeat,
 }
 

@@ -29,13 +29,14 @@ _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no 
 
 _MARKERS = f"""
 SELECT seq, mono, kind, request_id, tool,
-  CASE kind WHEN 'request_end' THEN json_extract({_DATA}, '$.outcome') END,
+  CASE WHEN kind IN ('request_end', 'late_result') THEN json_extract({_DATA}, '$.outcome') END,
   CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.key') END,
   CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.old') END,
-  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.new') END
+  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.new') END,
+  CASE kind WHEN 'late_result' THEN json_extract({_DATA}, '$.delay_s') END
 FROM events
 WHERE session_id = ? AND seq <= ?
-  AND (kind IN ('{Kind.TOMBSTONE_HIT}', '{Kind.CONFIG_CHANGE}')
+  AND (kind IN ('{Kind.TOMBSTONE_HIT}', '{Kind.LATE_RESULT}', '{Kind.CONFIG_CHANGE}')
        OR (kind = '{Kind.REQUEST_END}'
            AND json_extract({_DATA}, '$.outcome') IN ({", ".join(f"'{o}'" for o in PROBLEM_OUTCOMES)})))
 ORDER BY seq
@@ -59,7 +60,8 @@ class Marker:
     """Something worth jumping to or seeing on the timeline bar.
 
     kind: "deadline" (a call cut at its budget), "error" (tool_error, error, upstream_lost), "late_drop" (a late
-    answer dropped by a tombstone) or "config" (a deadline setting changed).
+    answer dropped by a tombstone), "late_result" (a cut call's answer arrived after all) or "config" (a deadline
+    setting changed).
     """
 
     seq: int
@@ -75,8 +77,11 @@ class Marker:
 
 
 def _marker(row: tuple[Any, ...]) -> Marker:
-    seq, mono, kind, request_id, tool, outcome, key, old, new = row
+    seq, mono, kind, request_id, tool, outcome, key, old, new, delay = row
     who = f"#{request_id} {tool}" if request_id and tool else f"#{request_id}" if request_id else tool or "?"
+    if kind == Kind.LATE_RESULT:
+        after = f" {delay:.1f}s after its cut" if isinstance(delay, int | float) else ""
+        return Marker(seq, mono, "late_result", f"finished late ({outcome or '?'}){after}: {who}", request_id)
     if kind == Kind.TOMBSTONE_HIT:
         return Marker(seq, mono, "late_drop", f"late answer dropped for {who}", request_id)
     if kind == Kind.CONFIG_CHANGE:

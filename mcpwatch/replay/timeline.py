@@ -1,5 +1,6 @@
-"""The timeline bar: where in the session deadlines hit, late answers were dropped, errors happened and margins
-changed, and where the replay is. Pure (Rich only): the screen hands it the markers, the span and the width.
+"""The timeline bar: where in the session deadlines hit, cut calls finished late, late answers were dropped,
+errors happened and margins changed, and where the replay is. Pure (Rich only): the screen hands it the markers,
+the span and the width.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from mcpwatch.replay.recording import Marker
 # winning a cell; config changes (rare, and what explains what follows them) have the track line to themselves.
 PROBLEMS: dict[str, tuple[str, str, str]] = {
     "deadline": ("◷", "status-timeout", "deadline"),
+    "late_result": ("↪", "status-late", "late result"),  # the same moment as its late drop: the more telling
     "late_drop": ("↩", "status-late", "late drop"),
     "error": ("✗", "status-error", "error"),
 }

@@ -81,6 +81,34 @@ FROM events WHERE kind = 'invalidation'
 """.strip()
 
 
+# A cut call's late response, beside what the call looked like to the host (its request_end): the true duration is
+# cut_after_s + delay_s.
+LATE_RESULTS_VIEW = """
+SELECT
+  l.session_id AS session_id, l.seq AS seq, l.ts AS ts, l.mono AS mono, l.request_id AS request_id, l.tool AS tool,
+  json_extract(l.data, '$.up_id') AS up_id,
+  json_extract(l.data, '$.reason') AS reason,
+  json_extract(l.data, '$.cut_after_s') AS cut_after_s,
+  json_extract(l.data, '$.delay_s') AS delay_s,
+  json_extract(l.data, '$.duration_s') AS duration_s,
+  json_extract(l.data, '$.outcome') AS outcome,
+  json_extract(l.data, '$.size_bytes') AS size_bytes,
+  coalesce(json_extract(l.data, '$.truncated'), 0) AS truncated,
+  json_extract(l.data, '$.reuse_ttl_s') AS reuse_ttl_s
+FROM events AS l WHERE l.kind = 'late_result'
+""".strip()
+
+LATE_REUSES_VIEW = """
+SELECT
+  session_id, seq, ts, mono, request_id, tool,
+  json_extract(data, '$.from_request_id') AS from_request_id,
+  json_extract(data, '$.delay_s') AS delay_s,
+  json_extract(data, '$.age_s') AS age_s,
+  json_extract(data, '$.ttl_s') AS ttl_s
+FROM events WHERE kind = 'late_reuse'
+""".strip()
+
+
 def _v1_base(conn: sqlite3.Connection) -> None:
     """Sessions, events, their indexes and the query views."""
     from sqlite_utils import Database
@@ -130,8 +158,14 @@ def _v1_base(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
+def _v2_late_results(conn: sqlite3.Connection) -> None:
+    """Views over late results and their reuse (the events themselves need no new table)."""
+    conn.execute(f"CREATE VIEW IF NOT EXISTS late_results AS {LATE_RESULTS_VIEW}")
+    conn.execute(f"CREATE VIEW IF NOT EXISTS late_reuses AS {LATE_REUSES_VIEW}")
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
-MIGRATIONS: tuple[Migration, ...] = (_v1_base,)
+MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -24,6 +24,7 @@ from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_CLIENT_META
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.inbound import UpstreamInbound
+from mcpwatch.wrapper.late_results import LateResults
 from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.port import retrieve_exception
@@ -70,6 +71,14 @@ class WrapperCore:
             loop=self.loop,
             undeliverable=lambda pending, text: self._fail(pending, Outcome.ERROR, text),
         )
+        self.late_results = LateResults(
+            settings.late_results,
+            recorder,
+            counters=self.counters,
+            state_sync=self.state_sync,
+            cap=settings.tombstones.cap,
+        )
+        self.session.late.results = self.late_results
         self.actions = OperatorActions(self)
         self.links: list[HostLink] = []
         self.inbound = UpstreamInbound(
@@ -107,6 +116,7 @@ class WrapperCore:
     def detach_link(self, link: HostLink) -> None:
         if link in self.links:
             self.links.remove(link)
+        self.late_results.forget_link(link)
 
     def host_frame(self, link: HostLink, line: bytes) -> None:
         """One line from a host: parse, answer malformed frames as the spec says, dispatch the rest."""
@@ -160,9 +170,11 @@ class WrapperCore:
         elif not self.modern_era and (version := modern_version(message)) is not None:
             self.modern_era = True
             self._note_host(meta.get(MODERN_CLIENT_META) if meta else None, version)
+        tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
+        if self._answered_from_late_result(link, message["id"], tool, params):
+            return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
-        tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
         pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, str(host_id))
         self.table.add(pending)
         forwarded_params = dict(params)
@@ -187,6 +199,14 @@ class WrapperCore:
         _request_start(self.recorder, pending, params, trace_ids)
         if outcome == "stuck":
             self._fail(pending, Outcome.ERROR, self.session.stuck_text())
+
+    def _answered_from_late_result(
+        self, link: HostLink, host_id: Any, tool: str | None, params: dict[str, Any]
+    ) -> bool:
+        """An identical call's late result, given at once (opt-in: `[[late_results.reuse]]`)."""
+        if tool is None or not self.late_results.reuse.enabled:
+            return False
+        return self.late_results.answer_from_store(link, host_id, tool, params.get("arguments"))
 
     def _note_host(self, client_info: Any, protocol_version: Any) -> None:
         info = client_info if isinstance(client_info, dict) else {}
@@ -248,6 +268,7 @@ class WrapperCore:
             params = {"requestId": pending.up_id, "reason": cancel_reason}
             self.session.send_direct({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
             self.session.late.bury(pending, reason, pending.budget or self.deadline.budget(None))
+            self.late_results.note_cut(pending, reason, elapsed)
         detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason}
         reply = None
         if reason != "host_cancel":  # a host that cancelled is owed nothing
@@ -261,6 +282,7 @@ class WrapperCore:
         elapsed = self.table.elapsed(pending)
         if pending.sent:
             self.session.late.bury(pending, reason, pending.budget or self.deadline.budget(None))
+            self.late_results.note_cut(pending, reason, elapsed)
         reply = failed_reply(pending, text, self.modern_era)
         detail = {"error": text, "partial": pending.last_progress is not None}
         detail["result_preview"] = frames.text_of(reply, 4096)

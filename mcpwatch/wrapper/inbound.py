@@ -96,7 +96,7 @@ class UpstreamInbound:
         up_id = message["id"]
         pending = self.table.get(up_id)
         if pending is None:
-            self.session.late.late_response(up_id)
+            self.session.late.late_response(up_id, message)
             return
         reply = {"jsonrpc": "2.0", "id": pending.host_id}
         if "error" in message:

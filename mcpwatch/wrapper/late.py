@@ -3,7 +3,7 @@ and progress are dropped and logged against their request, and a verdict for ans
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch.config import TombstoneSettings
 from mcpwatch.events import Kind
@@ -12,6 +12,10 @@ from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.tombstones import TombstoneTable, TtlTerms, ttl_terms
 from mcpwatch.wrapper.pending import Counters, Pending
 from mcpwatch.wrapper.recorder import Recorder
+
+if TYPE_CHECKING:
+    from mcpwatch.reliability.tombstones import Tombstone
+    from mcpwatch.wrapper.late_results import LateResults
 
 _VERDICT_REASON = {"stale_generation": "stale_generation", "current": "expired_tombstone"}
 
@@ -25,6 +29,7 @@ class LateFrames:
         self.table = TombstoneTable(clock=recorder.clock, cap=settings.cap)
         self._recorder = recorder
         self._counters = counters
+        self.results: LateResults | None = None  # keeps what a cut tools/call answered late (late_result)
 
     def terms(self, budget: Budget) -> TtlTerms:
         return ttl_terms(budget, self.settings)
@@ -49,9 +54,12 @@ class LateFrames:
 
     def hit(self, up_id: Any, what: str) -> bool:
         """A late response or progress for a call we gave up on: dropped, counted, logged against its request."""
+        return self._hit(up_id, what) is not None
+
+    def _hit(self, up_id: Any, what: str) -> Tombstone | None:
         tombstone = self.table.hit(up_id) if type(up_id) is int else None
         if tombstone is None:
-            return False
+            return None
         self._counters.late_dropped += 1
         self._recorder.emit(
             Kind.TOMBSTONE_HIT,
@@ -61,11 +69,15 @@ class LateFrames:
             what=what,
             age_s=round(tombstone.age(self._recorder.clock.monotonic()), 3),
         )
-        return True
+        return tombstone
 
-    def late_response(self, up_id: Any) -> None:
-        """A response that matches no call in flight: a tombstone's, else an unknown one, said why."""
-        if self.hit(up_id, "response"):
+    def late_response(self, up_id: Any, message: dict[str, Any] | None = None) -> None:
+        """A response that matches no call in flight: a tombstone's (kept as a late result), else an unknown one,
+        said why."""
+        tombstone = self._hit(up_id, "response")
+        if tombstone is not None:
+            if self.results is not None and message is not None:
+                self.results.arrived(tombstone, message)
             return
         self._counters.unknown_dropped += 1
         reason = _VERDICT_REASON.get(self.ids.classify(up_id), "unknown_id")
@@ -81,6 +93,8 @@ class LateFrames:
         expired = self.table.sweep()
         now = self._recorder.clock.monotonic()
         for tombstone in expired:
+            if self.results is not None:
+                self.results.forget(tombstone.key)
             self._recorder.emit(
                 Kind.TOMBSTONE_EXPIRE,
                 request_id=tombstone.request_id,

@@ -57,6 +57,8 @@ class Counters:
     timeouts: int = 0
     cancelled: int = 0
     late_dropped: int = 0
+    late_results: int = 0  # late responses to cut tools/calls, logged as late_result
+    late_reused: int = 0  # calls answered with a stored late result
     unknown_dropped: int = 0
     invalidations: int = 0
     host_frame_errors: int = 0

@@ -111,7 +111,7 @@ def test_report_json_figures(log) -> None:
     assert report["tiers"]["not_fitting"] == [t for t, spec in TIERS.items() if spec["total_s"] > budget]
     (change,) = report["config_changes"]
     assert (change["key"], change["old"], change["new"], change["source"]) == ("margin_s", 10.0, 20.0, "operator")
-    assert report["requests"]["by_method"] == {"resources/read": 1, "tools/call": 6}
+    assert report["requests"]["by_method"] == {"resources/read": 1, "tools/call": 7}
     assert report["requests"]["unknown_dropped"] == 1
 
 
@@ -145,6 +145,9 @@ def test_export_jsonl_to_stdout(log) -> None:
     assert ends["3"]["error.type"] == "deadline" and ends["1"]["error.type"] is None
     starts = [r for r in records if r["kind"] == "request_start"]
     assert {r["mcp.method.name"] for r in starts} == {"tools/call", "resources/read"}
+    (late,) = [r for r in records if r["kind"] == "late_result"]
+    assert late["jsonrpc.request.id"] == "3" and late["error.type"] is None  # it finished ok, 10 s after its cut
+    assert late["data"]["result"]["content"][0]["text"] == "the council's answer"
 
 
 def test_export_csv_to_a_file(log, tmp_path: Path) -> None:

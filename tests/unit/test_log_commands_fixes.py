@@ -189,7 +189,10 @@ def test_report_shows_every_duration_in_one_format(tmp_path: Path) -> None:
     sample = write_sample(path)
     result = run("report", str(path))
     assert result.returncode == 0, result.stderr
-    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") > 3}
+    rows: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        if line.count("│") > 3:  # the first table naming it: the tools table before "finished late"
+            rows.setdefault(line.split("│")[1].strip(), line)
     assert "6.00s" in rows["claude"] and "6000ms" not in result.stdout  # 6000 ms
     assert "45.0s" in rows["gemini"]  # 45000 ms
     assert "100ms" in rows["gpt"] and "4.00s" in rows["gpt"]  # 100 ms and 4000 ms

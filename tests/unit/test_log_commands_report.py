@@ -159,3 +159,9 @@ def test_export_record_names_and_csv_row() -> None:
     assert len(row) == len(COLUMNS)
     assert json.loads(row[COLUMNS.index("data")]) == end.data
     assert row[COLUMNS.index("model")] == ""
+
+
+def test_a_late_results_outcome_is_its_error_type() -> None:
+    late = export_record(ev("late_result", 3, rid="9", tool="t", outcome="tool_error", delay_s=2.0))
+    assert (late["error.type"], late["jsonrpc.request.id"], late["data"]["delay_s"]) == ("tool_error", "9", 2.0)
+    assert export_record(ev("late_result", 4, rid="9", outcome="ok"))["error.type"] is None

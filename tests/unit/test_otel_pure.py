@@ -207,6 +207,10 @@ def test_a_cut_call_waits_for_its_late_answer_and_records_it_on_its_own_span():
     assert span.events[-1][2] == {"mcpwatch.late.delay_s": 1.5}
     assert Measure("mcpwatch.late_answers", 1, {"gen_ai.tool.name": "slow", "mcpwatch.late.what": "response"}) in late
     assert builder.due(2000) == [] and builder.drain() == []
+    kept = builder.feed(make(Kind.LATE_RESULT, 1004.5, "9", "slow", up_id=5, delay_s=1.5, outcome="ok"))
+    assert kept == [Measure("mcpwatch.late_results", 1, {"gen_ai.tool.name": "slow", "mcpwatch.outcome": "ok"})]
+    reused = builder.feed(make(Kind.LATE_REUSE, 1010.0, "10", "slow", from_request_id="9"))
+    assert reused == [Measure("mcpwatch.late_reuses", 1, {"gen_ai.tool.name": "slow"})]
 
 
 def test_a_cut_call_with_no_late_answer_is_released_when_its_window_passes():

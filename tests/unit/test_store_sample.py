@@ -193,6 +193,21 @@ def write_sample(
         expires_mono=315.0,
     )
     s.emit(Kind.TOMBSTONE_HIT, 170.0, up_id=3, what="response", age_s=10.0)
+    s.emit(
+        Kind.LATE_RESULT,
+        170.0,
+        request_id="3",
+        tool="consult_council",
+        up_id=3,
+        reason="deadline",
+        cut_after_s=110.0,
+        delay_s=10.0,
+        duration_s=120.0,
+        outcome="ok",
+        size_bytes=52,
+        result={"content": [{"type": "text", "text": "the council's answer"}]},
+        reuse_ttl_s=300.0,
+    )
     s.emit(Kind.TOMBSTONE_HIT, 171.0, up_id=3, what="progress", age_s=11.0)
     s.call("4", "tasks.update", 180.0, 0.5, Outcome.TOOL_ERROR, up_id=4)
     s.emit(
@@ -218,6 +233,15 @@ def write_sample(
     )
     s.call("6", "consult_council", 190.0, 5.0, Outcome.CANCELLED, up_id=6, progress=1)
     s.emit(Kind.UNKNOWN_RESPONSE, 200.0, up_id=99, reason="unknown_id")
+    # an identical call answered from call 3's late result (a reuse policy allowed it)
+    s.emit(Kind.REQUEST_START, 201.0, request_id="8", tool="consult_council", method="tools/call", up_id=None,
+           budget_s=None, budget_source="late_reuse", arguments="{}")  # fmt: skip
+    s.emit(Kind.LATE_REUSE, 201.0, request_id="8", tool="consult_council", from_request_id="3", delay_s=10.0,
+           age_s=31.0, ttl_s=300.0)  # fmt: skip
+    s.emit(Kind.REQUEST_END, 201.0, request_id="8", tool="consult_council", outcome="ok", duration_s=0.0,
+           late_reuse=True)  # fmt: skip
+    s.durations["consult_council"].append(0.0)
+    s.outcomes["consult_council"].append("ok")
     s.emit(Kind.TOMBSTONE_EXPIRE, 315.0, up_id=3, age_s=155.0)
     s.call("7", "consult_council", 320.0, None, None, up_id=7, progress=1)  # still running at the end
     s.emit(Kind.WARNING, 321.0, message="upstream wrote to stdout outside JSON-RPC")

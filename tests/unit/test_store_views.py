@@ -99,3 +99,23 @@ def test_sqlite_utils_sees_tables_views_and_the_foreign_key(sample) -> None:
     assert {"requests", "tombstones", "invalidations"} <= set(db.view_names())
     fks = db["events"].foreign_keys  # type: ignore[union-attr]
     assert [(fk.column, fk.other_table, fk.other_column) for fk in fks] == [("session_id", "sessions", "id")]
+
+
+def test_late_results_and_reuses_views(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    late = {"up_id": 7, "reason": "deadline", "cut_after_s": 1.0, "delay_s": 2.0, "duration_s": 3.0, "outcome": "ok"}
+    late |= {"size_bytes": 60, "result": {"content": []}, "reuse_ttl_s": 30.0}
+    writer.emit(Event("late_result", sid, 10.0, 3.0, 1, request_id="5", tool="slow", data=late))
+    reuse = {"from_request_id": "5", "delay_s": 2.0, "age_s": 4.0, "ttl_s": 30.0}
+    writer.emit(Event("late_reuse", sid, 14.0, 7.0, 2, request_id="6", tool="slow", data=reuse))
+    writer.close()
+    db = sqlite_utils.Database(path)
+    (row,) = db.query("SELECT * FROM late_results")
+    assert {k: row[k] for k in ("request_id", "tool", "up_id", "cut_after_s", "delay_s", "duration_s")} == {
+        "request_id": "5", "tool": "slow", "up_id": 7, "cut_after_s": 1.0, "delay_s": 2.0, "duration_s": 3.0,
+    }  # fmt: skip
+    assert (row["outcome"], row["size_bytes"], row["truncated"], row["reuse_ttl_s"]) == ("ok", 60, 0, 30.0)
+    (row,) = db.query("SELECT * FROM late_reuses")
+    assert (row["request_id"], row["from_request_id"], row["age_s"], row["ttl_s"]) == ("6", "5", 4.0, 30.0)

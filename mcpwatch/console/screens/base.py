@@ -154,6 +154,27 @@ class WatchScreen(Screen[None]):
 
         self.app.push_screen(SecondsPrompt(title, explanation, submit, **kwargs), done)
 
+    def _effect(self, key: str) -> Any:
+        """The prompt's what-if line: what a new value would have done to the recent calls (as `whatif` counts)."""
+        from mcpwatch.logview.whatif import budget_after_change, effect_line
+
+        model = self.session.model
+        current = model.deadline_view()
+        calls = model.recent_calls()
+
+        def effect(value: float | None) -> str:
+            budget = budget_after_change(
+                key,
+                value,
+                host_timeout_s=current.host_timeout_s,
+                margin_s=current.margin_s,
+                budget_s=current.budget_s,
+                source=current.source,
+            )
+            return effect_line(calls, budget)
+
+        return effect
+
     def action_set_margin(self) -> None:
         controls = self.session.controls
         if controls is None:
@@ -177,6 +198,7 @@ class WatchScreen(Screen[None]):
             submit,
             initial="" if current.margin_s is None else f"{current.margin_s:g}",
             caution=caution,
+            effect=self._effect("margin_s"),
         )
 
     def action_set_host_timeout(self) -> None:
@@ -204,6 +226,7 @@ class WatchScreen(Screen[None]):
             initial="" if current.host_timeout_s is None else f"{current.host_timeout_s:g}",
             allow_zero=False,
             caution=caution,
+            effect=self._effect("host_timeout_s"),
         )
 
     def action_set_deadline(self) -> None:
@@ -226,6 +249,7 @@ class WatchScreen(Screen[None]):
             initial="" if current.override_s is None else f"{current.override_s:g}",
             allow_empty=True,
             placeholder="seconds (empty clears the override)",
+            effect=self._effect("override_s"),
         )
 
     async def action_reset_deadline(self) -> None:

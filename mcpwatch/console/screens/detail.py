@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -13,6 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer
 
 from mcpwatch.console import render
+from mcpwatch.console.late_text import late_part
 from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
 from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, Panel
@@ -152,6 +153,9 @@ class RequestDetailScreen(WatchScreen):
                 Text(r.error or "(no result recorded)", style=p("status-error") if r.error else p.dim),
                 "Result",
             )
+        if detail.late is not None:  # what the cut call said after all, or where a reused answer came from
+            result = Group(result, late_part(detail.late, p))
+            title += " · finished late" if detail.late.from_request_id is None else " · reused late result"
         self.query_one("#result", Panel).show(result, title=title)
         timeline = render.timeline_panel(detail.timeline, detail.timeline_dropped, origin, r.started_mono, p)
         self.query_one("#timeline", Panel).show(timeline, title=f"Timeline ({len(detail.timeline)} entries)")

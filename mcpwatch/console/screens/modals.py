@@ -38,6 +38,7 @@ class SecondsPrompt(ModalScreen[str | None]):
         allow_zero: bool = True,
         placeholder: str = "seconds",
         caution: Callable[[float | None], str | None] | None = None,
+        effect: Callable[[float | None], str] | None = None,
     ) -> None:
         super().__init__(classes="dialog-screen")
         self._title = title
@@ -48,6 +49,7 @@ class SecondsPrompt(ModalScreen[str | None]):
         self._allow_zero = allow_zero
         self._placeholder = placeholder
         self._caution = caution
+        self._effect = effect  # what the value would have done to the recent calls (same figures as `whatif`)
         self._cautioned: object = _NOTHING  # the value last warned about: enter again sends it
 
     def compose(self) -> ComposeResult:
@@ -55,6 +57,8 @@ class SecondsPrompt(ModalScreen[str | None]):
             yield Label(self._title, classes="dialog-title")
             yield Static(self._explanation, classes="dialog-text")
             yield Input(self._initial, placeholder=self._placeholder, id="value")
+            if self._effect is not None:
+                yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text")
             yield Static("", id="problem", classes="dialog-problem")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Set", variant="primary", id="ok")
@@ -68,9 +72,20 @@ class SecondsPrompt(ModalScreen[str | None]):
         self.set_class(bool(text), "-has-problem")
 
     @on(Input.Changed)
-    def _typing(self) -> None:
+    def _typing(self, event: Input.Changed) -> None:
         self._problem("")
         self._cautioned = _NOTHING
+        if self._effect is not None:
+            self.query_one("#effect", Static).update(self._effect_text(event.value))
+
+    def _effect_text(self, text: str) -> str:
+        """The what-if line for the value typed so far; nothing while it is not a valid value."""
+        assert self._effect is not None
+        try:
+            value = parse_seconds(text, allow_empty=self._allow_empty, allow_zero=self._allow_zero)
+        except InvalidValue:
+            return ""
+        return self._effect(value)
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")

@@ -1,0 +1,117 @@
+"""`mcpwatch whatif [DB] [--session ID] (--budget S | --margin S [--host-timeout S]) [--json]`: which tool calls of a
+session another budget would have saved or cut, from their true durations (late results included)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HELP = "replay a session's tool calls against another budget: calls saved, newly cut, and the budget that saves them"
+ALL_CALLS_SHOWN = 50
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("db", nargs="?", help="event log file (default: <state dir>/events.db)")
+    parser.add_argument("--session", metavar="ID", help="session id or unique prefix (default: the latest)")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--budget", metavar="S", type=_seconds_arg, help="this budget for every call (≤ 0: none)")
+    which.add_argument("--margin", metavar="S", type=_seconds_arg, help="host timeout − this margin")
+    parser.add_argument(
+        "--host-timeout", metavar="S", type=_seconds_arg, help="with --margin: this host timeout (default: the log's)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def _seconds_arg(text: str) -> float:
+    from mcpwatch.reliability.deadline import ABSURD_S, parse_number
+
+    try:
+        value = parse_number(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not -ABSURD_S <= value <= ABSURD_S:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds up to a week, got {text!r}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from mcpwatch.errors import UserError
+    from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events, final_deadline, hypothetical_budget, whatif
+    from mcpwatch.store import EventReader, log_path
+
+    if args.host_timeout is not None and args.margin is None:
+        raise UserError("--host-timeout goes with --margin (the budget is host timeout − margin)")
+    if args.margin is not None and args.margin < 0:
+        raise UserError(f"--margin must not be negative, got {args.margin:g}")
+    if args.host_timeout is not None and args.host_timeout <= 0:
+        raise UserError(f"--host-timeout must be greater than 0, got {args.host_timeout:g}")
+    with EventReader(log_path(args.db)) as reader:
+        session = reader.session(args.session) if args.session else reader.latest_session()
+        events = list(reader.events(session.id, kinds=WHATIF_KINDS))
+    deadline = final_deadline(events)
+    try:
+        budget = hypothetical_budget(
+            deadline, budget_s=args.budget, margin_s=args.margin, host_timeout_s=args.host_timeout
+        )
+    except ValueError as exc:
+        raise UserError(f"session {session.id}: {exc} (--host-timeout S)") from None
+    figures = whatif(calls_from_events(events), budget)
+    figures["session_id"] = session.id
+    if args.json:
+        print(json.dumps(figures, indent=2, ensure_ascii=False))
+        return 0
+    from mcpwatch.commands._output import stdout_console
+
+    _render(stdout_console(), figures, deadline)
+    return 0
+
+
+def _render(console: Any, figures: dict[str, Any], deadline: dict[str, Any] | None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mcpwatch.logview.units import format_duration
+
+    budget = figures["budget_s"]
+    label = "no budget" if budget is None else f"budget {format_duration(budget)}"
+    now = (deadline or {}).get("budget_s")
+    now_text = "none" if now is None else format_duration(now)
+    console.print(
+        f"[bold]{label}[/] against {figures['calls']} tool calls of session {escape(figures['session_id'])} "
+        f"(budget at the end of the session: {now_text}; {figures['cut_now']} cut by their budget)"
+    )
+    if not figures["calls"]:
+        console.print("no tool calls in this session")
+        return
+    console.print(
+        f"saved {figures['saved']}, newly cut {figures['newly_cut']}, unknown {figures['unknown']} "
+        "(unknown: never answered, so how long they needed is not known)"
+    )
+    tools = Table(title="per tool", title_justify="left")
+    for header in ("tool", "calls", "cut now", "saved", "newly cut", "unknown"):
+        tools.add_column(header, justify="left" if header == "tool" else "right")
+    for name, row in figures["per_tool"].items():
+        tools.add_row(escape(name), *(str(row[k]) for k in ("calls", "cut_now", "saved", "newly_cut", "unknown")))
+    console.print(tools)
+    items = figures["items"]
+    shown = items if len(items) <= ALL_CALLS_SHOWN else [i for i in items if i["change"] or i["verdict"] == "unknown"]
+    calls = Table(title="calls" if shown is items else "calls whose fate changes or is unknown", title_justify="left")
+    for header in ("request", "tool", "now", "true duration", "under this budget"):
+        calls.add_column(header, justify="right" if header == "true duration" else "left")
+    for item in shown:
+        if item["true_s"] is not None:
+            true = format_duration(item["true_s"]) + (" (late)" if item["late"] else "")
+        else:
+            true = f"> {format_duration(item['at_least_s'])}, never answered" if item["at_least_s"] else "unknown"
+        verdict = {"finishes": "finishes", "cut": "cut", "unknown": "unknown"}[item["verdict"]]
+        if item["change"]:
+            verdict += f" ({item['change'].replace('_', ' ')})"
+        cells = (str(item["request_id"]), item["tool"], str(item["outcome"] or "unfinished"), true, verdict)
+        calls.add_row(*(escape(cell) for cell in cells))
+    console.print(calls)
+    save = figures["budget_to_save"]
+    if figures["cut_now"]:
+        parts = [f"{name} {format_duration(save[name]) if save[name] is not None else 'unknown'}" for name in save]
+        console.print(f"smallest budget saving the cut calls: {', '.join(parts)}")

@@ -1,0 +1,279 @@
+"""What if the budget had been different: which tools/calls of a session would have finished, which been cut.
+
+One computation for `mcpwatch whatif`, the report's "finished late" section and the console's budget prompts. Pure:
+events in, figures out; no Textual, no transport.
+
+A call's true duration is known when the server answered: in time (its request_end) or late (its late_result:
+cut + delay). A call cut by its budget that never answered has no known duration, only a lower bound (the time it
+ran before the cut): under a budget at or below that bound it would be cut again; above it the answer is "unknown".
+Calls answered from a stored late result never went upstream and are left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
+
+ANSWERED = frozenset(o.value for o in (Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR))
+WHATIF_KINDS = frozenset(
+    k.value
+    for k in (
+        Kind.SESSION_START,
+        Kind.CONFIG_CHANGE,
+        Kind.REQUEST_START,
+        Kind.REQUEST_END,
+        Kind.MODEL_STATUS,
+        Kind.LATE_RESULT,
+    )
+)
+FINISHES, CUT, UNKNOWN = "finishes", "cut", "unknown"
+# Budget sources that margin and host timeout do not move (any other, "derived" and "clamped" above all, they do)
+FIXED_SOURCES = frozenset({"explicit", "tool", "override", "disabled", "operator"})
+
+
+@dataclass(frozen=True, slots=True)
+class CallTiming:
+    """One tools/call as the log knows it."""
+
+    request_id: str | None
+    tool: str
+    start_mono: float
+    budget_s: float | None  # the budget it ran under (None: no budget)
+    outcome: str | None  # its request_end outcome; None while unfinished
+    elapsed_s: float | None  # when it ended for the host
+    true_s: float | None  # how long the server really took, when known
+    late_delay_s: float | None = None  # after the cut, when a late result came
+    late_outcome: str | None = None
+    tier: str | None = None
+
+    @property
+    def cut(self) -> bool:
+        """Cut by its deadline budget (not cancelled by a host or an operator)."""
+        return self.outcome == Outcome.DEADLINE
+
+    @property
+    def at_least_s(self) -> float | None:
+        """A lower bound on the true duration when it is unknown (it ran this long before it ended for the host)."""
+        return self.true_s if self.true_s is not None else self.elapsed_s
+
+    def verdict(self, budget_s: float | None) -> str:
+        """Under this budget (None: no budget): "finishes", "cut" or "unknown"."""
+        if self.true_s is not None:
+            return FINISHES if budget_s is None or self.true_s <= budget_s else CUT
+        bound = self.at_least_s
+        if budget_s is not None and bound is not None and self.outcome is not None and budget_s <= bound:
+            return CUT
+        return UNKNOWN
+
+
+def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
+    """Every tools/call of a session (in start order) with what its events say about its duration."""
+    starts: dict[str, dict[str, Any]] = {}
+    order: list[dict[str, Any]] = []
+    for event in events:
+        kind, data, rid = event.kind, event.data if isinstance(event.data, dict) else {}, event.request_id
+        if kind == Kind.REQUEST_START and data.get("method") == "tools/call" and event.tool:
+            call = {"rid": rid, "tool": event.tool, "mono": event.mono, "budget": _number(data.get("budget_s"))}
+            call["reused"] = data.get("budget_source") == "late_reuse"
+            if rid is not None:
+                starts[rid] = call  # a host may reuse an id: the newest call owns it
+            order.append(call)
+        elif rid is None or rid not in starts:
+            continue
+        elif kind == Kind.REQUEST_END and "outcome" not in starts[rid]:
+            starts[rid]["outcome"] = str(data.get("outcome") or "?")
+            starts[rid]["elapsed"] = _number(data.get("duration_s"))
+            starts[rid]["reused"] = starts[rid]["reused"] or data.get("late_reuse") is True
+        elif kind == Kind.LATE_RESULT:
+            starts[rid]["late"] = data
+        elif kind == Kind.MODEL_STATUS and isinstance(data.get("tier"), str):
+            starts[rid]["tier"] = data["tier"]
+    return [_timing(call) for call in order if not call["reused"]]
+
+
+def call_timing(
+    request_id: str | None,
+    tool: str,
+    start_mono: float,
+    budget_s: float | None,
+    outcome: str | None,
+    elapsed_s: float | None,
+    late_duration_s: float | None = None,
+    late_delay_s: float | None = None,
+    tier: str | None = None,
+) -> CallTiming:
+    """A call's timing from what a view of it holds (the console's requests)."""
+    true_s = late_duration_s if late_duration_s is not None else elapsed_s if outcome in ANSWERED else None
+    return CallTiming(request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier)
+
+
+def _timing(call: dict[str, Any]) -> CallTiming:
+    outcome, elapsed = call.get("outcome"), call.get("elapsed")
+    late = call.get("late")
+    true_s = elapsed if outcome in ANSWERED else None
+    delay = late_outcome = None
+    if late is not None:
+        delay = _number(late.get("delay_s"))
+        late_outcome = late.get("outcome")
+        true_s = _number(late.get("duration_s"))
+        if true_s is None and delay is not None and elapsed is not None:
+            true_s = elapsed + delay
+    return CallTiming(
+        call["rid"], call["tool"], call["mono"], call["budget"], outcome, elapsed, true_s, delay, late_outcome,
+        call.get("tier"),
+    )  # fmt: skip
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+# --------------------------------------------------------------------------- the hypothetical budget
+
+
+def hypothetical_budget(
+    deadline: dict[str, Any] | None,
+    *,
+    budget_s: float | None = None,
+    margin_s: float | None = None,
+    host_timeout_s: float | None = None,
+) -> float | None:
+    """The budget to test: given outright (≤ 0: none), or host timeout − margin (each defaulting to the session's
+    final deadline block), clamped to 1 s as the wrapper clamps a derived budget."""
+    if budget_s is not None:
+        return budget_s if budget_s > 0 else None
+    deadline = deadline or {}
+    host = host_timeout_s if host_timeout_s is not None else _number(deadline.get("host_timeout_s"))
+    margin = margin_s if margin_s is not None else _number(deadline.get("margin_s"))
+    if host is None or margin is None:
+        raise ValueError("the session's log does not say its host timeout and margin; give both")
+    return max(CLAMP_S, host - margin)
+
+
+def budget_after_change(
+    key: str,
+    value: float | None,
+    *,
+    host_timeout_s: float | None,
+    margin_s: float | None,
+    budget_s: float | None,
+    source: str | None,
+) -> float | None:
+    """The budget new calls would get after an operator sets `key` ("margin_s", "host_timeout_s" or "override_s";
+    None clears the override) to `value`, as the wrapper computes it (≤ 0 disables; a derived budget is clamped)."""
+    if key == "override_s":
+        if value is not None:
+            return value if value > 0 else None
+        if host_timeout_s is None or margin_s is None:
+            return budget_s
+        return max(CLAMP_S, host_timeout_s - margin_s)
+    if source in FIXED_SOURCES:
+        return budget_s  # an explicit budget or override decides, whatever the margin and host timeout
+    host = value if key == "host_timeout_s" else host_timeout_s
+    margin = value if key == "margin_s" else margin_s
+    if host is None or margin is None:
+        return budget_s
+    return max(CLAMP_S, host - margin)
+
+
+def final_deadline(events: Iterable[Event]) -> dict[str, Any] | None:
+    """The session's last deadline block (session_start, then each config_change)."""
+    block = None
+    for event in events:
+        if event.kind in (Kind.SESSION_START, Kind.CONFIG_CHANGE) and isinstance(event.data, dict):
+            found = event.data.get("deadline")
+            if isinstance(found, dict):
+                block = found
+    return block
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def whatif(calls: Sequence[CallTiming], budget_s: float | None) -> dict[str, Any]:
+    """The `mcpwatch whatif --json` object for these calls under this budget."""
+    per_tool: dict[str, dict[str, int]] = {}
+    rows = []
+    totals = {"saved": 0, "newly_cut": 0, "unknown": 0}
+    for call in calls:
+        verdict = call.verdict(budget_s)
+        change = None
+        if call.cut and verdict == FINISHES:
+            change = "saved"
+        elif call.outcome in ANSWERED and verdict == CUT:
+            change = "newly_cut"
+        tool = per_tool.setdefault(call.tool, {"calls": 0, "cut_now": 0, "saved": 0, "newly_cut": 0, "unknown": 0})
+        tool["calls"] += 1
+        tool["cut_now"] += call.cut
+        if change is not None:
+            tool[change] += 1
+            totals[change] += 1
+        if verdict == UNKNOWN:
+            tool["unknown"] += 1
+            totals["unknown"] += 1
+        rows.append(
+            {
+                "request_id": call.request_id,
+                "tool": call.tool,
+                "outcome": call.outcome,
+                "budget_s": call.budget_s,
+                "true_s": call.true_s,
+                "at_least_s": None if call.true_s is not None else call.at_least_s,
+                "late": call.late_delay_s is not None,
+                "verdict": verdict,
+                "change": change,
+            }
+        )
+    return {
+        "budget_s": budget_s,
+        "calls": len(calls),
+        "cut_now": sum(1 for c in calls if c.cut),
+        **totals,
+        "per_tool": dict(sorted(per_tool.items())),
+        "budget_to_save": budget_to_save(calls),
+        "items": rows,
+    }
+
+
+def budget_to_save(calls: Sequence[CallTiming]) -> dict[str, float | None]:
+    """The smallest budget that would have saved 50 %, 90 % and all of the cut calls (None: not known, because too
+    many of them never answered)."""
+    cut = [c for c in calls if c.cut]
+    known = sorted(c.true_s for c in cut if c.true_s is not None)
+    figures: dict[str, float | None] = {}
+    for name, share in (("p50", 0.5), ("p90", 0.9), ("all", 1.0)):
+        needed = math.ceil(share * len(cut) - 1e-9)
+        figures[name] = known[needed - 1] if cut and 0 < needed <= len(known) else None
+    return figures
+
+
+def cut_under(calls: Sequence[CallTiming], budget_s: float | None) -> tuple[int, int, int]:
+    """(cut under this budget, cut now, unknown) for these calls."""
+    verdicts = [c.verdict(budget_s) for c in calls]
+    return verdicts.count(CUT), sum(1 for c in calls if c.cut), verdicts.count(UNKNOWN)
+
+
+def effect_line(calls: Sequence[CallTiming], budget_s: float | None, last: int = 50) -> str:
+    """One line for a budget prompt: "budget 20 s → 7 of the last 50 calls would have been cut, 2 more than now"."""
+    recent = list(calls)[-last:]
+    if not recent:
+        return "no finished tool call yet to test this budget against"
+    label = "no budget" if budget_s is None else f"budget {fmt_seconds(budget_s)} s"
+    cut, now, unknown = cut_under(recent, budget_s)
+    difference = cut - now
+    if difference == 0:
+        compare = "as many as now"
+    else:
+        compare = f"{abs(difference)} {'more' if difference > 0 else 'fewer'} than now"
+    noun = "call" if len(recent) == 1 else "calls"
+    line = f"{label} → {cut} of the last {len(recent)} {noun} would have been cut, {compare}"
+    if unknown:
+        line += f"; {unknown} unknown (never answered)"
+    return line

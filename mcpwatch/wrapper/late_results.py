@@ -1,0 +1,190 @@
+"""Late results: what a tombstoned call's response said, kept in the log, and (opt-in) reused for an identical call.
+
+The wrapper calls in at three moments: when the core cuts a call (`note_cut`), when a response arrives for a
+tombstoned id (`arrived`, from the tombstones in `late`), and when a host starts a tools/call (`answer_from_store`,
+only with reuse policies).
+The response itself is still dropped towards the host that gave up; this module only records it, so the log knows
+the call's true duration (cut + delay) and what it would have said.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcpwatch.events import Kind, Outcome
+from mcpwatch.reliability.reuse import LateResultReuse
+from mcpwatch.wrapper import frames
+
+if TYPE_CHECKING:
+    from mcpwatch.config import LateResultSettings
+    from mcpwatch.reliability.statesync import StateSync
+    from mcpwatch.reliability.tombstones import Tombstone
+    from mcpwatch.wrapper.recorder import Recorder
+
+PREVIEW_CHARS = 4096
+
+
+@dataclass(slots=True)
+class CutCall:
+    """What the core knew about a tools/call when it stopped waiting for it."""
+
+    tool: str | None
+    request_id: str | None
+    cut_after_s: float
+    reason: str
+    reuse_key: tuple[Any, str, str] | None
+
+
+class LateResults:
+    def __init__(
+        self,
+        settings: LateResultSettings,
+        recorder: Recorder,
+        *,
+        counters: Any,
+        state_sync: StateSync | None = None,
+        cap: int = 100_000,
+    ) -> None:
+        self.keep_bytes = settings.keep_bytes
+        self.recorder = recorder
+        self._cap = cap
+        self._cuts: OrderedDict[int, CutCall] = OrderedDict()
+        self.reuse = LateResultReuse(settings.reuse, is_mutation=_mutation_test(state_sync), clock=recorder.clock)
+        self.counters = counters  # the core's: late_results and late_reused are counted there
+        self._guard_warned: set[str] = set()
+
+    # ------------------------------------------------------------------ cut
+
+    def note_cut(self, pending: Any, reason: str, elapsed_s: float) -> None:
+        """Remember a tools/call the core gave up on (a `Pending`: its up_id, tool, link and forwarded message)."""
+        if pending.method != "tools/call":
+            return
+        key = None
+        if self.reuse.enabled and pending.tool is not None:
+            params = pending.message.get("params")
+            arguments = params.get("arguments") if isinstance(params, dict) else None
+            key = self.reuse.key(id(pending.link), pending.tool, arguments)
+        self._cuts[pending.up_id] = CutCall(pending.tool, pending.request_key, elapsed_s, reason, key)
+        while len(self._cuts) > self._cap:
+            self._cuts.popitem(last=False)
+
+    def forget(self, up_id: Any) -> None:
+        """Its tombstone expired: no response can be matched to it any more."""
+        self._cuts.pop(up_id, None)
+
+    # ------------------------------------------------------------------ the late response
+
+    def arrived(self, tombstone: Tombstone, message: dict[str, Any]) -> None:
+        """Log a late response to a cut tools/call: delay, outcome, size and the result (bounded)."""
+        cut = self._cuts.pop(tombstone.key, None)
+        if cut is None:
+            return  # not a tools/call (or its note was evicted): the tombstone_hit says enough
+        delay = max(0.0, tombstone.age(self.recorder.clock.monotonic()))
+        encoded = frames.encode(message.get("error") if "error" in message else message.get("result"))
+        size = len(encoded) - encoded.endswith(b"\n")  # the payload's bytes, not the frame's line end
+        body: dict[str, Any] = {}
+        if "error" in message:
+            outcome = Outcome.ERROR
+            body["error"] = frames.text_of(message["error"], 1000)
+        else:
+            result = message.get("result")
+            is_error = isinstance(result, dict) and result.get("isError") is True
+            outcome = Outcome.TOOL_ERROR if is_error else Outcome.OK
+            if size <= self.keep_bytes:
+                body["result"] = result
+            else:
+                body["result_preview"] = frames.text_of(result, PREVIEW_CHARS)
+                body["truncated"] = True
+        reusable = cut.reuse_key is not None and outcome == Outcome.OK and "result" in body
+        stored = None
+        if reusable:
+            stored = self.reuse.keep(cut.reuse_key, body["result"], request_id=cut.request_id, delay_s=delay)
+        self.counters.late_results += 1
+        self.recorder.emit(
+            Kind.LATE_RESULT,
+            request_id=cut.request_id,
+            tool=cut.tool,
+            up_id=tombstone.key,
+            reason=cut.reason,
+            cut_after_s=round(cut.cut_after_s, 6),
+            delay_s=round(delay, 6),
+            duration_s=round(cut.cut_after_s + delay, 6),
+            outcome=outcome.value,
+            size_bytes=size,
+            reuse_ttl_s=None if stored is None else stored.ttl_s,
+            **body,
+        )
+
+    # ------------------------------------------------------------------ reuse
+
+    def answer_from_store(self, link: Any, host_id: Any, tool: str, arguments: Any) -> bool:
+        """Answer an identical call at once with a stored late result (marked); False sends it upstream as usual."""
+        if self.reuse.refused_as_mutation(tool):
+            self._warn_guard(tool)
+            return False
+        reuse = self.reuse.take(self.reuse.key(id(link), tool, arguments))
+        if reuse is None:
+            return False
+        request_id = str(host_id)
+        self.counters.requests += 1
+        self.counters.ok += 1
+        self.counters.late_reused += 1
+        link.send({"jsonrpc": "2.0", "id": host_id, "result": reuse.result})
+        emit = self.recorder.emit
+        emit(
+            Kind.REQUEST_START,
+            request_id=request_id,
+            tool=tool,
+            method="tools/call",
+            up_id=None,
+            budget_s=None,
+            budget_source="late_reuse",
+            arguments=frames.text_of(arguments if arguments is not None else {}),
+        )
+        emit(
+            Kind.LATE_REUSE,
+            request_id=request_id,
+            tool=tool,
+            from_request_id=reuse.stored.request_id,
+            delay_s=round(reuse.stored.delay_s, 6),
+            age_s=round(reuse.age_s, 6),
+            ttl_s=reuse.stored.ttl_s,
+        )
+        emit(
+            Kind.REQUEST_END,
+            request_id=request_id,
+            tool=tool,
+            outcome=Outcome.OK.value,
+            duration_s=0.0,
+            method="tools/call",
+            late_reuse=True,
+            result_preview=frames.text_of(reuse.result, PREVIEW_CHARS),
+        )
+        return True
+
+    def forget_link(self, link: Any) -> None:
+        self.reuse.forget_scope(id(link))
+
+    def _warn_guard(self, tool: str) -> None:
+        if tool in self._guard_warned or len(self._guard_warned) >= 100:
+            return
+        self._guard_warned.add(tool)
+        self.recorder.emit(
+            Kind.WARNING,
+            tool=tool,
+            message=f"late results of {tool} are never reused: State Sync treats it as a mutation (invalidates)",
+        )
+
+
+def _mutation_test(state_sync: StateSync | None) -> Any:
+    """A tool is a mutation when its State Sync policy invalidates something."""
+    if state_sync is None:
+        return lambda tool: False
+
+    def is_mutation(tool: str) -> bool:
+        resolved = state_sync.engine.resolve(tool)
+        return resolved is not None and bool(resolved.invalidates)
+
+    return is_mutation

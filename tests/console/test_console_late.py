@@ -1,0 +1,138 @@
+"""Late results in the console: the budget prompts' what-if line, and the detail of a cut call that finished late
+or of a call answered with a stored late result."""
+
+from __future__ import annotations
+
+import pytest
+from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
+
+from mcpwatch.console.model import ConsoleModel
+from mcpwatch.console.sample import EventFactory, deadline_block, session_start
+from mcpwatch.console.screens.detail import RequestDetailScreen
+from mcpwatch.console.screens.modals import SecondsPrompt
+from mcpwatch.events import Event, Kind
+
+pytest_plugins = ["console_fixtures"]
+
+pytestmark = pytest.mark.anyio
+
+
+def late_session() -> list[Event]:
+    """Four calls under a 20 s budget (host 30 s − margin 10 s), one cut and answered 4 s later, one cut and never
+    answered; then an identical call answered with the late result."""
+    f = EventFactory()
+    ev = [session_start(f)]
+    ev.append(f.make(Kind.CONFIG_CHANGE, 0.5, key="margin_s", old=10.0, new=10.0, source="operator",
+                     deadline=deadline_block(30.0, 10.0)))  # fmt: skip
+
+    def call(rid: str, start: float, duration: float, outcome: str) -> None:
+        ev.append(f.make(Kind.REQUEST_START, start, request_id=rid, tool="search", method="tools/call",
+                         up_id=int(rid[1:]), budget_s=20.0, budget_source="derived"))  # fmt: skip
+        ev.append(f.make(Kind.REQUEST_END, start + duration, request_id=rid, tool="search", outcome=outcome,
+                         duration_s=duration))  # fmt: skip
+
+    call("r1", 1.0, 5.0, "ok")
+    call("r2", 2.0, 18.0, "ok")
+    call("r3", 3.0, 20.0, "deadline")
+    call("r4", 4.0, 20.0, "deadline")
+    ev.append(f.make(Kind.LATE_RESULT, 27.0, request_id="r3", tool="search", up_id=3, reason="deadline",
+                     cut_after_s=20.0, delay_s=4.0, duration_s=24.0, outcome="ok", size_bytes=61,
+                     result={"content": [{"type": "text", "text": "found it after all"}]}))  # fmt: skip
+    ev.append(f.make(Kind.REQUEST_START, 30.0, request_id="r5", tool="search", method="tools/call", up_id=None,
+                     budget_s=None, budget_source="late_reuse"))  # fmt: skip
+    ev.append(f.make(Kind.LATE_REUSE, 30.0, request_id="r5", tool="search", from_request_id="r3", delay_s=4.0,
+                     age_s=3.0, ttl_s=60.0))  # fmt: skip
+    ev.append(
+        f.make(
+            Kind.REQUEST_END,
+            30.0,
+            request_id="r5",
+            tool="search",
+            outcome="ok",
+            duration_s=0.0,
+            late_reuse=True,
+            result_preview='{"content":[{"type":"text","text":"found it after all"}]}',
+        )
+    )
+    return ev
+
+
+def test_the_model_keeps_late_results_and_reuses() -> None:
+    model = ConsoleModel()
+    model.apply_many(late_session())
+    late = model.request_detail("r3", 40.0).late
+    assert late is not None and (late.delay_s, late.duration_s, late.outcome) == (4.0, 24.0, "ok")
+    assert "found it after all" in (late.result or "")
+    assert [t.text for t in model.request_detail("r3", 40.0).timeline][-1] == (
+        "finished late: ok 4.0s after the cut (it took 24.0s in all)"
+    )
+    reused = model.request_detail("r5", 40.0).late
+    assert reused is not None and (reused.from_request_id, reused.age_s) == ("r3", 3.0)
+    assert [c.request_id for c in model.recent_calls()] == ["r1", "r2", "r3", "r4"]  # r5 never went upstream
+    assert [c.true_s for c in model.recent_calls()] == [5.0, 18.0, 24.0, None]
+    view = model.view(40.0)
+    assert (view.counters.late_results, view.counters.late_reused) == (1, 1)
+
+
+async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> None:
+    controls = RecordingControls()
+    app = sample_app(controls=controls, events=late_session(), now=40.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+
+        def effect() -> str:
+            return prompt.query_one("#effect").render().plain
+
+        assert effect() == "budget 20 s → 2 of the last 4 calls would have been cut, as many as now"
+        prompt.query_one("Input").value = "15"
+        await until(pilot, lambda: effect().startswith("budget 15 s"))
+        assert effect() == "budget 15 s → 3 of the last 4 calls would have been cut, 1 more than now"
+        prompt.query_one("Input").value = "5"
+        await until(pilot, lambda: effect().startswith("budget 25 s"))
+        assert effect() == (
+            "budget 25 s → 0 of the last 4 calls would have been cut, 2 fewer than now; 1 unknown (never answered)"
+        )
+        prompt.query_one("Input").value = "abc"
+        await until(pilot, lambda: effect() == "")
+        await pilot.press("escape")
+        assert controls.calls == []
+
+
+async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
+    app = sample_app(controls=RecordingControls(), events=late_session(), now=40.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        prompt.query_one("Input").value = "0"
+        await until(pilot, lambda: prompt.query_one("#effect").render().plain.startswith("no budget"))
+        assert prompt.query_one("#effect").render().plain == (
+            "no budget → 0 of the last 4 calls would have been cut, 2 fewer than now; 1 unknown (never answered)"
+        )
+        await pilot.press("escape")
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        prompt.query_one("Input").value = "40"
+        await until(pilot, lambda: prompt.query_one("#effect").render().plain.startswith("budget 30 s"))
+
+
+async def test_the_detail_shows_the_late_result_and_the_reuse() -> None:
+    app = sample_app(events=late_session(), now=40.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.screen.open_request("r3")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
+        await until(pilot, lambda: "finished late (ok) 4.0s after the cut" in screen_text(app), what="late result")
+        text = " ".join(screen_text(app).split())
+        assert "it took 24.0s in all, 61 bytes" in text and "found it after all" in text
+        assert "Result · finished late" in text
+        await pilot.press("escape")
+        app.screen.open_request("r5")
+        await until(pilot, lambda: "answered with a stored late result" in screen_text(app), what="the reuse")
+        words = " ".join(screen_text(app).split())  # the panel wraps the line where it must
+        assert "of #r3: it finished 4.0s after its deadline, 3.0s before this call" in words

@@ -1,0 +1,172 @@
+"""Late results end to end with a real slow server: cut at 1 s, it answers at 3 s; the log keeps the answer, report and
+whatif read it, and a reuse policy (only then) answers the next identical call with it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcpwatch.store import EventReader
+
+from conftest import REPO, mcpwatch_cmd
+from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
+
+pytestmark = pytest.mark.anyio
+BUDGET_1S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
+SLOW = {"seconds": 3, "steps": 1}  # the raw server ignores cancellation and answers at 3 s
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def wait_for_late_results(operator: Operator, count: int, timeout: float = 6.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        status = await operator.tool("status")
+        if status["counters"]["late_results"] >= count or time.monotonic() > deadline:
+            return status
+        await asyncio.sleep(0.1)
+
+
+async def cut_call(client, arguments: dict) -> float:
+    started = time.monotonic()
+    result = await client.call_tool("sleep", arguments)
+    elapsed = time.monotonic() - started
+    assert result.is_error is True and "deadline budget of 1 s" in result.content[0].text
+    return elapsed
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+async def test_the_late_result_is_kept_and_read_by_report_and_whatif(isolated_state: Path) -> None:
+    async with wrapped_client([sys.executable, RAW_SERVER], env=BUDGET_1S) as client:
+        operator = Operator(registry_entry(isolated_state))
+        assert 0.9 <= await cut_call(client, SLOW) <= 1.6
+        status = await wait_for_late_results(operator, 1)
+        assert status["counters"]["late_results"] == 1 and status["counters"]["late_reused"] == 0
+        # without a reuse policy the identical call goes to the server again (and is cut again)
+        await cut_call(client, SLOW)
+    log = isolated_state / "events.db"
+    with EventReader(log) as reader:
+        session = reader.latest_session()
+        late = list(reader.events(session.id, kinds=["late_result"]))
+        reuses = list(reader.events(session.id, kinds=["late_reuse"]))
+    assert not reuses
+    first = late[0]
+    assert first.tool == "sleep" and first.data["outcome"] == "ok" and first.data["reason"] == "deadline"
+    assert 0.9 <= first.data["cut_after_s"] <= 1.6
+    assert 1.4 <= first.data["delay_s"] <= 2.6
+    assert 2.9 <= first.data["duration_s"] <= 3.8
+    assert first.data["result"]["content"] == [{"type": "text", "text": "slept 3.0"}]
+    assert first.data["size_bytes"] == len(json.dumps(first.data["result"], separators=(",", ":")))
+
+    report = run("report", str(log), "--json")
+    assert report.returncode == 0, report.stderr
+    (row,) = json.loads(report.stdout)["finished_late"]
+    assert (row["tool"], row["cut"], row["finished_late"]) == ("sleep", 2, len(late))
+    assert row["p50_delay_s"] == sorted(e.data["delay_s"] for e in late)[0]
+    text = run("report", str(log))
+    assert "finished late" in text.stdout and "sleep: " in text.stdout
+
+    whatif = run("whatif", str(log), "--budget", "4", "--json")
+    assert whatif.returncode == 0, whatif.stderr
+    figures = json.loads(whatif.stdout)
+    assert (figures["calls"], figures["cut_now"], figures["saved"]) == (2, 2, len(late))
+    assert figures["per_tool"]["sleep"]["saved"] == len(late)
+    assert figures["budget_to_save"]["p50"] == pytest.approx(min(e.data["duration_s"] for e in late))
+    await replay_shows_the_late_result(log, first.request_id)
+
+
+async def replay_shows_the_late_result(log: Path, request_id: str) -> None:
+    """`mcpwatch replay` over the log: a late-result marker on the timeline, and the late answer in the detail."""
+    from mcpwatch.console.screens.detail import RequestDetailScreen
+    from mcpwatch.replay.app import ReplayApp, ReplayMainScreen
+    from mcpwatch.replay.clock import ReplayClock
+    from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
+    from mcpwatch.replay.feed import ReplayFeed
+    from mcpwatch.replay.recording import Recording
+
+    recording = Recording(log)
+    markers = [m for m in recording.markers() if m.kind == "late_result"]
+    assert markers and markers[0].request_id == request_id and "finished late (ok)" in markers[0].text
+    engine = ReplayEngine(recording, every=50)
+    ThreadIndexer(recording, engine.index).run()
+    feed = ReplayFeed(engine, ReplayClock(recording.end_mono, playing=False), indexer="none", start_at=0.0)
+    feed.seek(recording.end_mono)
+    app = ReplayApp(feed, refresh_s=0.05)
+    async with app.run_test(size=(160, 48)) as pilot:
+        for _ in range(200):
+            if isinstance(app.screen, ReplayMainScreen) and app.screen.last_view is not None:
+                break
+            await pilot.pause(0.02)
+        assert "↪" in app.screen.query_one("#timeline").plain
+        app.screen.open_request(request_id)
+        for _ in range(200):
+            found = app.screen.query("#result") if isinstance(app.screen, RequestDetailScreen) else []
+            if found and "finished late" in found.first().plain:
+                break
+            await pilot.pause(0.02)
+        words = " ".join(app.screen.query_one("#result").plain.split())
+        assert "finished late (ok)" in words and "slept 3.0" in words
+        await pilot.press("escape", "q")
+
+
+async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_state: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text('[[late_results.reuse]]\nmatch = "sleep"\nttl_s = 60\n')
+    async with wrapped_client(
+        [sys.executable, RAW_SERVER], env=BUDGET_1S, wrap_args=["--config", str(config)]
+    ) as client:
+        operator = Operator(registry_entry(isolated_state))
+        await cut_call(client, SLOW)
+        await wait_for_late_results(operator, 1)
+        started = time.monotonic()
+        reused = await client.call_tool("sleep", {"steps": 1, "seconds": 3})
+        assert time.monotonic() - started < 0.5
+        assert reused.is_error is False
+        note, answer = reused.content
+        assert note.text.startswith("[mcpwatch: result of an identical call that finished 2 s after its deadline, ")
+        assert answer.text == "slept 3.0"
+        meta = reused.meta["dev.mcpwatch/late_result"]
+        assert meta["ttl_s"] == 60 and 1.4 <= meta["delay_s"] <= 2.6
+        # once only: the next identical call goes upstream again; other arguments never matched
+        await cut_call(client, SLOW)
+        await cut_call(client, {**SLOW, "other": True})
+        status = await operator.tool("status")
+        assert status["counters"]["late_reused"] == 1
+    with EventReader(isolated_state / "events.db") as reader:
+        (reuse,) = reader.events(reader.latest_session().id, kinds=["late_reuse"])
+    assert reuse.data["from_request_id"] is not None and reuse.tool == "sleep"
+
+
+async def test_a_state_sync_mutation_is_never_reused(isolated_state: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text(
+        '[[late_results.reuse]]\nmatch = "**"\nttl_s = 60\n'
+        '[[state_sync.policies]]\nmatch = "sleep"\ninvalidates = ["naps.*"]\n'
+    )
+    async with wrapped_client(
+        [sys.executable, RAW_SERVER], env=BUDGET_1S, wrap_args=["--config", str(config)]
+    ) as client:
+        operator = Operator(registry_entry(isolated_state))
+        await cut_call(client, SLOW)
+        await wait_for_late_results(operator, 1)
+        await cut_call(client, SLOW)  # cut again: not answered from the late result
+        status = await operator.tool("status")
+        assert status["counters"]["late_reused"] == 0 and status["counters"]["late_results"] >= 1
+    with EventReader(isolated_state / "events.db") as reader:
+        session = reader.latest_session()
+        warnings = [e.data["message"] for e in reader.events(session.id, kinds=["warning"])]
+        late = list(reader.events(session.id, kinds=["late_result"]))
+    assert "late results of sleep are never reused: State Sync treats it as a mutation (invalidates)" in warnings
+    assert late[0].data["reuse_ttl_s"] is None

@@ -1,0 +1,217 @@
+"""`whatif` figures on a constructed session: answered calls, cut-then-late, cut-never-answered, several tools."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcpwatch.clock import ManualClock
+from mcpwatch.events import Event, Kind
+from mcpwatch.logview.late_report import finished_late
+from mcpwatch.logview.whatif import (
+    budget_to_save,
+    calls_from_events,
+    effect_line,
+    final_deadline,
+    hypothetical_budget,
+    whatif,
+)
+from mcpwatch.store.writer import EventWriter
+
+from conftest import REPO, mcpwatch_cmd
+
+DEADLINE = {"host_timeout_s": 30.0, "margin_s": 10.0, "override_s": None, "budget_s": 20.0, "source": "derived"}
+
+
+def constructed_session() -> list[Event]:
+    """Eight tools/calls under a 20 s budget, plus one answered from a stored late result and one initialize."""
+    events: list[Event] = []
+
+    def ev(kind: str, mono: float, rid: str | None = None, tool: str | None = None, **data) -> None:
+        events.append(Event(kind, "s", 1000.0 + mono, mono, len(events) + 1, rid, tool, None, data))
+
+    def call(rid: str, tool: str, start: float, duration: float | None, outcome: str | None, **end) -> None:
+        ev(Kind.REQUEST_START, start, rid, tool, method="tools/call", up_id=int(rid[1:]), budget_s=20.0)
+        if outcome is not None:
+            ev(Kind.REQUEST_END, start + duration, rid, tool, outcome=outcome, duration_s=duration, **end)
+
+    ev(Kind.SESSION_START, 0.0, deadline={**DEADLINE, "margin_s": 5.0, "budget_s": 25.0})
+    ev(Kind.CONFIG_CHANGE, 0.5, key="margin_s", old=5.0, new=10.0, source="operator", deadline=DEADLINE)
+    ev(Kind.REQUEST_START, 0.6, "r0", None, method="initialize", up_id=0, budget_s=None)
+    ev(Kind.REQUEST_END, 0.7, "r0", None, outcome="ok", duration_s=0.1)
+    call("r1", "search", 1.0, 5.0, "ok")
+    call("r2", "search", 2.0, 18.0, "ok")
+    call("r3", "search", 3.0, 20.0, "deadline")
+    ev(Kind.LATE_RESULT, 27.0, "r3", "search", delay_s=4.0, cut_after_s=20.0, duration_s=24.0, outcome="ok")
+    call("r4", "consult", 4.0, 20.0, "deadline")
+    ev(Kind.MODEL_STATUS, 5.0, "r4", "consult", status="ok", tier="high")
+    ev(Kind.LATE_RESULT, 34.0, "r4", "consult", delay_s=10.0, cut_after_s=20.0, duration_s=30.0, outcome="ok")
+    call("r5", "consult", 5.0, 20.0, "deadline")  # cut, never answered
+    call("r6", "consult", 6.0, 12.0, "tool_error")
+    call("r7", "search", 7.0, 7.0, "cancelled")  # the host gave up at 7 s
+    ev(Kind.REQUEST_START, 40.0, "r8", "consult", method="tools/call", up_id=None, budget_s=None,
+       budget_source="late_reuse")  # fmt: skip
+    ev(Kind.LATE_REUSE, 40.0, "r8", "consult", from_request_id="r4", delay_s=10.0, age_s=6.0, ttl_s=60.0)
+    ev(Kind.REQUEST_END, 40.0, "r8", "consult", outcome="ok", duration_s=0.0, late_reuse=True)
+    call("r10", "search", 41.0, None, None)  # still running when the log ends
+    return events
+
+
+def test_calls_are_read_with_their_true_durations() -> None:
+    calls = calls_from_events(constructed_session())
+    assert [c.request_id for c in calls] == ["r1", "r2", "r3", "r4", "r5", "r6", "r7", "r10"]
+    assert {c.request_id: c.true_s for c in calls} == {
+        "r1": 5.0, "r2": 18.0, "r3": 24.0, "r4": 30.0, "r5": None, "r6": 12.0, "r7": None, "r10": None,
+    }  # fmt: skip
+    assert [c.request_id for c in calls if c.cut] == ["r3", "r4", "r5"]
+    assert calls[3].tier == "high" and calls[3].late_delay_s == 10.0
+
+
+def test_whatif_a_larger_budget_saves_the_call_that_finished_late() -> None:
+    figures = whatif(calls_from_events(constructed_session()), 25.0)
+    assert {k: figures[k] for k in ("budget_s", "calls", "cut_now", "saved", "newly_cut", "unknown")} == {
+        "budget_s": 25.0, "calls": 8, "cut_now": 3, "saved": 1, "newly_cut": 0, "unknown": 3,
+    }  # fmt: skip
+    assert figures["per_tool"] == {
+        "consult": {"calls": 3, "cut_now": 2, "saved": 0, "newly_cut": 0, "unknown": 1},
+        "search": {"calls": 5, "cut_now": 1, "saved": 1, "newly_cut": 0, "unknown": 2},
+    }
+    verdicts = {i["request_id"]: (i["verdict"], i["change"]) for i in figures["items"]}
+    assert verdicts == {
+        "r1": ("finishes", None),
+        "r2": ("finishes", None),
+        "r3": ("finishes", "saved"),
+        "r4": ("cut", None),
+        "r5": ("unknown", None),
+        "r6": ("finishes", None),
+        "r7": ("unknown", None),
+        "r10": ("unknown", None),
+    }
+    # three cut calls, two with known durations (24 s, 30 s): half need 30 s; 90 % and all are not knowable
+    assert figures["budget_to_save"] == {"p50": 30.0, "p90": None, "all": None}
+
+
+def test_whatif_a_smaller_budget_cuts_more_and_a_never_answered_call_is_cut_below_its_cut() -> None:
+    figures = whatif(calls_from_events(constructed_session()), 15.0)
+    assert (figures["saved"], figures["newly_cut"], figures["unknown"]) == (0, 1, 2)
+    changed = {i["request_id"]: i["change"] for i in figures["items"] if i["change"]}
+    assert changed == {"r2": "newly_cut"}
+    r5 = next(i for i in figures["items"] if i["request_id"] == "r5")
+    assert r5["verdict"] == "cut" and r5["at_least_s"] == 20.0  # it ran 20 s and was still going
+    figures = whatif(calls_from_events(constructed_session()), None)  # no budget at all
+    assert (figures["saved"], figures["newly_cut"], figures["unknown"]) == (2, 0, 3)
+
+
+def test_budget_to_save_when_every_cut_call_answered_late() -> None:
+    calls = [c for c in calls_from_events(constructed_session()) if c.request_id != "r5"]
+    assert budget_to_save(calls) == {"p50": 24.0, "p90": 30.0, "all": 30.0}
+    assert budget_to_save([]) == {"p50": None, "p90": None, "all": None}
+
+
+def test_the_hypothetical_budget_follows_the_session_and_clamps() -> None:
+    deadline = final_deadline(constructed_session())
+    assert deadline == DEADLINE  # the operator's change, not the start-up block
+    assert hypothetical_budget(deadline, budget_s=12.5) == 12.5
+    assert hypothetical_budget(deadline, budget_s=0) is None
+    assert hypothetical_budget(deadline, margin_s=5.0) == 25.0
+    assert hypothetical_budget(deadline, margin_s=5.0, host_timeout_s=60.0) == 55.0
+    assert hypothetical_budget(deadline, margin_s=45.0) == 1.0
+    with pytest.raises(ValueError, match="host timeout and margin"):
+        hypothetical_budget(None, margin_s=5.0)
+
+
+def test_the_prompt_line_counts_the_recent_calls() -> None:
+    calls = calls_from_events(constructed_session())
+    assert effect_line(calls, 15.0) == (
+        "budget 15 s → 4 of the last 8 calls would have been cut, 1 more than now; 2 unknown (never answered)"
+    )
+    assert effect_line(calls, 25.0, last=4) == (
+        "budget 25 s → 0 of the last 4 calls would have been cut, 1 fewer than now; 3 unknown (never answered)"
+    )
+    assert effect_line(calls[:2], 20.0) == "budget 20 s → 0 of the last 2 calls would have been cut, as many as now"
+    assert effect_line([], 20.0) == "no finished tool call yet to test this budget against"
+
+
+def test_old_logs_without_late_results_still_work() -> None:
+    old = [e for e in constructed_session() if e.kind not in (Kind.LATE_RESULT, Kind.LATE_REUSE)]
+    figures = whatif(calls_from_events(old), 25.0)
+    # r3 and r4 never answered as far as this log knows: unknown instead of known
+    assert (figures["calls"], figures["saved"], figures["unknown"]) == (8, 0, 5)
+
+
+def write_log(path: Path) -> str:
+    writer = EventWriter(path, clock=ManualClock(wall=1_700_000_000.0))
+    sid = writer.start_session(name="constructed", upstream="stdio: test", pid=1, config={})
+    for event in constructed_session():
+        event.session_id = sid
+        writer.emit(event)
+    writer.end_session(sid, "test")
+    writer.close()
+    return sid
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+
+
+def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sid = write_log(path)
+    result = run("whatif", str(path), "--margin", "5", "--json")
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    assert figures["session_id"] == sid and figures["budget_s"] == 25.0
+    assert (figures["calls"], figures["saved"], figures["newly_cut"], figures["unknown"]) == (8, 1, 0, 3)
+    assert figures["budget_to_save"] == {"p50": 30.0, "p90": None, "all": None}
+    text = run("whatif", str(path), "--budget", "15")
+    assert text.returncode == 0, text.stderr
+    assert "saved 0, newly cut 1, unknown 2" in text.stdout
+    assert "r2" in text.stdout and "newly cut" in text.stdout
+    assert "p50 30.0s, p90 unknown, all unknown" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--budget", "nan"], "finite"),
+        (["--budget", "soon"], "not a number"),
+        (["--margin", "-3"], "must not be negative"),
+        (["--budget", "5", "--host-timeout", "60"], "goes with --margin"),
+        ([], "one of the arguments --budget --margin is required"),
+    ],
+)
+def test_whatif_refuses_bad_input_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    path = tmp_path / "events.db"
+    write_log(path)
+    result = run("whatif", str(path), *args)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+TIERS = {"quick": {"total_s": 15}, "balanced": {"total_s": 20}, "high": {"total_s": 40}}
+
+
+def test_finished_late_section_figures_and_advice() -> None:
+    events = constructed_session()
+    rows = finished_late(calls_from_events(events), final_deadline(events), TIERS)
+    assert [(r["tool"], r["tier"], r["cut"], r["finished_late"], r["p50_delay_s"], r["p95_delay_s"]) for r in rows] == [
+        ("consult", None, 2, 1, 10.0, 10.0),
+        ("consult", "high", 1, 1, 10.0, 10.0),
+        ("search", None, 1, 1, 4.0, 4.0),
+    ]
+    assert [r["advice"] for r in rows] == [
+        "consult: 1 of 2 cut calls finished within +10 s; none could finish within the host timeout (30 s) less a"
+        " 1 s margin",
+        "consult (high tier): 1 of 1 cut calls finished within +10 s; none could finish within the host timeout"
+        " (30 s) less a 1 s margin — or use the balanced tier",
+        "search: 1 of 1 cut calls finished within +4 s; a margin of 6 s instead of 10 s would have saved 1",
+    ]
+    assert rows[2]["suggested_margin_s"] == 6.0 and rows[2]["would_save"] == 1
+    # an explicit budget is advised as a budget, not a margin
+    explicit = {**DEADLINE, "source": "explicit", "budget_s": 20.0}
+    (search,) = [r for r in finished_late(calls_from_events(events), explicit) if r["tool"] == "search"]
+    assert search["advice"].endswith("a budget of 24 s instead of 20 s would have saved 1")
