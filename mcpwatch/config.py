@@ -80,6 +80,18 @@ class LogSettings:
 @dataclass(frozen=True)
 class OperatorSettings:
     port: int = 0
+    max_connections: int = 64  # beyond it the longest-idle connection is closed (or the newcomer refused)
+    idle_timeout_s: float = 30.0  # a client that owes a request (or the rest of one) this long is disconnected
+
+
+@dataclass(frozen=True)
+class FrontSettings:
+    """Bounds of the Streamable HTTP front (`--listen`)."""
+
+    max_body_mb: float = 16.0
+    max_header_kb: int = 64
+    max_connections: int = 256
+    idle_timeout_s: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,7 @@ class Settings:
     late_results: LateResultSettings = field(default_factory=LateResultSettings)
     log: LogSettings = field(default_factory=LogSettings)
     operator: OperatorSettings = field(default_factory=OperatorSettings)
+    front: FrontSettings = field(default_factory=FrontSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     otel: OtelSettings = field(default_factory=OtelSettings)
     source: str | None = None  # the file these came from, if any
@@ -159,6 +172,13 @@ def _whole(value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise _Problem(f"must be a whole number from {low} to {high}, got {_short(value)}")
     return value
+
+
+def _megabytes(value: Any) -> float:
+    """A size in MiB: positive, finite, at most 4096 (an HTTP body the wrapper holds in memory)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 4096:
+        raise _Problem(f"must be a number of MiB above 0 and at most 4096, got {_short(value)}")
+    return float(value)
 
 
 def _bool(value: Any) -> bool:
@@ -220,7 +240,17 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "queue_max": lambda v: _whole(v, 1, 10_000_000),
         "flush_interval_ms": lambda v: _whole(v, 1, 60_000),
     },
-    "operator": {"port": lambda v: _whole(v, 0, 65535)},
+    "operator": {
+        "port": lambda v: _whole(v, 0, 65535),
+        "max_connections": lambda v: _whole(v, 1, 10_000),
+        "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
+    },
+    "front": {
+        "max_body_mb": _megabytes,
+        "max_header_kb": lambda v: _whole(v, 1, 1024 * 1024),
+        "max_connections": lambda v: _whole(v, 1, 10_000),
+        "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
+    },
     "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000)},
     "otel": {
         "enabled": _bool,
@@ -325,6 +355,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         late_results=LateResultSettings(**sections.get("late_results", {})),
         log=LogSettings(**sections.get("log", {})),
         operator=OperatorSettings(**sections.get("operator", {})),
+        front=FrontSettings(**sections.get("front", {})),
         console=ConsoleSettings(**sections.get("console", {})),
         otel=OtelSettings(**sections.get("otel", {})),
         source=None if where == "mcpwatch.toml" else where,

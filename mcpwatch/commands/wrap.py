@@ -18,6 +18,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--listen", metavar="URL", help="serve hosts over Streamable HTTP, e.g. http://127.0.0.1:8800/mcp"
     )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="let --listen use an address other machines reach (0.0.0.0, ::, a LAN address); hosts then need a token",
+    )
+    parser.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="the bearer token hosts must send to --listen (default with --allow-remote: generated, printed once)",
+    )
     parser.add_argument("--operator-port", type=int, metavar="P", help="operator endpoint port (default: ephemeral)")
     parser.add_argument("--url", help="an upstream MCP server over Streamable HTTP")
     parser.add_argument("--header", action="append", default=[], metavar="'K: V'", help="an HTTP header for --url")
@@ -65,10 +75,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.url:
         _check_url(args.url)
+    if (args.allow_remote or args.token_file) and not args.listen:
+        raise UserError("--allow-remote and --token-file only apply to --listen")
+    front_token = None
     if args.listen:
+        from mcpwatch.wrapper.front_guard import check_listen_address, read_token_file
         from mcpwatch.wrapper.front_http import parse_listen
 
         host, port, _ = parse_listen(args.listen)
+        check_listen_address(host, args.allow_remote)
+        front_token = read_token_file(args.token_file) if args.token_file else None
         check_can_listen(host, port, "--listen")
     if args.operator_port is not None:
         if not 0 <= args.operator_port <= 65535:
@@ -83,6 +99,9 @@ def run(args: argparse.Namespace) -> int:
         log_path=Path(args.log).expanduser() if args.log else None,
         no_log=args.no_log,
         listen=args.listen,
+        allow_remote=args.allow_remote,
+        front_token=front_token,
+        token_file=args.token_file,
         operator_port=args.operator_port,
     )
     try:  # uvloop's pipes and timers make the wrapper's per-frame cost smaller; plain asyncio works too

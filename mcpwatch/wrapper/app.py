@@ -23,6 +23,7 @@ from mcpwatch.events import Kind
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.operator import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import Recorder, Tee
 
@@ -40,6 +41,9 @@ class WrapOptions:
     log_path: Path | None = None
     no_log: bool = False
     listen: str | None = None
+    allow_remote: bool = False
+    front_token: str | None = None  # from --token-file; generated when serving remote hosts without one
+    token_file: str | None = None
     operator_port: int | None = None
 
     @property
@@ -85,6 +89,28 @@ def start_otel(
         return None
     # the sink's thread reports problems through the loop: events are recorded on the loop only
     return OtelSink(target, lambda message: loop.call_soon_threadsafe(on_warning, message))
+
+
+def _http_front(core: WrapperCore, options: WrapOptions, on_warning: Callable[[str], None]) -> Any:
+    """The Streamable HTTP front with its guard: a token when serving remote hosts (printed once if generated)."""
+    from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token, token_file_is_private
+    from mcpwatch.wrapper.front_http import HttpFront, parse_listen
+
+    settings = options.settings.front
+    host = parse_listen(options.listen or "")[0]
+    token = options.front_token
+    if token is None and options.allow_remote:
+        token = new_front_token()
+        print(f"mcpwatch: hosts must send the header 'Authorization: Bearer {token}'", file=sys.stderr, flush=True)
+    if options.token_file and not token_file_is_private(options.token_file):
+        on_warning(f"--token-file {options.token_file} can be read by other users (chmod 600 it)")
+    limits = ConnectionLimits(
+        max_head_bytes=settings.max_header_kb * 1024,
+        max_connections=settings.max_connections,
+        idle_timeout_s=settings.idle_timeout_s,
+    )
+    guard = FrontGuard.for_listen(host, remote=options.allow_remote, token=token)
+    return HttpFront(core, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
 
 
 async def run_wrapper(options: WrapOptions) -> int:
@@ -181,7 +207,12 @@ async def run_wrapper(options: WrapOptions) -> int:
         health_tool=settings.upstream.health_tool,
         otel_info=lambda: None if otel is None else otel.status(),
     )
-    operator = OperatorServer(operator_app, port=options.operator_port or settings.operator.port)
+    operator_limits = ConnectionLimits(
+        max_connections=settings.operator.max_connections, idle_timeout_s=settings.operator.idle_timeout_s
+    )
+    operator = OperatorServer(
+        operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits
+    )
     operator_url = await operator.start()
     entry = registry.WrapperEntry(
         pid=os.getpid(),
@@ -207,9 +238,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             loop.add_signal_handler(signum, on_signal, signum)
 
     if options.listen:
-        from mcpwatch.wrapper.front_http import HttpFront
-
-        front: Any = HttpFront(core, options.listen)
+        front: Any = _http_front(core, options, on_warning)
     else:
         from mcpwatch.wrapper.front_stdio import StdioFront
 

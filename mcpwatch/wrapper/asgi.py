@@ -7,26 +7,44 @@ which shuts everything down in order.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.http_limits import ConnectionLimits, limited_protocol
 
 ASGIApp = Callable[
     [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
     Awaitable[None],
 ]
-LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+LOOPBACK_NAMES = {"localhost", "localhost."}
+
+
+def host_of(host_header: str) -> str:
+    """The host part of a Host header or an Origin's netloc, lower-case, IPv6 without brackets."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if ":" in host else host
+
+
+def ip_literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def is_loopback_name(host: str) -> bool:
+    """`localhost`, or an address of 127.0.0.0/8 or ::1: reachable from this machine only."""
+    address = ip_literal(host)
+    return host in LOOPBACK_NAMES if address is None else address.is_loopback
 
 
 def host_is_loopback(host_header: str) -> bool:
     """Whether a Host header (or an Origin's netloc) names this machine: the DNS-rebinding guard."""
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    elif ":" in host:
-        host = host.rsplit(":", 1)[0]
-    return host in LOOPBACK_HOSTS
+    return is_loopback_name(host_of(host_header))
 
 
 async def respond(
@@ -43,8 +61,9 @@ async def respond_json(send: Any, status: int, payload: Any, extra: list[tuple[b
     await respond(send, status, body, b"application/json", extra)
 
 
-def quiet_server(app: ASGIApp, host: str, port: int, *, lifespan: str = "off") -> Any:
-    """A uvicorn server that logs only warnings, speaks plain ASGI 3, and leaves signal handling to the wrapper."""
+def quiet_server(app: ASGIApp, host: str, port: int, limits: ConnectionLimits, *, lifespan: str = "off") -> Any:
+    """A uvicorn server that logs only warnings, speaks plain ASGI 3, leaves signal handling to the wrapper, and
+    bounds its connections (see http_limits)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -60,5 +79,6 @@ def quiet_server(app: ASGIApp, host: str, port: int, *, lifespan: str = "off") -
         lifespan=lifespan,
         ws="none",
         interface="asgi3",
+        http=limited_protocol(limits),
     )
     return _Server(config)

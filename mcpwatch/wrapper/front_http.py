@@ -2,9 +2,11 @@
 
 Each host session is a link into the core. A POST carrying requests is answered on its own SSE stream, which
 also carries the progress of those requests and closes once they are answered; other server messages go to the
-session's GET stream. Several sessions share one upstream: after the first handshake, later `initialize`
-requests are answered from the upstream's first answer. Loopback Host and Origin headers only, unless the
-listen address itself is not loopback (DNS-rebinding protection).
+session's GET stream. A batch is answered with a batch (one JSON array) unless something streams first.
+Several sessions share one upstream: after the first handshake, later `initialize` requests are answered from the
+upstream's first answer. Every request passes the FrontGuard (one Host, Host and Origin naming this machine, the
+bearer token when serving remote hosts); bodies are capped and read in linear time, heads and connections are
+bounded by http_limits.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from urllib.parse import urlsplit
 from mcpwatch.errors import UserError
 from mcpwatch.wire import SUBSCRIPTION_ID_META, modern_version
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.asgi import host_is_loopback, quiet_server, respond, respond_json
+from mcpwatch.wrapper.asgi import quiet_server, respond, respond_json
+from mcpwatch.wrapper.front_guard import FrontGuard
+from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.port import HostPort
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
+INVALID_PARAMS = -32602
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 def parse_listen(url: str) -> tuple[str, int, str]:
@@ -54,7 +60,7 @@ class HttpSession:
         self.get_queue: asyncio.Queue[dict[str, Any] | None] | None = None
 
     def send(self, message: dict[str, Any]) -> bool:
-        if "method" not in message:  # a response
+        if "method" not in message:  # a response: only its request's POST can carry it
             key = frames.id_key(message.get("id"))
             for stream in self.streams:
                 if key in stream.request_ids:
@@ -63,6 +69,7 @@ class HttpSession:
                     if not stream.request_ids:
                         stream.queue.put_nowait(None)
                     return True
+            return False
         elif message.get("method") == "notifications/progress":
             token = (message.get("params") or {}).get("progressToken")
             for stream in self.streams:
@@ -94,16 +101,25 @@ class HttpSession:
 
 
 class HttpFront:
-    def __init__(self, core: HostPort, listen: str) -> None:
+    def __init__(
+        self,
+        core: HostPort,
+        listen: str,
+        guard: FrontGuard | None = None,
+        limits: ConnectionLimits | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
         self.core = core
         self.host, self.port, self.path = parse_listen(listen)
-        self.loopback_only = host_is_loopback(self.host)
+        self.guard = guard or FrontGuard()
+        self.limits = limits or ConnectionLimits()
+        self.max_body_bytes = max_body_bytes
         self.sessions: dict[str, HttpSession] = {}
         self._server: Any = None
         self._stopped = asyncio.Event()
 
     async def serve(self) -> None:
-        self._server = quiet_server(self.app, self.host, self.port)
+        self._server = quiet_server(self.app, self.host, self.port, self.limits)
         try:
             await self._server.serve()
         finally:
@@ -123,15 +139,12 @@ class HttpFront:
     async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
-        if self.loopback_only:
-            if not host_is_loopback(headers.get("host", "")):
-                await _plain(send, 421, "Misdirected Request: this endpoint only answers on loopback")
-                return
-            origin = headers.get("origin")
-            if origin and not host_is_loopback(urlsplit(origin).netloc):
-                await _plain(send, 403, "Forbidden: cross-origin request")
-                return
+        raw_headers = scope.get("headers") or []
+        refusal = self.guard.refusal(raw_headers)
+        if refusal is not None:
+            await _plain(send, refusal.status, refusal.text, close=True, raw=list(refusal.headers))
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw_headers}
         if scope["path"].rstrip("/") != self.path.rstrip("/"):
             await _plain(send, 404, "Not Found")
             return
@@ -149,13 +162,29 @@ class HttpFront:
         else:
             await _plain(send, 405, "Method Not Allowed")
 
-    async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
-        body = b""
+    async def _read_body(self, headers: dict[str, str], receive: Any, send: Any) -> bytes | None:
+        """The whole body, read in linear time; None (after a 413, or the client's disconnect) past the cap."""
+        declared = headers.get("content-length", "")
+        too_large = f"Payload Too Large: a request body is at most {self.max_body_bytes} bytes"
+        if declared.isascii() and declared.isdigit() and int(declared) > self.max_body_bytes:
+            await _plain(send, 413, too_large, close=True)
+            return None
+        body = bytearray()
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
             body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                await _plain(send, 413, too_large, close=True)
+                return None
             if not message.get("more_body"):
-                break
+                return bytes(body)
+
+    async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
+        body = await self._read_body(headers, receive, send)
+        if body is None:
+            return
         try:
             payload = frames.decode(body)
         except ValueError:
@@ -192,13 +221,16 @@ class HttpFront:
                 self.core.host_message(session, item)
             await _plain(send, 202, "", extra)
             return
-        tokens = {((i.get("params") or {}).get("_meta") or {}).get("progressToken") for i in requests} - {None}
+        tokens = {_progress_token(i) for i in requests} - {None, _BAD_TOKEN}
         stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens)
         session.streams.append(stream)
         if ephemeral is not None:
             self.core.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
         for item in items:
-            if item.get("method") == "initialize" and (handshake := self.core.handshake_result()) is not None:
+            if frames.kind_of(item) == frames.REQUEST and _progress_token(item) is _BAD_TOKEN:
+                problem = "Invalid params: _meta.progressToken must be a string or a number"
+                session.send(frames.error_response(item["id"], INVALID_PARAMS, problem))
+            elif item.get("method") == "initialize" and (handshake := self.core.handshake_result()) is not None:
                 session.send({"jsonrpc": "2.0", "id": item["id"], "result": handshake})
             else:
                 self.core.host_message(session, item)
@@ -207,18 +239,31 @@ class HttpFront:
             first = await stream.queue.get()
             if first is None:
                 await _plain(send, 503, "Service Unavailable: mcpwatch is shutting down", extra)
+            elif isinstance(payload, list) and "method" not in first:
+                await self._answer_batch(send, stream, first, extra)
             elif "method" not in first and not stream.request_ids:
                 # The POST's only answer, with nothing streamed before it: plain JSON, which every client reads
                 # faster than an event stream (the spec lets the server choose).
                 await respond_json(send, 200, first, [(k.encode(), v.encode()) for k, v in extra.items()])
             else:
-                await _sse(send, stream.queue, extra, first)
+                await _sse(send, stream.queue, extra, [first])
         finally:
             session.streams.remove(stream)
             if watcher is not None:
                 watcher.cancel()
             if ephemeral is not None:
                 self.core.detach_link(ephemeral)
+
+    async def _answer_batch(self, send: Any, stream: _Stream, first: dict[str, Any], extra: dict[str, str]) -> None:
+        """A batch's answers as one JSON array once all are in (JSON-RPC's way); if anything is to be streamed
+        first (progress, a server request), an event stream of everything instead."""
+        ready: list[Any] = [first]
+        while ready[-1] is not None and "method" not in ready[-1]:
+            ready.append(await stream.queue.get())  # None once all are answered (or shutting down, or closed)
+        if ready[-1] is None and not stream.request_ids:
+            await respond_json(send, 200, ready[:-1], [(k.encode(), v.encode()) for k, v in extra.items()])
+        else:
+            await _sse(send, stream.queue, extra, ready)
 
     async def _cancel_on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any) -> None:
         """2026 era: a host cancels a request by closing its POST (it sends no notifications)."""
@@ -261,19 +306,44 @@ async def _disconnected(receive: Any) -> None:
         pass
 
 
-async def _plain(send: Any, status: int, text: str, extra: dict[str, str] | None = None) -> None:
-    headers = [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+_BAD_TOKEN = object()
+
+
+def _progress_token(request: dict[str, Any]) -> Any:
+    """The request's progress token, None without one, or _BAD_TOKEN for a type MCP does not allow."""
+    params = request.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    if token is None or (isinstance(token, str | int | float) and not isinstance(token, bool)):
+        return token
+    return _BAD_TOKEN
+
+
+async def _plain(
+    send: Any,
+    status: int,
+    text: str,
+    extra: dict[str, str] | None = None,
+    *,
+    close: bool = False,
+    raw: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    headers = [(k.encode(), v.encode()) for k, v in (extra or {}).items()] + (raw or [])
+    if close:  # a refused request's connection is not reused (nor is the rest of its body read)
+        headers.append((b"connection", b"close"))
     await respond(send, status, text.encode(), b"text/plain", headers)
 
 
-async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], first: Any = None) -> None:
-    """An event stream of the queue's messages (after `first`, if given) until None."""
+async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], first: list[Any] | None = None) -> None:
+    """An event stream of the queue's messages (after those in `first`, if given) until None."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
+    ready = list(first or [])
+    ready.reverse()
     try:
         while True:
-            message, first = (first, None) if first is not None else (await queue.get(), None)
+            message = ready.pop() if ready else await queue.get()
             if message is None:
                 break
             data = b"event: message\ndata: " + frames.encode(message)[:-1] + b"\n\n"

@@ -1,7 +1,8 @@
 """The host side over stdio: frames in on stdin, frames out on stdout, nothing else on stdout.
 
 At start the real stdout is kept on a private descriptor and fd 1 is pointed at stderr, so a stray print from any
-library can never corrupt the protocol stream.
+library can never corrupt the protocol stream. A JSON-RPC batch is answered with one batch: the answers of its
+requests are held until the last one is in (progress and other messages pass at once).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import stat
 import sys
 import threading
+from collections import Counter
 from typing import Any
 
 from mcpwatch.wrapper import frames
@@ -55,11 +57,23 @@ class StdioFront:
         sys.stdout = sys.stderr
         self._writer: asyncio.WriteTransport | None = None
         self.closed = False
+        self._batches: list[_Batch] = []
 
     def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        data = frames.encode(message)
+        if self._batches and "method" not in message:
+            key = frames.id_key(message.get("id"))
+            for batch in self._batches:
+                if batch.expected[key] > 0:
+                    batch.take(key, message)
+                    if batch.complete:
+                        self._batches.remove(batch)
+                        self._write(frames.encode(batch.answers))
+                    return
+        self._write(frames.encode(message))
+
+    def _write(self, data: bytes) -> None:
         if self._writer is not None:
             self._writer.write(data)
             return
@@ -83,7 +97,7 @@ class StdioFront:
         await self._open_writer()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        splitter = LineSplitter(lambda line: self.core.host_frame(self, line), self._host_oversize)
+        splitter = LineSplitter(self._host_line, self._host_oversize)
         try:
             if not _is_pipe(0):
                 raise ValueError("not a pipe")
@@ -101,6 +115,22 @@ class StdioFront:
         loop.call_soon_threadsafe(splitter.finish)
         loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
 
+    def _host_line(self, line: bytes) -> None:
+        first = line[:1]
+        if first == b"[" or (first.isspace() and line.lstrip()[:1] == b"["):
+            try:
+                items = frames.decode(line)
+            except ValueError:
+                items = None
+            if isinstance(items, list) and items:
+                batch = _Batch(items)
+                if not batch.complete:
+                    self._batches.append(batch)
+                for item in items:
+                    self.core.host_message(self, item)
+                return
+        self.core.host_frame(self, line)  # a lone message, or a line that is not a non-empty batch
+
     def _host_oversize(self, size: int) -> None:
         self.core.count_frame_error()
         self.core.warn(f"host sent a frame of {size} bytes, over the limit; discarded")
@@ -110,3 +140,28 @@ class StdioFront:
         self.closed = True
         if self._writer is not None:
             self._writer.close()
+
+
+class _Batch:
+    """The answers a batch is owed (one per request, and one per invalid item, as JSON-RPC says) and those in."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.expected: Counter[Any] = Counter()
+        for item in items:
+            kind = frames.kind_of(item)
+            if kind == frames.REQUEST:
+                self.expected[frames.id_key(item["id"])] += 1
+            elif kind == frames.INVALID:
+                request_id = item.get("id") if isinstance(item, dict) else None
+                self.expected[frames.id_key(request_id if frames.valid_id(request_id) else None)] += 1
+        self.missing = sum(self.expected.values())
+        self.answers: list[dict[str, Any]] = []
+
+    def take(self, key: Any, message: dict[str, Any]) -> None:
+        self.expected[key] -= 1
+        self.missing -= 1
+        self.answers.append(message)
+
+    @property
+    def complete(self) -> bool:
+        return self.missing == 0

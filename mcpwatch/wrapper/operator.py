@@ -7,7 +7,6 @@ anything else, so a web page cannot reach it through DNS rebinding.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import secrets
 from collections.abc import Awaitable, Callable
@@ -18,30 +17,34 @@ from mcpwatch import operator as contract
 from mcpwatch.reliability.deadline import InvalidValue
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.actions import OperatorActions
-from mcpwatch.wrapper.asgi import ASGIApp, host_is_loopback, quiet_server, respond_json
+from mcpwatch.wrapper.asgi import ASGIApp, quiet_server, respond_json
+from mcpwatch.wrapper.front_guard import FrontGuard
+from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.recorder import Recorder
 
 MAX_WAIT_MS = 30_000
 MAX_LIMIT = 10_000
+MAX_WHOLE = 2**53  # beyond it a JSON number is not exact in every client; no count or sequence gets near it
+MAX_DIGITS = 16
 
 
 class GuardMiddleware:
-    """Loopback Host header first (421), then the bearer token (401), then the MCP app."""
+    """One loopback Host header first (400, 421), a loopback Origin if any (403), then the bearer token (401),
+    then the MCP app."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.guard = FrontGuard(token=token)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            host = headers.get(b"host", b"").decode("latin-1")
-            if not host_is_loopback(host):
-                await respond_json(send, 421, {"error": "the operator endpoint only answers on loopback"})
-                return
-            if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
-                missing = "missing or wrong bearer token (see the wrapper's registry file)"
-                await respond_json(send, 401, {"error": missing})
+            refusal = self.guard.refusal(scope.get("headers") or [])
+            if refusal is not None:
+                text = {
+                    421: "the operator endpoint only answers on loopback",
+                    401: "missing or wrong bearer token (see the wrapper's registry file)",
+                }.get(refusal.status, refusal.text)
+                await respond_json(send, refusal.status, {"error": text}, [(b"connection", b"close")])
                 return
         await self.app(scope, receive, send)
 
@@ -113,11 +116,16 @@ def _whole(arguments: dict[str, Any], name: str, default: int) -> int:
     value = arguments.get(name, default)
     digits = value.strip().removeprefix("-") if isinstance(value, str) else ""
     if digits.isascii() and digits.isdigit():  # "12" yes; "¹²" (a digit to isdigit) no
+        if len(digits) > MAX_DIGITS:
+            raise Refused(f"{name} must be a whole number from -2^53 to 2^53, got a {len(digits)}-digit number")
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Refused(f"{name} must be a whole number, got {value!r}")
+        raise Refused(f"{name} must be a whole number, got {frames.text_of(value, 80)}")
+    if abs(value) > MAX_WHOLE:
+        digits_told = f"{len(str(abs(value)))}-digit" if value.bit_length() < 13_000 else "many-thousand-digit"
+        raise Refused(f"{name} must be a whole number from -2^53 to 2^53, got a {digits_told} number")
     return value
 
 
@@ -278,8 +286,10 @@ def _tool_error(text: str) -> dict[str, Any]:
 class OperatorServer:
     """Runs the operator app with uvicorn on the wrapper's own loop, on 127.0.0.1."""
 
-    def __init__(self, app: ASGIApp, port: int = 0) -> None:
-        self._server = quiet_server(app, "127.0.0.1", port, lifespan="on")
+    def __init__(self, app: ASGIApp, port: int = 0, limits: ConnectionLimits | None = None) -> None:
+        self._server = quiet_server(
+            app, "127.0.0.1", port, limits or ConnectionLimits(max_connections=64), lifespan="on"
+        )
         self._task: Any = None
         self.url = ""
 

@@ -139,8 +139,10 @@ class PendingTable:
             elapsed = self._scheduler.time() - pending.started
         counters = self._counters
         setattr(counters, _COUNTER_OF[outcome], getattr(counters, _COUNTER_OF[outcome]) + 1)
-        if reply is not None:
-            pending.link.send(reply)
+        if reply is not None and pending.link.send(reply) is False:  # the host's request is closed: not a plain "ok"
+            detail = {**detail, "delivered": False}
+            message = "answer not delivered: the host's request is closed"
+            self._recorder.emit(Kind.WARNING, request_id=pending.request_key, message=message)
         self._recorder.emit(
             Kind.REQUEST_END,
             request_id=pending.request_key,
