@@ -66,6 +66,18 @@ class RawHost:
     def pid(self) -> int:
         return self.process.pid
 
+    def _record(self, item: Received) -> None:
+        self.received.append(item)
+        message = item.message
+        if isinstance(message, dict) and "id" in message and "method" not in message:
+            key = id_key(message["id"])
+            self.responses.setdefault(key, []).append(item)
+            waiter = self._waiters.pop(key, None)
+            if waiter is not None and not waiter.done():
+                waiter.set_result(message)
+        else:
+            self.notifications.append(item)
+
     async def _read(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
@@ -73,20 +85,13 @@ class RawHost:
             while line := await stdout.readline():
                 now = time.monotonic()
                 try:
-                    message = json.loads(line)
+                    parsed = json.loads(line)
                 except ValueError:
                     self.not_json.append(line[:200])
                     continue
-                item = Received(len(self.received), now, message)
-                self.received.append(item)
-                if isinstance(message, dict) and "id" in message and "method" not in message:
-                    key = id_key(message["id"])
-                    self.responses.setdefault(key, []).append(item)
-                    waiter = self._waiters.pop(key, None)
-                    if waiter is not None and not waiter.done():
-                        waiter.set_result(message)
-                else:
-                    self.notifications.append(item)
+                # a batch is answered with one batch: each of its answers is recorded as received
+                for message in parsed if isinstance(parsed, list) and parsed else [parsed]:
+                    self._record(Received(len(self.received), now, message))
                 self._changed.set()
         finally:
             self.eof.set()
