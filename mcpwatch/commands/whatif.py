@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UserError(f"session {session.id}: {exc} (--host-timeout S)") from None
-    figures = whatif(calls_from_events(events), budget)
+    # a margin or host timeout moves only the budgets derived from them: per-tool and explicit ones stay
+    figures = whatif(calls_from_events(events), budget, keep_fixed=args.budget is None)
     figures["session_id"] = session.id
     if args.json:
         print(json.dumps(figures, indent=2, ensure_ascii=False))
@@ -82,6 +83,11 @@ def _render(console: Any, figures: dict[str, Any], deadline: dict[str, Any] | No
         f"[bold]{label}[/] against {figures['calls']} tool calls of session {escape(figures['session_id'])} "
         f"(budget at the end of the session: {now_text}; {figures['cut_now']} cut by their budget)"
     )
+    if figures["kept_own_budget"]:
+        console.print(
+            f"{figures['kept_own_budget']} calls keep their own budget (per tool or explicit: the margin and host "
+            "timeout do not move it)"
+        )
     if not figures["calls"]:
         console.print("no tool calls in this session")
         return

@@ -1039,7 +1039,7 @@ class ConsoleModel:
                 continue
             calls.append(call_timing(r.request_id, r.tool, r.start_mono, r.budget_s, r.outcome, r.duration_s,
                                      r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
-                                     r.tier))  # fmt: skip
+                                     r.tier, r.budget_source))  # fmt: skip
             if len(calls) >= last:
                 break
         return calls[::-1]

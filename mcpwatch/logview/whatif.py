@@ -50,6 +50,14 @@ class CallTiming:
     late_delay_s: float | None = None  # after the cut, when a late result came
     late_outcome: str | None = None
     tier: str | None = None
+    budget_source: str | None = None  # how its budget was reached ("derived", "tool", "explicit", …)
+
+    def budget_under(self, budget_s: float | None, keep_fixed: bool) -> float | None:
+        """The budget this call would get: `budget_s`, unless a margin or host-timeout change is tested
+        (`keep_fixed`) and its own budget did not come from them (a per-tool or explicit budget stays)."""
+        if keep_fixed and self.budget_source in FIXED_SOURCES:
+            return self.budget_s
+        return budget_s
 
     @property
     def cut(self) -> bool:
@@ -79,6 +87,7 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
         kind, data, rid = event.kind, event.data if isinstance(event.data, dict) else {}, event.request_id
         if kind == Kind.REQUEST_START and data.get("method") == "tools/call" and event.tool:
             call = {"rid": rid, "tool": event.tool, "mono": event.mono, "budget": _number(data.get("budget_s"))}
+            call["source"] = data.get("budget_source") if isinstance(data.get("budget_source"), str) else None
             call["reused"] = data.get("budget_source") == "late_reuse"
             if rid is not None:
                 starts[rid] = call  # a host may reuse an id: the newest call owns it
@@ -106,10 +115,13 @@ def call_timing(
     late_duration_s: float | None = None,
     late_delay_s: float | None = None,
     tier: str | None = None,
+    budget_source: str | None = None,
 ) -> CallTiming:
     """A call's timing from what a view of it holds (the console's requests)."""
     true_s = late_duration_s if late_duration_s is not None else elapsed_s if outcome in ANSWERED else None
-    return CallTiming(request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier)
+    return CallTiming(
+        request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier, budget_source
+    )
 
 
 def _timing(call: dict[str, Any]) -> CallTiming:
@@ -125,7 +137,7 @@ def _timing(call: dict[str, Any]) -> CallTiming:
             true_s = elapsed + delay
     return CallTiming(
         call["rid"], call["tool"], call["mono"], call["budget"], outcome, elapsed, true_s, delay, late_outcome,
-        call.get("tier"),
+        call.get("tier"), call.get("source"),
     )  # fmt: skip
 
 
@@ -197,13 +209,14 @@ def final_deadline(events: Iterable[Event]) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- figures
 
 
-def whatif(calls: Sequence[CallTiming], budget_s: float | None) -> dict[str, Any]:
-    """The `mcpwatch whatif --json` object for these calls under this budget."""
+def whatif(calls: Sequence[CallTiming], budget_s: float | None, *, keep_fixed: bool = False) -> dict[str, Any]:
+    """The `mcpwatch whatif --json` object for these calls under this budget (`keep_fixed`: a margin or host-timeout
+    change, which leaves per-tool and explicit budgets as they were)."""
     per_tool: dict[str, dict[str, int]] = {}
     rows = []
     totals = {"saved": 0, "newly_cut": 0, "unknown": 0}
     for call in calls:
-        verdict = call.verdict(budget_s)
+        verdict = call.verdict(call.budget_under(budget_s, keep_fixed))
         change = None
         if call.cut and verdict == FINISHES:
             change = "saved"
@@ -236,6 +249,7 @@ def whatif(calls: Sequence[CallTiming], budget_s: float | None) -> dict[str, Any
         "calls": len(calls),
         "cut_now": sum(1 for c in calls if c.cut),
         **totals,
+        "kept_own_budget": sum(1 for c in calls if keep_fixed and c.budget_source in FIXED_SOURCES),
         "per_tool": dict(sorted(per_tool.items())),
         "budget_to_save": budget_to_save(calls),
         "items": rows,
@@ -254,19 +268,19 @@ def budget_to_save(calls: Sequence[CallTiming]) -> dict[str, float | None]:
     return figures
 
 
-def cut_under(calls: Sequence[CallTiming], budget_s: float | None) -> tuple[int, int, int]:
+def cut_under(calls: Sequence[CallTiming], budget_s: float | None, keep_fixed: bool = False) -> tuple[int, int, int]:
     """(cut under this budget, cut now, unknown) for these calls."""
-    verdicts = [c.verdict(budget_s) for c in calls]
+    verdicts = [c.verdict(c.budget_under(budget_s, keep_fixed)) for c in calls]
     return verdicts.count(CUT), sum(1 for c in calls if c.cut), verdicts.count(UNKNOWN)
 
 
-def effect_line(calls: Sequence[CallTiming], budget_s: float | None, last: int = 50) -> str:
+def effect_line(calls: Sequence[CallTiming], budget_s: float | None, last: int = 50, keep_fixed: bool = False) -> str:
     """One line for a budget prompt: "budget 20 s → 7 of the last 50 calls would have been cut, 2 more than now"."""
     recent = list(calls)[-last:]
     if not recent:
         return "no finished tool call yet to test this budget against"
     label = "no budget" if budget_s is None else f"budget {fmt_seconds(budget_s)} s"
-    cut, now, unknown = cut_under(recent, budget_s)
+    cut, now, unknown = cut_under(recent, budget_s, keep_fixed)
     difference = cut - now
     if difference == 0:
         compare = "as many as now"

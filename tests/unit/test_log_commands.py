@@ -222,6 +222,7 @@ COMMANDS = {
     "report": [],
     "export": ["--format", "csv"],
     "prune": ["--older-than", "1d"],
+    "whatif": ["--budget", "30"],
 }
 
 

@@ -215,3 +215,20 @@ def test_finished_late_section_figures_and_advice() -> None:
     explicit = {**DEADLINE, "source": "explicit", "budget_s": 20.0}
     (search,) = [r for r in finished_late(calls_from_events(events), explicit) if r["tool"] == "search"]
     assert search["advice"].endswith("a budget of 24 s instead of 20 s would have saved 1")
+
+
+def test_a_margin_leaves_per_tool_and_explicit_budgets_alone() -> None:
+    events = constructed_session()
+    events.append(
+        Event(Kind.REQUEST_START, "s", 1100.0, 100.0, 900, "t1", "slow", None,
+              {"method": "tools/call", "up_id": 90, "budget_s": 60.0, "budget_source": "tool"})
+    )  # fmt: skip
+    events.append(Event(Kind.REQUEST_END, "s", 1150.0, 150.0, 901, "t1", "slow", None, {"outcome": "ok",
+                                                                                      "duration_s": 50.0}))  # fmt: skip
+    calls = calls_from_events(events)
+    as_margin = whatif(calls, 25.0, keep_fixed=True)  # `--margin 5`: the per-tool 60 s budget stays
+    assert as_margin["per_tool"]["slow"]["newly_cut"] == 0 and as_margin["kept_own_budget"] == 1
+    as_budget = whatif(calls, 25.0)  # `--budget 25`: every call gets 25 s
+    assert as_budget["per_tool"]["slow"]["newly_cut"] == 1 and as_budget["kept_own_budget"] == 0
+    assert effect_line(calls[-2:], 25.0, keep_fixed=True).startswith("budget 25 s → 0 of the last 2 calls")
+    assert effect_line(calls[-2:], 25.0).startswith("budget 25 s → 1 of the last 2 calls")

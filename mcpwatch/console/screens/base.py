@@ -171,7 +171,7 @@ class WatchScreen(Screen[None]):
                 budget_s=current.budget_s,
                 source=current.source,
             )
-            return effect_line(calls, budget)
+            return effect_line(calls, budget, keep_fixed=key != "override_s")  # an override applies to every call
 
         return effect
 
