@@ -63,7 +63,13 @@ def _advice(
     name = row["tool"] if row["tier"] is None else f"{row['tool']} ({row['tier']} tier)"
     if not row["finished_late"]:
         text = f"{name}: none of {row['cut']} cut calls answered later, so how long they needed is not known"
-        return {"advice": text, "suggested_margin_s": None, "suggested_budget_s": None, "would_save": 0}
+        return {
+            "advice": text,
+            "suggested_margin_s": None,
+            "suggested_budget_s": None,
+            "would_save": 0,
+            "faster_tier": None,
+        }
     text = f"{name}: {row['finished_late']} of {row['cut']} cut calls finished within +{_s(row['max_delay_s'])}"
     host, margin = _num(deadline.get("host_timeout_s")), _num(deadline.get("margin_s"))
     budget = _num(deadline.get("budget_s"))
