@@ -1,7 +1,8 @@
 """Opt-in reuse of late results: the next identical call to a safe tool gets a result that finished after its deadline.
 
 Pure: no I/O, no transport. An identical call is the same tool with the same arguments once canonicalised (keys
-sorted, no insignificant whitespace), from the same host connection (one host never sees another's results). Only
+sorted, no insignificant whitespace), from the same host connection (one host never sees another's results). Memory
+is bounded: arguments over 64 KiB are never matched, and the store keeps at most 256 results and 32 MiB. Only
 successful results are kept; each answers at most one later call, within its policy's TTL counted from its arrival.
 A tool State Sync treats as a mutation (its policy has `invalidates`) is never reused, whatever the reuse policies say.
 """
@@ -20,17 +21,20 @@ from mcpwatch.config import ReusePolicy
 from mcpwatch.reliability.statesync.glob import SEPARATOR, match_segments
 
 STORE_MAX = 256  # stored late results; the oldest goes first
+STORE_BYTES_MAX = 32 * 1024 * 1024  # and at most this many bytes of them
+ARGUMENTS_MAX = 64 * 1024  # a call with longer canonical arguments is never reused (nor remembered for it)
 META_KEY = "dev.mcpwatch/late_result"
 
 
 def canonical_arguments(arguments: Any) -> str | None:
     """The arguments as canonical JSON text, or None when they cannot be (then the call is never reused)."""
     try:
-        return json.dumps(
+        text = json.dumps(
             {} if arguments is None else arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
+    return text if len(text) <= ARGUMENTS_MAX else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class StoredResult:
     delay_s: float  # how long after its cut it finished
     arrived_at: float  # the clock's monotonic seconds
     ttl_s: float
+    size_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,12 +98,15 @@ class LateResultReuse:
         is_mutation: Callable[[str], bool] = lambda tool: False,
         clock: Clock = SYSTEM_CLOCK,
         store_max: int = STORE_MAX,
+        store_bytes_max: int = STORE_BYTES_MAX,
     ) -> None:
         self.policies = tuple(policies)
         self._segments = [(policy, policy.match.split(SEPARATOR)) for policy in self.policies]
         self._is_mutation = is_mutation
         self.clock = clock
         self._store_max = store_max
+        self._store_bytes_max = store_bytes_max
+        self._store_bytes = 0
         self._store: OrderedDict[tuple[Any, str, str], StoredResult] = OrderedDict()
 
     @property
@@ -133,20 +141,26 @@ class LateResultReuse:
         return None if canonical is None else (scope, tool, canonical)
 
     def keep(
-        self, key: tuple[Any, str, str], result: Any, *, request_id: str | None, delay_s: float
+        self, key: tuple[Any, str, str], result: Any, *, request_id: str | None, delay_s: float, size_bytes: int = 0
     ) -> StoredResult | None:
         """Store a late successful result (isError true is not a success); returns what was stored."""
         policy = self.policy_for(key[1])
         if policy is None or not isinstance(result, dict) or result.get("isError") is True:
             return None
-        if not math.isfinite(delay_s):
+        if not math.isfinite(delay_s) or size_bytes > self._store_bytes_max:
             return None
-        stored = StoredResult(key[1], request_id, result, delay_s, self.clock.monotonic(), policy.ttl_s)
-        self._store.pop(key, None)
+        stored = StoredResult(key[1], request_id, result, delay_s, self.clock.monotonic(), policy.ttl_s, size_bytes)
+        self._drop(key)
         self._store[key] = stored
-        while len(self._store) > self._store_max:
-            self._store.popitem(last=False)
+        self._store_bytes += size_bytes
+        while len(self._store) > self._store_max or self._store_bytes > self._store_bytes_max:
+            self._drop(next(iter(self._store)))
         return stored
+
+    def _drop(self, key: tuple[Any, str, str]) -> None:
+        stored = self._store.pop(key, None)
+        if stored is not None:
+            self._store_bytes -= stored.size_bytes
 
     def take(self, key: tuple[Any, str, str] | None) -> Reuse | None:
         """The stored result for this call if one is still within its TTL; it answers this call only."""
@@ -156,7 +170,7 @@ class LateResultReuse:
         if stored is None:
             return None
         age = self.clock.monotonic() - stored.arrived_at
-        del self._store[key]
+        self._drop(key)
         if age >= stored.ttl_s or self.policy_for(key[1]) is None:
             return None
         return Reuse(stored, age, marked_result(stored, age))
@@ -164,4 +178,4 @@ class LateResultReuse:
     def forget_scope(self, scope: Any) -> None:
         """A host connection went away: its stored results can answer no one."""
         for key in [k for k in self._store if k[0] == scope]:
-            del self._store[key]
+            self._drop(key)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from mcpwatch.wrapper.recorder import Recorder
 
 PREVIEW_CHARS = 4096
+CUT_KEYS_BYTES_MAX = 16 * 1024 * 1024  # reuse keys (canonical arguments) held for cut calls, in all
 
 
 @dataclass(slots=True)
@@ -51,6 +52,7 @@ class LateResults:
         self.recorder = recorder
         self._cap = cap
         self._cuts: OrderedDict[int, CutCall] = OrderedDict()
+        self._key_bytes = 0  # of the reuse keys the cut calls hold: a call past the bound is not reusable
         self.reuse = LateResultReuse(settings.reuse, is_mutation=_mutation_test(state_sync), clock=recorder.clock)
         self.counters = counters  # the core's: late_results and late_reused are counted there
         self._guard_warned: set[str] = set()
@@ -66,19 +68,28 @@ class LateResults:
             params = pending.message.get("params")
             arguments = params.get("arguments") if isinstance(params, dict) else None
             key = self.reuse.key(id(pending.link), pending.tool, arguments)
+        if key is not None and self._key_bytes + len(key[2]) > CUT_KEYS_BYTES_MAX:
+            key = None
+        self._key_bytes += len(key[2]) if key is not None else 0
         self._cuts[pending.up_id] = CutCall(pending.tool, pending.request_key, elapsed_s, reason, key)
         while len(self._cuts) > self._cap:
-            self._cuts.popitem(last=False)
+            self._pop(next(iter(self._cuts)))
 
     def forget(self, up_id: Any) -> None:
         """Its tombstone expired: no response can be matched to it any more."""
-        self._cuts.pop(up_id, None)
+        self._pop(up_id)
+
+    def _pop(self, up_id: Any) -> CutCall | None:
+        cut = self._cuts.pop(up_id, None)
+        if cut is not None and cut.reuse_key is not None:
+            self._key_bytes -= len(cut.reuse_key[2])
+        return cut
 
     # ------------------------------------------------------------------ the late response
 
     def arrived(self, tombstone: Tombstone, message: dict[str, Any]) -> None:
         """Log a late response to a cut tools/call: delay, outcome, size and the result (bounded)."""
-        cut = self._cuts.pop(tombstone.key, None)
+        cut = self._pop(tombstone.key)
         if cut is None:
             return  # not a tools/call (or its note was evicted): the tombstone_hit says enough
         delay = max(0.0, tombstone.age(self.recorder.clock.monotonic()))
@@ -100,7 +111,9 @@ class LateResults:
         reusable = cut.reuse_key is not None and outcome == Outcome.OK and "result" in body
         stored = None
         if reusable:
-            stored = self.reuse.keep(cut.reuse_key, body["result"], request_id=cut.request_id, delay_s=delay)
+            stored = self.reuse.keep(
+                cut.reuse_key, body["result"], request_id=cut.request_id, delay_s=delay, size_bytes=size
+            )
         self.counters.late_results += 1
         self.recorder.emit(
             Kind.LATE_RESULT,

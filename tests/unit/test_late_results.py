@@ -277,6 +277,17 @@ def test_the_reuse_store_rules() -> None:
     for k in keys:
         reuse.keep(k, {"content": []}, request_id=None, delay_s=0.5)
     assert len(reuse) == 2 and reuse.take(keys[0]) is None  # bounded: the oldest went first
+    assert reuse.key(1, "docs.get", {"text": "x" * 70_000}) is None  # huge arguments are never matched
+
+
+def test_the_reuse_store_is_bounded_in_bytes() -> None:
+    reuse = LateResultReuse([ReusePolicy("**", 30.0)], clock=ManualClock(), store_bytes_max=1000)
+    keys = [reuse.key(1, "t", {"n": n}) for n in range(4)]
+    for k in keys[:3]:
+        assert reuse.keep(k, {"content": []}, request_id=None, delay_s=1.0, size_bytes=400) is not None
+    assert len(reuse) == 2  # 1200 bytes > 1000: the oldest went
+    assert reuse.keep(keys[3], {"content": []}, request_id=None, delay_s=1.0, size_bytes=1001) is None
+    assert reuse.take(keys[2]) is not None and reuse.take(keys[1]) is not None and len(reuse) == 0
 
 
 @pytest.mark.parametrize(
