@@ -234,7 +234,7 @@ class HttpFront:
                 session.send({"jsonrpc": "2.0", "id": item["id"], "result": handshake})
             else:
                 self.core.host_message(session, item)
-        watcher = asyncio.ensure_future(self._cancel_on_disconnect(session, stream, receive)) if ephemeral else None
+        watcher = asyncio.ensure_future(self._on_disconnect(session, stream, receive, cancel=ephemeral is not None))
         try:
             first = await stream.queue.get()
             if first is None:
@@ -248,9 +248,9 @@ class HttpFront:
             else:
                 await _sse(send, stream.queue, extra, [first])
         finally:
-            session.streams.remove(stream)
-            if watcher is not None:
-                watcher.cancel()
+            if stream in session.streams:
+                session.streams.remove(stream)
+            watcher.cancel()
             if ephemeral is not None:
                 self.core.detach_link(ephemeral)
 
@@ -265,9 +265,20 @@ class HttpFront:
         else:
             await _sse(send, stream.queue, extra, ready)
 
-    async def _cancel_on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any) -> None:
-        """2026 era: a host cancels a request by closing its POST (it sends no notifications)."""
+    async def _on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any, *, cancel: bool) -> None:
+        """The host closed its POST before every answer went out: the answers it still waits for, or that wait in
+        the queue, cannot reach it, and the log says so (the core sees `send` fail for later ones). In the 2026 era
+        a closed POST also cancels its requests (such a host sends no notifications)."""
         await _disconnected(receive)
+        if stream in session.streams:
+            session.streams.remove(stream)
+        while not stream.queue.empty():
+            message = stream.queue.get_nowait()
+            if message is not None and "method" not in message:
+                self.core.warn(f"answer to request {message.get('id')!r} not delivered: the host closed its request")
+        if not cancel:
+            stream.queue.put_nowait(None)
+            return
         for request_id in list(stream.request_ids):
             params = {"requestId": request_id, "reason": "the host closed the request"}
             self.core.host_message(session, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})

@@ -82,6 +82,24 @@ async def test_an_answer_that_cannot_be_delivered_is_logged_as_not_delivered(tmp
     assert len(ends) == 1 and not (ends[0]["outcome"] == "ok" and ends[0].get("delivered", True)), ends
 
 
+async def test_a_2025_host_that_closes_its_post_early_is_not_logged_as_answered(tmp_path):
+    # 2025 era: closing the POST does not cancel the call (the host would send notifications/cancelled), but its
+    # answer has nowhere to go: request_end says delivered: false, and a warning says why.
+    async with listening_wrapper(tmp_path) as front, Host(front) as host:
+        import httpx2
+
+        call = rpc("slow", "tools/call", {"name": "sleep", "arguments": {"seconds": 0.6}})
+        async with httpx2.AsyncClient(timeout=0.2) as impatient:
+            with pytest.raises(httpx2.TimeoutException):
+                await impatient.post(front.url, json=call, headers=host.headers)
+        await host.ping()  # the session itself is fine
+        ends = await wait_logged(front.log, "tools/call", 1)
+        with sqlite3.connect(front.log) as db:
+            warnings = [json.loads(d)["message"] for (d,) in db.execute("SELECT data FROM events WHERE kind='warning'")]
+    assert len(ends) == 1 and ends[0]["outcome"] == "ok" and ends[0]["delivered"] is False, ends
+    assert any("not delivered" in w for w in warnings), warnings
+
+
 async def test_a_stdio_batch_is_answered_with_one_batch(tmp_path):
     process = subprocess.Popen(
         mcpwatch_cmd("wrap", "--no-log", "--", sys.executable, RAW_SERVER),
