@@ -23,7 +23,7 @@ from mcpwatch.events import Kind
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.http_limits import ConnectionLimits
+from mcpwatch.wrapper.http_limits import ConnectionLimits, within_descriptors
 from mcpwatch.wrapper.operator import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import Recorder, Tee
 
@@ -109,6 +109,7 @@ def _http_front(core: WrapperCore, options: WrapOptions, on_warning: Callable[[s
         max_connections=settings.max_connections,
         idle_timeout_s=settings.idle_timeout_s,
     )
+    limits = within_descriptors(limits, share=1 / 2)
     guard = FrontGuard.for_listen(host, remote=options.allow_remote, token=token)
     return HttpFront(core, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
 
@@ -207,8 +208,11 @@ async def run_wrapper(options: WrapOptions) -> int:
         health_tool=settings.upstream.health_tool,
         otel_info=lambda: None if otel is None else otel.status(),
     )
-    operator_limits = ConnectionLimits(
-        max_connections=settings.operator.max_connections, idle_timeout_s=settings.operator.idle_timeout_s
+    operator_limits = within_descriptors(
+        ConnectionLimits(
+            max_connections=settings.operator.max_connections, idle_timeout_s=settings.operator.idle_timeout_s
+        ),
+        share=1 / 8,
     )
     operator = OperatorServer(
         operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits

@@ -12,7 +12,7 @@ stream — is never idle.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -23,6 +23,24 @@ class ConnectionLimits:
     max_head_bytes: int = 64 * 1024
     max_connections: int = 256
     idle_timeout_s: float = 30.0
+
+
+RESERVED_DESCRIPTORS = 64  # the log, the upstream's pipes (and a respawn's), sockets to an HTTP upstream, the loop
+
+
+def within_descriptors(limits: ConnectionLimits, share: float) -> ConnectionLimits:
+    """`limits` with at most `share` of the descriptors the process may open (after a reserve) as connections: a
+    cap above the process's own limit would let idle clients take the descriptors the upstream needs."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return limits
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    room = max(4, int((soft - RESERVED_DESCRIPTORS) * share))
+    return replace(limits, max_connections=min(limits.max_connections, room))
 
 
 def _refusal(status: int, reason: str, text: str) -> bytes:

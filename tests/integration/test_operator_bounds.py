@@ -152,3 +152,29 @@ async def test_absurd_event_arguments_are_clear_errors(tmp_path, isolated_state)
             assert result["isError"] is True and text in result["content"][0]["text"], (arguments, result)
         assert (await operator.tool("events", after=0, limit=1))["events"]
     assert "Traceback" not in front.stderr
+
+
+async def test_1100_idle_front_clients_with_few_descriptors_leave_room_for_hosts_and_the_upstream(tmp_path):
+    # default caps; the wrapper has 256 descriptors in all, fewer than the front's default cap of 256 connections
+    async with (
+        listening_wrapper(tmp_path, preexec=few_descriptors) as front,
+        Host(front) as host,
+        served_throughout(host),
+    ):
+        idle = await asyncio.to_thread(
+            lambda: [socket.create_connection(("127.0.0.1", front.port), 10) for _ in range(1100)]
+        )
+        async with Host(front) as newcomer:  # a new host gets in
+            await newcomer.ping()
+        crashed = await host.post(rpc("boom", "tools/call", {"name": "crash", "arguments": {}}))
+        assert crashed.status_code == 200
+        for _ in range(100):  # the upstream is respawned (its pipes need descriptors)
+            echoed = await host.post(rpc("after", "tools/call", {"name": "echo", "arguments": {}}))
+            if echoed.json().get("result", {}).get("isError") is False:
+                break
+            await asyncio.sleep(0.1)
+        assert echoed.json()["result"]["isError"] is False, echoed.json()
+        assert await asyncio.to_thread(still_open, idle) <= 96  # (256 - 64) / 2: half the descriptors left
+        for sock in idle:
+            sock.close()
+    assert "Too many open files" not in front.stderr and "Traceback" not in front.stderr
