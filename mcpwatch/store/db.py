@@ -8,16 +8,19 @@ timeout and retry on SQLITE_BUSY, so several wrapper processes can share one fil
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from mcpwatch import privacy
 from mcpwatch.errors import UserError
 from mcpwatch.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, Migration, migrate
 
 BUSY_TIMEOUT_MS = 30_000
+BUSY_ATTEMPTS = 20
 PAGE_SIZE = 8192  # fewer, fuller b-tree pages: ~5-10% faster batched inserts than the default 4096
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -48,12 +51,43 @@ _PROBLEM_BY_CODE = {
 }
 
 
+def problem_text(path: Path, exc: BaseException) -> str:
+    """One line naming the path and what is wrong, for any error that stops the log being written."""
+    if isinstance(exc, UserError):
+        return str(exc)
+    if is_busy(exc):
+        return f"{path}: the event log is locked by another process"
+    if isinstance(exc, sqlite3.DatabaseError | OSError) and disk_full(path):
+        return f"{path}: the disk holding the event log is full ({exc})"
+    if isinstance(exc, sqlite3.DatabaseError):
+        return str(corrupt(path, exc))
+    return f"{path}: {type(exc).__name__}: {exc}"
+
+
+FULL_BELOW_BYTES = 64 * 1024  # less room than this and SQLite cannot grow its WAL or SHM: call it full
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the file system holding `path` has (next to) no room left for this user.
+
+    A full disk does not always come back as SQLITE_FULL: creating or growing the WAL and SHM files on a full file
+    system fails as a disk I/O error, which would send a person looking for a broken disk.
+    """
+    try:
+        info = os.statvfs(path.parent)
+    except (OSError, AttributeError):
+        return False
+    return info.f_bavail * info.f_frsize < FULL_BELOW_BYTES
+
+
 def corrupt(path: Path, exc: sqlite3.DatabaseError) -> LogError:
     """The one-line error for a file SQLite cannot use: not a database, corrupt, or an environment problem."""
     detail = str(exc).strip() or type(exc).__name__
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code == sqlite3.SQLITE_NOTADB or "not a database" in detail:
         return LogError(f"{path}: not an SQLite database, so not an mcpwatch event log")
+    if code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR) and disk_full(path):
+        return LogError(f"{path}: {_PROBLEM_BY_CODE[sqlite3.SQLITE_FULL]} ({detail})")
     if code in _PROBLEM_BY_CODE:
         return LogError(f"{path}: {_PROBLEM_BY_CODE[code]} ({detail})")
     if "malformed JSON" in detail:  # a damaged data column: SQL over it fails, `export` still reads every event
@@ -73,7 +107,7 @@ def translate_errors(path: Path) -> Iterator[None]:
         raise corrupt(path, exc) from None
 
 
-def retry_busy(action: Callable[[], T], *, attempts: int = 20, pause: float = 0.05) -> T:
+def retry_busy(action: Callable[[], T], *, attempts: int = BUSY_ATTEMPTS, pause: float = 0.05) -> T:
     """Run `action`, retrying when SQLite reports the file busy beyond its busy timeout."""
     for attempt in range(attempts):
         try:
@@ -86,9 +120,9 @@ def retry_busy(action: Callable[[], T], *, attempts: int = 20, pause: float = 0.
 
 
 @contextlib.contextmanager
-def immediate(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def immediate(conn: sqlite3.Connection, attempts: int = BUSY_ATTEMPTS) -> Iterator[sqlite3.Connection]:
     """A write transaction that holds the write lock from its start (no deadlock-prone lock upgrades)."""
-    retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+    retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), attempts=attempts)
     try:
         yield conn
     except BaseException:
@@ -149,51 +183,79 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
-def _ensure_schema(path: Path, conn: sqlite3.Connection, steps: tuple[Migration, ...]) -> None:
+def _ensure_schema(
+    path: Path, conn: sqlite3.Connection, steps: tuple[Migration, ...], busy_attempts: int = BUSY_ATTEMPTS
+) -> None:
     """Migrate to the latest version under the write lock; another process may have done it meanwhile."""
     if inspect(path, conn, len(steps)) >= len(steps):
         return
-    with translate_errors(path), immediate(conn):
+    with translate_errors(path), immediate(conn, busy_attempts):
         version = inspect(path, conn, len(steps))
         if version < len(steps):
             migrate(conn, version, steps)
 
 
-def connect_writer(path: Path, *, steps: tuple[Migration, ...] = MIGRATIONS) -> sqlite3.Connection:
-    """A read-write connection to a valid, current log, creating the file (and its directory) when needed."""
+def _create_private(path: Path) -> None:
+    """Create the log's directory (0700) and the empty file itself with mode 0600, never through a symlink.
+
+    SQLite gives the WAL and SHM files the mode of the database file, so they are private too.
+    """
+    try:
+        path.parent.mkdir(mode=privacy.DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LogError(f"{path}: cannot create the event log's directory ({exc.strerror})") from None
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, privacy.FILE_MODE)
+    except FileExistsError:
+        return  # another process created it meanwhile (or a symlink is there: SQLite's own checks follow)
+    except OSError as exc:
+        raise LogError(f"{path}: cannot create the event log ({exc.strerror})") from None
+    os.close(fd)
+
+
+def connect_writer(
+    path: Path,
+    *,
+    steps: tuple[Migration, ...] = MIGRATIONS,
+    busy_timeout_ms: int | None = None,
+    busy_attempts: int = BUSY_ATTEMPTS,
+) -> sqlite3.Connection:
+    """A read-write connection to a valid, current log, creating the file (and its directory) when needed.
+
+    `busy_timeout_ms` and `busy_attempts` bound how long opening may wait for another process's write lock.
+    """
     if path.exists():
         check_header(path)
+        privacy.check_file(path)
     else:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise LogError(f"{path}: cannot create the event log's directory ({exc.strerror})") from None
+        _create_private(path)
+    timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
     try:
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout_ms / 1000)
     except sqlite3.Error as exc:
         raise LogError(f"{path}: cannot open the event log ({exc})") from None
     try:
-        _configure(conn)
+        conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         fresh = inspect(path, conn, len(steps)) == 0  # refuse a foreign or newer file before changing it
         with translate_errors(path):
             if fresh:
                 conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only on a file with no pages yet
-            mode = retry_busy(lambda: conn.execute("PRAGMA journal_mode").fetchone()[0])
+            mode = retry_busy(lambda: conn.execute("PRAGMA journal_mode").fetchone()[0], attempts=busy_attempts)
             if str(mode).lower() != "wal":
-                retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone())
+                retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone(), attempts=busy_attempts)
             conn.execute("PRAGMA synchronous = NORMAL")
             # 4 MB: an append touches few pages and the OS page cache keeps the rest; SQLite's cache is resident
             # memory in every wrapper, whose whole budget is 60 MB (bench memory); 16 MB bought no write speed.
             conn.execute("PRAGMA cache_size = -4000")
-        _ensure_schema(path, conn, steps)
+        _ensure_schema(path, conn, steps, busy_attempts)
     except sqlite3.Error as exc:
         conn.close()
-        if is_busy(exc):
-            raise LogError(f"{path}: the event log stayed locked by another process; try again") from None
-        raise corrupt(path, exc) from None
+        raise LogError(problem_text(path, exc)) from None
     except BaseException:
         conn.close()
         raise
+    for suffix in ("", "-wal", "-shm"):  # a log made before mcpwatch kept it private
+        privacy.tighten(Path(f"{path}{suffix}"))
     return conn
 
 

@@ -3,82 +3,77 @@ inserts in batches, one IMMEDIATE transaction per batch.
 
 The wrapper calls `emit()` from its asyncio loop, so it must never block: the queue is bounded, and an event that
 does not fit is dropped and counted. Drops are never silent: the writer later records a `warning` event in the same
-session, in the place (seq) of the first event it lost, saying how many were lost.
+session, in the place (seq) of the first event it lost, saying how many were lost (see `losses`).
+
+A log that cannot be written for a while (locked by another process, read-only, on a full disk, damaged, or not a
+log at all) never stops the caller: the batch in hand is kept, events wait in the bounded queue, and the writer
+retries every `retry_interval`. With `open_now=False` even opening the file happens on the writer thread, so a
+wrapper serves its host at once whatever state its log is in.
 """
 
 from __future__ import annotations
 
 import atexit
-import json
-import math
 import secrets
 import sqlite3
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from mcpwatch import __version__
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
-from mcpwatch.events import Event, Kind
-from mcpwatch.store.db import LogError, connect_writer, immediate, is_busy, translate_errors
+from mcpwatch.errors import UserError
+from mcpwatch.events import Event
+from mcpwatch.store.db import (
+    BUSY_ATTEMPTS,
+    BUSY_TIMEOUT_MS,
+    LogError,
+    connect_writer,
+    immediate,
+    is_busy,
+    problem_text,
+    translate_errors,
+)
+from mcpwatch.store.encoding import coerce_row, encode_json
+from mcpwatch.store.losses import LossLedger
 
+INSERT_SESSION = "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)"
 INSERT_EVENT = (
     "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
 )
 BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
 WRITE_ATTEMPTS = 10  # each attempt may wait the whole busy timeout
-
-_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=str)
-_encode = _encoder.encode
-
-
-def _fast_encoder() -> Any:
-    """The C encoder called directly (no per-call setup, no circular-reference bookkeeping): ~3x faster per event.
-
-    A circular structure then surfaces as RecursionError, which encode_json handles.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the accelerator
-        return _encode
-    iterencode = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, False)
-    join = "".join
-    return lambda value: join(iterencode(value, 0))
-
-
-_fast_encode = _fast_encoder()
-
-
-def _clean(value: Any) -> Any:
-    """JSON-safe copy: non-finite floats become null (SQLite's JSON functions reject NaN), keys become text."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_clean(v) for v in value]
-    return value
+DEFERRED_BUSY_MS = 1000  # a writer that must never hold up its caller waits this long per try for the lock
+# SQLite result codes after which the file may become writable again (the lock freed, space or permission given,
+# the file replaced): the batch is kept and retried rather than lost.
+_RETRIABLE = frozenset(
+    (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_CORRUPT,
+        sqlite3.SQLITE_NOTADB,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_PROTOCOL,
+    )
+)
+_KEEP_CONNECTION = frozenset((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL))
 
 
-def encode_json(value: Any) -> str:
-    """Compact JSON that SQLite's json functions can always read (orjson first: it writes NaN as null, as _clean
-    does, ~10x faster, so the writer thread holds the GIL that much less; the standard library for the rest)."""
-    try:
-        return orjson.dumps(value, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        pass
-    try:
-        return _fast_encode(value)
-    except (ValueError, TypeError, RecursionError):
-        try:
-            return _encode(_clean(value))
-        except (ValueError, TypeError, RecursionError) as exc:
-            return _encode({"unencodable": f"{type(exc).__name__}: {exc}"})
+def _retriable(exc: BaseException) -> bool:
+    if isinstance(exc, UserError):
+        return True
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):
+        return False
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    return code in _RETRIABLE or is_busy(exc)
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -105,13 +100,17 @@ class _EndSession:
 
 
 @dataclass(slots=True)
-class _Loss:
-    """A run of lost events in one session, to be recorded as one warning event."""
+class _Batch:
+    """Items taken off the queue for one transaction; kept whole while the log cannot be written."""
 
-    first: Event
-    count: int
-    last_seq: int
-    cause: str
+    events: list[Event] = field(default_factory=list)
+    ends: list[_EndSession] = field(default_factory=list)
+    markers: list[_Marker] = field(default_factory=list)
+
+    def release(self) -> None:
+        for marker in self.markers:
+            marker.done.set()
+        self.markers.clear()
 
 
 class EventWriter:
@@ -125,35 +124,57 @@ class EventWriter:
         flush_interval: float = 0.1,
         clock: Clock = SYSTEM_CLOCK,
         on_error: Callable[[str], None] | None = None,
+        on_notice: Callable[[str], None] | None = None,
+        open_now: bool = True,
+        retry_interval: float = 1.0,
     ) -> None:
         """`on_error(message)` is called from the writer thread when writes start failing (once per distinct
-        error), so the program can say so where a person will see it; the lost events are counted either way."""
+        problem), `on_notice(message)` when they work again, so the program can say so where a person will see
+        it. With `open_now` a file that cannot be used raises LogError here; without, the writer thread opens
+        it and keeps retrying, and `problem` says what is wrong meanwhile."""
         if queue_max < 1:
             raise ValueError("queue_max must be at least 1")
         self.path = Path(path)
         self.queue_max = queue_max
         self.flush_interval = max(0.001, float(flush_interval))
+        self.retry_interval = max(0.01, float(retry_interval))
         self.events_written = 0
-        self.dropped = 0
         self.last_error: str | None = None
+        self.problem: str | None = None  # why the log cannot be written right now; None while it can
+        self._ledger = LossLedger()
         self._on_error = on_error
-        self._reported_error: str | None = None
+        self._on_notice = on_notice
+        self._reported: set[str] = set()
         self._clock = clock
-        self._conn = connect_writer(self.path)
+        self._busy_ms = BUSY_TIMEOUT_MS if open_now else DEFERRED_BUSY_MS
+        self._busy_attempts = BUSY_ATTEMPTS if open_now else 1
+        self._write_attempts = WRITE_ATTEMPTS if open_now else 1
+        self._conn: sqlite3.Connection | None = connect_writer(self.path) if open_now else None
         self._conn_lock = threading.Lock()
         self._queue: deque[Any] = deque()
+        self._held: _Batch | None = None  # a batch the log refused for now, retried before anything else
+        self._starts: list[tuple[Any, ...]] = []  # session rows not yet written (open_now=False)
         self._limit = queue_max  # set to -1 on close, so late emits take the (counted) drop path
         self._wake_at = min(max(queue_max // 4, 1), BATCH_MAX)
         self._wake = threading.Event()
-        self._loss_lock = threading.Lock()
-        self._losses: dict[str, _Loss] = {}
         self._stopping = False
+        self._give_up_at = float("inf")
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="mcpwatch-log-writer", daemon=True)
         self._thread.start()
         atexit.register(self.close)
 
     # -- caller side -------------------------------------------------------------------------------------------
+
+    @property
+    def dropped(self) -> int:
+        """Events lost (a full queue, a failed write, emitted after close), whether or not recorded as lost."""
+        return self._ledger.dropped
+
+    @property
+    def losses_recorded(self) -> int:
+        """Of the events lost, how many a warning event written to the log accounts for."""
+        return self._ledger.recorded
 
     def emit(self, event: Event) -> None:
         """Queue one event; O(1), never blocks, never raises for a full queue (the loss is counted and logged)."""
@@ -163,8 +184,12 @@ class EventWriter:
             queue.append(event)
             if size == self._wake_at:
                 self._wake.set()
+        elif self._closed:
+            self._ledger.lose([event], "emitted after close")
+        elif self.problem is not None:
+            self._ledger.lose([event], f"the memory queue was full while the log could not be written: {self.problem}")
         else:
-            self._lose([event], "the log writer's queue was full" if not self._closed else "emitted after close")
+            self._ledger.lose([event], "the log writer's queue was full")
 
     def start_session(
         self,
@@ -175,19 +200,19 @@ class EventWriter:
         config: dict[str, Any],
         session_id: str | None = None,
     ) -> str:
-        """Write the session's row now (synchronously) and return its id."""
+        """Record the session's row and return its id: now (with `open_now`) or, without, on the writer thread."""
         if self._closed:
             raise LogError(f"{self.path}: this event writer is closed")
         started_at = self._clock.time()
         session_id = session_id or new_session_id(started_at)
         row = (session_id, name, upstream, pid, started_at, __version__, encode_json(config))
+        if self._conn is None:
+            self._starts.append(row)
+            self._wake.set()
+            return session_id
         with self._conn_lock, translate_errors(self.path), immediate(self._conn) as conn:
             try:
-                conn.execute(
-                    "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    row,
-                )
+                conn.execute(INSERT_SESSION, row)
             except sqlite3.IntegrityError:
                 raise LogError(f"{self.path}: a session with id {session_id!r} already exists") from None
         return session_id
@@ -201,8 +226,8 @@ class EventWriter:
         self._wake.set()
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything emitted so far is handled: committed, or (on a write failure) counted in
-        `dropped` and reported in a warning. False when `timeout` passed first."""
+        """Wait until everything emitted so far is handled: committed, or (on a write failure that cannot pass)
+        counted in `dropped` and reported in a warning. False when `timeout` passed first."""
         if self._closed or not self._thread.is_alive():
             return not self._queue
         marker = _Marker()
@@ -211,23 +236,41 @@ class EventWriter:
         return marker.done.wait(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Flush, stop the writer thread and close the file. Idempotent."""
+        """Write what is queued, for at most `timeout` seconds while the log refuses it, then stop the writer
+        thread and close the file; whatever could not be written is counted in `dropped`. Idempotent."""
         if self._closed:
             return
         self._closed = True
         self._limit = -1
+        if timeout is not None:
+            self._give_up_at = time.monotonic() + timeout
         self._stopping = True
         self._wake.set()
-        self._thread.join(timeout)
+        self._thread.join(None if timeout is None else timeout + self._busy_ms / 1000 + 1.0)
         atexit.unregister(self.close)
-        if not self._thread.is_alive():
+        if self._thread.is_alive():  # stuck inside SQLite: leave the connection to it, count what it holds
+            self._ledger.lose(self._unwritten(), f"not written before exit: {self.problem or self.last_error}")
+            return
+        if self._conn is not None:
             with self._conn_lock:
                 self._conn.close()
-            # an emit racing with close() may have slipped in after the last drain: count it, at least
-            late = [item for item in self._queue if isinstance(item, Event)]
-            self._queue.clear()
-            if late:
-                self._lose(late, "emitted while closing")
+        # events the log refused to the end, and an emit racing with close(): counted, at least
+        left = self._unwritten()
+        if left:
+            self._ledger.lose(left, f"not written before exit: {self.problem or self.last_error or 'closing'}")
+        self._queue.clear()
+
+    def _unwritten(self) -> list[Event]:
+        held, self._held = self._held, None
+        events = [] if held is None else held.events
+        if held is not None:
+            held.release()
+        for item in list(self._queue):
+            if isinstance(item, Event):
+                events.append(item)
+            elif isinstance(item, _Marker):
+                item.done.set()
+        return events
 
     def __enter__(self) -> EventWriter:
         return self
@@ -237,105 +280,148 @@ class EventWriter:
 
     @property
     def pending(self) -> int:
-        """Items queued and not yet written."""
-        return len(self._queue)
+        """Events queued or held and not yet written."""
+        return len(self._queue) + (len(self._held.events) if self._held is not None else 0)
 
     # -- writer thread -----------------------------------------------------------------------------------------
 
-    def _lose(self, events: list[Event], cause: str) -> None:
-        with self._loss_lock:
-            self.dropped += len(events)
-            for event in events:
-                if not isinstance(event, Event):
-                    continue  # counted; without a session there is nowhere to report it
-                loss = self._losses.get(event.session_id)
-                if loss is None:
-                    self._losses[event.session_id] = _Loss(event, 1, event.seq, cause)
-                else:
-                    loss.count += 1
-                    loss.last_seq = max(loss.last_seq, event.seq)
-
-    def _take_losses(self) -> list[_Loss]:
-        if not self._losses:
-            return []
-        with self._loss_lock:
-            losses = list(self._losses.values())
-            self._losses.clear()
-        return losses
-
-    def _restore_losses(self, losses: list[_Loss]) -> None:
-        with self._loss_lock:
-            for loss in losses:
-                current = self._losses.get(loss.first.session_id)
-                if current is None:
-                    self._losses[loss.first.session_id] = loss
-                else:
-                    current.count += loss.count
-                    current.last_seq = max(current.last_seq, loss.last_seq)
-                    if loss.first.seq < current.first.seq:
-                        current.first = loss.first
-
     def _run(self) -> None:
-        queue = self._queue
         while True:
-            self._wake.wait(self.flush_interval)
+            self._wake.wait(self.flush_interval if self.problem is None else self.retry_interval)
             self._wake.clear()
             stopping = self._stopping
-            failures = 0
-            while queue or self._losses:
-                try:
-                    ok = self._write_some(queue)
-                except Exception as exc:  # a bug must not kill the thread: later events would pile up unseen
-                    self.last_error = f"{type(exc).__name__}: {exc}"
-                    ok = False
-                if not ok:
-                    failures += 1
-                    if not stopping or failures >= 3:
-                        break  # try again after the next interval (or give up when closing)
+            self._drain(stopping)
             if stopping:
                 return
 
-    def _write_some(self, queue: deque[Any]) -> bool:
-        """Take up to BATCH_MAX items off the queue and commit them in one transaction."""
-        events: list[Event] = []
-        ends: list[_EndSession] = []
-        markers: list[_Marker] = []
-        pop = queue.popleft
-        append = events.append
+    def _has_work(self) -> bool:
+        return bool(self._queue or self._ledger or self._held is not None or self._starts)
+
+    def _drain(self, stopping: bool) -> None:
+        """Write until the queue is empty; on a failure wait for the next round (or, closing, until give-up)."""
+        while self._has_work():
+            try:
+                ok = self._write_some()
+            except Exception as exc:  # a bug must not kill the thread: later events would pile up unseen
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                ok = False
+            if ok:
+                continue
+            if not stopping or time.monotonic() >= self._give_up_at:
+                return
+            time.sleep(min(self.retry_interval, 0.1))
+
+    def _connect(self) -> bool:
+        """Open the log if it is not open; on failure note the problem (once) and say False."""
+        if self._conn is not None:
+            return True
+        try:
+            self._conn = connect_writer(self.path, busy_timeout_ms=self._busy_ms, busy_attempts=self._busy_attempts)
+        except (UserError, sqlite3.Error, OSError) as exc:
+            self._set_problem(problem_text(self.path, exc))
+            return False
+        return True
+
+    def _write_starts(self) -> bool:
+        rows = list(self._starts)
+        try:
+            with self._conn_lock, immediate(self._conn, self._busy_attempts) as conn:  # type: ignore[arg-type]
+                for row in rows:
+                    try:
+                        conn.execute(INSERT_SESSION, row)
+                    except sqlite3.IntegrityError:
+                        self.last_error = f"a session with id {row[0]!r} already exists"
+        except Exception as exc:
+            return self._failed(exc)
+        del self._starts[: len(rows)]
+        return True
+
+    def _write_some(self) -> bool:
+        """Commit the held batch, or up to BATCH_MAX new items, in one transaction."""
+        if not self._connect():
+            return False
+        if self._starts and not self._write_starts():
+            return False
+        batch, self._held = self._held, None
+        if batch is None:
+            batch = self._take_batch()
+        losses = self._ledger.take()
+        rows = self._rows(batch.events)
+        rows.extend(self._row(loss.warning()) for loss in losses)
+        error = self._commit(rows, batch.ends)
+        if error is None:
+            self.events_written += len(rows)
+            self._ledger.mark_recorded(losses)
+            batch.release()
+            self._recovered()
+            return True
+        self._ledger.restore(losses)
+        if _retriable(error):
+            self._held = batch
+            self._failed(error)
+            return False
+        self._ledger.lose(batch.events, f"the log could not be written ({self.last_error})")
+        batch.release()
+        self._report(f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost")
+        return False
+
+    def _take_batch(self) -> _Batch:
+        batch = _Batch()
+        pop = self._queue.popleft
+        append = batch.events.append
         try:
             for _ in range(BATCH_MAX):
                 item = pop()
                 if item.__class__ is Event:
                     append(item)
                 elif isinstance(item, _Marker):
-                    markers.append(item)
+                    batch.markers.append(item)
                     break  # commit now, so the flush returns as early as it can
                 elif isinstance(item, _EndSession):
-                    ends.append(item)
+                    batch.ends.append(item)
                 else:
                     append(item)
         except IndexError:
             pass
-        try:
-            return self._commit_batch(events, ends)
-        finally:
-            for marker in markers:
-                marker.done.set()
+        return batch
 
-    def _commit_batch(self, events: list[Event], ends: list[_EndSession]) -> bool:
-        losses = self._take_losses()
-        rows = self._rows(events)
-        rows.extend(self._row(self._warning(loss)) for loss in losses)
-        ok = self._commit(rows, ends)
-        if ok:
-            self.events_written += len(rows)
-        else:
-            self._restore_losses(losses)
-            self._lose(events, f"the log could not be written ({self.last_error})")
-            if self._on_error is not None and self.last_error != self._reported_error:
-                self._reported_error = self.last_error
-                self._on_error(f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost")
-        return ok
+    def _failed(self, exc: BaseException) -> bool:
+        """Note a failure that may pass; drop a connection that will not recover by itself. Always False."""
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        if _retriable(exc):
+            self._set_problem(problem_text(self.path, exc))
+            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+            if self._conn is not None and code not in _KEEP_CONNECTION and not is_busy(exc):
+                with self._conn_lock:
+                    self._conn.close()
+                self._conn = None  # reopened (and the file checked again) on the next try
+        return False
+
+    def _set_problem(self, problem: str) -> None:
+        first = self.problem is None
+        self.problem = problem
+        if first or problem not in self._reported:
+            self._report(
+                f"{problem}; serving on without it: up to {self.queue_max} events wait in memory and the log is "
+                f"retried every {self.retry_interval:g}s (events beyond that are counted as lost)"
+            )
+            self._reported.add(problem)
+
+    def _recovered(self) -> None:
+        if self.problem is None:
+            return
+        self.problem = None
+        if self._on_notice is not None:
+            lost = self._ledger.dropped
+            self._on_notice(
+                f"{self.path}: the event log can be written again; {self.events_written} events written so far, "
+                f"{lost} lost (recorded in the log as a warning)"
+            )
+
+    def _report(self, message: str) -> None:
+        if self._on_error is not None and message not in self._reported:
+            self._reported.add(message)
+            self._on_error(message)
 
     def _rows(self, events: list[Event]) -> list[tuple[Any, ...]]:
         """Rows for the batch; an item that is not a usable event is counted as dropped, not allowed to sink it."""
@@ -349,8 +435,7 @@ class EventWriter:
                     rows.append(row(e))
                 except Exception as exc:
                     self.last_error = f"unusable event {type(e).__name__}: {exc}"
-                    with self._loss_lock:
-                        self.dropped += 1
+                    self._ledger.count_unusable()
             return rows
 
     @staticmethod
@@ -368,28 +453,15 @@ class EventWriter:
             encode_json(data) if data else "{}",
         )
 
-    def _warning(self, loss: _Loss) -> Event:
-        first = loss.first
-        message = (
-            f"{loss.count} events dropped ({loss.cause}; seq {first.seq}..{loss.last_seq}); "
-            f"this warning takes the seq of the first one lost"
-        )
-        return Event(
-            kind=Kind.WARNING.value,
-            session_id=first.session_id,
-            ts=first.ts,
-            mono=first.mono,
-            seq=first.seq,
-            data={"message": message, "dropped": loss.count, "first_seq": first.seq, "last_seq": loss.last_seq},
-        )
-
-    def _commit(self, rows: list[tuple[Any, ...]], ends: list[_EndSession]) -> bool:
-        """Insert rows and session ends in one transaction; retry while the file is busy. False if they were lost."""
+    def _commit(self, rows: list[tuple[Any, ...]], ends: list[_EndSession]) -> BaseException | None:
+        """Insert rows and session ends in one transaction; retry while the file is busy. The error if not."""
         if not rows and not ends:
-            return True
-        for attempt in range(WRITE_ATTEMPTS):
+            return None
+        conn = self._conn
+        assert conn is not None
+        for attempt in range(self._write_attempts):
             try:
-                with self._conn_lock, immediate(self._conn) as conn:
+                with self._conn_lock, immediate(conn, self._busy_attempts):
                     conn.execute("SAVEPOINT batch")
                     try:
                         conn.executemany(INSERT_EVENT, rows)
@@ -401,58 +473,20 @@ class EventWriter:
                         OverflowError,
                     ):
                         # something unbindable or missing (an odd type, a huge int, a lone surrogate, a None
-                        # timestamp): undo the rows
-                        # inserted before it, then store the whole batch with odd values made text
+                        # timestamp): undo the rows inserted before it, then store the whole batch with odd values
+                        # made text
                         conn.execute("ROLLBACK TO batch")
-                        conn.executemany(INSERT_EVENT, [_coerce(r) for r in rows])
+                        conn.executemany(INSERT_EVENT, [coerce_row(r) for r in rows])
                     conn.execute("RELEASE batch")
                     for end in ends:
                         conn.execute(
                             "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
                             (end.ended_at, end.reason, end.session_id),
                         )
-                return True
+                return None
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"
-                if not is_busy(exc) or attempt == WRITE_ATTEMPTS - 1:
-                    return False
+                if not is_busy(exc) or attempt == self._write_attempts - 1:
+                    return exc
                 time.sleep(0.05 * (attempt + 1))
-        return False  # pragma: no cover - the loop always returns
-
-
-def _text(value: Any, errors: str = "replace") -> str:
-    """Text SQLite can store: valid UTF-8 (a lone surrogate is replaced, or escaped when inside JSON)."""
-    text = value if isinstance(value, str) else str(value)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", errors).decode("utf-8")
-    return text
-
-
-def _int64(value: Any) -> int:
-    return value if isinstance(value, int) and -(2**63) <= value < 2**63 else 0
-
-
-def _real(value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-    return number if math.isfinite(number) else 0.0
-
-
-def _coerce(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Make every field of a row bindable; used only when a batch holds something odd."""
-    session_id, seq, ts, mono, kind, request_id, tool, model, data = row
-    return (
-        _text(session_id),
-        _int64(seq),
-        _real(ts),
-        _real(mono),
-        _text(kind),
-        None if request_id is None else _text(request_id),
-        None if tool is None else _text(tool),
-        None if model is None else _text(model),
-        _text(data, "backslashreplace"),  # inside JSON strings, `\udc80` is a valid escape: nothing is lost
-    )
+        return None  # pragma: no cover - the loop always returns

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch import __version__, paths, registry
+from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
+from mcpwatch.errors import UserError
 from mcpwatch.events import Kind
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
@@ -114,25 +115,89 @@ def _http_front(core: WrapperCore, options: WrapOptions, on_warning: Callable[[s
     return HttpFront(core, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
 
 
+def note(message: str) -> None:
+    print(f"mcpwatch: {message}", file=sys.stderr, flush=True)
+
+
+LOG_CLOSE_WAIT_S = 3.0  # at exit, how long a log that refuses writes (locked, full) is retried before giving up
+
+
+def _state_dir_problem() -> str | None:
+    """Why the state directory must not be used (another user's, or writable by others); None when it is fine."""
+    try:
+        privacy.ensure_dir(paths.state_dir())
+        privacy.ensure_dir(paths.registry_dir(), "registry directory")
+    except UserError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"{paths.state_dir()}: cannot create the state directory ({exc.strerror})"
+    return None
+
+
+def _open_log(options: WrapOptions, log_path: Path, state_problem: str | None) -> Any:
+    """The wrapper's log writer, opened on its own thread so no state of the file can hold up the host."""
+    if options.no_log:
+        return None
+    settings = options.settings
+    if state_problem is not None and log_path.parent == paths.state_dir():
+        return None  # the one line about the state directory has been said; nothing is written there
+    from mcpwatch.store import EventWriter
+
+    return EventWriter(
+        log_path,
+        queue_max=settings.log.queue_max,
+        flush_interval=settings.log.flush_interval_ms / 1000,
+        on_error=warn,
+        on_notice=note,
+        open_now=False,
+    )
+
+
+def _log_info(writer: Any, log_path: Path, session_id: str, off_reason: str | None) -> dict[str, Any]:
+    """The operator status's `log` block: where, whether it is being written, and events written vs lost."""
+    if writer is None:
+        return {"path": None, "session_id": session_id, "state": "off", "problem": off_reason, "events_written": 0}
+    return {
+        "path": str(log_path),
+        "session_id": session_id,
+        "state": "ok" if writer.problem is None else "unavailable",
+        "problem": writer.problem,
+        "events_written": writer.events_written,
+        "events_pending": writer.pending,
+        "events_dropped": writer.dropped,
+        "losses_recorded": writer.losses_recorded,
+        "last_error": writer.last_error,
+    }
+
+
+def _close_log(writer: Any, log_path: Path, session_id: str, reason: str) -> None:
+    """Write the end and whatever is queued, waiting at most LOG_CLOSE_WAIT_S; then say what was not written."""
+    if writer is None:
+        return
+    writer.end_session(session_id, reason)
+    writer.close(timeout=LOG_CLOSE_WAIT_S)
+    lost, recorded = writer.dropped, writer.losses_recorded
+    if lost:
+        cause = writer.problem or writer.last_error or "the memory queue was full"
+        told = f"; {recorded} of them are recorded in the log as lost" if recorded else ""
+        warn(f"{log_path}: {lost} events of session {session_id} were not written ({cause}){told}")
+
+
 async def run_wrapper(options: WrapOptions) -> int:
     settings = options.settings
     loop = asyncio.get_running_loop()
-    writer = None
     log_path = options.log_path or (Path(settings.log.path) if settings.log.path else paths.default_log_path())
-    if not options.no_log:
-        from mcpwatch.store import EventWriter
-
-        writer = EventWriter(
-            log_path,
-            queue_max=settings.log.queue_max,
-            flush_interval=settings.log.flush_interval_ms / 1000,
-            on_error=warn,
-        )
+    state_problem = _state_dir_problem()
+    if state_problem is not None:
+        warn(f"{state_problem}; serving on without the registry there (and without the log if it is there)")
+    writer = _open_log(options, log_path, state_problem)
+    if writer is not None:
         session_id = writer.start_session(
             name=options.display_name, upstream=options.upstream_target, pid=os.getpid(), config=settings.snapshot()
         )
     else:
         session_id = f"nolog-{os.getpid()}-{int(time.time())}"
+    off_reason = "--no-log" if options.no_log else state_problem
     early_warnings: list[str] | None = []  # until session_start is recorded
     otel = start_otel(settings, loop, lambda message: on_warning(message))
     sinks = [sink for sink in (writer, otel) if sink is not None]
@@ -192,13 +257,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     token = new_token()
 
     def log_info() -> dict[str, Any]:
-        return {
-            "path": None if writer is None else str(log_path),
-            "session_id": session_id,
-            "events_written": 0 if writer is None else writer.events_written,
-            "events_dropped": 0 if writer is None else writer.dropped,
-            "last_error": None if writer is None else writer.last_error,
-        }
+        return _log_info(writer, log_path, session_id, off_reason)
 
     operator_app = build_operator_app(
         core.actions,
@@ -228,7 +287,11 @@ async def run_wrapper(options: WrapOptions) -> int:
         upstream=options.upstream_target,
         started_at=time.time(),
     )
-    registry.register(entry)
+    if state_problem is None:
+        try:
+            registry.register(entry)
+        except (OSError, UserError) as exc:
+            warn(f"the console will not find this wrapper: {exc}")
 
     stop = asyncio.Event()
     stop_reason = ["host closed the connection"]
@@ -277,8 +340,7 @@ async def run_wrapper(options: WrapOptions) -> int:
                 lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
                 recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
         recorder.emit(Kind.SESSION_END, reason=stop_reason[0], counters=core.counters.to_dict())
-        if writer is not None:
-            writer.end_session(session_id, stop_reason[0])
-            writer.close()
-        registry.unregister(os.getpid())
+        _close_log(writer, log_path, session_id, stop_reason[0])
+        if state_problem is None:
+            registry.unregister(os.getpid())
     return exit_code
