@@ -90,3 +90,11 @@ def tighten(path: Path) -> None:
     if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
         with contextlib.suppress(OSError):
             os.chmod(path, FILE_MODE)
+
+
+def create_file(path: Path) -> None:
+    """Create `path` empty with mode 0600 unless it exists (never through a symlink); tighten it if it does."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
+    except FileExistsError:
+        tighten(path)

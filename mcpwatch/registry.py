@@ -117,7 +117,10 @@ def running_wrappers(directory: Path | None = None) -> list[WrapperEntry]:
     entries: list[WrapperEntry] = []
     if not directory.is_dir():
         return entries
-    privacy.check_dir(directory, "registry directory")
+    try:
+        check_registry(directory)
+    except privacy.UnsafePathError:
+        return entries  # `mcpwatch watch` says why when it starts (check_registry); a console never trusts it
     for file in directory.glob("*.json"):
         try:
             raw = json.loads(file.read_text(encoding="utf-8"))
@@ -132,6 +135,13 @@ def running_wrappers(directory: Path | None = None) -> list[WrapperEntry]:
             entries.append(entry)
     entries.sort(key=lambda e: (e.started_at, e.pid))
     return entries
+
+
+def check_registry(directory: Path | None = None) -> None:
+    """UnsafePathError (one line: the path and the fix) when the state or registry directory is not private."""
+    directory = directory or paths.registry_dir()
+    privacy.check_dir(directory.parent)
+    privacy.check_dir(directory, "registry directory")
 
 
 def remove_ghosts(directory: Path | None = None) -> None:

@@ -6,7 +6,7 @@ import argparse
 import logging
 import logging.handlers
 
-from mcpwatch import paths
+from mcpwatch import paths, privacy, registry
 from mcpwatch.config import add_config_option, load_settings
 from mcpwatch.errors import UserError
 
@@ -29,13 +29,13 @@ def _log_to_file() -> None:
     """Library warnings must never print over the screen: they go to <state dir>/console.log instead."""
     root = logging.getLogger()
     try:
-        directory = paths.state_dir()
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = privacy.ensure_dir(paths.state_dir())
+        privacy.create_file(directory / "console.log")
         handler: logging.Handler = logging.handlers.RotatingFileHandler(
             directory / "console.log", maxBytes=1_000_000, backupCount=1, encoding="utf-8"
         )
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    except OSError:
+    except (OSError, UserError):
         handler = logging.NullHandler()
     root.handlers[:] = [handler]
     root.setLevel(logging.WARNING)
@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     themes = load_themes()
     theme = check_theme_name(args.theme or settings.console.theme, themes)
     target = Target.parse(args.target, args.token)
+    if not target.url:
+        registry.check_registry()  # a registry others can write to could point the console anywhere: refuse it
     if target.url and not (target.token or Locator(target).resolve().token):  # type: ignore[union-attr]
         raise UserError(f"no token for {target.url}: pass --token T (the wrapper's registry file holds it)")
     _log_to_file()

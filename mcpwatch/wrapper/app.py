@@ -178,7 +178,7 @@ def _close_log(writer: Any, log_path: Path, session_id: str, reason: str) -> Non
     writer.close(timeout=LOG_CLOSE_WAIT_S)
     lost, recorded = writer.dropped, writer.losses_recorded
     if lost:
-        cause = writer.problem or writer.last_error or "the memory queue was full"
+        cause = (writer.problem or writer.last_error or "the memory queue was full").removeprefix(f"{log_path}: ")
         told = f"; {recorded} of them are recorded in the log as lost" if recorded else ""
         warn(f"{log_path}: {lost} events of session {session_id} were not written ({cause}){told}")
 
