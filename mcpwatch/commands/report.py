@@ -21,8 +21,10 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from mcpwatch.logview.report import REPORT_KINDS, build_report
+    from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
 
+    remove_ghosts()
     with EventReader(log_path(args.db)) as reader:
         session = reader.session(args.session) if args.session else reader.latest_session()
         report = build_report(reader.events(session.id, kinds=REPORT_KINDS), session.to_dict())
@@ -45,11 +47,11 @@ def _render(console: Any, report: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from mcpwatch.logview.units import format_time, session_duration
+    from mcpwatch.logview.units import crashed_note, format_time, session_duration
 
     s = report["session"]
     requests = report["requests"]
-    state = s.get("state") or ("ended" if s["ended_at"] is not None else "open")
+    state = s.get("state") or ("ended" if s["ended_at"] is not None else "crashed")
     length = session_duration(s["duration"], state)  # as `mcpwatch sessions` shows it
     if state == "ended":
         length += f" (ended: {s['end_reason'] or '-'})"
@@ -57,6 +59,8 @@ def _render(console: Any, report: dict[str, Any]) -> None:
     console.print(
         f"started {format_time(s['started_at'])}, {escape(length)}, {requests['total']} requests, {s['events']} events"
     )
+    if state == "crashed":
+        console.print(crashed_note(s["id"], s.get("last_event_at")), markup=False, highlight=False)
     if requests["by_outcome"]:
         outcomes = escape(", ".join(f"{k} {v}" for k, v in requests["by_outcome"].items()))
         console.print(f"outcomes: {outcomes}; unfinished {requests['unfinished']}")

@@ -25,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from mcpwatch.commands._output import stdout_console
+    from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
 
     path = log_path(args.db)
+    remove_ghosts()
     with EventReader(path) as reader:
         sessions = reader.sessions()
     if args.json:
@@ -107,7 +109,7 @@ def render_sessions(console: Console, sessions: Sequence[SessionInfo], path: Pat
     from rich.markup import escape
     from rich.table import Table
 
-    from mcpwatch.logview.units import format_time, session_duration
+    from mcpwatch.logview.units import crashed_note, format_time, session_duration
 
     if not sessions:
         console.print(f"no sessions in {path}", markup=False)
@@ -139,3 +141,6 @@ def render_sessions(console: Console, sessions: Sequence[SessionInfo], path: Pat
     for row in range(len(sessions)):
         table.add_row(*(escape(cells[column.key][row]) for column, _, _ in layout))
     console.print(table)
+    for s in sessions:
+        if s.state == "crashed":
+            console.print(crashed_note(s.id, s.last_ts), markup=False, highlight=False)

@@ -21,7 +21,8 @@ from typing import Any, Literal, Protocol
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.console.model import ConsoleModel
 from mcpwatch.events import Event, Kind
-from mcpwatch.registry import WrapperEntry, find_wrapper, running_wrappers
+from mcpwatch.logview.ending import gone_reason, stand_in_end
+from mcpwatch.registry import WrapperEntry, find_wrapper, pid_alive, running_wrappers
 from mcpwatch.reliability.backoff import Backoff
 
 log = logging.getLogger(__name__)
@@ -227,6 +228,8 @@ class LiveFeed:
         self._after = 0
         self._session_id: str | None = None
         self.received = 0  # events fetched so far (the benchmark reads it)
+        self._last_event: Event | None = None
+        self._ended = False  # the session's end is in the buffer (its own, or one stood in for a crash)
 
     # -- Feed -------------------------------------------------------------------------------------------
 
@@ -305,6 +308,7 @@ class LiveFeed:
         while not self._stopping.is_set():
             entry = self.locator.resolve()
             if entry is None:
+                self._note_gone()
                 delay = self._backoff.next_delay()
                 self._lost(
                     "waiting" if self._session_id is None else "disconnected",
@@ -348,6 +352,7 @@ class LiveFeed:
         if fresh:
             self._after = 0
             self._session_id = session_id
+            self._ended = False
         saw_start = False
         while True:
             page = await op.events(after=self._after, limit=self._page, wait_ms=0)
@@ -366,7 +371,19 @@ class LiveFeed:
         if events:
             self._buffer.extend(events)
             self.received += len(events)
+            self._last_event = events[-1]
+            self._ended = self._ended or events[-1].kind == Kind.SESSION_END
         self._after = max(self._after, next_seq)
+
+    def _note_gone(self) -> None:
+        """The watched wrapper's process is gone: end its session in the view, once, at its last event (crashed,
+        unless its log recorded an end)."""
+        entry, last = self.locator.last, self._last_event
+        if self._ended or self._session_id is None or entry is None or last is None or pid_alive(entry.pid):
+            return
+        self._ended = True
+        reason = gone_reason(entry.log_path, self._session_id, last.ts)
+        self._buffer.append(stand_in_end(self._session_id, last, reason))
 
     def _lost(self, state: FeedState, reason: str, retry_in_s: float) -> None:
         if self._frozen_at is None and state == "disconnected":

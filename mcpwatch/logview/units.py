@@ -59,14 +59,22 @@ def format_duration(seconds: float | None) -> str:
 def session_duration(duration: float, state: str) -> str:
     """A session's length as `sessions` and `report` both show it.
 
-    `ended`: start to its recorded end. `open` (no end recorded and its wrapper is gone: it crashed or was killed):
-    start to its last event, marked `(open)`. `running` (its wrapper is still alive): just `running`, since the
+    `ended`: start to its recorded end. `crashed` (no end recorded and its wrapper is gone: it died or was killed):
+    start to its last event, marked `(crashed)`. `running` (its wrapper is still alive): just `running`, since the
     time to its last event says nothing about a wrapper that is idle but well.
     """
     if state == "running":
         return "running"
     text = format_duration(duration)
     return text if state == "ended" else f"{text} ({state})"
+
+
+def crashed_note(session_id: str, last_event_at: float | None) -> str:
+    """The line that says what `crashed` means for one session, with the time of its last event."""
+    return (
+        f"{session_id}: crashed — its wrapper stopped without recording an end; "
+        f"counted as ended at its last event, {format_time(last_event_at)}"
+    )
 
 
 def format_time(ts: float | None) -> str:

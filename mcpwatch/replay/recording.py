@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.logview.ending import crashed_reason, stand_in_end
+from mcpwatch.registry import pid_alive
 from mcpwatch.store import EventReader, LogError
 from mcpwatch.store.db import connect_reader, translate_errors
 
 # request_end outcomes that `n` / `N` stop at (with late drops); `cancelled` is an operator's choice, not a fault.
 PROBLEM_OUTCOMES = (Outcome.DEADLINE, Outcome.ERROR, Outcome.UPSTREAM_LOST, Outcome.TOOL_ERROR)
 
-_SESSION_COLUMNS = "id, name, upstream, started_at, ended_at, end_reason"
+_SESSION_COLUMNS = "id, name, upstream, started_at, ended_at, end_reason, pid"
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 
@@ -53,6 +55,7 @@ class SessionRef:
     started_at: float
     ended_at: float | None
     end_reason: str | None
+    pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +124,8 @@ def resolve_session(path: Path, id_or_prefix: str | None) -> SessionRef:
                 raise LogError(f"{path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
     finally:
         conn.close()
-    sid, name, upstream, started_at, ended_at, end_reason = rows[0]
-    return SessionRef(str(sid), name, upstream, float(started_at or 0.0), ended_at, end_reason)
+    sid, name, upstream, started_at, ended_at, end_reason, pid = rows[0]
+    return SessionRef(str(sid), name, upstream, float(started_at or 0.0), ended_at, end_reason, pid)
 
 
 class Recording:
@@ -135,7 +138,8 @@ class Recording:
         self.reader = EventReader(self.path)
         try:
             # Where the recording ends for this replay: a session still being written grows, but not under us.
-            self.last_seq = self.reader.max_seq(self.session.id) if last_seq is None else last_seq
+            recorded = self.reader.max_seq(self.session.id)
+            self.last_seq = recorded if last_seq is None else min(last_seq, recorded)
             last = next(self.reader.events(self.session.id, after_seq=max(0, self.last_seq - 1), limit=1), None)
             first = next(self.reader.events(self.session.id, limit=1), None)
         except BaseException:
@@ -143,7 +147,16 @@ class Recording:
             raise
         self.first: Event | None = first
         self.last: Event | None = last
+        self.end: Event | None = None  # a crashed session's stand-in end, after its last recorded event
+        if last is not None and last.seq == recorded and self._crashed(last):
+            self.end = stand_in_end(self.session.id, last, crashed_reason(last.ts))
+            self.last, self.last_seq = self.end, self.end.seq
         self._conn: sqlite3.Connection | None = None
+
+    def _crashed(self, last: Event) -> bool:
+        """No end recorded, none in the events, and the wrapper's process is gone."""
+        session = self.session
+        return session.ended_at is None and last.kind != Kind.SESSION_END and not pid_alive(session.pid)
 
     @property
     def session_id(self) -> str:
@@ -168,10 +181,14 @@ class Recording:
     ) -> Iterator[Event]:
         """The session's events after `after_seq` (up to the last one seen at opening), in seq order."""
         last = self.last_seq
+        given = 0
         for event in (reader or self.reader).events(self.session.id, after_seq=after_seq, limit=limit):
-            if event.seq > last:
+            if event.seq > last or (self.end is not None and event.seq >= self.end.seq):
                 return
+            given += 1
             yield event
+        if self.end is not None and after_seq < self.end.seq and (limit is None or given < limit):
+            yield self.end
 
     def event_at_offset(self, after_seq: int, offset: int) -> tuple[int, float] | None:
         """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one); None past the end.

@@ -67,10 +67,11 @@ class SessionInfo:
 
     @property
     def state(self) -> str:
-        """`ended`, `running` (no end, wrapper alive) or `open` (no end, wrapper gone: crashed or killed)."""
+        """`ended`, `running` (no end, wrapper alive) or `crashed` (no end and its wrapper is gone: it died or was
+        killed without recording one; it counts as ended at its last event)."""
         if self.ended_at is not None:
             return "ended"
-        return "running" if self.running else "open"
+        return "running" if self.running else "crashed"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class SessionInfo:
             "ended_at": self.ended_at,
             "end_reason": self.end_reason,
             "state": self.state,
+            "last_event_at": self.last_ts,
             "duration": self.duration,
             "requests": self.requests,
             "timeouts": self.timeouts,

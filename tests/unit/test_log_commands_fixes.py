@@ -18,6 +18,7 @@ from test_store_sample import dead_pid, write_sample
 
 from mcpwatch import paths
 from mcpwatch.commands.sessions import render_sessions
+from mcpwatch.logview.units import format_time
 from mcpwatch.store import EventReader
 
 from conftest import REPO, mcpwatch_cmd
@@ -120,8 +121,10 @@ def test_prune_never_deletes_a_live_writers_open_session(tmp_path: Path) -> None
         listed = run("sessions", str(path))
         (row,) = [line for line in listed.stdout.splitlines() if live_id in line]
         assert "running" in row
-        (row,) = [line for line in listed.stdout.splitlines() if crashed.session_id in line]
-        assert "5m 21s (open)" in row  # its start to its last event (321 s)
+        (row,) = [line for line in listed.stdout.splitlines() if line.startswith("│") and crashed.session_id in line]
+        assert "5m 21s (crashed)" in row  # its start to its last event (321 s)
+        (note,) = [line for line in listed.stdout.splitlines() if line.startswith(f"{crashed.session_id}: crashed")]
+        assert note.endswith(format_time(crashed.emitted[-1].ts))
 
         result = run("prune", str(path), "--older-than", "7d")
         assert result.returncode == 0, result.stderr
@@ -210,7 +213,7 @@ def test_report_names_a_sessions_state_as_sessions_does(tmp_path: Path) -> None:
     running = write_sample(path, name="live", end=False)  # this process: alive
     ended = write_sample(path, name="ended")
     out = {s.session_id: run("report", str(path), "--session", s.session_id).stdout for s in (crashed, running, ended)}
-    assert ", 5m 21s (open), " in out[crashed.session_id]
+    assert ", 5m 21s (crashed), " in out[crashed.session_id]
     assert ", running, " in out[running.session_id]
     assert ", 5m 30s (ended: host closed), " in out[ended.session_id]
 
@@ -243,7 +246,7 @@ def test_sessions_table_is_readable_at_80_columns(tmp_path: Path) -> None:
     for sample, line in zip(samples, body, strict=True):
         assert sample.session_id in line  # whole: it is what --session takes
         assert line.split("│")[-4].strip() == str(sum(e.kind == "request_start" for e in sample.emitted))
-    assert "5m 21s (open)" in body[1] and "running" in body[2]
+    assert "5m 21s (crashed)" in body[1] and "running" in body[2]
     assert any("…" in line for line in body)  # the long upstream command is cut, not wrapped
 
     wide = render(path, 250)

@@ -85,7 +85,7 @@ def test_format_duration_below_a_second_is_in_ms_and_rounding_never_crosses_a_un
 
 def test_session_duration_is_one_format_for_every_state() -> None:
     assert session_duration(330.0, "ended") == "5m 30s"
-    assert session_duration(723.0, "open") == "12m 03s (open)"
+    assert session_duration(723.0, "crashed") == "12m 03s (crashed)"
     assert session_duration(0.04, "running") == "running"  # an idle live wrapper is not "40ms long"
 
 

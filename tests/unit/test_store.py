@@ -451,7 +451,7 @@ def test_sessions_know_running_from_open(tmp_path: Path) -> None:
         assert reader.session(crashed.session_id).duration == crashed.emitted[-1].mono  # to its last event
     assert states == {
         running.session_id: ("running", "running"),
-        crashed.session_id: ("open", "open"),
+        crashed.session_id: ("crashed", "crashed"),
         ended.session_id: ("ended", "ended"),
     }
 

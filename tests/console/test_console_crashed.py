@@ -1,0 +1,70 @@
+"""The live console watching a real wrapper that is killed outright: the session shows as ended (crashed) at its
+last event, and the wrapper's registry file is gone once the console has looked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from console_helpers import SIZE, ready, screen_text, until
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.source import Target
+from mcpwatch.logview.units import format_time
+from mcpwatch.registry import find_wrapper
+from mcpwatch.store import EventReader
+
+from conftest import REPO
+
+pytest_plugins = ["console_fixtures"]
+
+pytestmark = pytest.mark.anyio
+
+RAW_SERVER = str(REPO / "tests" / "fixtures" / "raw_server.py")
+
+
+def start_wrapper(log: Path, name: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpwatch", "wrap", "--name", name, "--log", str(log), "--", sys.executable, RAW_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+
+
+def wait_registered(name: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not find_wrapper(name):
+        assert time.monotonic() < deadline, "the wrapper did not register"
+        time.sleep(0.05)
+
+
+async def test_a_killed_wrapper_shows_as_crashed_at_its_last_event(tmp_path: Path, isolated_state: Path) -> None:
+    log = tmp_path / "events.db"
+    wrapper = start_wrapper(log, "doomed")
+    try:
+        wait_registered("doomed")
+        app = ConsoleApp(target=Target(selector="doomed"))
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await until(pilot, lambda: "● live" in screen_text(app), what="live")
+            os.kill(wrapper.pid, signal.SIGKILL)
+            wrapper.wait(10)
+            await until(pilot, lambda: "crashed" in screen_text(app), timeout=20, what="the crash on screen")
+            text = screen_text(app)
+            with EventReader(log) as reader:
+                (session,) = reader.sessions()
+            assert session.state == "crashed"
+            assert "ended: crashed — its wrapper stopped without recording an end" in text
+            assert format_time(session.last_ts) in text
+        assert not (isolated_state / "wrappers" / f"{wrapper.pid}.json").exists()
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+            wrapper.wait(10)
