@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.theme import Theme
 
@@ -184,6 +185,19 @@ class ConsoleApp(App[None]):
         live = session is not None and session.controls is not None
         # A session without controls is a recording; no session at all (the empty screen) is neither.
         self.push_screen(HelpScreen(live, recording=session is not None and not live))
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications are plain text unless asked: they quote ids, tool names and errors from the wire, which
+        may look like markup (`[/x]`) and would fail to parse or restyle the message."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def action_set_theme(self, name: str) -> None:
         self.theme = name

@@ -138,8 +138,13 @@ def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Pale
 # --- small panels ------------------------------------------------------------------------------------------
 
 
+def plain(value: Text | str) -> Text:
+    """A table cell as text: Rich parses a str cell as markup, and names, messages and errors come from the wire."""
+    return value if isinstance(value, Text) else Text(value)
+
+
 def _kv(table: Table, key: str, value: Text | str, p: Palette) -> None:
-    table.add_row(Text(key, style=p.dim), value)
+    table.add_row(Text(key, style=p.dim), plain(value))
 
 
 def _grid() -> Table:
@@ -204,7 +209,9 @@ def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette) -> Ren
             g.add_column(justify="right", no_wrap=True)
         g.add_column(no_wrap=True, ratio=1 if name_w + total_w + per_w + 4 <= width else None, min_width=1)
         for name, total, per, verdict in rows:
-            cells = (name, total, Text(per, style=p.dim), verdict) if with_per else (name, total, verdict)
+            cells = (plain(name), plain(total), Text(per, style=p.dim), verdict)
+            if not with_per:
+                cells = (cells[0], cells[1], verdict)
             g.add_row(*cells)
         return g
 

@@ -142,9 +142,9 @@ class GotoPrompt(ModalScreen[float | None]):
         text = f"{span}; now at {offset_text(self._now)}.\nType {FORMS}."
         with Vertical(classes="dialog"):
             yield Label("Go to a time", classes="dialog-title")
-            yield Static(text, classes="dialog-text")
+            yield Static(text, classes="dialog-text", markup=False)
             yield Input(placeholder="e.g. 1:30, 50%, end, +10s, @14:03", id="value")
-            yield Static("", id="problem", classes="dialog-problem")
+            yield Static("", id="problem", classes="dialog-problem", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Go", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")

@@ -15,7 +15,7 @@ from mcpwatch.console import render
 from mcpwatch.console.model import ViewState, filter_requests
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.session import WatchSession
-from mcpwatch.console.widgets import Line, Panel, WindowTable
+from mcpwatch.console.widgets import Line, Panel, WindowTable, set_title
 
 REQUEST_ROWS = 200  # rows in the requests table (the model keeps more; the filter reaches all of them)
 NARROW_LIST_ROWS = 6  # rows of tombstones, invalidations and warnings when the panels are stacked (they scroll)
@@ -86,8 +86,8 @@ class MainScreen(WatchScreen):
         yield from ()
 
     def on_mount(self) -> None:
-        self.query_one("#inflight-box").border_title = "In flight"
-        self.query_one("#requests-box").border_title = "Recent requests"
+        self._title("#inflight-box", "In flight")
+        self._title("#requests-box", "Recent requests")
         self.query_one("#requests", WindowTable).focus()
         self.session.pump()  # show what has arrived already, not an empty first frame
         self.refresh_view()
@@ -171,9 +171,7 @@ class MainScreen(WatchScreen):
         return max(3, height - header_lines) if height else 20
 
     def _title(self, selector: str, title: str) -> None:
-        box = self.query_one(selector)
-        if box.border_title != title:  # setting it, even to the same text, repaints the box
-            box.border_title = title
+        set_title(self.query_one(selector), title)  # plain text (a filter or an id may look like markup)
 
     def _hint(self, selector: str, visible: bool, text: str) -> None:
         hint = self.query_one(selector, Line)

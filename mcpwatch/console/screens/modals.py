@@ -54,12 +54,12 @@ class SecondsPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
-            yield Static(self._explanation, classes="dialog-text")
+            yield Label(self._title, classes="dialog-title", markup=False)
+            yield Static(self._explanation, classes="dialog-text", markup=False)
             yield Input(self._initial, placeholder=self._placeholder, id="value")
             if self._effect is not None:
-                yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text")
-            yield Static("", id="problem", classes="dialog-problem")
+                yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text", markup=False)
+            yield Static("", id="problem", classes="dialog-problem", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Set", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
@@ -135,8 +135,8 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self._title, classes="dialog-title")
-            yield Static(self._text, classes="dialog-text")
+            yield Label(self._title, classes="dialog-title", markup=False)
+            yield Static(self._text, classes="dialog-text", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self._yes} (y)", variant="error", id="yes")
                 yield Button("No (n)", id="no")

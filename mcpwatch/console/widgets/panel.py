@@ -8,12 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from rich.console import RenderableType
+from rich.text import Text
+from textual.widget import Widget
 from textual.widgets import Static
 
 Make = Callable[[], RenderableType]
 _UNSET = object()
+_TITLES: WeakKeyDictionary[Widget, str] = WeakKeyDictionary()
+
+
+def set_title(widget: Widget, title: str) -> None:
+    """Set a border title as plain text: ids, tool and model names come from the wire and may look like markup
+    (`[/x]`), which Textual would parse and fail on. Setting it repaints, so an unchanged title is left alone."""
+    if _TITLES.get(widget) != title:
+        _TITLES[widget] = title
+        widget.border_title = Text(title)
 
 
 class Line(Static):
@@ -31,8 +43,8 @@ class Line(Static):
         return self._key is not _UNSET
 
     def show(self, make: Make | RenderableType, key: Any = None, title: str | None = None) -> None:
-        if title is not None and title != self.border_title:
-            self.border_title = title
+        if title is not None:
+            set_title(self, title)
         if key is not None and key == self._key:
             return
         self._key = key if key is not None else object()
@@ -70,4 +82,4 @@ class Panel(Line):
         self, title: str = "", *, id: str | None = None, classes: str | None = None, layout: bool = False
     ) -> None:
         super().__init__(id=id, classes=classes, layout=layout)
-        self.border_title = title
+        set_title(self, title)
