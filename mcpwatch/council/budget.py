@@ -53,6 +53,19 @@ def run_window(start: float, total_s: float, caller_deadline_s: float | None) ->
     return RunWindow(start, tier_end, "tier", 0.0)
 
 
+def after_queue(asked_at: float, started: float, total_s: float, caller_deadline_s: float | None) -> RunWindow:
+    """The window of a run that waited for a slot: it starts now with the tier's whole total, but a caller's
+    deadline keeps its end (the caller's clock ran while the run waited)."""
+    tier_end = started + total_s
+    if caller_deadline_s is None:
+        return RunWindow(started, tier_end, "tier", 0.0)
+    margin = caller_margin_s(caller_deadline_s)
+    caller_end = max(started, asked_at + caller_deadline_s - margin)
+    if caller_end < tier_end:
+        return RunWindow(started, caller_end, "caller", margin)
+    return RunWindow(started, tier_end, "tier", 0.0)
+
+
 def guard_grace_s(window: RunWindow) -> float:
     """How long after the window's end the run's safety net fires: the stages' own deadlines come first, so
     every call that runs out of time is reported with its own timeout; small enough to stay inside the margin."""

@@ -6,6 +6,7 @@ Transport-free (the MCP tools in `server` are thin adapters over it), so it can 
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -132,23 +133,32 @@ class Council:
         return result, is_error
 
     async def _run_reasoning(self, pipeline: Pipeline, reporter: ProgressReporter) -> None:
-        """At most `reasoning_slots` reasoning runs at once; waiting for a slot spends the run's own budget."""
+        """At most `reasoning_slots` reasoning runs at once, the slot held around the whole run (as the seed's
+        `async with`). The wait is reported as `queued_ms` and charged to no model: the run's window starts once a
+        slot is taken. Only a caller's deadline, whose clock kept running, is shortened by the wait; without one
+        a call waits at most the tier's total for a slot."""
         semaphore = self._semaphore()
         run = pipeline.run
+        plan = run.plan
         waited_from = anyio.current_time()
         if semaphore.value == 0:
             await reporter.queued(self.reasoning_in_use, self.reasoning_slots)
+        patience = plan.budget.total_s if plan.caller_deadline_ms is None else plan.window.end - waited_from
         acquired = False
-        with anyio.move_on_after(max(0.0, run.plan.window.end - waited_from)):
+        with anyio.move_on_after(max(0.0, patience)):
             await semaphore.acquire()
             acquired = True
-        run.queued_ms = round((anyio.current_time() - waited_from) * 1000)
+        started = anyio.current_time()
+        run.queued_ms = round((started - waited_from) * 1000)
         if not acquired:
             run.window_closed = True
             for outcome in run.answers.values():
                 outcome.status, outcome.error_type = "timeout", "timeout"
-                outcome.error = f"never started: no reasoning slot freed within {run.plan.window.length_s:.3g}s"
+                outcome.error = f"never started: no reasoning slot freed within {patience:.3g}s"
             return
+        deadline_s = None if plan.caller_deadline_ms is None else plan.caller_deadline_ms / 1000.0
+        window = budget.after_queue(plan.window.start, started, plan.budget.total_s, deadline_s)
+        run.plan = replace(plan, window=window)
         self.reasoning_in_use += 1
         try:
             await pipeline.execute()

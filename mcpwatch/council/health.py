@@ -14,7 +14,7 @@ import anyio
 from mcpwatch.council.calls import AuthGate, CallOutcome, RetryPolicy, call_model
 from mcpwatch.council.catalog import ModelSpec
 from mcpwatch.council.core import Council, CouncilError
-from mcpwatch.council.tiers import TIERS
+from mcpwatch.council.tiers import DEFAULT_TIER, TIERS
 
 PROBE_WINDOW_S = 10.0  # at time scale 1, as in the seed
 PROBE_FLOOR_S = 1.0  # a real connection needs real time, however small the time scale
@@ -52,11 +52,13 @@ async def health_check(council: Council) -> dict[str, Any]:
         "models_configured": len(enabled),
         "models": [m.id for m in enabled],
         "chairman_model": council.roster.chairman.id,
-        "estimated_duration_seconds": {tier: estimate_seconds(council, tier) for tier in TIERS},
+        # the seed's field is one number: the default tier's; every tier's estimate has a field of its own
+        "estimated_duration_seconds": estimate_seconds(council, DEFAULT_TIER),
+        "estimated_duration_seconds_by_tier": {tier: estimate_seconds(council, tier) for tier in TIERS},
         "tiers": council.describe_tiers(),
         "timeout_multiplier": council.tiers.multiplier,
         "time_scale": council.tiers.time_scale,
-        "default_tier": "high",
+        "default_tier": DEFAULT_TIER,
         "inferred_tier": council.roster.inferred_tier(),
         "warnings": list(council.tiers.warnings),
     }
@@ -83,7 +85,7 @@ async def health_check(council: Council) -> dict[str, Any]:
     )
     reachable = outcome.status in ("ok", "rate_limited", "auth_error")
     checks.update(probe_model=probe.id, api_reachable=reachable, latency_ms=outcome.latency_ms)
-    unrunnable = [tier for tier, seconds in checks["estimated_duration_seconds"].items() if seconds is None]
+    unrunnable = [tier for tier, seconds in checks["estimated_duration_seconds_by_tier"].items() if seconds is None]
     if unrunnable:
         checks["warnings"].append(f"no enabled model fits the {' and '.join(unrunnable)} tier(s); such calls fail")
     if outcome.status == "ok":

@@ -154,50 +154,64 @@ class Pipeline:
         cut_off = False  # stage 1 closed at `end` with calls still running
         waiting_for_first = False  # past `end` with no answer: the first one to arrive closes stage 1
 
+        # Closing stage 1 cancels the calls still running and the closing watch, never the task group: a model
+        # whose answer arrived in the same instant still has its own progress line sent.
+        calls = {spec.id: anyio.CancelScope() for spec in plan.queried}
+        watch = anyio.CancelScope()
+
+        def close() -> None:
+            watch.cancel()
+            for scope in calls.values():
+                scope.cancel()
+
         async with anyio.create_task_group() as tg:
 
             async def ask(spec: ModelSpec) -> None:
                 nonlocal closed_note
                 outcome = run.answers[spec.id]
-                await call_model(
-                    self.backend,
-                    outcome,
-                    messages=messages,
-                    purpose="answer",
-                    query=plan.query,
-                    window_end=last_chance,
-                    policy=self.policy,
-                    gate=self.gate,
-                    on_retry=hook,
-                    window_s=last_chance - plan.window.start,
-                )
-                await self.reporter.answer_settled(spec.name, outcome)
+                with calls[spec.id]:
+                    await call_model(
+                        self.backend,
+                        outcome,
+                        messages=messages,
+                        purpose="answer",
+                        query=plan.query,
+                        window_end=last_chance,
+                        policy=self.policy,
+                        gate=self.gate,
+                        on_retry=hook,
+                        window_s=last_chance - plan.window.start,
+                    )
+                if not outcome.done:
+                    return  # cut off while running: settled below, once the stage has closed
                 running = any(not run.answers[s.id].done for s in plan.queried)
                 if self.gate.is_tripped and closed_note is None:
                     closed_note = f"stopping early: {self.gate.reason}"
-                    tg.cancel_scope.cancel()
+                    close()
                 elif plan.race and len(run.ok_models()) >= plan.intended and closed_note is None:
-                    if any(not o.done for o in run.answers.values()):
+                    if running:
                         closed_note = f"racing: {plan.intended} answers arrived first"
-                    tg.cancel_scope.cancel()
+                    close()
                 elif waiting_for_first and outcome.status == "ok" and closed_note is None:
                     if running:
                         closed_note = f"{spec.name} answered after the others' time was up; going on with it"
-                    tg.cancel_scope.cancel()
+                    close()
                 elif not running:
-                    tg.cancel_scope.cancel()  # the closing watch below has nothing left to do
+                    watch.cancel()  # the closing watch below has nothing left to do
+                await self.reporter.answer_settled(spec.name, outcome)
 
             async def close_at_end() -> None:
                 nonlocal cut_off, waiting_for_first
-                await anyio.sleep_until(end)
-                if run.ok_models() or last_chance <= end:
-                    cut_off = True
-                    tg.cancel_scope.cancel()
-                else:
-                    waiting_for_first = True
-                    await self.reporter.stage1_closed(
-                        f"no answer yet; waiting up to {last_chance - end:.3g}s more for the first one"
-                    )
+                with watch:
+                    await anyio.sleep_until(end)
+                    if run.ok_models() or last_chance <= end:
+                        cut_off = True
+                        close()
+                    else:
+                        waiting_for_first = True
+                        await self.reporter.stage1_closed(
+                            f"no answer yet; waiting up to {last_chance - end:.3g}s more for the first one"
+                        )
 
             for spec in plan.queried:
                 tg.start_soon(ask, spec)

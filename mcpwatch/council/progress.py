@@ -40,6 +40,9 @@ class ProgressReporter:
         self._steps = 0
         self._minor = 0
         self._last = -1.0
+        # whose line has been sent, per stage: answers that arrive together each get their own line, counted in
+        # the order they are reported, so no two lines say the same (k/N) and none is skipped
+        self._reported: dict[int, list[str]] = {1: [], 2: []}
         self.sent: list[tuple[float, str, dict[str, Any]]] = []  # what was reported (for logs and tests)
 
     # --- the structured state -------------------------------------------------------------------------
@@ -54,6 +57,7 @@ class ProgressReporter:
             "total_s": round(plan.budget.total_s, 6),
             "window_s": round(plan.window.length_s, 6),  # the tier's total, or less when the caller set a deadline
             "elapsed_ms": round((anyio.current_time() - plan.window.start) * 1000),
+            "queued_ms": run.queued_ms,  # waiting for a reasoning slot: before the window, charged to no model
             "models": {
                 spec.id: {"status": o.status, "latency_ms": o.latency_ms, "name": spec.name}
                 for spec in plan.queried
@@ -101,10 +105,17 @@ class ProgressReporter:
     # --- events ---------------------------------------------------------------------------------------
 
     def _waiting(self, stage: int) -> list[str]:
-        plan = self.run.plan
+        plan, told = self.run.plan, self._reported[stage]
         if stage == 1:
-            return [s.name for s in plan.queried if not self.run.answers[s.id].done]
-        return [s.name for s in plan.queried if s.id in self.run.reviews and not self.run.reviews[s.id].done]
+            return [s.name for s in plan.queried if s.id not in told]
+        return [s.name for s in plan.queried if s.id in self.run.reviews and s.id not in told]
+
+    def _settle(self, stage: int, model_id: str) -> int:
+        """Count a model's line for this stage once; returns how many lines this stage has now reported."""
+        told = self._reported[stage]
+        if model_id not in told:
+            told.append(model_id)
+        return len(told)
 
     def _with_waiting(self, text: str, stage: int) -> str:
         waiting = self._waiting(stage)
@@ -119,7 +130,7 @@ class ProgressReporter:
 
     async def answer_settled(self, name: str, outcome: CallOutcome) -> None:
         n = len(self.run.plan.queried)
-        settled = sum(1 for o in self.run.answers.values() if o.done)
+        settled = self._settle(1, outcome.model)
         self._advance_to(settled)
         mark = f"✓ {name}" if outcome.status == "ok" else f"✗ {name} {outcome.status}"
         await self.emit(self._with_waiting(f"{mark} ({settled}/{n})", 1))
@@ -138,7 +149,7 @@ class ProgressReporter:
     async def review_settled(self, name: str, outcome: CallOutcome) -> None:
         n = len(self.run.plan.queried)
         total = len(self.run.reviews)
-        settled = sum(1 for o in self.run.reviews.values() if o.done)
+        settled = self._settle(2, outcome.model)
         self._advance_to(n + settled)
         mark = f"✓ {name} ranked" if outcome.status == "ok" else f"✗ {name} {outcome.status}"
         await self.emit(self._with_waiting(f"Stage 2: {mark} ({settled}/{total})", 2))

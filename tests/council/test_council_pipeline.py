@@ -43,7 +43,9 @@ async def test_results_survive_when_the_safety_net_cuts_the_run() -> None:
     meta = result["metadata"]
     assert set(s["status"] for s in result["model_responses"].values()) == {"ok"}  # kept from the shared state
     assert (meta["status"], meta["synthesis_type"], meta["synthesized_by"]) == ("partial", "partial", "fallback")
-    assert meta["stages"]["review"] == "timeout"  # stage 1 closed on time; review stalled on its progress
+    # every answer's own progress line is sent before stage 1 closes, so the stalled line holds stage 1 open
+    # until the safety net: the review never started
+    assert meta["stages"]["review"] == "skipped"
     assert result["synthesis"].startswith("Summary of 4 council answers (the time window closed before the chairman")
     assert sent[-1].startswith("Time is up: 4 of 4 answered")
 

@@ -208,8 +208,11 @@ async def test_health_check_reports_budgets_after_multiplier_and_time_scale() ->
         "race": False,
     }
     assert health["tiers"]["reasoning"]["total_s"] == 600.0 and health["tiers"]["reasoning"]["per_model_s"] == 300.0
-    estimates = health["estimated_duration_seconds"]
+    estimates = health["estimated_duration_seconds_by_tier"]
     assert set(estimates) == {"quick", "balanced", "high", "reasoning"} and 0 < estimates["quick"] < 1
+    # the seed's field is a number: the default tier's estimate
+    assert health["default_tier"] == "high" and health["estimated_duration_seconds"] == estimates["high"]
+    assert isinstance(health["estimated_duration_seconds"], float) and estimates["high"] >= estimates["quick"]
     assert health["api_reachable"] is True and isinstance(health["latency_ms"], int)
     assert health["ready"] is True and health["message"].startswith("ready: 4 model(s) enabled")
 
@@ -262,7 +265,7 @@ async def test_health_probes_the_least_patient_model_and_names_tiers_that_cannot
         failed, failed_error = await consult(client, "Anyone quick?", confidence="quick")
         fallback, _ = await consult(client, "Default please", confidence=None)
     assert not is_error and health["probe_model"] == "anthropic/claude-opus-4.5"
-    assert health["estimated_duration_seconds"]["quick"] is None
+    assert health["estimated_duration_seconds_by_tier"]["quick"] is None
     assert "no enabled model fits the quick and balanced tier(s); such calls fail" in health["warnings"]
     assert health["ready"] is True and health["message"].endswith("; not runnable: quick, balanced")
     assert failed_error and "no enabled model fits the quick tier" in failed["_text"]
