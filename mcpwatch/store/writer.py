@@ -332,7 +332,9 @@ class EventWriter:
                     except sqlite3.IntegrityError:
                         self.last_error = f"a session with id {row[0]!r} already exists"
         except Exception as exc:
-            return self._failed(exc)
+            if _retriable(exc):
+                return self._failed(exc)
+            self.last_error = f"session rows not written: {type(exc).__name__}: {exc}"  # never block the events
         del self._starts[: len(rows)]
         return True
 
