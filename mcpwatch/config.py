@@ -95,6 +95,15 @@ class FrontSettings:
 
 
 @dataclass(frozen=True)
+class LimitsSettings:
+    max_frame_mb: int = 16  # one JSON-RPC frame, either way; a larger one is answered with an error, never buffered
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self.max_frame_mb * 1024 * 1024
+
+
+@dataclass(frozen=True)
 class ConsoleSettings:
     theme: str = "mcpwatch-dark"
     refresh_ms: int = 100
@@ -125,6 +134,7 @@ class Settings:
     front: FrontSettings = field(default_factory=FrontSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     otel: OtelSettings = field(default_factory=OtelSettings)
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
     source: str | None = None  # the file these came from, if any
 
     def snapshot(self) -> dict[str, Any]:
@@ -261,6 +271,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "metrics_interval_ms": lambda v: _whole(v, 100, 3_600_000),
         "late_window_s": _seconds,
     },
+    "limits": {"max_frame_mb": lambda v: _whole(v, 1, 1024)},
 }
 
 
@@ -358,6 +369,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         front=FrontSettings(**sections.get("front", {})),
         console=ConsoleSettings(**sections.get("console", {})),
         otel=OtelSettings(**sections.get("otel", {})),
+        limits=LimitsSettings(**sections.get("limits", {})),
         source=None if where == "mcpwatch.toml" else where,
     )
     _validate_state_sync(settings.state_sync, where)

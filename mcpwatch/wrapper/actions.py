@@ -94,6 +94,7 @@ class OperatorActions:
                 "next_expiry_in_s": tombstones.next_expiry_in(),
                 "items": stats["items"],
             },
+            "backpressure": core.pressure.describe(),
             "in_flight": [
                 {
                     "request_id": p.request_key,

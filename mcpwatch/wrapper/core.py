@@ -21,13 +21,14 @@ from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_CLIENT_META, modern_version
-from mcpwatch.wrapper import frames
+from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.inbound import UpstreamInbound
 from mcpwatch.wrapper.late_results import LateResults
 from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.port import retrieve_exception
+from mcpwatch.wrapper.pressure import Backpressure
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamLink, UpstreamSession
 
@@ -79,6 +80,7 @@ class WrapperCore:
             cap=settings.tombstones.cap,
         )
         self.session.late.results = self.late_results
+        self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
         self.actions = OperatorActions(self)
         self.links: list[HostLink] = []
         self.inbound = UpstreamInbound(
@@ -107,6 +109,12 @@ class WrapperCore:
 
     def handshake_result(self) -> dict[str, Any] | None:
         return self.session.init_result
+
+    def frame_limit(self) -> int:
+        return self.settings.limits.max_frame_bytes
+
+    def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
+        oversize.host_frame_over_cap(self, link, size, head)
 
     # ------------------------------------------------------------------ host side
 
@@ -197,8 +205,10 @@ class WrapperCore:
         pending.message = forwarded
         outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
         _request_start(self.recorder, pending, params, trace_ids)
-        if outcome == "stuck":
-            self._fail(pending, Outcome.ERROR, self.session.stuck_text())
+        if outcome == "unstartable":
+            self._fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
+        elif outcome not in ("sent", "queued"):
+            self._fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
 
     def _answered_from_late_result(
         self, link: HostLink, host_id: Any, tool: str | None, params: dict[str, Any]
@@ -238,8 +248,12 @@ class WrapperCore:
     def upstream_message(self, message: Any) -> None:
         self.inbound.message(message)
 
-    def upstream_oversize(self, size: int) -> None:
-        self.inbound.garbage(f"a line of {size} bytes, over the frame limit; discarded")
+    def upstream_oversize(self, size: int, head: bytes = b"", up_id: Any = oversize.UNKNOWN) -> None:
+        oversize.upstream_frame_over_cap(self, size, head, up_id)
+
+    def is_waiting(self, up_id: Any) -> bool:
+        """Whether a request sent upstream under this id still waits for its answer."""
+        return self.table.get(up_id) is not None or self.session.has_internal(up_id)
 
     def requeue(self, up_id: Any) -> bool:
         """A request the upstream never received (its connection was gone): send it again on the next one."""
@@ -277,6 +291,13 @@ class WrapperCore:
             detail["result_preview"] = frames.text_of(reply, 4096)
         self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
 
+    def fail_with_error(self, pending: Pending, code: int, text: str) -> None:
+        """Answer a call whose answer arrived unusable (over the frame cap) at once with a JSON-RPC error, a
+        tools/call too. The upstream has answered it: nothing more will come for its id, so no tombstone."""
+        reply = frames.error_response(pending.host_id, code, text)
+        detail = {"error": text, "partial": pending.last_progress is not None, "result_preview": frames.text_of(reply)}
+        self.table.finish(pending, Outcome.ERROR, reply, detail)
+
     def _fail(self, pending: Pending, outcome: Outcome, text: str, reason: str = "upstream_lost") -> None:
         """Answer a call that cannot complete (upstream gone or stuck) at once, with a clear error."""
         elapsed = self.table.elapsed(pending)
@@ -298,6 +319,7 @@ class WrapperCore:
 
     def attach_upstream(self, upstream: UpstreamLink) -> None:
         self.session.link = upstream
+        self.pressure.upstream = upstream
 
     def upstream_connecting(self) -> int:
         return self.session.connecting()
@@ -316,6 +338,8 @@ class WrapperCore:
         """The upstream is gone: answer every call it held at once, clearly. Queued calls keep waiting for the next
         connection, unless it could not even be started (`fail_queued`): then they are answered with that too."""
         text = self.session.lost(reason, exit_code, stderr_tail or [])
+        if fail_queued:
+            self.session.start_failure = text
         if not self.closing:
             print(f"mcpwatch: {text}", file=sys.stderr, flush=True)  # the host keeps this as the server's log
         for pending in [p for p in self.table if p.sent or fail_queued]:

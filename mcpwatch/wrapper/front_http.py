@@ -24,9 +24,11 @@ from mcpwatch.wrapper.asgi import quiet_server, respond, respond_json
 from mcpwatch.wrapper.front_guard import FrontGuard
 from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.port import HostPort
+from mcpwatch.wrapper.pressure import Backpressure, HostQueue
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
+GET_BUFFER_BYTES = 4 * 1024 * 1024  # a GET stream not read: what no longer fits is not delivered (send says False)
 INVALID_PARAMS = -32602
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -45,10 +47,10 @@ def parse_listen(url: str) -> tuple[str, int, str]:
 class _Stream:
     """One SSE response: the answers (and progress) for the requests of one POST."""
 
-    def __init__(self, request_ids: set[Any], tokens: set[Any]) -> None:
+    def __init__(self, request_ids: set[Any], tokens: set[Any], pressure: Backpressure) -> None:
         self.request_ids = request_ids
         self.tokens = tokens
-        self.queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.queue = HostQueue(pressure)  # bounded by the backpressure on the upstream
 
 
 class HttpSession:
@@ -57,7 +59,7 @@ class HttpSession:
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.streams: list[_Stream] = []
-        self.get_queue: asyncio.Queue[dict[str, Any] | None] | None = None
+        self.get_queue: HostQueue | None = None
 
     def send(self, message: dict[str, Any]) -> bool:
         if "method" not in message:  # a response: only its request's POST can carry it
@@ -83,8 +85,9 @@ class HttpSession:
                     stream.queue.put_nowait(message)
                     return True
             return False
-        if self.get_queue is not None and self.get_queue.qsize() < GET_BUFFER:
-            self.get_queue.put_nowait(message)
+        get_queue = self.get_queue
+        if get_queue is not None and get_queue.qsize() < GET_BUFFER and get_queue.unsent_bytes < GET_BUFFER_BYTES:
+            get_queue.put_nowait(message)
             return True
         if "id" in message:  # a server request with no GET stream: the newest POST stream still open for answers
             for stream in reversed(self.streams):
@@ -222,7 +225,7 @@ class HttpFront:
             await _plain(send, 202, "", extra)
             return
         tokens = {_progress_token(i) for i in requests} - {None, _BAD_TOKEN}
-        stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens)
+        stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens, self.core.pressure)
         session.streams.append(stream)
         if ephemeral is not None:
             self.core.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
@@ -250,6 +253,7 @@ class HttpFront:
         finally:
             if stream in session.streams:
                 session.streams.remove(stream)
+            stream.queue.close()
             watcher.cancel()
             if ephemeral is not None:
                 self.core.detach_link(ephemeral)
@@ -289,7 +293,7 @@ class HttpFront:
         if session is None:
             await _plain(send, 400, "Bad Request: no valid session")
             return
-        session.get_queue = queue = asyncio.Queue[dict[str, Any] | None]()
+        session.get_queue = queue = HostQueue(self.core.pressure)
 
         async def end_on_disconnect() -> None:  # a host that vanishes without DELETE must not leave this open
             await _disconnected(receive)
@@ -300,6 +304,7 @@ class HttpFront:
             await _sse(send, queue, {SESSION_HEADER: session.session_id})
         finally:
             watcher.cancel()
+            queue.close()
             if session.get_queue is queue:
                 session.get_queue = None
 
@@ -345,7 +350,7 @@ async def _plain(
     await respond(send, status, text.encode(), b"text/plain", headers)
 
 
-async def _sse(send: Any, queue: asyncio.Queue[Any], extra: dict[str, str], first: list[Any] | None = None) -> None:
+async def _sse(send: Any, queue: HostQueue, extra: dict[str, str], first: list[Any] | None = None) -> None:
     """An event stream of the queue's messages (after those in `first`, if given) until None."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]

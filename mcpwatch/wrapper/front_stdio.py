@@ -2,7 +2,10 @@
 
 At start the real stdout is kept on a private descriptor and fd 1 is pointed at stderr, so a stray print from any
 library can never corrupt the protocol stream. A JSON-RPC batch is answered with one batch: the answers of its
-requests are held until the last one is in (progress and other messages pass at once).
+requests are held until the last one is in (progress and other messages pass at once). What the host has not read
+yet is bounded: once the pipe's buffer is full, frames wait in an outbox (progress coalesced per token) and count
+towards the backpressure that pauses the upstream; a host that reads nothing at all while its outbox grows past
+twice the mark is not read either.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.lines import LineSplitter
 from mcpwatch.wrapper.port import HostPort
+from mcpwatch.wrapper.pressure import LOW_WATER_BYTES, Outbox
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -35,6 +39,23 @@ class _ReadProtocol(asyncio.Protocol):
         self.splitter.finish()
         if not self.done.done():
             self.done.set_result(None)
+
+
+class _WriteProtocol(asyncio.Protocol):
+    """The host's stdout pipe: tells the front when its buffer is full and when it has drained."""
+
+    def __init__(self, front: StdioFront) -> None:
+        self.front = front
+
+    def pause_writing(self) -> None:
+        self.front.pipe_full = True
+
+    def resume_writing(self) -> None:
+        self.front.pipe_full = False
+        self.front.drain()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.front.host_gone()
 
 
 def _is_pipe(fd: int) -> bool:
@@ -56,6 +77,10 @@ class StdioFront:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
         self._writer: asyncio.WriteTransport | None = None
+        self._reader: asyncio.ReadTransport | None = None
+        self.outbox = Outbox()
+        self.pipe_full = False
+        self.reading_paused = False
         self.closed = False
         self._batches: list[_Batch] = []
 
@@ -71,23 +96,63 @@ class StdioFront:
                         self._batches.remove(batch)
                         self._write(frames.encode(batch.answers))
                     return
-        self._write(frames.encode(message))
+        self._write(frames.encode(message), message)
 
-    def _write(self, data: bytes) -> None:
-        if self._writer is not None:
-            self._writer.write(data)
+    def _write(self, data: bytes, message: Any = None) -> None:
+        writer = self._writer
+        if writer is None:
+            try:
+                os.write(self._out_fd, data)
+            except OSError:
+                self.closed = True
             return
-        try:
-            os.write(self._out_fd, data)
-        except OSError:
-            self.closed = True
+        if self.pipe_full or self.outbox:
+            if self.outbox.push(message, data, keep_message=False):
+                self.core.pressure.note_coalesced()
+        else:
+            writer.write(data)
+            if not self.pipe_full and not writer.get_write_buffer_size():
+                return  # all written at once: nothing unsent (the common case, kept cheap)
+        self._report()
+
+    def drain(self) -> None:
+        """The pipe took what it held: hand it waiting frames until it is full again."""
+        writer = self._writer
+        if writer is None or writer.is_closing():
+            return
+        while self.outbox and not self.pipe_full:
+            writer.write(self.outbox.pop()[1])
+        self._report()
+
+    def _report(self) -> None:
+        writer = self._writer
+        unsent = self.outbox.bytes + (writer.get_write_buffer_size() if writer is not None else 0)
+        pressure = self.core.pressure
+        pressure.set_unsent(self, unsent)
+        reader = self._reader
+        if reader is None:
+            return
+        if not self.reading_paused and self.outbox.bytes > 2 * pressure.high_water:
+            self.reading_paused = True  # it reads nothing and still asks: its new requests wait in its own pipe
+            reader.pause_reading()
+        elif self.reading_paused and unsent <= LOW_WATER_BYTES:
+            self.reading_paused = False
+            reader.resume_reading()
+
+    def host_gone(self) -> None:
+        """The host closed its end of our stdout: nothing more can reach it; what waited is let go."""
+        self.closed = True
+        self.outbox.clear()
+        self.core.pressure.set_unsent(self, 0)
 
     async def _open_writer(self) -> None:
         loop = asyncio.get_running_loop()
         if not _is_pipe(self._out_fd):
             return  # plain blocking writes are fine there
         try:
-            transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(self._out_fd, "wb", buffering=0))
+            transport, _ = await loop.connect_write_pipe(
+                lambda: _WriteProtocol(self), os.fdopen(self._out_fd, "wb", buffering=0)
+            )
         except (ValueError, OSError):
             return  # a regular file or similar: plain blocking writes are fine there
         self._writer = transport  # type: ignore[assignment]
@@ -97,11 +162,15 @@ class StdioFront:
         await self._open_writer()
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        splitter = LineSplitter(self._host_line, self._host_oversize)
+        splitter = LineSplitter(
+            self._host_line, lambda size, head: self.core.host_oversize(self, size, head), self.core.frame_limit()
+        )
         try:
             if not _is_pipe(0):
                 raise ValueError("not a pipe")
-            await loop.connect_read_pipe(lambda: _ReadProtocol(splitter, done), os.fdopen(0, "rb", buffering=0))
+            self._reader, _ = await loop.connect_read_pipe(
+                lambda: _ReadProtocol(splitter, done), os.fdopen(0, "rb", buffering=0)
+            )
         except (ValueError, OSError):
             threading.Thread(target=self._read_blocking, args=(loop, splitter, done), daemon=True).start()
         await done
@@ -130,11 +199,6 @@ class StdioFront:
                     self.core.host_message(self, item)
                 return
         self.core.host_frame(self, line)  # a lone message, or a line that is not a non-empty batch
-
-    def _host_oversize(self, size: int) -> None:
-        self.core.count_frame_error()
-        self.core.warn(f"host sent a frame of {size} bytes, over the limit; discarded")
-        self.send(frames.error_response(None, frames.INVALID_REQUEST, "Invalid Request: frame too large"))
 
     async def close(self) -> None:
         self.closed = True

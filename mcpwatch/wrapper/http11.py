@@ -18,6 +18,7 @@ import httptools
 
 CONNECT_TIMEOUT_S = 30.0
 IDLE_PER_ORIGIN = 32  # kept-alive connections per origin; more may be open while busy
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event's data, as the frame cap (`[limits] max_frame_mb`) sets it
 STALE_AFTER_S = 1.0  # a kept-alive connection idle this long may have been closed under us: one retry is safe
 
 
@@ -68,6 +69,20 @@ class Response:
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
 
+    async def read_capped(self, limit: int) -> tuple[bytes, int]:
+        """The body if it is at most `limit` bytes, else its first 64 KiB; and its whole size. Never holds more
+        than the limit: the rest is read and dropped as it arrives."""
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in self.chunks():
+            size += len(chunk)
+            if size <= limit:
+                parts.append(chunk)
+            elif parts:
+                parts = [b"".join(parts)[: 64 * 1024]]
+        body = b"".join(parts)
+        return (body, size) if size <= limit else (body[: 64 * 1024], size)
+
     def close(self) -> None:
         """Give the connection back if the body was read to its end, else drop it (its stream is mid-body)."""
         self._connection.release(self)
@@ -91,6 +106,8 @@ class _Connection(asyncio.Protocol):
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if self.pool.reading_paused:
+            self.transport.pause_reading()  # type: ignore[union-attr]
 
     def data_received(self, data: bytes) -> None:
         self.received = True
@@ -176,6 +193,22 @@ class Client:
         self._busy: set[_Connection] = set()
         self._open: set[_Connection] = set()  # every connection not yet closed, streaming ones too
         self._ssl: ssl.SSLContext | None = None
+        self.reading_paused = False
+
+    def pause_reading(self) -> None:
+        """Read no response bytes on any connection until `resume_reading` (the hosts are behind)."""
+        if not self.reading_paused:
+            self.reading_paused = True
+            for connection in self._open:
+                if connection.transport is not None and not connection.closed:
+                    connection.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.reading_paused:
+            self.reading_paused = False
+            for connection in self._open:
+                if connection.transport is not None and not connection.closed:
+                    connection.transport.resume_reading()
 
     async def request(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
         """Send a request; return once the response's status and headers are in. Raises TransportError."""
@@ -260,41 +293,122 @@ class Client:
 class EventStream:
     """Server-sent events, fed bytes as they arrive: `data` of each event to `on_event` (comments, ids ignored).
 
-    A long event arriving in many chunks is joined once, at its end, not re-scanned on every chunk."""
+    A long event arriving in many chunks is joined once, at its end, not re-scanned on every chunk. An event (or a
+    single line) longer than `max_event_bytes` is never held: it is discarded as it streams past, and reported at its
+    end to `on_oversize(size, head)` with its first bytes (where its JSON-RPC id usually is)."""
 
-    __slots__ = ("_data", "_on_event", "_partial")
+    __slots__ = (
+        "_data",
+        "_data_len",
+        "_head",
+        "_max",
+        "_on_event",
+        "_on_oversize",
+        "_oversize",
+        "_partial",
+        "_partial_len",
+        "_skip_line",
+    )
 
-    def __init__(self, on_event: Callable[[bytes], None]) -> None:
+    def __init__(
+        self,
+        on_event: Callable[[bytes], None],
+        on_oversize: Callable[[int, bytes], None] | None = None,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+    ) -> None:
         self._on_event = on_event
+        self._on_oversize = on_oversize
+        self._max = max_event_bytes
         self._partial: list[bytes] = []  # the current line's chunks, before its end arrives
+        self._partial_len = 0
         self._data: list[bytes] = []
+        self._data_len = 0
+        self._oversize = 0  # bytes of the current event discarded so far (0: it is within the cap)
+        self._head = b""
+        self._skip_line = False  # inside a line too long to hold, until its end
 
     def feed(self, chunk: bytes) -> None:
         if not chunk:
             return
+        if self._skip_line:
+            cut = _line_end(chunk)
+            if cut < 0:
+                self._oversize += len(chunk)
+                return
+            self._oversize += cut
+            self._skip_line = False
+            chunk = chunk[cut + (2 if chunk.startswith(b"\r\n", cut) else 1) :]
+            if not chunk:
+                return
         if b"\n" not in chunk and b"\r" not in chunk:
-            self._partial.append(chunk)
+            self._hold(chunk)
             return
         if self._partial:
             self._partial.append(chunk)
             chunk = b"".join(self._partial)
             self._partial = []
+            self._partial_len = 0
         if chunk.endswith(b"\r"):  # maybe the first half of a CRLF: keep it for the next chunk
-            self._partial = [chunk]
-            chunk = b""
+            self._hold(chunk)
             return
         if b"\r" in chunk:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         *lines, rest = chunk.split(b"\n")
-        if rest:
-            self._partial = [rest]
         for line in lines:
             if not line:
-                if self._data:
-                    data = b"\n".join(self._data)
-                    self._data = []
-                    if data:  # an event whose data is empty is not dispatched (the SSE rules)
-                        self._on_event(data)
+                self._dispatch()
             elif line.startswith(b"data:"):
                 value = line[5:]
-                self._data.append(value[1:] if value.startswith(b" ") else value)
+                self._add_data(value[1:] if value.startswith(b" ") else value)
+        if rest:
+            self._hold(rest)
+
+    def _hold(self, part: bytes) -> None:
+        """Keep the start of a line until its end arrives; a line over the cap is dropped as it comes."""
+        if self._partial_len + len(part) <= self._max:
+            self._partial.append(part)
+            self._partial_len += len(part)
+            return
+        line = b"".join(self._partial) + part[: 64 * 1024]
+        if line.startswith(b"data:") and not self._oversize:
+            self._start_oversize(line[5:].lstrip(b" "))
+        self._oversize += self._partial_len + len(part)
+        self._partial = []
+        self._partial_len = 0
+        self._skip_line = True
+
+    def _add_data(self, value: bytes) -> None:
+        if self._oversize:
+            self._oversize += len(value) + 1
+        elif self._data_len + len(value) > self._max:
+            self._start_oversize(value)
+            self._oversize += len(value)
+        else:
+            self._data.append(value)
+            self._data_len += len(value) + 1
+
+    def _start_oversize(self, value: bytes) -> None:
+        self._head = (b"\n".join([*self._data, value[: 64 * 1024]]))[: 64 * 1024]
+        self._oversize = self._data_len
+        self._data = []
+        self._data_len = 0
+
+    def _dispatch(self) -> None:
+        if self._oversize:
+            size, head = self._oversize, self._head
+            self._oversize, self._head = 0, b""
+            if self._on_oversize is not None:
+                self._on_oversize(size, head)
+            return
+        if self._data:
+            data = b"\n".join(self._data)
+            self._data = []
+            self._data_len = 0
+            if data:  # an event whose data is empty is not dispatched (the SSE rules)
+                self._on_event(data)
+
+
+def _line_end(chunk: bytes) -> int:
+    """Index of the first line ending (LF or CR) in the chunk, else -1."""
+    ends = [i for i in (chunk.find(b"\n"), chunk.find(b"\r")) if i >= 0]
+    return min(ends) if ends else -1

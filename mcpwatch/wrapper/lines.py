@@ -1,6 +1,7 @@
 """Newline-delimited framing over asyncio pipes, with a hard cap on line length.
 
-A line longer than the cap is discarded up to its newline and reported, never buffered without bound.
+A line longer than the cap is discarded up to its newline and reported with its size and its first bytes (where a
+JSON-RPC id usually is, so the request waiting for it can be answered), never buffered without bound.
 """
 
 from __future__ import annotations
@@ -8,17 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+HEAD_BYTES = 64 * 1024  # what is kept of a discarded line
 
 
 class LineSplitter:
-    """Feed bytes, get complete lines via `on_line`; oversize lines go to `on_oversize(size)` instead."""
+    """Feed bytes, get complete lines via `on_line`; oversize lines go to `on_oversize(size, head)` instead."""
 
-    __slots__ = ("_buffer", "_discarded", "_discarding", "_max", "_on_line", "_on_oversize")
+    __slots__ = ("_buffer", "_discarded", "_discarding", "_head", "_max", "_on_line", "_on_oversize")
 
     def __init__(
         self,
         on_line: Callable[[bytes], None],
-        on_oversize: Callable[[int], None],
+        on_oversize: Callable[[int, bytes], None],
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._on_line = on_line
@@ -27,6 +29,7 @@ class LineSplitter:
         self._buffer = bytearray()
         self._discarding = False
         self._discarded = 0
+        self._head = b""
 
     def feed(self, data: bytes) -> None:
         start = 0
@@ -36,8 +39,7 @@ class LineSplitter:
                 break
             if self._discarding:
                 self._discarding = False
-                self._on_oversize(self._discarded + end - start)
-                self._discarded = 0
+                self._report(self._discarded + end - start)
             elif self._buffer:
                 self._buffer += data[start:end]
                 line = bytes(self._buffer)
@@ -54,20 +56,25 @@ class LineSplitter:
         elif len(self._buffer) + rest > self._max:
             self._discarding = True
             self._discarded = len(self._buffer) + rest
+            self._head = bytes(self._buffer[:HEAD_BYTES]) + data[start : start + HEAD_BYTES - len(self._buffer)]
             self._buffer.clear()
         else:
             self._buffer += data[start:]
 
+    def _report(self, size: int) -> None:
+        head, self._head, self._discarded = self._head, b"", 0
+        self._on_oversize(size, head)
+
     def _emit(self, line: bytes) -> None:
         if len(line) > self._max:
-            self._on_oversize(len(line))
+            self._on_oversize(len(line), line[:HEAD_BYTES])
         elif line.strip():
             self._on_line(line)
 
     def finish(self) -> None:
         """End of stream: a last line without a newline still counts."""
         if self._discarding:
-            self._on_oversize(self._discarded)
+            self._report(self._discarded)
         elif self._buffer:
             self._emit(bytes(self._buffer))
         self._buffer.clear()

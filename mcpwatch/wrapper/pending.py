@@ -63,6 +63,8 @@ class Counters:
     invalidations: int = 0
     host_frame_errors: int = 0
     upstream_garbage: int = 0
+    progress_coalesced: int = 0  # progress replaced by a newer one for the same token before a slow host read it
+    upstream_pauses: int = 0  # times the upstream was not read because hosts had too much unsent
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)

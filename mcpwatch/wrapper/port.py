@@ -7,11 +7,18 @@ import asyncio
 from typing import Any, Protocol
 
 from mcpwatch.wrapper.pending import HostLink
+from mcpwatch.wrapper.pressure import Backpressure
 
 
 class LinkPort(Protocol):
+    pressure: Backpressure  # hosts report their unsent bytes to it; it pauses reading the upstream
+
     def warn(self, message: str) -> None:
         """Log a warning event (an operator sees it in the console)."""
+        ...
+
+    def frame_limit(self) -> int:
+        """The frame cap in bytes (`[limits] max_frame_mb`)."""
         ...
 
 
@@ -21,6 +28,10 @@ class HostPort(LinkPort, Protocol):
     def host_frame(self, link: HostLink, line: bytes) -> None: ...
 
     def host_message(self, link: HostLink, message: Any) -> None: ...
+
+    def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
+        """A host frame over the cap (its first bytes in `head`): answered, counted, logged."""
+        ...
 
     def count_frame_error(self) -> None:
         """A host frame that could not be taken (too large, not JSON): counted in the wrapper's status."""
@@ -42,7 +53,13 @@ class UpstreamPort(LinkPort, Protocol):
 
     def upstream_message(self, message: Any) -> None: ...
 
-    def upstream_oversize(self, size: int) -> None: ...
+    def upstream_oversize(self, size: int, head: bytes = b"", up_id: Any = ...) -> None:
+        """An upstream frame over the cap: the request it answers (by `up_id`, else the id in `head`) is answered."""
+        ...
+
+    def is_waiting(self, up_id: Any) -> bool:
+        """Whether a request sent upstream under this id still waits for its answer."""
+        ...
 
     def requeue(self, up_id: Any) -> bool:
         """A request the upstream never received: send it again on the next connection."""

@@ -33,6 +33,15 @@ class UpstreamLink(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    def pause_reading(self) -> None:
+        """Stop reading what the upstream sends (the hosts have too much unsent); idempotent."""
+        ...
+
+    def resume_reading(self) -> None: ...
+
+
+WAITING_MAX = 10_000  # host frames held while the upstream is unavailable; past it requests fail, notifications go
+
 
 class UpstreamSession:
     def __init__(
@@ -54,6 +63,7 @@ class UpstreamSession:
         self.init_params: dict[str, Any] | None = None  # the host's initialize, replayed to a new connection
         self.init_result: dict[str, Any] | None = None
         self.last_exit: dict[str, Any] = {}
+        self.start_failure: str | None = None  # the upstream command could not be started: said at once
         self._recorder = recorder
         self._scheduler = scheduler
         self._loop = loop
@@ -71,16 +81,27 @@ class UpstreamSession:
     # ------------------------------------------------------------------ sending
 
     def send(self, pending: Pending | None, message: dict[str, Any]) -> None:
-        """Send now or queue; a call the upstream cannot take (stuck) is answered at once."""
-        if self.transmit(pending, message) == "stuck" and pending is not None:
-            self._undeliverable(pending, self.stuck_text())
+        """Send now or queue; a call the upstream cannot take (stuck, or cannot be started) is answered at once."""
+        outcome = self.transmit(pending, message)
+        if pending is not None and outcome not in ("sent", "queued"):
+            self._undeliverable(pending, self.refusal_text(outcome))
+
+    def refusal_text(self, outcome: str) -> str:
+        """Why a call that `transmit` did not send or queue is answered at once."""
+        if outcome == "stuck":
+            return self.stuck_text()
+        if outcome == "unstartable" and self.start_failure is not None:
+            return self.start_failure
+        return f"{self.unavailable_text()}; {WAITING_MAX} frames wait for it already"
 
     def transmit(self, pending: Pending | None, message: dict[str, Any]) -> str:
-        """Send now, or queue until the upstream is ready: "sent", "queued" or "stuck" (the caller fails it)."""
+        """Send now, or queue until the upstream is ready: "sent", "queued", or "stuck" / "unstartable" / "full"
+        (the caller fails it; nothing waits for an upstream whose command cannot even be started)."""
         link = self.link
         if link is None or self.state != UpstreamState.READY:
-            self.queue(pending, message)
-            return "queued"
+            if self.start_failure is not None:
+                return "unstartable"
+            return "queued" if self.queue(pending, message) else "full"
         if pending is not None and pending.budget is not None and self._propagate:
             self._stamp_time_left(pending, message)
         outcome = link.send(message)
@@ -91,8 +112,7 @@ class UpstreamSession:
                     pending.timer.cancel()
                     pending.timer = None
         elif outcome == "down":
-            self.queue(pending, message)
-            return "queued"
+            return "queued" if self.queue(pending, message) else "full"
         return outcome
 
     def send_direct(self, message: dict[str, Any]) -> None:
@@ -112,13 +132,19 @@ class UpstreamSession:
         if isinstance(meta, dict) and DEADLINE_META in meta and seconds is not None:
             meta[DEADLINE_META] = max(0, round((seconds - (self._scheduler.time() - pending.started)) * 1000))
 
-    def queue(self, pending: Pending | None, message: dict[str, Any]) -> None:
+    def queue(self, pending: Pending | None, message: dict[str, Any]) -> bool:
         """Hold a frame until the upstream is ready. A tools/call waits within its budget; any other request gets
-        a bound of its own (the handshake timeout plus the longest reconnect delay), so nothing waits for ever."""
+        a bound of its own (the handshake timeout plus the longest reconnect delay), so nothing waits for ever.
+        False (nothing held) once WAITING_MAX frames wait."""
+        if len(self.waiting) >= WAITING_MAX:
+            self.waiting = [(p, m) for p, m in self.waiting if p is None or p.open]
+            if len(self.waiting) >= WAITING_MAX:  # a host sending on and on while the upstream is away
+                return False
         self.waiting.append((pending, message))
         if pending is not None and pending.timer is None:
             limit = self._queue_limit_s
             pending.timer = self._scheduler.call_later(limit, self._queue_timeout, pending, limit)
+        return True
 
     def _queue_timeout(self, pending: Pending, limit: float) -> None:
         if pending.open and not pending.sent:
@@ -136,7 +162,8 @@ class UpstreamSession:
         if pending is None or not pending.sent:
             return False
         pending.sent = False
-        self.queue(pending, pending.message)
+        if not self.queue(pending, pending.message):
+            self._undeliverable(pending, self.refusal_text("full"))
         return True
 
     # ------------------------------------------------------------------ server→client requests
@@ -157,6 +184,7 @@ class UpstreamSession:
     def connecting(self) -> int:
         generation = self.ids.new_generation() if self._connected_once else self.ids.generation
         self._connected_once = True
+        self.start_failure = None  # this attempt may start it; requests wait for its outcome (a moment)
         self.set_state(UpstreamState.CONNECTING, generation=generation)
         return generation
 
@@ -209,6 +237,13 @@ class UpstreamSession:
         return text
 
     # ------------------------------------------------------------------ the wrapper's own requests
+
+    def take_internal(self, up_id: Any) -> asyncio.Future[dict[str, Any]] | None:
+        """The wrapper's own request waiting for this id, taken (the caller answers it)."""
+        return self._internal.pop(up_id, None) if type(up_id) is int else None
+
+    def has_internal(self, up_id: Any) -> bool:
+        return up_id in self._internal
 
     def answer_internal(self, message: dict[str, Any]) -> bool:
         """A response to one of the wrapper's own requests (handshake replay, health check) goes to its waiter."""

@@ -2,7 +2,9 @@
 server-initiated messages, the session id and protocol-version headers, and reconnection with backoff.
 
 A connection error or an expired session (404) counts as losing the upstream: in-flight calls get a clear error
-at once, and the next connection replays the host's handshake to get a fresh session.
+at once, and the next connection replays the host's handshake to get a fresh session. Bodies and events are held
+only up to the frame cap (a larger one is dropped as it streams and answered as an error), and no response is read
+while the hosts have too much unsent (backpressure).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wire import modern_version
-from mcpwatch.wrapper import frames
+from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportError
 from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
+
+ERROR_BODY_BYTES = 64 * 1024  # of an HTTP error's body, for the message
 
 
 def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
@@ -83,8 +87,15 @@ class HttpUpstream:
             task.add_done_callback(lambda _: self._modern_posts.pop(request_id, None))
         return "sent"
 
+    def pause_reading(self) -> None:
+        self.client.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.client.resume_reading()
+
     def describe(self) -> dict[str, Any]:
         return {
+            "reading_paused": self.client.reading_paused,
             "session_id": self.session_id,
             "protocol_version": self.protocol_version,
             "open_posts": len(self._posts),
@@ -115,7 +126,7 @@ class HttpUpstream:
                     self._lose("ended its session (HTTP 404); reconnecting with a new one")
                     return
                 if reply.status >= 400:
-                    body = (await reply.read()).decode("utf-8", "replace")
+                    body = (await reply.read_capped(ERROR_BODY_BYTES))[0].decode("utf-8", "replace")
                     if is_request:
                         text = f"upstream HTTP {reply.status}: {frames.text_of(body, 300)}"
                         self.core.upstream_message(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
@@ -123,7 +134,7 @@ class HttpUpstream:
                 session = reply.headers.get("mcp-session-id")
                 if session:
                     self.session_id = session
-                await self._read_body(reply)
+                await self._read_body(reply, message["id"] if is_request else oversize.UNKNOWN)
             finally:
                 reply.close()
         except TransportError as exc:
@@ -133,15 +144,19 @@ class HttpUpstream:
         if message.get("method") == "notifications/initialized" and self._get_task is None:
             self._get_task = asyncio.ensure_future(self._listen())
 
-    async def _read_body(self, reply: Response) -> None:
+    async def _read_body(self, reply: Response, request_id: Any = oversize.UNKNOWN) -> None:
+        """Deliver what a response carries; a JSON body over the cap answers the request it was for."""
         content_type = reply.headers.get("content-type", "")
+        cap = self.settings.limits.max_frame_bytes
         if content_type.startswith("text/event-stream"):
-            events = EventStream(self._deliver)
+            events = EventStream(self._deliver, self.core.upstream_oversize, cap)
             async for chunk in reply.chunks():
                 events.feed(chunk)
         elif content_type.startswith("application/json"):
-            body = await reply.read()
-            if body.strip():
+            body, size = await reply.read_capped(cap)
+            if size > cap:
+                self.core.upstream_oversize(size, body, request_id)
+            elif body.strip():
                 self._deliver(body)
 
     def _deliver(self, data: bytes) -> None:

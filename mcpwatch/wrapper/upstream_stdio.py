@@ -1,7 +1,9 @@
 """An upstream MCP server run as a child process over stdio: spawned, watched, respawned with backoff.
 
 Writes never block the wrapper: they go to the pipe's buffer, and a buffer that stops draining marks the
-upstream as stuck (the operator sees it) and, past a hard limit, further requests fail at once.
+upstream as stuck (the operator sees it) and, past a hard limit, further requests fail at once. Its stdout is not
+read while the hosts have too much unsent (backpressure). A process that closes its stdout is lost as one that
+exits is: it can answer nothing more. Whatever way it ends, its whole process group ends with it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
+STDOUT_CLOSED_GRACE_S = 0.25  # a process that closed its stdout and has not exited by then is lost all the same
+GROUP_GRACE_S = 1.0  # what is left of the process group after the server: SIGTERM, then SIGKILL after this
 # On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
 # dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
 # preexec_fn cannot do it: Python code between fork and exec in a threaded process can deadlock or abort.) The
@@ -42,12 +46,55 @@ def spawn_argv(argv: list[str]) -> list[str]:
     return [sys.executable, "-I", "-S", "-c", _EXEC_SHIM, str(os.getpid()), *argv]
 
 
+async def end_process_group(pgid: int, grace_s: float = GROUP_GRACE_S) -> None:
+    """End what is left of a process group once its leader (the server) is gone: a grandchild must not outlive it.
+
+    The group's id is the server's pid (it was started in a session of its own); SIGTERM first, SIGKILL for what
+    is still there after `grace_s`."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return  # nothing left (or no longer ours)
+        if sig == signal.SIGKILL:
+            return
+        deadline = loop.time() + grace_s
+        while loop.time() < deadline:
+            await asyncio.sleep(0.02)
+            if not _group_alive(pgid):
+                return
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still running (zombies waiting for their reaper do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
 class _ChildProtocol(asyncio.SubprocessProtocol):
     def __init__(self, owner: StdioUpstream) -> None:
         self.owner = owner
         core = owner.core
-        self.stdout = LineSplitter(core.upstream_frame, core.upstream_oversize)
-        self.stderr = LineSplitter(owner.note_stderr_line, lambda size: None, max_line_bytes=64 * 1024)
+        self.stdout = LineSplitter(core.upstream_frame, core.upstream_oversize, owner.settings.limits.max_frame_bytes)
+        self.stderr = LineSplitter(owner.note_stderr_line, lambda size, head: None, max_line_bytes=64 * 1024)
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.stdout_closed: asyncio.Future[None] = loop.create_future()
@@ -91,12 +138,15 @@ class StdioUpstream:
         )
         self.transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._stdout: asyncio.ReadTransport | None = None
+        self.reading_paused = False
         self.paused_since: float | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self.restarts = 0
         self.closing = False
         self._stopped = asyncio.Event()
         self._spawned: asyncio.Future[None] | None = None  # pending while a process is being started
+        self._group_ended: asyncio.Event | None = None  # cleared while what is left of a process group is ended
 
     # ------------------------------------------------------------------ the link the core writes to
 
@@ -109,6 +159,16 @@ class StdioUpstream:
         stdin.write(frames.encode(message))
         return "sent"
 
+    def pause_reading(self) -> None:
+        if not self.reading_paused and self._stdout is not None and not self._stdout.is_closing():
+            self.reading_paused = True
+            self._stdout.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.reading_paused and self._stdout is not None and not self._stdout.is_closing():
+            self._stdout.resume_reading()
+        self.reading_paused = False
+
     def describe(self) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         stuck_for = loop.time() - self.paused_since if self.paused_since is not None else 0.0
@@ -119,6 +179,7 @@ class StdioUpstream:
             "stuck_for_s": round(stuck_for, 3),
             "unsent_bytes": unsent,
             "restarts": self.restarts,
+            "reading_paused": self.reading_paused,
             "stderr_tail": list(self.stderr_tail),
         }
 
@@ -172,27 +233,56 @@ class StdioUpstream:
             self._spawned.set_result(None)
         self.transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        self._stdout = transport.get_pipe_transport(1)  # type: ignore[assignment]
+        self.reading_paused = False
         self.paused_since = None
         self.stderr_tail.clear()
         starting = asyncio.ensure_future(self.core.upstream_started())
         starting.add_done_callback(retrieve_exception)
-        await asyncio.wait({starting, protocol.exited}, return_when=asyncio.FIRST_COMPLETED)
+        ended = {protocol.exited, protocol.stdout_closed}
+        await asyncio.wait({starting, *ended}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
             starting.cancel()
         elif starting.exception() is not None:
             self.core.warn(f"upstream start failed: {starting.exception()}")
             self._terminate()
-        await protocol.exited
-        # The exit can overtake the last stdout bytes; give them a moment so no answer is lost.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(protocol.stdout_closed), 0.5)
+        await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
+        reason = "exited"
+        if not protocol.exited.done():  # its stdout closed: it may be on its way out
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.exited), STDOUT_CLOSED_GRACE_S)
+        if not protocol.exited.done():
+            reason = "closed its stdout but kept running; it was stopped"
+            if not self.closing:
+                self.core.upstream_lost(reason=reason, stderr_tail=list(self.stderr_tail))
+            await self._stop_process(protocol)
+        else:
+            self.resume_reading()  # its last answers, even if the hosts are behind
+            # The exit can overtake the last stdout bytes; give them a moment so no answer is lost.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.stdout_closed), 0.5)
         exit_code = transport.get_returncode()
+        pgid = transport.get_pid()
         self.transport = None
         self._stdin = None
+        self._stdout = None
         transport.close()
-        if not self.closing:
-            self.core.upstream_lost(reason="exited", exit_code=exit_code, stderr_tail=list(self.stderr_tail))
+        if not self.closing and reason == "exited":
+            self.core.upstream_lost(reason=reason, exit_code=exit_code, stderr_tail=list(self.stderr_tail))
+        self._group_ended = asyncio.Event()
+        try:
+            await end_process_group(pgid)
+        finally:
+            self._group_ended.set()
         return exit_code
+
+    async def _stop_process(self, protocol: _ChildProtocol) -> None:
+        """SIGTERM the process group, then SIGKILL: a process that closed its stdout is of no more use."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            self._terminate(sig)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.exited), GROUP_GRACE_S)
+                return
 
     def _terminate(self, sig: int = signal.SIGTERM) -> None:
         transport = self.transport
@@ -207,8 +297,11 @@ class StdioUpstream:
         if self._spawned is not None and not self._spawned.done():  # a process is starting: stop it too
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._spawned), grace_s)
-        if self.transport is None:
-            return  # nothing running (waiting to reconnect, or never started)
+        if self.transport is None:  # nothing running (waiting to reconnect, or never started)
+            if self._group_ended is not None:  # the last one's leftovers may still be ending
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._group_ended.wait(), grace_s)
+            return
         if self._stdin is not None:
             self._stdin.close()
         for sig in (None, signal.SIGTERM, signal.SIGKILL):

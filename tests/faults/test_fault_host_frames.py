@@ -67,8 +67,13 @@ CASES: list[tuple[str, bytes, list[tuple[Any, Any]]]] = [
         [(None, PARSE_ERROR)],
     ),
     (
-        "a 17 MiB line",
+        "a 17 MiB line (its id is read from its start)",
         b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"x": "' + b"y" * (17 * 1024 * 1024) + b'"}}',
+        [(11, INVALID_REQUEST)],
+    ),
+    (
+        "a 17 MiB line whose id comes after its params",
+        b'{"jsonrpc": "2.0", "method": "ping", "params": {"x": "' + b"y" * (17 * 1024 * 1024) + b'"}, "id": 12}',
         [(None, INVALID_REQUEST)],
     ),
 ]
