@@ -15,6 +15,10 @@ sample reports the backlog (events emitted but not yet written) so a run can tel
 Tombstones are bounded by their TTL; with the default terms (budget + 10 + 30 + 5 s) they would still be piling up
 when a 15-second run ends, so the run shortens the TTL's fixed terms (TTL ≈ 3.2 s, swept every second) to reach
 the steady state the default reaches after a minute.
+
+The flood cases (`mcpwatch.bench.flood`) follow: an upstream sending progress or log notifications as fast as the
+wrapper reads them, with a host that reads (echo latency measured, and the direct path's for comparison) and one
+that does not (the backpressure must hold the wrapper's memory; the flood call's answer must still arrive).
 """
 
 from __future__ import annotations
@@ -30,7 +34,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-HELP = "wrapper RSS over 100,000 calls (a tenth hit the deadline), sampled every 10,000: ≤ 60 MB and flat"
+HELP = (
+    "wrapper RSS over 100,000 calls (a tenth hit the deadline), sampled every 10,000: ≤ 60 MB and flat; then "
+    "upstream floods (stdio and HTTP, host reading or not): peak RSS ≤ 150 MB, echo p99 ≤ 100 ms"
+)
 
 TARGET_MB = 60.0
 FLAT_MB = 3.0  # allowed growth over the second half of the run
@@ -217,9 +224,12 @@ async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
+    from mcpwatch.bench import flood
+
     calls = 10_000 if quick else 100_000
     with tempfile.TemporaryDirectory() as tmp:
         figures = asyncio.run(_drive(calls, Path(tmp)))
+    floods = flood.run(quick)
     samples = figures["samples"]
     peak = max(s["VmRSS"] for s in samples)
     half = [s for s in samples if s["calls"] >= calls // 2]
@@ -244,7 +254,8 @@ def run(quick: bool = False) -> dict[str, Any]:
         "peak_rss_mb": peak,
         "second_half_growth_mb": growth,
         "targets": {"rss_mb": TARGET_MB, "second_half_growth_mb": FLAT_MB},
-        "pass": peak <= TARGET_MB and growth <= FLAT_MB,
+        "floods": floods,
+        "pass": peak <= TARGET_MB and growth <= FLAT_MB and floods["pass"],
     }
 
 

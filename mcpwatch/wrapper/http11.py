@@ -18,6 +18,7 @@ import httptools
 
 CONNECT_TIMEOUT_S = 30.0
 IDLE_PER_ORIGIN = 32  # kept-alive connections per origin; more may be open while busy
+BUFFER_BYTES = 1024 * 1024  # of one response, received and not yet consumed
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event's data, as the frame cap (`[limits] max_frame_mb`) sets it
 STALE_AFTER_S = 1.0  # a kept-alive connection idle this long may have been closed under us: one retry is safe
 
@@ -29,19 +30,23 @@ class TransportError(Exception):
 class Response:
     """Status and headers at once; the body as it arrives (`chunks()`, `read()`). `close()` when done with it."""
 
-    __slots__ = ("_chunks", "_complete", "_connection", "_error", "_waiter", "headers", "status")
+    __slots__ = ("_buffered", "_chunks", "_complete", "_connection", "_error", "_waiter", "headers", "status")
 
     def __init__(self, connection: _Connection, status: int, headers: dict[str, str]) -> None:
         self._connection = connection
         self.status = status
         self.headers = headers  # lower-case names
         self._chunks: deque[bytes] = deque()
+        self._buffered = 0  # bytes received and not yet taken: past BUFFER_BYTES the connection is not read
         self._complete = False
         self._error: Exception | None = None
         self._waiter: asyncio.Future[None] | None = None
 
     def _feed(self, data: bytes) -> None:
         self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > BUFFER_BYTES:
+            self._connection.update_reading()
         self._wake()
 
     def _end(self, error: Exception | None = None) -> None:
@@ -55,9 +60,17 @@ class Response:
             waiter.set_result(None)
 
     async def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives. Between two chunks already here the loop gets a turn: a response streaming
+        faster than it is consumed must not hold up every other one (their answers wait for the loop)."""
         while True:
             while self._chunks:
-                yield self._chunks.popleft()
+                chunk = self._chunks.popleft()
+                self._buffered -= len(chunk)
+                if self._buffered <= BUFFER_BYTES // 2:
+                    self._connection.update_reading()
+                yield chunk
+                if self._chunks:
+                    await asyncio.sleep(0)
             if self._complete:
                 if self._error is not None:
                     raise self._error
@@ -101,13 +114,24 @@ class _Connection(asyncio.Protocol):
         self._complete = False
         self._keep_alive = False
         self.idle_since = 0.0
+        self.reading_paused = False
         self.received = False  # any response byte on this connection's current request
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        if self.pool.reading_paused:
-            self.transport.pause_reading()  # type: ignore[union-attr]
+        self.update_reading()
+
+    def update_reading(self) -> None:
+        """Read from the socket unless the hosts are behind (the pool is paused) or this response's consumer is."""
+        response = self._response
+        paused = self.pool.reading_paused or (response is not None and response._buffered > BUFFER_BYTES)
+        if paused != self.reading_paused and self.transport is not None and not self.closed:
+            self.reading_paused = paused
+            if paused:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         self.received = True
@@ -174,6 +198,7 @@ class _Connection(asyncio.Protocol):
             return
         self._response = None
         if self._complete and self._keep_alive and not self.closed:
+            self.update_reading()  # its response's backlog no longer holds the socket
             self.pool._idle_connection(self)
         else:
             self.abort()
@@ -199,16 +224,14 @@ class Client:
         """Read no response bytes on any connection until `resume_reading` (the hosts are behind)."""
         if not self.reading_paused:
             self.reading_paused = True
-            for connection in self._open:
-                if connection.transport is not None and not connection.closed:
-                    connection.transport.pause_reading()
+            for connection in list(self._open):
+                connection.update_reading()
 
     def resume_reading(self) -> None:
         if self.reading_paused:
             self.reading_paused = False
-            for connection in self._open:
-                if connection.transport is not None and not connection.closed:
-                    connection.transport.resume_reading()
+            for connection in list(self._open):
+                connection.update_reading()
 
     async def request(self, method: str, url: str, headers: dict[str, str], body: bytes = b"") -> Response:
         """Send a request; return once the response's status and headers are in. Raises TransportError."""

@@ -46,9 +46,16 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._items)
 
-    def push(self, message: Any, data: bytes) -> bool:
-        """Queue a frame; True when it replaced an older progress notification for the same token."""
+    def push(self, message: Any, data: bytes, *, keep_message: bool = True) -> bool:
+        """Queue a frame; True when it replaced an older progress notification for the same token.
+
+        The bytes are copied: orjson's output keeps the over-allocated buffer it was encoded in (kilobytes for a
+        frame of a few hundred bytes), which a queue of thousands would multiply. Without `keep_message`, only the
+        bytes are kept (pop gives None for the message)."""
         key = progress_key(message)
+        data = bytes(memoryview(data))
+        if not keep_message:
+            message = None
         if key is not None:
             slot = self._progress.get(key)
             if slot is not None:
