@@ -28,6 +28,7 @@ def test_the_readme_example_loads_with_every_key(tmp_path: Path) -> None:
     assert settings.tombstones.cap == 100_000 and settings.upstream.write_timeout_s == 5.0
     assert len(settings.state_sync.policies) == 2 and settings.log.flush_interval_ms == 100
     assert settings.console.theme == "mcpwatch-dark" and settings.source == str(tmp_path / "mcpwatch.toml")
+    assert settings.limits.max_frame_mb == 16 and settings.limits.max_frame_bytes == 16 * 1024 * 1024
 
 
 def test_search_order_explicit_then_env_then_cwd_then_user_dir(
@@ -82,6 +83,9 @@ HUGE = "1" + "0" * 400
         ("[state_sync]\npolicies = 1\n", "state_sync.policies must be an array of tables"),
         ("[[state_sync.policies]]\nmatch = 'a.*'\nttl = 3\n", "state_sync.policies[0] has unknown key(s): ttl"),
         ("[[state_sync.policies]]\nmatch = 'a..b'\ncache_control = 'immutable'\n", "[state_sync] "),
+        ("[limits]\nmax_frame_mb = 0\n", "limits.max_frame_mb must be a whole number from 1 to 1024, got 0"),
+        ("[limits]\nmax_frame_mb = 2.5\n", "limits.max_frame_mb must be a whole number from 1 to 1024, got 2.5"),
+        ("[limits]\nmax_frame_mb = 'big'\n", "limits.max_frame_mb must be a whole number from 1 to 1024, got 'big'"),
         ("[deadline\n", "not valid TOML"),
     ],
 )
