@@ -83,18 +83,16 @@ class Response:
         return b"".join([chunk async for chunk in self.chunks()])
 
     async def read_capped(self, limit: int) -> tuple[bytes, int]:
-        """The body if it is at most `limit` bytes, else its first 64 KiB; and its whole size. Never holds more
-        than the limit: the rest is read and dropped as it arrives."""
+        """The body and its size if it is at most `limit` bytes; else, as soon as it crosses the limit, its first
+        64 KiB and the bytes read so far (the caller then closes the response, which drops the connection)."""
         parts: list[bytes] = []
         size = 0
         async for chunk in self.chunks():
             size += len(chunk)
-            if size <= limit:
-                parts.append(chunk)
-            elif parts:
-                parts = [b"".join(parts)[: 64 * 1024]]
-        body = b"".join(parts)
-        return (body, size) if size <= limit else (body[: 64 * 1024], size)
+            parts.append(chunk)
+            if size > limit:
+                return b"".join(parts)[: 64 * 1024], size
+        return b"".join(parts), size
 
     def close(self) -> None:
         """Give the connection back if the body was read to its end, else drop it (its stream is mid-body)."""
@@ -317,8 +315,9 @@ class EventStream:
     """Server-sent events, fed bytes as they arrive: `data` of each event to `on_event` (comments, ids ignored).
 
     A long event arriving in many chunks is joined once, at its end, not re-scanned on every chunk. An event (or a
-    single line) longer than `max_event_bytes` is never held: it is discarded as it streams past, and reported at its
-    end to `on_oversize(size, head)` with its first bytes (where its JSON-RPC id usually is)."""
+    single line) longer than `max_event_bytes` is never held: it is reported to `on_oversize(size, head)` the moment
+    it crosses the cap, with its first bytes (where its JSON-RPC id usually is), then discarded as it streams past
+    (`dropping` says so meanwhile)."""
 
     __slots__ = (
         "_data",
@@ -393,12 +392,15 @@ class EventStream:
             self._partial_len += len(part)
             return
         line = b"".join(self._partial) + part[: 64 * 1024]
-        if line.startswith(b"data:") and not self._oversize:
-            self._start_oversize(line[5:].lstrip(b" "))
+        crossing = not self._oversize
+        if crossing:
+            self._start_oversize(line[5:].lstrip(b" ") if line.startswith(b"data:") else b"")
         self._oversize += self._partial_len + len(part)
         self._partial = []
         self._partial_len = 0
         self._skip_line = True
+        if crossing:
+            self._report()
 
     def _add_data(self, value: bytes) -> None:
         if self._oversize:
@@ -406,6 +408,7 @@ class EventStream:
         elif self._data_len + len(value) > self._max:
             self._start_oversize(value)
             self._oversize += len(value)
+            self._report()
         else:
             self._data.append(value)
             self._data_len += len(value) + 1
@@ -416,12 +419,19 @@ class EventStream:
         self._data = []
         self._data_len = 0
 
+    def _report(self) -> None:
+        head, self._head = self._head, b""
+        if self._on_oversize is not None:
+            self._on_oversize(self._oversize, head)
+
+    @property
+    def dropping(self) -> bool:
+        """Inside an event over the cap (reported already), until it ends."""
+        return bool(self._oversize)
+
     def _dispatch(self) -> None:
         if self._oversize:
-            size, head = self._oversize, self._head
-            self._oversize, self._head = 0, b""
-            if self._on_oversize is not None:
-                self._on_oversize(size, head)
+            self._oversize = 0  # reported when it crossed the cap
             return
         if self._data:
             data = b"\n".join(self._data)

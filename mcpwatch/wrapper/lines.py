@@ -1,7 +1,8 @@
 """Newline-delimited framing over asyncio pipes, with a hard cap on line length.
 
-A line longer than the cap is discarded up to its newline and reported with its size and its first bytes (where a
-JSON-RPC id usually is, so the request waiting for it can be answered), never buffered without bound.
+A line longer than the cap is reported the moment it crosses the cap, with the bytes seen so far and its first bytes
+(where a JSON-RPC id usually is, so the request waiting for it is answered at once, even if the line never ends),
+then discarded up to its newline: never buffered without bound.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ HEAD_BYTES = 64 * 1024  # what is kept of a discarded line
 
 
 class LineSplitter:
-    """Feed bytes, get complete lines via `on_line`; oversize lines go to `on_oversize(size, head)` instead."""
+    """Feed bytes, get complete lines via `on_line`; oversize lines go to `on_oversize(size, head)` instead (size:
+    the bytes seen when the line crossed the cap, or its whole size when it arrived in one piece)."""
 
-    __slots__ = ("_buffer", "_discarded", "_discarding", "_head", "_max", "_on_line", "_on_oversize")
+    __slots__ = ("_buffer", "_discarding", "_max", "_on_line", "_on_oversize")
 
     def __init__(
         self,
@@ -28,8 +30,6 @@ class LineSplitter:
         self._max = max_line_bytes
         self._buffer = bytearray()
         self._discarding = False
-        self._discarded = 0
-        self._head = b""
 
     def feed(self, data: bytes) -> None:
         start = 0
@@ -38,8 +38,7 @@ class LineSplitter:
             if end < 0:
                 break
             if self._discarding:
-                self._discarding = False
-                self._report(self._discarded + end - start)
+                self._discarding = False  # reported when it crossed the cap
             elif self._buffer:
                 self._buffer += data[start:end]
                 line = bytes(self._buffer)
@@ -52,18 +51,15 @@ class LineSplitter:
         if not rest:
             return
         if self._discarding:
-            self._discarded += rest
-        elif len(self._buffer) + rest > self._max:
+            return
+        if len(self._buffer) + rest > self._max:
             self._discarding = True
-            self._discarded = len(self._buffer) + rest
-            self._head = bytes(self._buffer[:HEAD_BYTES]) + data[start : start + HEAD_BYTES - len(self._buffer)]
+            head = bytes(self._buffer[:HEAD_BYTES]) + data[start : start + HEAD_BYTES - len(self._buffer)]
+            size = len(self._buffer) + rest
             self._buffer.clear()
+            self._on_oversize(size, head)
         else:
             self._buffer += data[start:]
-
-    def _report(self, size: int) -> None:
-        head, self._head, self._discarded = self._head, b"", 0
-        self._on_oversize(size, head)
 
     def _emit(self, line: bytes) -> None:
         if len(line) > self._max:
@@ -73,9 +69,7 @@ class LineSplitter:
 
     def finish(self) -> None:
         """End of stream: a last line without a newline still counts."""
-        if self._discarding:
-            self._report(self._discarded)
-        elif self._buffer:
+        if self._buffer and not self._discarding:
             self._emit(bytes(self._buffer))
         self._buffer.clear()
         self._discarding = False

@@ -58,8 +58,9 @@ def _skip_space(text: str, index: int) -> int:
 
 
 def describe(size: int, cap_bytes: int) -> str:
-    """The size and the cap, as the error message and the warning say them."""
-    return f"{size} bytes, over the frame limit of {cap_bytes // (1024 * 1024)} MB ([limits] max_frame_mb)"
+    """The size (what had arrived when the frame crossed the cap: it may never end) and the cap, as the error message
+    and the warning say them."""
+    return f"at least {size} bytes, over the frame limit of {cap_bytes // (1024 * 1024)} MB ([limits] max_frame_mb)"
 
 
 def upstream_frame_over_cap(core: Any, size: int, head: bytes, up_id: Any = UNKNOWN) -> None:

@@ -152,6 +152,8 @@ class HttpUpstream:
             events = EventStream(self._deliver, self.core.upstream_oversize, cap)
             async for chunk in reply.chunks():
                 events.feed(chunk)
+                if events.dropping and request_id is not oversize.UNKNOWN and not self.core.is_waiting(request_id):
+                    return  # its request is answered (the frame's error): an event that never ends is not read on
         elif content_type.startswith("application/json"):
             body, size = await reply.read_capped(cap)
             if size > cap:

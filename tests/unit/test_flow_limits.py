@@ -31,9 +31,10 @@ def test_a_line_over_the_cap_is_dropped_as_it_streams_and_reported_with_its_head
     for _ in range(50):
         splitter.feed(b"x" * 100)
         assert len(splitter._buffer) <= 1000  # never more than the cap held
+    assert len(over) == 1  # reported the moment it crossed the cap, not at its end (which may never come)
     splitter.feed(b'"}\n{"ok":1}\n')
-    assert lines == [b'{"ok":1}']
-    assert over[0][0] == len(start) + 5000 + 2 and over[0][1].startswith(start)
+    assert lines == [b'{"ok":1}'] and len(over) == 1
+    assert over[0][0] == len(start) + 1000 and over[0][1].startswith(start)  # the first feed past 1000 bytes
     assert read_id(over[0][1]) == 41
 
 
@@ -45,12 +46,13 @@ def test_an_event_stream_line_or_event_over_the_cap_is_dropped_and_reported() ->
     for _ in range(100):  # one endless line, in chunks without an end
         stream.feed(b"z" * 500)
         assert stream._partial_len <= 1000
+    assert len(over) == 1 and stream.dropping  # told at once, while the line goes on
     stream.feed(b'"}\n\ndata: {"small":1}\n\n')
     many = b"".join(b"data: " + b"y" * 300 + b"\n" for _ in range(5))  # many data lines: the event is too big
     stream.feed(b'data: {"id":8,\n' + many + b"\ndata: after\n\n")
     assert events == [b'{"small":1}', b"after"]
     assert [read_id(head) for _, head in over] == ["e1", 8]  # data lines are joined by newlines, as SSE says
-    assert over[0][0] > 50_000 and over[1][0] > 1000
+    assert 1000 < over[0][0] <= 1500 and 1000 < over[1][0] <= 1500 and not stream.dropping
 
 
 class _Counters:
