@@ -30,11 +30,16 @@ GROUP_GRACE_S = 1.0  # what is left of the process group after the server: SIGTE
 # On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
 # dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
 # preexec_fn cannot do it: Python code between fork and exec in a threaded process can deadlock or abort.) The
-# shim exec()s the server in place, so the server keeps the shim's pid and the wrapper stays its parent.
+# shim exec()s the server in place, so the server keeps the shim's pid and the wrapper stays its parent. It also
+# closes every descriptor but 0, 1 and 2, as a spawn with close_fds would.
 _EXEC_SHIM = (
     "import ctypes,os,sys\n"
     "ctypes.CDLL(None).prctl(1,15)\n"  # PR_SET_PDEATHSIG, SIGTERM
     "if os.getppid()!=int(sys.argv[1]):os._exit(1)\n"  # the wrapper died before the signal was armed
+    "for f in map(int,os.listdir('/proc/self/fd')):\n"  # uvloop leaves copies of the pipes open in the child:
+    " if f>2:\n"  # with them a server that closes its stdout would not close it at all
+    "  try:os.close(f)\n"
+    "  except OSError:pass\n"
     "os.execvp(sys.argv[2],sys.argv[2:])"
 )
 

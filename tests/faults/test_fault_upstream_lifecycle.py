@@ -1,0 +1,101 @@
+"""An upstream that stops being one without exiting, one that cannot be started, and one that leaves a child behind,
+as real processes: calls are answered at once with what happened, the wrapper keeps trying, and nothing of the
+upstream's process group outlives it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from faultkit import pid_alive, raw_host, registry_of, session_events, text_of
+
+from wraptools import Operator
+
+pytestmark = pytest.mark.anyio
+FLOOD_SERVER = [sys.executable, "-m", "mcpwatch.bench.flood_upstream", "stdio"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def wait_dead(pid: int, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} (pid {pid}) still runs after {timeout} s")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+async def test_an_upstream_that_closes_its_stdout_is_lost_its_calls_answered_at_once_and_it_is_respawned(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    log = tmp_path / "events.db"
+    async with raw_host(FLOOD_SERVER, tmp_path, log=log) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        first_pid = (await operator.tool("status"))["wrapper"]["upstream"]["pid"]
+        started = time.monotonic()
+        closing = host.request("tools/call", {"name": "close_stdout", "arguments": {}})
+        ping = host.request("ping", {})  # sent right behind it: the closed stdout can answer neither
+        reply, pong = await asyncio.wait_for(asyncio.gather(closing, ping), 10)
+        answered_in = time.monotonic() - started
+        assert answered_in < 1.0, answered_in
+        assert reply["result"]["isError"] is True and "closed its stdout" in text_of(reply), reply
+        assert "closed its stdout" in pong["error"]["message"], pong
+        await wait_dead(first_pid, 5, "the upstream that closed its stdout")
+
+        listed = await host.call("tools/list", {}, timeout=15)  # the respawned upstream answers
+        assert "echo" in [tool["name"] for tool in listed["result"]["tools"]]
+        assert (await host.call("ping", {}, timeout=10))["result"] == {}
+        upstream = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert upstream["state"] == "ready" and upstream["pid"] != first_pid and upstream["restarts"] >= 1
+        session = (await registry_of(isolated_state, host.pid))["session_id"]
+        assert await host.close() == 0
+    host.assert_clean_stderr()
+    states = [e.data for e in session_events(log, session) if e.kind == "upstream_state"]
+    assert any(s["state"] == "closed" and "closed its stdout" in s.get("reason", "") for s in states), states
+
+
+@pytest.mark.slow
+async def test_a_command_that_cannot_be_started_answers_every_request_at_once_while_retries_go_on(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    async with raw_host([str(tmp_path / "no-such-server")], tmp_path) as host:
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        params = {"tools/call": {"name": "echo", "arguments": {}}, "initialize": None}
+        for method in ("initialize", "tools/list", "ping", "tools/call", "resources/list", "tools/list"):
+            started = time.monotonic()
+            reply = await host.call(method, params.get(method, {}) or {}, timeout=10)
+            took = time.monotonic() - started
+            assert took < 1.0, (method, took)
+            text = text_of(reply) if method == "tools/call" else reply["error"]["message"]
+            assert "could not be started" in text and "no-such-server" in text, (method, reply)
+            await asyncio.sleep(0.5)  # across backoff waits and new attempts
+        upstream = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert upstream["restarts"] >= 2 and upstream["state"] in ("backoff", "connecting", "closed"), upstream
+        assert await host.close() == 0
+    host.assert_clean_stderr()
+
+
+@pytest.mark.slow
+async def test_the_upstreams_whole_process_group_ends_with_it(tmp_path: Path, isolated_state: Path) -> None:
+    async with raw_host(FLOOD_SERVER, tmp_path) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        first = int(text_of(await host.tool("grandchild")))
+        assert pid_alive(first)
+        host.request("tools/call", {"name": "exit", "arguments": {"code": 0}})  # the server exits on its own
+        await wait_dead(first, 3, "the grandchild of an upstream that exited")
+
+        second = int(text_of(await host.tool("grandchild", timeout=15)))  # the respawned one starts another
+        assert pid_alive(second) and second != first
+        upstream_pid = (await operator.tool("status"))["wrapper"]["upstream"]["pid"]
+        assert await host.close() == 0  # the host goes away: the wrapper stops its upstream, and the group with it
+        assert not pid_alive(upstream_pid)
+        await wait_dead(second, 3, "the grandchild of an upstream stopped at shutdown")
