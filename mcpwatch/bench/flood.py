@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench.memory import _operator_status
 from mcpwatch.ports import free_port, wait_for_port
 
 TARGET_RSS_MB = 150.0
@@ -143,7 +144,7 @@ def run_case(transport: str, kind: str, reading: bool, seconds: float, *, direct
         wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--log", str(Path(tmp) / "events.db"), *upstream]
         host = ThreadHost([*FLOOD_SERVER, "stdio"] if direct else wrap, env)
         try:
-            return _drive(host, kind, reading, seconds, wrapper_pid=None if direct else host.process.pid)
+            return _drive(host, kind, reading, seconds, None if direct else host.process.pid, Path(tmp))
         finally:
             host.close()
             if server is not None:
@@ -151,7 +152,9 @@ def run_case(transport: str, kind: str, reading: bool, seconds: float, *, direct
                 server.wait()
 
 
-def _drive(host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_pid: int | None) -> dict[str, Any]:
+def _drive(
+    host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_pid: int | None, state_dir: Path
+) -> dict[str, Any]:
     first = host.request("initialize", INIT)
     if host.wait(first, 30) is None:
         raise RuntimeError("the wrapper did not answer initialize")
@@ -170,6 +173,7 @@ def _drive(host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_p
         if wrapper_pid:
             peak_sampled = max(peak_sampled, _status(wrapper_pid).get("VmRSS", 0.0))
         time.sleep(ECHO_EVERY_S)
+    seen = _operator_status(state_dir, wrapper_pid) if wrapper_pid else None  # before the host reads on
     held_until = time.perf_counter()
     host.reading.set()
     answer = host.wait(flood, 60)
@@ -177,6 +181,7 @@ def _drive(host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_p
         host.wait(request_id, 10)
     latencies = [v for v in (host.latency_ms(i) for i in echoes) if v is not None]
     status = _status(wrapper_pid) if wrapper_pid else {}
+    final = _operator_status(state_dir, wrapper_pid) if wrapper_pid else None
     text = ""
     if answer is not None:
         text = " ".join(b.get("text", "") for b in (answer.get("result") or {}).get("content", []))
@@ -194,6 +199,15 @@ def _drive(host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_p
         "rss_start_mb": baseline.get("VmRSS"),
         "peak_rss_sampled_mb": peak_sampled or None,
         "peak_rss_mb": status.get("VmHWM"),
+        "wrapper_at_flood_end": None
+        if seen is None
+        else {
+            "backpressure": seen.get("backpressure"),
+            "upstream_reading_paused": seen["wrapper"]["upstream"].get("reading_paused"),
+            "log_events_dropped": (seen.get("log") or {}).get("events_dropped"),
+        },
+        "progress_coalesced": None if final is None else final["counters"]["progress_coalesced"],
+        "upstream_pauses": None if final is None else final["counters"]["upstream_pauses"],
     }
 
 

@@ -7,7 +7,7 @@ HTTP/1.1 server: a framework would be slower than the flood it must produce). To
 - `flood(seconds, kind)`: `kind` "progress" sends progress for the call's token, "message" log notifications,
   without pause for `seconds`, then answers;
 - `big(mb)`: answers with a text of `mb` MB (a response over the frame cap, its id first);
-- `endless` (HTTP): an event-stream line that never ends;
+- `endless(bare)` (HTTP): an event-stream line that never ends (an answer's start, then text; `bare`: text only);
 - `close_stdout` (stdio): closes its stdout and keeps running;
 - `grandchild` (stdio): starts a `sleep` in its process group and answers with its pid; `exit(code)` exits.
 
@@ -171,8 +171,9 @@ async def _sse_call(writer: asyncio.StreamWriter, message: dict[str, Any]) -> No
     args = params.get("arguments") or {}
     request_id, name = message["id"], params.get("name")
     writer.write(_head(200, "text/event-stream"))
-    if name == "endless":
-        await _chunk(writer, b"data: ")
+    if name == "endless":  # an answer whose text never ends (or, `bare`, a line without even a JSON start)
+        start = {"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": ""}]}}
+        await _chunk(writer, b"data: " + (b"" if args.get("bare") else _dumps(start).encode()[:-5]))
         block = b"z" * 65536
         while True:
             await _chunk(writer, block)

@@ -149,7 +149,14 @@ class HttpUpstream:
         content_type = reply.headers.get("content-type", "")
         cap = self.settings.limits.max_frame_bytes
         if content_type.startswith("text/event-stream"):
-            events = EventStream(self._deliver, self.core.upstream_oversize, cap)
+
+            def over_cap(size: int, head: bytes) -> None:
+                """An event over the cap answers the request its start names; one whose id cannot be read, on the
+                stream of a request's POST, is taken for that request's answer."""
+                found = oversize.read_id(head)
+                self.core.upstream_oversize(size, head, request_id if found is oversize.UNKNOWN else found)
+
+            events = EventStream(self._deliver, over_cap, cap)
             async for chunk in reply.chunks():
                 events.feed(chunk)
                 if events.dropping and request_id is not oversize.UNKNOWN and not self.core.is_waiting(request_id):

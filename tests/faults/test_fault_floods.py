@@ -1,0 +1,94 @@
+"""Upstreams that send as fast as they can, over stdio and HTTP, against a host that reads and one that does not:
+the wrapper's memory stays bounded (the upstream is not read while the host is behind), progress for one token is
+coalesced to the latest while it waits, nothing else is dropped, and a never-ending event-stream line is answered."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from faultkit import raw_host, text_of
+
+from mcpwatch.bench.flood import FLOOD_SERVER, TARGET_RSS_MB, run_case
+from mcpwatch.ports import free_port, wait_for_port
+
+SECONDS = 3.0
+
+
+def flooded(figures: dict) -> int:
+    """How many notifications the server sent (its answer says)."""
+    assert figures["flood_answered"], figures
+    return int(figures["flood_answer"].split()[1])
+
+
+@pytest.mark.slow
+def test_a_host_that_does_not_read_a_log_flood_pauses_the_upstream_and_loses_nothing() -> None:
+    figures = run_case("stdio", "message", reading=False, seconds=SECONDS)
+    assert figures["peak_rss_mb"] <= TARGET_RSS_MB, figures
+    held = figures["wrapper_at_flood_end"]
+    assert held["upstream_reading_paused"] is True and held["backpressure"]["paused"] is True, held
+    assert 4 * 2**20 <= held["backpressure"]["unsent_bytes"] <= 8 * 2**20, held  # the mark, and a read's worth
+    assert figures["notifications_read"] == flooded(figures) > 0  # every message, once the host reads again
+    assert figures["upstream_pauses"] >= 1 and figures["progress_coalesced"] == 0
+
+
+@pytest.mark.slow
+def test_a_host_that_does_not_read_a_progress_flood_gets_the_latest_progress_and_the_answer() -> None:
+    figures = run_case("stdio", "progress", reading=False, seconds=SECONDS)
+    assert figures["peak_rss_mb"] <= TARGET_RSS_MB, figures
+    sent = flooded(figures)
+    assert 0 < figures["notifications_read"] < sent / 10, figures  # coalesced while the host did not read
+    assert figures["notifications_read"] + figures["progress_coalesced"] == sent  # each one delivered or counted
+
+
+@pytest.mark.slow
+def test_an_http_upstream_flooding_a_host_that_does_not_read_is_paused_too() -> None:
+    figures = run_case("http", "message", reading=False, seconds=SECONDS)
+    assert figures["peak_rss_mb"] <= TARGET_RSS_MB, figures
+    assert figures["wrapper_at_flood_end"]["upstream_reading_paused"] is True, figures
+    assert figures["notifications_read"] == flooded(figures) > 0
+
+
+@pytest.mark.slow
+def test_calls_go_on_under_a_flood_while_the_host_reads() -> None:
+    for transport in ("stdio", "http"):
+        figures = run_case(transport, "progress", reading=True, seconds=SECONDS)
+        assert figures["echo_calls"] > 20 and figures["echo_answered"] == figures["echo_calls"], figures
+        assert figures["peak_rss_mb"] <= TARGET_RSS_MB and flooded(figures) > 0, figures
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_an_endless_event_stream_line_is_answered_at_once_with_the_cap(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen([*FLOOD_SERVER, "http", str(port)], stderr=subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(wait_for_port, port)
+        wrap_args = ["--url", f"http://127.0.0.1:{port}/mcp"]
+        async with raw_host([], tmp_path, wrap_args=wrap_args) as host:
+            await host.initialize()
+            for arguments in ({}, {"bare": True}):  # its id at its start; none (the POST's request is the one)
+                started = time.monotonic()
+                reply = await host.tool("endless", arguments, timeout=20)
+                took = time.monotonic() - started
+                error = reply["error"]
+                assert error["code"] == -32603 and "over the frame limit of 16 MB" in error["message"], reply
+                assert "[limits] max_frame_mb" in error["message"] and took < 5, (took, reply)
+            echo = await host.tool("echo", {"after": "endless"})
+            assert text_of(echo) == '{"after":"endless"}'
+            with open(f"/proc/{host.pid}/status") as status:
+                peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
+            assert peak <= TARGET_RSS_MB, peak
+            assert await host.close() == 0
+        host.assert_clean_stderr()
+    finally:
+        server.terminate()
+        server.wait()
