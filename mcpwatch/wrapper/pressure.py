@@ -136,6 +136,7 @@ class Backpressure:
 
     def note_coalesced(self, count: int = 1) -> None:
         self.counters.progress_coalesced += count
+        self._maybe_log("a host reads slower than progress arrives: waiting progress is replaced by the latest")
 
     def _pause(self) -> None:
         self.paused = True

@@ -3,12 +3,19 @@ dropped as they stream (reported with size and head), and the outbox that coales
 
 from __future__ import annotations
 
+import asyncio
 import json
 
+from mcpwatch.config import Settings
+from mcpwatch.events import UpstreamState
+from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http11 import EventStream
 from mcpwatch.wrapper.lines import LineSplitter
 from mcpwatch.wrapper.oversize import UNKNOWN, read_id
 from mcpwatch.wrapper.pressure import Backpressure, Outbox
+from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.session import WAITING_MAX
 
 
 def test_read_id_finds_only_the_top_level_id_of_a_frame_start() -> None:
@@ -110,3 +117,38 @@ def test_backpressure_pauses_above_the_high_mark_and_resumes_below_the_low_one()
     assert gate.describe()["paused_s"] == 2.0 and gate.describe()["peak_unsent_bytes"] == 110
     gate.set_unsent(host_b, 500)  # a second pause within LOG_EVERY_S: counted, not logged again
     assert counters.upstream_pauses == 2 and len(warnings) == 1 and "paused" in warnings[0]
+    gate.note_coalesced()
+    now[0] = 30.0
+    gate.note_coalesced()  # counted each time, logged once the quiet time is over
+    assert counters.progress_coalesced == 2 and len(warnings) == 2
+    assert "replaced by the latest" in warnings[1] and "2 pause(s), 2 progress notification(s)" in warnings[1]
+
+
+def test_frames_held_while_the_upstream_is_away_are_bounded() -> None:
+    class Host:
+        def __init__(self) -> None:
+            self.sent: list[dict[str, object]] = []
+
+        def send(self, message: dict[str, object]) -> None:
+            self.sent.append(message)
+
+    loop = asyncio.new_event_loop()
+    try:
+        settings = Settings()
+        core = WrapperCore(
+            settings=settings, deadline=DeadlinePolicy(settings.deadline), recorder=Recorder("t", None), loop=loop
+        )
+        core.upstream_state = UpstreamState.BACKOFF  # no upstream now: frames wait
+        host = Host()
+        limit = WAITING_MAX
+        for n in range(limit):
+            notification = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"n": n}}
+            core.host_frame(host, json.dumps(notification).encode())
+        assert len(core.waiting) == limit and host.sent == []
+        core.host_frame(host, b'{"jsonrpc":"2.0","id":"one-more","method":"tools/list"}')
+        core.host_frame(host, b'{"jsonrpc":"2.0","method":"notifications/y"}')
+        assert len(core.waiting) == limit  # neither held
+        assert [m["id"] for m in host.sent] == ["one-more"]
+        assert f"{limit} frames wait for it already" in host.sent[0]["error"]["message"]
+    finally:
+        loop.close()
