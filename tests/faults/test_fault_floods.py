@@ -5,15 +5,19 @@ coalesced to the latest while it waits, nothing else is dropped, and a never-end
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from faultkit import raw_host, text_of
+from faultkit import raw_host, registry_of, text_of
 
 from mcpwatch.bench.flood import FLOOD_SERVER, TARGET_RSS_MB, run_case
 from mcpwatch.ports import free_port, wait_for_port
+
+from wraptools import Operator
 
 SECONDS = 3.0
 
@@ -92,3 +96,76 @@ async def test_an_endless_event_stream_line_is_answered_at_once_with_the_cap(tmp
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_an_http_host_that_does_not_read_its_stream_holds_the_wrapper_bounded(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """The HTTP front: a host opens a progress-flooding call's event stream and reads nothing for the whole flood.
+    What waits for it stays bounded (its progress coalesced to the latest), and once it reads, the latest progress
+    and the answer arrive; every progress notification was either delivered or counted as coalesced."""
+    port = free_port()
+    listen = f"http://127.0.0.1:{port}/mcp"
+    argv = [sys.executable, "-m", "mcpwatch", "wrap", "--no-log", "--listen", listen, "--", *FLOOD_SERVER, "stdio"]
+    wrapper = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        await asyncio.to_thread(wait_for_port, port)
+        session = await _http_initialize(port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        arguments = {"seconds": SECONDS, "kind": "progress"}
+        call = {"jsonrpc": "2.0", "id": 9, "method": "tools/call"}
+        call["params"] = {"name": "flood", "arguments": arguments, "_meta": {"progressToken": "slow"}}
+        writer.write(_post(port, json.dumps(call).encode(), session))
+        await writer.drain()
+        await asyncio.sleep(SECONDS + 0.5)  # the whole flood, not a byte read
+        with open(f"/proc/{wrapper.pid}/status") as proc:
+            peak = next(int(line.split()[1]) for line in proc if line.startswith("VmHWM")) / 1024
+        assert peak <= TARGET_RSS_MB, peak
+        body = bytearray()
+        while b'"id":9' not in body[-400:]:
+            chunk = await asyncio.wait_for(reader.read(1 << 20), 30)
+            assert chunk, "the stream ended before the answer"
+            body += chunk
+        answer = json.loads(bytes(body).rsplit(b"data: ", 1)[1].split(b"\n", 1)[0])
+        sent = int(answer["result"]["content"][0]["text"].split()[1])
+        delivered = bytes(body).count(b'"notifications/progress"')
+        operator = Operator(await registry_of(isolated_state, wrapper.pid))
+        counters = (await operator.tool("status"))["counters"]
+        assert 0 < delivered < sent / 10 and delivered + counters["progress_coalesced"] == sent, (delivered, sent)
+        writer.close()
+    finally:
+        wrapper.terminate()
+        wrapper.wait(15)
+
+
+def _post(port: int, body: bytes, session: str | None) -> bytes:
+    head = [
+        "POST /mcp HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {len(body)}",
+    ]
+    if session:
+        head.append(f"Mcp-Session-Id: {session}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def _http_initialize(port: int) -> str:
+    """initialize and initialized over the front; returns the session id."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "slow-host", "version": "1"}}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+    writer.write(_post(port, json.dumps(request).encode(), None))
+    await writer.drain()
+    head = (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)).decode("latin-1").lower()
+    session = head.split("mcp-session-id:", 1)[1].split("\r\n", 1)[0].strip()
+    length = int(head.split("content-length:", 1)[1].split("\r\n", 1)[0])
+    await reader.readexactly(length)
+    writer.write(_post(port, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(), session))
+    await writer.drain()
+    await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+    writer.close()
+    return session
