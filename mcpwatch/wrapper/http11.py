@@ -19,6 +19,7 @@ import httptools
 CONNECT_TIMEOUT_S = 30.0
 IDLE_PER_ORIGIN = 32  # kept-alive connections per origin; more may be open while busy
 BUFFER_BYTES = 1024 * 1024  # of one response, received and not yet consumed
+TURN_BYTES = 16 * 1024  # of a response consumed in one turn of the loop (a flood's events take ~40 µs each)
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one event's data, as the frame cap (`[limits] max_frame_mb`) sets it
 STALE_AFTER_S = 1.0  # a kept-alive connection idle this long may have been closed under us: one retry is safe
 
@@ -61,14 +62,18 @@ class Response:
 
     async def chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives. Between two chunks already here the loop gets a turn: a response streaming
-        faster than it is consumed must not hold up every other one (their answers wait for the loop)."""
+        faster than it is consumed must not hold up every other one (their answers wait for the loop). A large
+        read is handed on in slices of TURN_BYTES for the same reason."""
         while True:
             while self._chunks:
                 chunk = self._chunks.popleft()
                 self._buffered -= len(chunk)
                 if self._buffered <= BUFFER_BYTES // 2:
                     self._connection.update_reading()
-                yield chunk
+                for start in range(0, len(chunk), TURN_BYTES):
+                    if start:
+                        await asyncio.sleep(0)
+                    yield chunk[start : start + TURN_BYTES] if len(chunk) > TURN_BYTES else chunk
                 if self._chunks:
                     await asyncio.sleep(0)
             if self._complete:
