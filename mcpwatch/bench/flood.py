@@ -4,7 +4,8 @@ sends as fast as it can (`mcpwatch.bench.flood_upstream`), with a host that read
 Each case runs a real `mcpwatch wrap` (event log on) between a raw host (a reader thread that can stop reading, so
 the pipe really fills) and the flood server over stdio or Streamable HTTP. The host starts one `flood` call and, with
 the host reading, sends an `echo` call every 20 ms: their latency is the figure. The direct path (the host on the
-flood server's pipes, no wrapper) runs the same echo schedule under the same flood, for comparison. A host that does
+flood server's pipes, no wrapper; over HTTP, the wrapper's own HTTP client on the flood server) runs the same echo
+schedule under the same flood, for comparison. A host that does
 not read stops for the whole flood, then reads what is left: the flood call's answer must still come (responses are
 never dropped). Peak RSS is the kernel's high-water mark (VmHWM) of the wrapper process. Targets: ≤ 150 MB, echo
 p99 ≤ 100 ms.
@@ -12,6 +13,7 @@ p99 ≤ 100 ms.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -221,14 +223,73 @@ CASES = (
 )
 
 
+def run_direct_http(kind: str, seconds: float) -> dict[str, Any]:
+    """The direct path over HTTP: the flood server's own event stream read as fast as it comes, and the same echo
+    schedule, with the wrapper's HTTP client and no wrapper."""
+    from mcpwatch.wrapper.http11 import Client, EventStream
+
+    port = free_port()
+    server = subprocess.Popen([*FLOOD_SERVER, "http", str(port)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+    async def post(client: Client, request_id: int, method: str, params: dict[str, Any]) -> Any:
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+        return await client.request("POST", url, headers, body)
+
+    async def drive() -> dict[str, Any]:
+        client = Client()
+        seen = [0]
+        (await post(client, 1, "initialize", INIT)).close()
+        arguments = {"seconds": seconds, "kind": kind}
+        reply = await post(
+            client, 2, "tools/call", {"name": "flood", "arguments": arguments, "_meta": {"progressToken": 1}}
+        )
+        events = EventStream(lambda data: seen.__setitem__(0, seen[0] + 1))
+
+        async def read_flood() -> None:
+            async for chunk in reply.chunks():
+                events.feed(chunk)
+
+        reading = asyncio.ensure_future(read_flood())
+        latencies: list[float] = []
+
+        async def echo(n: int) -> None:
+            sent = time.perf_counter()
+            answer = await post(client, 3 + n, "tools/call", {"name": "echo", "arguments": {"n": n}})
+            await answer.read()
+            answer.close()
+            latencies.append((time.perf_counter() - sent) * 1000)
+
+        started = time.perf_counter()
+        calls = []
+        while time.perf_counter() - started < seconds:
+            calls.append(asyncio.ensure_future(echo(len(calls))))
+            await asyncio.sleep(ECHO_EVERY_S)
+        await asyncio.gather(*calls, reading)
+        client.close()
+        return {"echo_calls": len(calls), "echo_p99_ms": _percentile(latencies, 0.99), "notifications_read": seen[0]}
+
+    try:
+        wait_for_port(port)
+        return asyncio.run(drive())
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     seconds = 3.0 if quick else 10.0
     cases: dict[str, Any] = {}
     for transport, kind, reading in CASES:
         name = f"{transport}_{kind}_flood_host_{'reading' if reading else 'not_reading'}"
         cases[name] = run_case(transport, kind, reading, seconds)
-        if reading and transport == "stdio":
-            direct = run_case(transport, kind, reading, seconds, direct=True)
+        if reading:
+            direct = (
+                run_case(transport, kind, reading, seconds, direct=True)
+                if transport == "stdio"
+                else run_direct_http(kind, seconds)
+            )
             cases[name]["direct_echo_p99_ms"] = direct["echo_p99_ms"]
             cases[name]["direct_notifications_read"] = direct["notifications_read"]
     peak = max(c["peak_rss_mb"] or 0.0 for c in cases.values())
