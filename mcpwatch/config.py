@@ -23,7 +23,7 @@ ABSURD_SECONDS = 7 * 24 * 3600.0  # a week: no host waits longer for one tool ca
 
 @dataclass(frozen=True)
 class DeadlineSettings:
-    host_timeout_s: float = 120.0
+    host_timeout_s: float | None = None  # unset: the detected host's profile decides (else 120 s)
     margin_s: float = 10.0
     explicit_s: float | None = None
     propagate: bool = True  # add params._meta["dev.mcpwatch/deadline_ms"] to each forwarded tools/call
@@ -135,6 +135,7 @@ class Settings:
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     otel: OtelSettings = field(default_factory=OtelSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)  # [hosts.<client name>] profile overrides
     source: str | None = None  # the file these came from, if any
 
     def snapshot(self) -> dict[str, Any]:
@@ -328,9 +329,13 @@ def _parse_reuse(raw: Any, where: str) -> tuple[ReusePolicy, ...]:
 def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> Settings:
     """Validate a parsed TOML document into `Settings`; raise `UserError` naming the key on any problem."""
     sections: dict[str, dict[str, Any]] = {}
+    hosts: dict[str, dict[str, Any]] = {}
     for section, body in raw.items():
+        if section == "hosts":
+            hosts = _parse_hosts(body, where)
+            continue
         if section not in _FIELDS:
-            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(_FIELDS)})")
+            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(_FIELDS)}, hosts)")
         if not isinstance(body, dict):
             raise _fail(where, f"[{section}]", "must be a table")
         parsed: dict[str, Any] = {}
@@ -370,10 +375,21 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         console=ConsoleSettings(**sections.get("console", {})),
         otel=OtelSettings(**sections.get("otel", {})),
         limits=LimitsSettings(**sections.get("limits", {})),
+        hosts=hosts,
         source=None if where == "mcpwatch.toml" else where,
     )
     _validate_state_sync(settings.state_sync, where)
     return settings
+
+
+def _parse_hosts(raw: Any, where: str) -> dict[str, dict[str, Any]]:
+    """`[hosts.<client name>]` tables, checked by the host profiles' own rules (messages name the key)."""
+    from mcpwatch.reliability.hosts import HostProfileError, check_override_tables
+
+    try:
+        return check_override_tables(raw)
+    except HostProfileError as exc:
+        raise UserError(f"{where}: {exc}") from None
 
 
 def _validate_state_sync(state_sync: StateSyncSettings, where: str) -> None:

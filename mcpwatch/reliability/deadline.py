@@ -3,13 +3,17 @@
 Hosts give up on a tools/call after their own timeout; the wrapper must answer first, with whatever partial result
 it has. So the default budget is derived from the host's timeout minus a safety margin (seed: Phase 4AC).
 
-Layers, highest first: operator runtime change > environment > mcpwatch.toml > built-in default.
+Layers, highest first: operator runtime change > environment > mcpwatch.toml > the detected host's profile >
+built-in default.
 
-- Explicit deadline: operator override > `MCPWATCH_TOOL_CALL_DEADLINE_SEC` > `[deadline.tools]` entry for the tool
-  > `deadline.explicit_s`. The first that parses to a finite number wins and is used as given; ≤ 0 disables the
-  budget.
-- Otherwise the budget is host timeout − margin (host default 120 s, must be > 0; margin default 10 s, must be
-  ≥ 0). A derived budget that is not positive is clamped to 1 s.
+- One order for everything (DESIGN "Budget precedence"): operator deadline > operator host timeout >
+  `MCPWATCH_TOOL_CALL_DEADLINE_SEC` > `MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC` > `[deadline.tools]` entry for the tool
+  > `deadline.explicit_s` > `deadline.host_timeout_s` > the host's profile > 120 s. An explicit deadline that wins
+  is used as given; ≤ 0 disables the budget.
+- Otherwise the budget is host timeout − margin (margin default 10 s, must be ≥ 0). The host timeout is the first
+  of: the operator's, `MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC`, `deadline.host_timeout_s`, the earliest clock of the
+  detected host's profile that would end the call (`reliability.hosts`), 120 s. A derived budget that is not
+  positive is clamped to 1 s.
 - A bad value (unparseable, non-finite, out of range) in the environment or settings is reported through
   `on_warning` and skipped in favour of the next layer down. Each distinct (variable, value) is reported once,
   because the environment is re-read on every call. An empty or blank variable counts as unset.
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from mcpwatch.config import DeadlineSettings
+    from mcpwatch.reliability.hosts import DetectedHost
 
 ENV_HOST_TIMEOUT = "MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC"
 ENV_MARGIN = "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC"
@@ -45,6 +50,7 @@ _RAW_ENVIRON: dict[bytes, bytes] | None = getattr(os.environ, "_data", None) if 
 _ENV_KEYS = tuple(os.fsencode(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
 
 log = logging.getLogger(__name__)
+_DEFAULT = " (default)"  # a marker: the layer fell through to the built-in default
 # A number as people type it: what float() takes, less its extras (underscores, non-ASCII digits, "1e309" aside)
 _PLAIN_NUMBER = re.compile(
     r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE | re.ASCII
@@ -79,6 +85,8 @@ class Budget:
     margin_s: float
     override_s: float | None
     explanation: str
+    host: str | None = None  # the detected host's profile (or "unknown host …"), when a host is known
+    clock: str | None = None  # the host clock that decided the host timeout, e.g. "tool_timeout_sec 60 s"
 
     @property
     def enabled(self) -> bool:
@@ -92,6 +100,8 @@ class Budget:
             "budget_s": self.seconds,
             "source": self.source,
             "explanation": self.explanation,
+            "host": self.host,
+            "clock": self.clock,
         }
 
 
@@ -186,23 +196,31 @@ class DeadlinePolicy:
 
     # --- the budget ---------------------------------------------------------------------------------------
 
-    def budget(self, tool: str | None = None) -> Budget:
-        """The budget for one call, reading the environment afresh so a changed variable applies at once."""
+    def budget(self, tool: str | None = None, host: DetectedHost | None = None, progress: bool = False) -> Budget:
+        """The budget for one call, reading the environment afresh so a changed variable applies at once.
+
+        `host` is the call's host (its profile's clocks come below every value a person set); `progress` says the
+        host gave a progress token, so clocks that progress resets are kept alive by heartbeats instead."""
         env = os.environ if self._environ is None else self._environ
         if env is os.environ and _RAW_ENVIRON is not None:
-            host, margin, explicit = (_RAW_ENVIRON.get(name) for name in _ENV_KEYS)
+            host_raw, margin, explicit = (_RAW_ENVIRON.get(name) for name in _ENV_KEYS)
         else:
-            host, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
-        key = (host, margin, explicit, self._ops, tool)
+            host_raw, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
+        key = (host_raw, margin, explicit, self._ops, tool, host, progress)
         budget = self._memo.get(key)
         if budget is None:
             if len(self._memo) >= 1024:
                 self._memo.clear()
-            budget = self._memo[key] = self._compute(env, tool)
+            budget = self._memo[key] = self._compute(env, tool, host, progress)
         return budget
 
-    def _compute(self, env: Mapping[str, str], tool: str | None) -> Budget:
+    def _compute(
+        self, env: Mapping[str, str], tool: str | None, detected: DetectedHost | None, progress: bool
+    ) -> Budget:
         op_host, op_margin, op_deadline = self._ops
+        clock = detected.deciding_clock(progress) if detected is not None else None
+        profile_value = None if clock is None else (clock.seconds, f"{detected.label} {clock.describe()}")
+        label = None if detected is None else detected.label
         host, host_from = self._layer(
             "host timeout",
             op_host,
@@ -212,6 +230,7 @@ class DeadlinePolicy:
             self._settings.host_timeout_s,
             DEFAULT_HOST_TIMEOUT_S,
             _positive,
+            profile_value,
         )
         margin, margin_from = self._layer(
             "margin",
@@ -224,14 +243,24 @@ class DeadlinePolicy:
             _not_negative,
         )
 
-        explicit = self._explicit(op_deadline, env, tool)
+        explicit = self._explicit(op_deadline, env, tool, host_from)
         if explicit is not None:
             seconds, source, text = explicit
             if seconds <= 0:
-                return Budget(None, "disabled", host, margin, op_deadline, f"{text} disables the budget")
-            return Budget(seconds, source, host, margin, op_deadline, text)
+                return Budget(None, "disabled", host, margin, op_deadline, f"{text} disables the budget", label)
+            return Budget(seconds, source, host, margin, op_deadline, text, label)
 
-        host_text = f"host timeout {fmt_seconds(host)} s{host_from}"
+        person_set = host_from or self._setting("deadline.host_timeout_s", self._settings.host_timeout_s, _positive)
+        decided = profile_value is not None and host_from == profile_value[1]
+        if decided:
+            host_text = host_from
+        elif person_set or detected is None:
+            host_text = f"host timeout {fmt_seconds(host)} s{host_from}"
+        elif detected.profile is None:
+            host_text = f"host timeout {fmt_seconds(host)} s (default; {label})"
+        else:
+            host_text = f"host timeout {fmt_seconds(host)} s (default; no {label} clock ends the call)"
+        clock_text = clock.describe() if decided and clock is not None else None
         margin_text = f"margin {fmt_seconds(margin)} s{margin_from}"
         derived = host - margin
         if derived <= 0:
@@ -241,8 +270,8 @@ class DeadlinePolicy:
                 f"clamped to {fmt_seconds(CLAMP_S)} s",
             )
             text = f"{host_text} − {margin_text} = {fmt_seconds(derived)} s, clamped to {fmt_seconds(CLAMP_S)} s"
-            return Budget(CLAMP_S, "clamped", host, margin, op_deadline, text)
-        return Budget(derived, "derived", host, margin, op_deadline, f"{host_text} − {margin_text}")
+            return Budget(CLAMP_S, "clamped", host, margin, op_deadline, text, label, clock_text)
+        return Budget(derived, "derived", host, margin, op_deadline, f"{host_text} − {margin_text}", label, clock_text)
 
     # --- internals ----------------------------------------------------------------------------------------
 
@@ -304,12 +333,18 @@ class DeadlinePolicy:
         setting: object,
         default: float,
         problem: Callable[[float], str | None],
+        profile: tuple[float, str] | None = None,
     ) -> tuple[float, str]:
-        """One of host timeout / margin through its layers; returns the value and a note on where it came from."""
+        """One of host timeout / margin through its layers; returns the value and a note on where it came from (for
+        a value from the host's profile, the note is the profile's own text, e.g. "Codex CLI tool_timeout_sec 60 s")."""
         if operator is not None:
             return operator, " (operator)"
         fallback = self._setting(setting_key, setting, problem)
-        fallback = default if fallback is None else fallback
+        note = ""
+        if fallback is None and profile is not None:
+            fallback, note = profile
+        elif fallback is None:
+            fallback, note = default, _DEFAULT
         consequence = f"using {what} {fmt_seconds(fallback)} s"
         parsed = self._env_number(env, env_name, consequence)
         if parsed is not None:
@@ -318,18 +353,25 @@ class DeadlinePolicy:
             if issue is None:
                 return number, f" ({env_name})"
             self._warn((env_name, env[env_name]), f"{env_name}={text} {issue}; {consequence}")
-        return fallback, ""
+        return fallback, "" if note is _DEFAULT else note
 
     def _explicit(
-        self, operator: float | None, env: Mapping[str, str], tool: str | None
+        self, operator: float | None, env: Mapping[str, str], tool: str | None, host_from: str
     ) -> tuple[float, str, str] | None:
-        """The explicit deadline (seconds, source, explanation) from the highest layer that has one, or None."""
+        """The explicit deadline (seconds, source, explanation) from the highest layer that has one, or None.
+
+        One order for both kinds of value: operator deadline › operator host timeout › the explicit variable › the
+        host timeout variable › mcpwatch.toml's explicit values; a host timeout above the explicit layers wins."""
         if operator is not None:
             return operator, "override", f"operator override {fmt_seconds(operator)} s"
+        if host_from == " (operator)":
+            return None
         parsed = self._env_number(env, ENV_EXPLICIT, "ignoring it")
         if parsed is not None:
             number, text = parsed
             return number, "explicit", f"{ENV_EXPLICIT}={text}"
+        if host_from == f" ({ENV_HOST_TIMEOUT})":
+            return None
         tools = self._settings.tools
         if tool is not None and tool in tools:
             key = f"deadline.tools.{tool}"

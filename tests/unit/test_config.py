@@ -23,8 +23,9 @@ def test_the_readme_example_loads_with_every_key(tmp_path: Path) -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     example = readme.split("### mcpwatch.toml", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     settings = load_settings(write(tmp_path / "mcpwatch.toml", example))
-    assert (settings.deadline.host_timeout_s, settings.deadline.margin_s) == (120.0, 10.0)
+    assert (settings.deadline.host_timeout_s, settings.deadline.margin_s) == (None, 10.0)  # unset: the host decides
     assert settings.deadline.tools == {"consult_council": 100.0}
+    assert settings.hosts == {"codex-mcp-client": {"wall_s": 300}}
     assert settings.tombstones.cap == 100_000 and settings.upstream.write_timeout_s == 5.0
     assert len(settings.state_sync.policies) == 2 and settings.log.flush_interval_ms == 100
     assert settings.console.theme == "mcpwatch-dark" and settings.source == str(tmp_path / "mcpwatch.toml")

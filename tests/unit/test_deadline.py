@@ -53,6 +53,8 @@ def test_to_dict_has_the_status_keys():
         "budget_s": 110,
         "source": "derived",
         "explanation": "host timeout 120 s − margin 10 s",
+        "host": None,
+        "clock": None,
     }
 
 
