@@ -9,7 +9,11 @@ console from these alone, so anything the console shows must be derivable from t
   state_sync {policies: int, overlaps: [str]}
 - session_end: reason, counters {requests, ok, errors, timeouts, cancelled, late_dropped, late_results,
   late_reused, unknown_dropped, invalidations}
-- host_info: name, version, protocol_version
+- host_info: name, version, protocol_version, and (from host profiles) front, profile (key or null), label,
+  known (bool), clocks [{kind, seconds, setting, change, resets_on_progress, fronts, uncertain, source}],
+  deciding_clock (one of clocks or null), host_session (the HTTP front's session id, when there is one)
+- heartbeat: progress, total, message, elapsed_s, interval_s (progress the wrapper sent to keep the host's idle
+  clock alive; not upstream progress)
 - upstream_state: state (UpstreamState), generation, and where known pid, exit_code, stderr_tail [str], retry_in_s
 - request_start (request_id = host id as text; tool for tools/call): method, up_id, budget_s (null when none),
   budget_source, arguments (tools/call; JSON text, truncated to 4 KiB), and with OpenTelemetry export on trace_id,
@@ -64,6 +68,7 @@ class Kind(StrEnum):
     HEALTH_CHECK = "health_check"
     CONFIG_CHANGE = "config_change"  # data: key, old, new, source
     WARNING = "warning"  # data: message
+    HEARTBEAT = "heartbeat"  # data: progress, total, message, elapsed_s, interval_s
 
 
 class UpstreamState(StrEnum):

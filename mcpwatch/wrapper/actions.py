@@ -37,13 +37,14 @@ class OperatorActions:
     def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
         """set_margin / set_host_timeout / set_deadline: validated by the policy; logged as config_change."""
         deadline, recorder = self._core.deadline, self._core.recorder
-        before = deadline.budget(None).to_dict()
+        before = self._core.current_budget().to_dict()
         setter = {
             "margin_s": deadline.set_margin,
             "host_timeout_s": deadline.set_host_timeout,
             "override_s": deadline.set_deadline,
         }[key]
-        after = setter(value).to_dict()
+        setter(value)
+        after = self._core.current_budget().to_dict()
         recorder.emit(
             Kind.CONFIG_CHANGE, key=key, old=before.get(key), new=after.get(key), source="operator", deadline=after
         )
@@ -52,8 +53,9 @@ class OperatorActions:
     def reset_deadline(self) -> dict[str, Any]:
         """Undo every operator change to the budget; logged as one config_change per key that changes."""
         deadline, recorder = self._core.deadline, self._core.recorder
-        before = deadline.budget(None).to_dict()
-        after = deadline.reset().to_dict()
+        before = self._core.current_budget().to_dict()
+        deadline.reset()
+        after = self._core.current_budget().to_dict()
         for key in ("host_timeout_s", "margin_s", "override_s"):
             if before.get(key) != after.get(key):
                 old, new = before.get(key), after.get(key)
@@ -82,9 +84,10 @@ class OperatorActions:
                     **upstream,
                 },
                 "host": core.host_info,
+                "hosts": core.hosts.sessions(),
                 "uptime_s": round(core.recorder.mono(), 3),
             },
-            "deadline": core.deadline.budget(None).to_dict(),
+            "deadline": core.current_budget().to_dict(),
             "tombstones": {
                 "count": len(tombstones),
                 "ttl_s": terms.total_s,

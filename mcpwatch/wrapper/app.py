@@ -62,6 +62,16 @@ class WrapOptions:
         return Path(self.command[0]).name if self.command else "mcpwatch"
 
 
+def startup_line(options: WrapOptions, log_path: Path | None) -> str:
+    """One line for the person setting mcpwatch up (hosts keep a server's stderr as its log)."""
+    front = f"listening on {options.listen}" if options.listen else "on stdio"
+    log = f"log {log_path}" if log_path is not None else "no log"
+    return (
+        f"mcpwatch: wrapping {options.upstream_target} {front}; {log}; "
+        f"watch it with `mcpwatch watch {options.display_name}`"
+    )
+
+
 def warn(message: str) -> None:
     print(f"mcpwatch: warning: {message}", file=sys.stderr, flush=True)
 
@@ -292,6 +302,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             registry.register(entry)
         except (OSError, UserError) as exc:
             warn(f"the console will not find this wrapper: {exc}")
+    print(startup_line(options, None if writer is None else log_path), file=sys.stderr, flush=True)
 
     stop = asyncio.Event()
     stop_reason = ["host closed the connection"]

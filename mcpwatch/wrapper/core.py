@@ -16,13 +16,16 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, UpstreamState
 from mcpwatch.otel.context import stamp as stamp_trace
-from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
+from mcpwatch.reliability.hosts import catalog as host_catalog
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
-from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_CLIENT_META, modern_version
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, modern_version
 from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.actions import OperatorActions
+from mcpwatch.wrapper.heartbeat import Heartbeats
+from mcpwatch.wrapper.hostwatch import HostDirectory
 from mcpwatch.wrapper.inbound import UpstreamInbound
 from mcpwatch.wrapper.late_results import LateResults
 from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
@@ -82,6 +85,8 @@ class WrapperCore:
         self.session.late.results = self.late_results
         self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
         self.actions = OperatorActions(self)
+        self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
+        self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
         self.inbound = UpstreamInbound(
             table=self.table,
@@ -92,8 +97,8 @@ class WrapperCore:
             state_sync=self.state_sync,
             health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
             warn=self.warn,
+            on_progress=self.heartbeats.touch,
         )
-        self.host_info: dict[str, Any] = {}
         self.modern_era = False
         self.closing = False
         self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
@@ -116,6 +121,13 @@ class WrapperCore:
     def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
         oversize.host_frame_over_cap(self, link, size, head)
 
+    def host_joined(self, link: HostLink, params: Any) -> None:
+        params = params if isinstance(params, dict) else {}
+        self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
+
+    def serve_front(self, front: str) -> None:
+        self.hosts.front = front
+
     # ------------------------------------------------------------------ host side
 
     def attach_link(self, link: HostLink) -> None:
@@ -125,6 +137,7 @@ class WrapperCore:
         if link in self.links:
             self.links.remove(link)
         self.late_results.forget_link(link)
+        self.hosts.forget(link)
 
     def host_frame(self, link: HostLink, line: bytes) -> None:
         """One line from a host: parse, answer malformed frames as the spec says, dispatch the rest."""
@@ -174,16 +187,17 @@ class WrapperCore:
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else None
         if method == "initialize":
             self.session.init_params = params
-            self._note_host(params.get("clientInfo"), params.get("protocolVersion"))
-        elif not self.modern_era and (version := modern_version(message)) is not None:
+            self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
+        if (version := modern_version(message)) is not None:
             self.modern_era = True
-            self._note_host(meta.get(MODERN_CLIENT_META) if meta else None, version)
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
         if self._answered_from_late_result(link, message["id"], tool, params):
             return
+        host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         up_id = self.session.ids.allocate()
         host_id = message["id"]
         pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, str(host_id))
+        pending.host = host
         self.table.add(pending)
         forwarded_params = dict(params)
         if meta is not None and "progressToken" in meta:
@@ -193,7 +207,8 @@ class WrapperCore:
             forwarded_params["_meta"] = meta = {**meta, "progressToken": up_id}
         budget = None
         if method == "tools/call":
-            budget = pending.budget = self.deadline.budget(tool)
+            budget = pending.budget = self.deadline.budget(tool, host, pending.host_token is not None)
+            self.heartbeats.start(pending)
             if budget.seconds is not None:
                 pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self._propagate:  # the time left is stamped again when the frame is sent
@@ -218,14 +233,14 @@ class WrapperCore:
             return False
         return self.late_results.answer_from_store(link, host_id, tool, params.get("arguments"))
 
-    def _note_host(self, client_info: Any, protocol_version: Any) -> None:
-        info = client_info if isinstance(client_info, dict) else {}
-        self.host_info = {
-            "name": info.get("name"),
-            "version": info.get("version"),
-            "protocol_version": protocol_version,
-        }
-        self.recorder.emit(Kind.HOST_INFO, **self.host_info)
+    @property
+    def host_info(self) -> dict[str, Any]:
+        """The host that named itself last, with its profile (what `status` shows as the host)."""
+        return self.hosts.latest_info
+
+    def current_budget(self) -> Budget:
+        """The budget a tools/call from the latest host would get now (for status and operator changes)."""
+        return self.deadline.budget(None, self.hosts.latest, True)
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":
@@ -385,6 +400,7 @@ def _request_start(
             method=pending.method,
             up_id=pending.up_id,
             budget_s=None,
+            host=None if pending.host is None else pending.host.label,
             **(trace_ids or {}),
         )
         return
@@ -397,5 +413,6 @@ def _request_start(
         budget_s=budget.seconds,
         budget_source=budget.source,
         arguments=frames.text_of(params.get("arguments", {})),
+        host=budget.host,
         **(trace_ids or {}),
     )

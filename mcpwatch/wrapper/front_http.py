@@ -113,6 +113,7 @@ class HttpFront:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.core = core
+        core.serve_front("http")
         self.host, self.port, self.path = parse_listen(listen)
         self.guard = guard or FrontGuard()
         self.limits = limits or ConnectionLimits()
@@ -234,6 +235,7 @@ class HttpFront:
                 problem = "Invalid params: _meta.progressToken must be a string or a number"
                 session.send(frames.error_response(item["id"], INVALID_PARAMS, problem))
             elif item.get("method") == "initialize" and (handshake := self.core.handshake_result()) is not None:
+                self.core.host_joined(session, item.get("params"))
                 session.send({"jsonrpc": "2.0", "id": item["id"], "result": handshake})
             else:
                 self.core.host_message(session, item)

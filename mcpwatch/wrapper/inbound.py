@@ -33,6 +33,7 @@ class UpstreamInbound:
         state_sync: StateSync | None,
         health_tool: str,
         warn: Callable[[str], None],
+        on_progress: Callable[[Pending], None] = lambda _pending: None,
     ) -> None:
         self.table = table
         self.session = session
@@ -42,6 +43,7 @@ class UpstreamInbound:
         self.state_sync = state_sync
         self._health_tool = health_tool
         self._warn = warn
+        self._on_progress = on_progress  # the upstream spoke for a call (heartbeats wait again)
         self._garbage_warnings = 0
 
     def frame(self, line: bytes) -> None:
@@ -160,6 +162,7 @@ class UpstreamInbound:
                 return
             forwarded = {**message, "params": {**params, "progressToken": pending.host_token}}
             note_progress(self.recorder, pending, params)
+            self._on_progress(pending)
             pending.link.send(forwarded)
             return
         params = message.get("params")

@@ -47,6 +47,7 @@ class Pending:
     last_progress: dict[str, Any] | None = None
     progress_log: deque[str] = field(default_factory=lambda: deque(maxlen=5))
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    host: Any = None  # the DetectedHost whose clocks set this call's budget
 
 
 @dataclass

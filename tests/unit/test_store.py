@@ -41,6 +41,7 @@ DATA_BY_KIND = {
     Kind.HEALTH_CHECK: {"ok": True, "ping_ms": 1.5, "result": {"tiers": {"quick": {"total_s": 30}}}, "error": None},
     Kind.CONFIG_CHANGE: {"key": "margin_s", "old": 10, "new": 20.5, "source": "operator"},
     Kind.WARNING: {"message": "something odd"},
+    Kind.HEARTBEAT: {"progress": 2, "total": None, "message": "still working: 1m40s", "elapsed_s": 100.0},
 }
 
 

@@ -181,6 +181,17 @@ def write_sample(
     s.model("1", "gemini", 4.0, "timeout", 45000.0)
     s.call("2", "consult_council", 20.0, 20.0, Outcome.OK, up_id=2, progress=2)
     s.model("2", "gpt", 21.0, "rate_limited", 100.0)
+    s.emit(
+        Kind.HEARTBEAT,
+        30.0,
+        request_id="2",
+        tool="consult_council",
+        progress=2,
+        total=None,
+        message="still working: 10s",
+        elapsed_s=10.0,
+        interval_s=5.0,
+    )
     s.call("3", "consult_council", 50.0, 110.0, Outcome.DEADLINE, up_id=3, progress=4)
     s.emit(
         Kind.TOMBSTONE_ADD,
