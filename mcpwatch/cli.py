@@ -19,6 +19,8 @@ from mcpwatch.errors import UserError
 # Listed in the order `--help` shows them; a name appears only when its module exists.
 COMMAND_NAMES = (
     "wrap",
+    "check",
+    "hosts",
     "council",
     "watch",
     "replay",

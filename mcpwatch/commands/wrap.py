@@ -10,8 +10,44 @@ from mcpwatch.errors import UserError
 HELP = "run an MCP server behind the reliability wrapper (mcpwatch wrap -- CMD ARGS… | --url URL)"
 
 
+# flag → the environment variable it stands beside (a flag given wins over the variable)
+BUDGET_FLAGS = {
+    "host_timeout": ("--host-timeout", "MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC"),
+    "margin": ("--margin", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC"),
+    "deadline": ("--deadline", "MCPWATCH_TOOL_CALL_DEADLINE_SEC"),
+}
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host-timeout", metavar="S", help="the host's tools/call timeout in seconds (else the detected host's)"
+    )
+    parser.add_argument("--margin", metavar="S", help="seconds the budget ends before the host timeout (default 10)")
+    parser.add_argument("--deadline", metavar="S", help="a fixed budget in seconds for every call (≤ 0: no budget)")
+
+
+def apply_budget_options(args: argparse.Namespace) -> None:
+    """Check the budget flags (a clear error for a bad value) and set the variables they stand for."""
+    import os
+
+    from mcpwatch.reliability.deadline import InvalidValue, parse_operator_seconds
+
+    for attribute, (flag, variable) in BUDGET_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if value is None:
+            continue
+        try:
+            number = parse_operator_seconds(
+                flag, value, allow_zero=attribute != "host_timeout", allow_negative=attribute == "deadline"
+            )
+        except InvalidValue as exc:
+            raise UserError(str(exc)) from None
+        os.environ[variable] = repr(number)
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
+    add_budget_options(parser)
     parser.add_argument("--name", help="a name for this wrapper in the console and the log")
     parser.add_argument("--log", metavar="DB", help="event log file (default: <state dir>/events.db)")
     parser.add_argument("--no-log", action="store_true", help="do not write the event log")
@@ -90,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if not 0 <= args.operator_port <= 65535:
             raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
         check_can_listen("127.0.0.1", args.operator_port, "--operator-port")
+    apply_budget_options(args)
     options = WrapOptions(
         settings=load_settings(args.config),
         command=command,

@@ -1,0 +1,59 @@
+"""`mcpwatch hosts [--json]`: the host profiles (built-in and from mcpwatch.toml) and the clocks each runs on."""
+
+from __future__ import annotations
+
+import argparse
+
+from mcpwatch.config import add_config_option
+
+HELP = "list the known MCP hosts: the client names they send, their tools/call clocks, and where each value is from"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_option(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from mcpwatch.config import load_settings
+    from mcpwatch.reliability.hosts import catalog
+
+    settings = load_settings(args.config)
+    profiles = catalog(settings.hosts, settings.source or "mcpwatch.toml").profiles
+    if args.json:
+        print(json.dumps([p.to_dict() for p in profiles], indent=2, ensure_ascii=False))
+        return 0
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mcpwatch.commands._output import stdout_console
+    from mcpwatch.reliability.deadline import fmt_seconds
+
+    table = Table(title="MCP host profiles (the budget is the earliest clock that would end a call − margin)")
+    for column in ("host", "client names", "clock", "default", "set with", "source"):
+        table.add_column(column, overflow="fold")
+    for profile in profiles:
+        names = ", ".join(profile.names) + (f" ({'/'.join(profile.fronts)} front)" if profile.fronts else "")
+        clocks = profile.clocks or ()
+        if not clocks:
+            table.add_row(escape(profile.label), escape(names), "none known", "-", "-", escape(profile.source))
+        for index, clock in enumerate(clocks):
+            kind = clock.kind + (", reset by progress" if clock.resets_on_progress else "")
+            if tuple(clock.fronts) != ("stdio", "http"):
+                kind += f", {'/'.join(clock.fronts)} only"
+            default = fmt_seconds(clock.seconds) + " s" + (" (uncertain)" if clock.uncertain else "")
+            first = index == 0
+            table.add_row(
+                escape(profile.label) if first else "",
+                escape(names) if first else "",
+                escape(kind),
+                escape(default),
+                escape(clock.change or clock.setting),
+                escape(clock.source or profile.source),
+            )
+        if profile.origin != "built-in":
+            table.add_row("", f"[dim](from {escape(profile.origin)})[/]", "", "", "", "")
+    stdout_console().print(table)
+    return 0
