@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 HELP = (
-    "summarise a session: per tool and per model outcomes and durations, tier fit, calls that finished late, "
+    "summarise a session: per tool, host and model outcomes and durations, tier fit, calls that finished late, "
     "deadline changes"
 )
 
@@ -78,6 +78,23 @@ def _render(console: Any, report: dict[str, Any]) -> None:
             str(t["late_drops"]),
         )
     console.print(tools if report["tools"] else "no tool calls")
+
+    if report.get("hosts"):
+        hosts = Table(title="hosts", title_justify="left")
+        for header in ("host", "client names", "calls", "ok", "errors", "deadlines", "cancelled", "p95", "budgets"):
+            hosts.add_column(header, justify="left" if header in ("host", "client names", "budgets") else "right")
+        for h in report["hosts"]:
+            budgets = ", ".join(_seconds(b) for b in h["budgets_s"]) or "-"
+            if h["clock"]:
+                budgets += f" (from {h['clock']})"
+            hosts.add_row(
+                escape(h["host"]),
+                escape(", ".join(h["client_names"]) or "-"),
+                *(str(h[k]) for k in ("calls", "ok", "errors", "deadlines", "cancelled")),
+                _seconds(h["p95_s"]),
+                escape(budgets),
+            )
+        console.print(hosts)
 
     if report["models"]:
         models = Table(title="models", title_justify="left")

@@ -61,6 +61,8 @@ class HeaderView:
     host_name: str | None = None
     host_version: str | None = None
     protocol_version: str | None = None
+    host_profile: str | None = None  # the host profile's label ("Codex CLI", "unknown host 'x'")
+    host_clock: str | None = None  # the host clock that decides the budget ("tool_timeout_sec 60 s")
     uptime_s: float = 0.0
     ended: str | None = None  # the session_end reason, once the session is over
 
@@ -330,6 +332,16 @@ def _num(value: Any) -> float | None:
 def _int(value: Any) -> int | None:
     number = _num(value)
     return None if number is None else int(number)
+
+
+def _clock_text(clock: Any) -> str | None:
+    """A host clock from a host_info event or status, as the header shows it: "tool_timeout_sec 60 s"."""
+    if not isinstance(clock, Mapping):
+        return None
+    setting, seconds = _text(clock.get("setting")), _num(clock.get("seconds"))
+    if setting is None or seconds is None:
+        return None
+    return f"{setting} {seconds:g} s"
 
 
 def _text(value: Any) -> str | None:
@@ -657,6 +669,8 @@ class ConsoleModel:
         if isinstance(host, Mapping):
             header.setdefault("host_name", _text(host.get("name")))
             header.setdefault("host_version", _text(host.get("version")))
+            header.setdefault("host_profile", _text(host.get("label")))
+            header.setdefault("host_clock", _clock_text(host.get("deciding_clock")))
         elif host is not None:
             header.setdefault("host_name", _text(host))
         deadline = status.get("deadline")
@@ -766,6 +780,8 @@ class ConsoleModel:
             host_name=_text(data.get("name")),
             host_version=_text(data.get("version")),
             protocol_version=_text(data.get("protocol_version")),
+            host_profile=_text(data.get("label")),
+            host_clock=_clock_text(data.get("deciding_clock")),
         )
 
     def _upstream_state(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
@@ -1186,6 +1202,8 @@ class ConsoleModel:
             host_name=h.get("host_name"),
             host_version=h.get("host_version"),
             protocol_version=h.get("protocol_version"),
+            host_profile=h.get("host_profile"),
+            host_clock=h.get("host_clock"),
             uptime_s=max(0.0, end) if s.origin_ts is not None or s.session_started else 0.0,
             ended=s.ended,
         )

@@ -132,6 +132,8 @@ def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Pale
     t.append(fmt.clip(h.upstream_target or "?", 40))
     t.append(f"{sep}host ", style=p.dim)
     t.append(" ".join(x for x in (h.host_name, h.host_version) if x) or "not yet known")
+    if h.host_profile:
+        t.append(f" ({h.host_profile}" + (f", budget from {h.host_clock})" if h.host_clock else ")"), style=p.dim)
     return t
 
 

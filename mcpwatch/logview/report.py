@@ -3,6 +3,7 @@
 Per tool: calls and outcomes, duration percentiles, late drops; cut calls that finished late and what would have
 saved them. Per model: final statuses and latency percentiles.
 Council tiers whose total does not fit the deadline budget (from the latest health check). Deadline changes.
+Per host (the profile each call's host was detected as): calls, outcomes, durations and the budgets it was given.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ REPORT_KINDS = frozenset(
     k.value
     for k in (
         Kind.SESSION_START,
+        Kind.HOST_INFO,
         Kind.REQUEST_START,
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
@@ -77,6 +79,24 @@ class _ToolStats:
             "p95_s": percentile(self.durations, 0.95),
             "max_s": max(self.durations) if self.durations else None,
             "late_drops": self.late_drops,
+        }
+
+
+@dataclass
+class _HostStats(_ToolStats):
+    budgets: set[float] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+    clock: str | None = None
+
+    def host_row(self, label: str) -> dict[str, Any]:
+        row = self.row(label)
+        row["host"] = row.pop("tool")
+        row.pop("late_drops")
+        return {
+            **row,
+            "client_names": sorted(self.names),
+            "budgets_s": sorted(self.budgets),
+            "clock": self.clock,
         }
 
 
@@ -155,7 +175,10 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
 def build_report(events: Iterable[Event], session: dict[str, Any] | None = None) -> dict[str, Any]:
     """Figures for one session from its events (in seq order); `session` (SessionInfo.to_dict()) is echoed."""
     tools: dict[str, _ToolStats] = {}
+    hosts: dict[str, _HostStats] = {}
+    host_names: dict[str, tuple[str | None, str | None]] = {}  # label -> (client name, deciding clock) last seen
     open_requests: dict[str, tuple[str | None, str | None]] = {}  # request_id -> (method, tool)
+    host_of: dict[str, str] = {}  # request_id -> host label
     tool_by_up_id: dict[Any, str] = {}
     model_finals: dict[tuple[Any, ...], tuple[str, str, float | None]] = {}
     by_method: dict[str, int] = {}
@@ -179,6 +202,18 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             by_method[method] = by_method.get(method, 0) + 1
             if event.request_id is not None:
                 open_requests[event.request_id] = (method, event.tool)
+            label = data.get("host")
+            if isinstance(label, str) and label:
+                stats = hosts.setdefault(label, _HostStats())
+                stats.calls += 1
+                name, stats.clock = host_names.get(label, (None, stats.clock))
+                if name:
+                    stats.names.add(name)
+                budget = _number(data.get("budget_s"))
+                if budget is not None:
+                    stats.budgets.add(budget)
+                if event.request_id is not None:
+                    host_of[event.request_id] = label
             if event.tool:
                 tools.setdefault(event.tool, _ToolStats()).calls += 1
                 if data.get("up_id") is not None:
@@ -188,19 +223,11 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             tool = event.tool or tool
             outcome = str(data.get("outcome") or "?")
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+            label = host_of.pop(event.request_id or "", None)
+            if label in hosts:
+                _count_end(hosts[label], outcome, data)
             if tool:
-                stats = tools.setdefault(tool, _ToolStats())
-                if outcome == Outcome.OK:
-                    stats.ok += 1
-                elif outcome in ERROR_OUTCOMES:
-                    stats.errors += 1
-                elif outcome == Outcome.DEADLINE:
-                    stats.deadlines += 1
-                elif outcome == Outcome.CANCELLED:
-                    stats.cancelled += 1
-                duration = _number(data.get("duration_s"))
-                if duration is not None:
-                    stats.durations.append(duration)
+                _count_end(tools.setdefault(tool, _ToolStats()), outcome, data)
         elif kind == Kind.MODEL_STATUS and event.model:
             status = str(data.get("status") or "")
             if status and status != "pending":
@@ -211,6 +238,10 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
         elif kind == Kind.UNKNOWN_RESPONSE:
             unknown_dropped += 1
+        elif kind == Kind.HOST_INFO and isinstance(data.get("label"), str):
+            clock = data.get("deciding_clock") if isinstance(data.get("deciding_clock"), dict) else {}
+            clock_text = f"{clock.get('setting')} {clock.get('seconds'):g} s" if _number(clock.get("seconds")) else None
+            host_names[data["label"]] = (data.get("name") if isinstance(data.get("name"), str) else None, clock_text)
         elif kind == Kind.SESSION_START:
             block = data.get("deadline")
             if isinstance(block, dict):
@@ -257,6 +288,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             "unknown_dropped": unknown_dropped,
         },
         "tools": [tools[name].row(name) for name in sorted(tools)],
+        "hosts": [hosts[label].host_row(label) for label in sorted(hosts)],
         "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
         "deadline": {"initial": deadline_initial, "final": deadline},
         "tiers": tiers_block,
@@ -264,6 +296,20 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         "config_changes": config_changes,
         "warnings": {"count": warning_count, "first": warnings},
     }
+
+
+def _count_end(stats: _ToolStats, outcome: str, data: dict[str, Any]) -> None:
+    if outcome == Outcome.OK:
+        stats.ok += 1
+    elif outcome in ERROR_OUTCOMES:
+        stats.errors += 1
+    elif outcome == Outcome.DEADLINE:
+        stats.deadlines += 1
+    elif outcome == Outcome.CANCELLED:
+        stats.cancelled += 1
+    duration = _number(data.get("duration_s"))
+    if duration is not None:
+        stats.durations.append(duration)
 
 
 def _key(value: Any) -> Any:

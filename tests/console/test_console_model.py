@@ -626,3 +626,22 @@ def test_session_end_closes_the_upstream_and_stops_every_clock(model: ConsoleMod
     assert v.council.models[0].elapsed_s == 30.0
     detail = model.request_detail("1", 500.0)
     assert detail.unfinished and detail.elapsed_s == 30.0
+
+
+def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
+    model: ConsoleModel, f: EventFactory
+) -> None:
+    from mcpwatch.console import render
+    from mcpwatch.console.render import Palette
+
+    clock = {"kind": "wall", "seconds": 60.0, "setting": "tool_timeout_sec", "resets_on_progress": False}
+    info = {"name": "codex-mcp-client", "version": "0.154.0", "label": "Codex CLI", "deciding_clock": clock}
+    model.apply(f.make(Kind.HOST_INFO, 1.0, **info, protocol_version="2025-06-18"))
+    h = model.view(2.0).header
+    assert (h.host_profile, h.host_clock) == ("Codex CLI", "tool_timeout_sec 60 s")
+    line = render.top_bar(h, "live", True, False, Palette({})).plain
+    assert line.endswith("host codex-mcp-client 0.154.0 (Codex CLI, budget from tool_timeout_sec 60 s)")
+    model.apply(f.make(Kind.HOST_INFO, 3.0, name="x", label="unknown host 'x'", deciding_clock=None))
+    assert render.top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain.endswith(
+        "host x (unknown host 'x')"
+    )

@@ -165,3 +165,27 @@ def test_a_late_results_outcome_is_its_error_type() -> None:
     late = export_record(ev("late_result", 3, rid="9", tool="t", outcome="tool_error", delay_s=2.0))
     assert (late["error.type"], late["jsonrpc.request.id"], late["data"]["delay_s"]) == ("tool_error", "9", 2.0)
     assert export_record(ev("late_result", 4, rid="9", outcome="ok"))["error.type"] is None
+
+
+def test_report_groups_calls_by_host() -> None:
+    codex_clock = {"kind": "wall", "seconds": 60, "setting": "tool_timeout_sec"}
+    events = [
+        ev("host_info", 1, name="codex-mcp-client", label="Codex CLI", deciding_clock=codex_clock),
+        ev("host_info", 2, name="gemini-cli-mcp-client", label="Gemini CLI", deciding_clock=None),
+        ev("request_start", 3, rid="1", tool="slow", method="tools/call", budget_s=50, host="Codex CLI"),
+        ev("request_start", 4, rid="2", tool="slow", method="tools/call", budget_s=590, host="Gemini CLI"),
+        ev("request_start", 5, rid="3", tool="slow", method="tools/call", budget_s=50, host="Codex CLI"),
+        ev("request_start", 6, rid="4", method="ping", budget_s=None, host="Codex CLI"),
+        ev("request_end", 7, rid="1", tool="slow", outcome="deadline", duration_s=50.0),
+        ev("request_end", 8, rid="2", tool="slow", outcome="ok", duration_s=70.0),
+        ev("request_end", 9, rid="3", tool="slow", outcome="ok", duration_s=20.0),
+        ev("request_end", 10, rid="4", outcome="ok", duration_s=0.01),
+        ev("request_start", 11, rid="5", tool="slow", method="tools/call", budget_s=1),  # an old log: no host
+    ]
+    hosts = {h["host"]: h for h in build_report(events)["hosts"]}
+    assert set(hosts) == {"Codex CLI", "Gemini CLI"}
+    codex, gemini = hosts["Codex CLI"], hosts["Gemini CLI"]
+    assert (codex["calls"], codex["ok"], codex["deadlines"], codex["unfinished"]) == (3, 2, 1, 0)
+    assert codex["budgets_s"] == [50.0] and codex["clock"] == "tool_timeout_sec 60 s"
+    assert codex["client_names"] == ["codex-mcp-client"] and codex["max_s"] == 50.0
+    assert (gemini["calls"], gemini["ok"], gemini["budgets_s"], gemini["clock"]) == (1, 1, [590.0], None)
