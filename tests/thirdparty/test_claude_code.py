@@ -69,3 +69,11 @@ def test_claude_code_connects_through_the_wrapper_as_fast_as_directly(claude, tm
         took[name] = time.monotonic() - started
         assert got.returncode == 0 and "Connected" in got.stdout, got.stdout[-2000:] + got.stderr[-2000:]
     assert took["wrapped"] < took["direct"] + 3, took
+    # the wrapper knew its host: Claude Code names itself (in the 2026 era, on each request's _meta)
+    from mcpwatch.store import EventReader
+
+    with EventReader(isolated_state / "events.db") as reader:
+        session = next(s for s in reader.sessions() if s.name == "council")
+        infos = [e.data for e in reader.events(session.id, kinds=["host_info"])]
+    assert infos and all(i["name"] == "claude-code" and i["label"] == "Claude Code" for i in infos), infos
+    assert infos[0]["deciding_clock"]["setting"] == "MCP_TOOL_TIMEOUT"  # with a progress token, on stdio

@@ -67,6 +67,8 @@ def test_inspector_cli_through_the_wrapper_to_server_everything(npm_bin, isolate
     ends = list(reader.events(sessions[-1].id, kinds=["request_end"]))
     assert any(e.tool == "echo" and e.data["outcome"] == "ok" for e in ends)
     assert reader.count_by_kind(sessions[-1].id)["host_info"] == 1
+    (info,) = [e.data for e in reader.events(sessions[-1].id, kinds=["host_info"])]
+    assert (info["name"], info["label"], info["known"]) == ("inspector-cli", "MCP Inspector", True), info
 
 
 @pytest.mark.anyio
@@ -93,3 +95,53 @@ async def test_deadline_on_a_third_party_long_running_tool(npm_bin):
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+CHECK = [sys.executable, "-m", "mcpwatch", "check"]
+
+
+def test_check_against_server_everything_shows_handshake_tools_ping_and_each_hosts_budget(npm_bin, tmp_path):
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[hosts.codex-mcp-client]\nwall_s = 240\n")
+    done = subprocess.run(
+        [*CHECK, "--config", str(config), "--margin", "15", "--", str(npm_bin / "mcp-server-everything")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("ok   handshake") and "everything" in line for line in lines), done.stdout
+    assert any(line.startswith("ok   tools") and "tools (" in line for line in lines)
+    assert any(line.startswith("ok   ping") for line in lines)
+    assert "trigger-long-running-operation" in done.stdout and "echo" in done.stdout
+    rows = {line.split("│")[1].strip(): line for line in lines if line.count("│") >= 5}
+    assert "225 s" in rows["Codex CLI"] and "tool_timeout_sec 240 s − margin 15 s" in rows["Codex CLI"]
+    assert "585 s" in rows["Gemini CLI"]
+    assert "45 s" in rows["Claude Desktop"]
+    assert "Traceback" not in done.stderr
+
+
+def test_check_reports_a_server_that_will_not_start(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpwatch",
+            "check",
+            "--timeout",
+            "20",
+            "--",
+            sys.executable,
+            "-c",
+            "import sys; sys.exit(4)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAIL handshake" in done.stdout and "exit code 4" in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
