@@ -1,10 +1,12 @@
-"""`mcpwatch whatif [DB] [--session ID] (--budget S | --margin S [--host-timeout S]) [--json]`: which tool calls of a
-session another budget would have saved or cut, from their true durations (late results included)."""
+"""`mcpwatch whatif [DB] [--session ID] (--budget S | --margin S [--host-timeout S] | --host NAME) [--json]`: which
+tool calls of a session another budget would have saved or cut, from their true durations (late results included)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
+
+from mcpwatch.config import add_config_option
 
 HELP = "replay a session's tool calls against another budget: calls saved, newly cut, and the budget that saves them"
 ALL_CALLS_SHOWN = 50
@@ -16,10 +18,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--budget", metavar="S", type=_seconds_arg, help="this budget for every call (≤ 0: none)")
     which.add_argument("--margin", metavar="S", type=_seconds_arg, help="host timeout − this margin")
+    which.add_argument(
+        "--host",
+        metavar="NAME",
+        help="the budget this host would give: its profile's earliest clock − the session's margin (mcpwatch hosts)",
+    )
     parser.add_argument(
         "--host-timeout", metavar="S", type=_seconds_arg, help="with --margin: this host timeout (default: the log's)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_config_option(parser)  # for [hosts.*] overrides
 
 
 def _seconds_arg(text: str) -> float:
@@ -51,15 +59,20 @@ def run(args: argparse.Namespace) -> int:
         session = reader.session(args.session) if args.session else reader.latest_session()
         events = list(reader.events(session.id, kinds=WHATIF_KINDS))
     deadline = final_deadline(events)
+    host_timeout, host = args.host_timeout, None
+    if args.host is not None:
+        host = _host_clock(args, events)
+        host_timeout = host["host_timeout_s"]
+    margin = args.margin if args.host is None else _session_margin(deadline, session.id)
     try:
-        budget = hypothetical_budget(
-            deadline, budget_s=args.budget, margin_s=args.margin, host_timeout_s=args.host_timeout
-        )
+        budget = hypothetical_budget(deadline, budget_s=args.budget, margin_s=margin, host_timeout_s=host_timeout)
     except ValueError as exc:
         raise UserError(f"session {session.id}: {exc} (--host-timeout S)") from None
     # a margin or host timeout moves only the budgets derived from them: per-tool and explicit ones stay
     figures = whatif(calls_from_events(events), budget, keep_fixed=args.budget is None)
     figures["session_id"] = session.id
+    if host is not None:
+        figures["host"] = host
     if args.json:
         print(json.dumps(figures, indent=2, ensure_ascii=False))
         return 0
@@ -67,6 +80,42 @@ def run(args: argparse.Namespace) -> int:
 
     _render(stdout_console(), figures, deadline)
     return 0
+
+
+def _session_margin(deadline: dict[str, Any] | None, session_id: str) -> float:
+    from mcpwatch.errors import UserError
+
+    margin = (deadline or {}).get("margin_s")
+    if isinstance(margin, bool) or not isinstance(margin, int | float):
+        raise UserError(f"session {session_id}: the log does not say its margin; use --margin S --host-timeout S")
+    return float(margin)
+
+
+def _host_clock(args: argparse.Namespace, events: list[Any]) -> dict[str, Any]:
+    """The host's profile (by key or client name) and the clock that would end a call on the session's front."""
+    from mcpwatch.config import load_settings
+    from mcpwatch.errors import UserError
+    from mcpwatch.reliability.deadline import DEFAULT_HOST_TIMEOUT_S
+    from mcpwatch.reliability.hosts import catalog
+
+    settings = load_settings(args.config)
+    profiles = catalog(settings.hosts, settings.source or "mcpwatch.toml")
+    front = next((e.data.get("front") for e in events if e.kind == "session_start"), None)
+    front = front if front in ("stdio", "http") else "stdio"
+    profile = profiles.get(args.host) or profiles.match(args.host, front)
+    if profile is None:
+        raise UserError(f"no host profile named {args.host!r} (mcpwatch hosts lists them)")
+    clock = profile.deciding_clock(front, progress=False)  # calls without a progress token: every clock counts
+    return {
+        "profile": profile.key,
+        "label": profile.label,
+        "front": front,
+        "clock": None if clock is None else clock.to_dict(),
+        "host_timeout_s": DEFAULT_HOST_TIMEOUT_S if clock is None else clock.seconds,
+        "text": f"the default {DEFAULT_HOST_TIMEOUT_S:g} s (no {profile.label} clock ends a call on the {front} front)"
+        if clock is None
+        else f"{profile.label} {clock.describe()}",
+    }
 
 
 def _render(console: Any, figures: dict[str, Any], deadline: dict[str, Any] | None) -> None:
@@ -77,6 +126,8 @@ def _render(console: Any, figures: dict[str, Any], deadline: dict[str, Any] | No
 
     budget = figures["budget_s"]
     label = "no budget" if budget is None else f"budget {format_duration(budget)}"
+    if figures.get("host"):
+        label += f" ({escape(figures['host']['text'])} − the session's margin)"
     now = (deadline or {}).get("budget_s")
     now_text = "none" if now is None else format_duration(now)
     console.print(

@@ -180,7 +180,7 @@ def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
         (["--budget", "soon"], "not a number"),
         (["--margin", "-3"], "must not be negative"),
         (["--budget", "5", "--host-timeout", "60"], "goes with --margin"),
-        ([], "one of the arguments --budget --margin is required"),
+        ([], "one of the arguments --budget --margin --host is required"),
     ],
 )
 def test_whatif_refuses_bad_input_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
@@ -232,3 +232,25 @@ def test_a_margin_leaves_per_tool_and_explicit_budgets_alone() -> None:
     assert as_budget["per_tool"]["slow"]["newly_cut"] == 1 and as_budget["kept_own_budget"] == 0
     assert effect_line(calls[-2:], 25.0, keep_fixed=True).startswith("budget 25 s → 0 of the last 2 calls")
     assert effect_line(calls[-2:], 25.0).startswith("budget 25 s → 1 of the last 2 calls")
+
+
+def test_whatif_for_a_host_uses_its_profiles_clock_and_the_sessions_margin(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    write_log(path)
+    for name in ("codex", "codex-mcp-client"):  # a profile's key or a client name it matches
+        result = run("whatif", str(path), "--host", name, "--json")
+        assert result.returncode == 0, result.stderr
+        figures = json.loads(result.stdout)
+        assert figures["budget_s"] == 50.0  # Codex CLI's 60 s tool_timeout_sec − the session's 10 s margin
+        assert (figures["saved"], figures["newly_cut"], figures["unknown"]) == (2, 0, 3)
+        assert figures["host"]["profile"] == "codex" and figures["host"]["clock"]["seconds"] == 60
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[hosts.codex-mcp-client]\nwall_s = 25\n")  # an override of the profile, as the wrapper takes
+    figures = json.loads(run("whatif", str(path), "--host", "codex", "--config", str(config), "--json").stdout)
+    assert figures["budget_s"] == 15.0 and (figures["saved"], figures["newly_cut"]) == (0, 1)
+    text = run("whatif", str(path), "--host", "codex")
+    assert "Codex CLI tool_timeout_sec 60 s − the session's margin" in text.stdout
+    unknown = run("whatif", str(path), "--host", "nobody")
+    assert unknown.returncode == 2 and unknown.stderr.strip() == (
+        "mcpwatch: no host profile named 'nobody' (mcpwatch hosts lists them)"
+    )
