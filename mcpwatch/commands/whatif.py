@@ -69,7 +69,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"session {session.id}: {exc} (--host-timeout S)") from None
     # a margin or host timeout moves only the budgets derived from them: per-tool and explicit ones stay
-    figures = whatif(calls_from_events(events), budget, keep_fixed=args.budget is None)
+    # with no host timeout given, a new margin applies to each call's own host clock (each host its own)
+    per_clock_margin = args.margin if args.host_timeout is None else None
+    figures = whatif(calls_from_events(events), budget, keep_fixed=args.budget is None, margin_s=per_clock_margin)
     figures["session_id"] = session.id
     if host is not None:
         figures["host"] = host

@@ -1049,13 +1049,14 @@ class ConsoleModel:
     def recent_calls(self, last: int = 50) -> list[CallTiming]:
         """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
         calls: list[CallTiming] = []
+        margin = _num(self._s.deadline.get("margin_s"))  # the margin now (a change in between is rare)
         for request_id in reversed(self._s.finished):
             r = self._s.requests.get(request_id)
             if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":
                 continue
             calls.append(call_timing(r.request_id, r.tool, r.start_mono, r.budget_s, r.outcome, r.duration_s,
                                      r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
-                                     r.tier, r.budget_source))  # fmt: skip
+                                     r.tier, r.budget_source, margin))  # fmt: skip
             if len(calls) >= last:
                 break
         return calls[::-1]

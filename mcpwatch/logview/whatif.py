@@ -51,12 +51,18 @@ class CallTiming:
     late_outcome: str | None = None
     tier: str | None = None
     budget_source: str | None = None  # how its budget was reached ("derived", "tool", "explicit", …)
+    margin_s: float | None = None  # the margin in force when it started
 
-    def budget_under(self, budget_s: float | None, keep_fixed: bool) -> float | None:
+    def budget_under(
+        self, budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None
+    ) -> float | None:
         """The budget this call would get: `budget_s`, unless a margin or host-timeout change is tested
-        (`keep_fixed`) and its own budget did not come from them (a per-tool or explicit budget stays)."""
+        (`keep_fixed`) and its own budget did not come from them (a per-tool or explicit budget stays); a new
+        `margin_s` applies to the host clock its own budget came from (each host its own, with host profiles)."""
         if keep_fixed and self.budget_source in FIXED_SOURCES:
             return self.budget_s
+        if margin_s is not None and self.budget_source == "derived" and None not in (self.budget_s, self.margin_s):
+            return max(CLAMP_S, self.budget_s + self.margin_s - margin_s)  # type: ignore[operator]
         return budget_s
 
     @property
@@ -83,11 +89,15 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
     """Every tools/call of a session (in start order) with what its events say about its duration."""
     starts: dict[str, dict[str, Any]] = {}
     order: list[dict[str, Any]] = []
+    margin = None
     for event in events:
         kind, data, rid = event.kind, event.data if isinstance(event.data, dict) else {}, event.request_id
-        if kind == Kind.REQUEST_START and data.get("method") == "tools/call" and event.tool:
+        if kind in (Kind.SESSION_START, Kind.CONFIG_CHANGE) and isinstance(data.get("deadline"), dict):
+            margin = _number(data["deadline"].get("margin_s"))
+        elif kind == Kind.REQUEST_START and data.get("method") == "tools/call" and event.tool:
             call = {"rid": rid, "tool": event.tool, "mono": event.mono, "budget": _number(data.get("budget_s"))}
             call["source"] = data.get("budget_source") if isinstance(data.get("budget_source"), str) else None
+            call["margin"] = margin
             call["reused"] = data.get("budget_source") == "late_reuse"
             if rid is not None:
                 starts[rid] = call  # a host may reuse an id: the newest call owns it
@@ -116,12 +126,14 @@ def call_timing(
     late_delay_s: float | None = None,
     tier: str | None = None,
     budget_source: str | None = None,
+    margin_s: float | None = None,
 ) -> CallTiming:
     """A call's timing from what a view of it holds (the console's requests)."""
     true_s = late_duration_s if late_duration_s is not None else elapsed_s if outcome in ANSWERED else None
     return CallTiming(
-        request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier, budget_source
-    )
+        request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier, budget_source,
+        margin_s,
+    )  # fmt: skip
 
 
 def _timing(call: dict[str, Any]) -> CallTiming:
@@ -137,7 +149,7 @@ def _timing(call: dict[str, Any]) -> CallTiming:
             true_s = elapsed + delay
     return CallTiming(
         call["rid"], call["tool"], call["mono"], call["budget"], outcome, elapsed, true_s, delay, late_outcome,
-        call.get("tier"), call.get("source"),
+        call.get("tier"), call.get("source"), call.get("margin"),
     )  # fmt: skip
 
 
@@ -209,14 +221,16 @@ def final_deadline(events: Iterable[Event]) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- figures
 
 
-def whatif(calls: Sequence[CallTiming], budget_s: float | None, *, keep_fixed: bool = False) -> dict[str, Any]:
+def whatif(
+    calls: Sequence[CallTiming], budget_s: float | None, *, keep_fixed: bool = False, margin_s: float | None = None
+) -> dict[str, Any]:
     """The `mcpwatch whatif --json` object for these calls under this budget (`keep_fixed`: a margin or host-timeout
-    change, which leaves per-tool and explicit budgets as they were)."""
+    change, which leaves per-tool and explicit budgets as they were; `margin_s`: a new margin on each call's clock)."""
     per_tool: dict[str, dict[str, int]] = {}
     rows = []
     totals = {"saved": 0, "newly_cut": 0, "unknown": 0}
     for call in calls:
-        verdict = call.verdict(call.budget_under(budget_s, keep_fixed))
+        verdict = call.verdict(call.budget_under(budget_s, keep_fixed, margin_s))
         change = None
         if call.cut and verdict == FINISHES:
             change = "saved"
@@ -268,19 +282,27 @@ def budget_to_save(calls: Sequence[CallTiming]) -> dict[str, float | None]:
     return figures
 
 
-def cut_under(calls: Sequence[CallTiming], budget_s: float | None, keep_fixed: bool = False) -> tuple[int, int, int]:
+def cut_under(
+    calls: Sequence[CallTiming], budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None
+) -> tuple[int, int, int]:
     """(cut under this budget, cut now, unknown) for these calls."""
-    verdicts = [c.verdict(c.budget_under(budget_s, keep_fixed)) for c in calls]
+    verdicts = [c.verdict(c.budget_under(budget_s, keep_fixed, margin_s)) for c in calls]
     return verdicts.count(CUT), sum(1 for c in calls if c.cut), verdicts.count(UNKNOWN)
 
 
-def effect_line(calls: Sequence[CallTiming], budget_s: float | None, last: int = 50, keep_fixed: bool = False) -> str:
+def effect_line(
+    calls: Sequence[CallTiming],
+    budget_s: float | None,
+    last: int = 50,
+    keep_fixed: bool = False,
+    margin_s: float | None = None,
+) -> str:
     """One line for a budget prompt: "budget 20 s → 7 of the last 50 calls would have been cut, 2 more than now"."""
     recent = list(calls)[-last:]
     if not recent:
         return "no finished tool call yet to test this budget against"
     label = "no budget" if budget_s is None else f"budget {fmt_seconds(budget_s)} s"
-    cut, now, unknown = cut_under(recent, budget_s, keep_fixed)
+    cut, now, unknown = cut_under(recent, budget_s, keep_fixed, margin_s)
     difference = cut - now
     if difference == 0:
         compare = "as many as now"

@@ -254,3 +254,32 @@ def test_whatif_for_a_host_uses_its_profiles_clock_and_the_sessions_margin(tmp_p
     assert unknown.returncode == 2 and unknown.stderr.strip() == (
         "mcpwatch: no host profile named 'nobody' (mcpwatch hosts lists them)"
     )
+
+
+def test_a_new_margin_applies_to_each_calls_own_host_clock(tmp_path: Path) -> None:
+    """Two hosts on one wrapper: Codex CLI's calls run on a 60 s clock, another host's on 120 s (margin 10)."""
+    events: list[Event] = []
+
+    def ev(kind: str, mono: float, rid: str | None = None, tool: str | None = None, **data) -> None:
+        events.append(Event(kind, "s", 1000.0 + mono, mono, len(events) + 1, rid, tool, None, data))
+
+    ev(Kind.SESSION_START, 0.0, deadline={**DEADLINE, "host_timeout_s": 120.0, "budget_s": 110.0})
+    for rid, budget, true in (("a", 50.0, 58.0), ("b", 110.0, 113.0)):
+        ev(Kind.REQUEST_START, 1.0, rid, "t", method="tools/call", budget_s=budget, budget_source="derived")
+        ev(Kind.REQUEST_END, 1.0 + budget, rid, "t", outcome="deadline", duration_s=budget)
+        ev(Kind.LATE_RESULT, 1.0 + true, rid, "t", delay_s=true - budget, duration_s=true, outcome="ok")
+    calls = calls_from_events(events)
+    assert [c.margin_s for c in calls] == [10.0, 10.0]
+    per_clock = whatif(calls, 115.0, keep_fixed=True, margin_s=5.0)  # `--margin 5`: 55 s and 115 s
+    assert {i["request_id"]: i["change"] for i in per_clock["items"]} == {"a": None, "b": "saved"}
+    uniform = whatif(calls, 115.0, keep_fixed=True)  # `--margin 5 --host-timeout 120`: 115 s for both
+    assert uniform["saved"] == 2
+    path = tmp_path / "events.db"
+    writer = EventWriter(path, clock=ManualClock(wall=1_700_000_000.0))
+    sid = writer.start_session(name="two hosts", upstream="stdio: test", pid=1, config={})
+    for event in events:
+        event.session_id = sid
+        writer.emit(event)
+    writer.close()
+    figures = json.loads(run("whatif", str(path), "--margin", "5", "--json").stdout)
+    assert figures["saved"] == 1 and figures["budget_s"] == 115.0

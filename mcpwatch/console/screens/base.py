@@ -171,7 +171,9 @@ class WatchScreen(Screen[None]):
                 budget_s=current.budget_s,
                 source=current.source,
             )
-            return effect_line(calls, budget, keep_fixed=key != "override_s")  # an override applies to every call
+            # an override applies to every call; a margin to each call's own host clock
+            margin = value if key == "margin_s" else None
+            return effect_line(calls, budget, keep_fixed=key != "override_s", margin_s=margin)
 
         return effect
 
