@@ -203,7 +203,8 @@ class DeadlinePolicy:
         host gave a progress token, so clocks that progress resets are kept alive by heartbeats instead."""
         env = os.environ if self._environ is None else self._environ
         if env is os.environ and _RAW_ENVIRON is not None:
-            host_raw, margin, explicit = (_RAW_ENVIRON.get(name) for name in _ENV_KEYS)
+            get = _RAW_ENVIRON.get
+            host_raw, margin, explicit = get(_ENV_KEYS[0]), get(_ENV_KEYS[1]), get(_ENV_KEYS[2])
         else:
             host_raw, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
         key = (host_raw, margin, explicit, self._ops, tool, host, progress)

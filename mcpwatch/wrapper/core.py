@@ -24,11 +24,11 @@ from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, modern_version
 from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.actions import OperatorActions
+from mcpwatch.wrapper.endings import Endings
 from mcpwatch.wrapper.heartbeat import Heartbeats
 from mcpwatch.wrapper.hostwatch import HostDirectory
 from mcpwatch.wrapper.inbound import UpstreamInbound
 from mcpwatch.wrapper.late_results import LateResults
-from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.port import retrieve_exception
 from mcpwatch.wrapper.pressure import Backpressure
@@ -84,6 +84,13 @@ class WrapperCore:
         )
         self.session.late.results = self.late_results
         self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
+        self.endings = Endings(
+            table=self.table,
+            session=self.session,
+            deadline=deadline,
+            late_results=self.late_results,
+            modern=lambda: self.modern_era,
+        )
         self.actions = OperatorActions(self)
         self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
@@ -290,21 +297,7 @@ class WrapperCore:
         return True
 
     def _abandon(self, pending: Pending, outcome: Outcome, reason: str, reason_text: Any = None) -> None:
-        """Stop waiting for a call: cancel it upstream once, tombstone its id, and answer the host if owed."""
-        elapsed = self.table.elapsed(pending)
-        if pending.sent:
-            cancel_reason = reason_text if isinstance(reason_text, str) else f"mcpwatch: {reason.replace('_', ' ')}"
-            params = {"requestId": pending.up_id, "reason": cancel_reason}
-            self.session.send_direct({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
-            self.session.late.bury(pending, reason, pending.budget or self.deadline.budget(None))
-            self.late_results.note_cut(pending, reason, elapsed)
-        detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason}
-        reply = None
-        if reason != "host_cancel":  # a host that cancelled is owed nothing
-            note = None if pending.sent else self.session.unavailable_text()
-            reply = abandoned_reply(pending, reason, elapsed, note, self.modern_era)
-            detail["result_preview"] = frames.text_of(reply, 4096)
-        self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+        self.endings.abandon(pending, outcome, reason, reason_text)
 
     def fail_with_error(self, pending: Pending, code: int, text: str) -> None:
         """Answer a call whose answer arrived unusable (over the frame cap) at once with a JSON-RPC error, a
@@ -314,15 +307,7 @@ class WrapperCore:
         self.table.finish(pending, Outcome.ERROR, reply, detail)
 
     def _fail(self, pending: Pending, outcome: Outcome, text: str, reason: str = "upstream_lost") -> None:
-        """Answer a call that cannot complete (upstream gone or stuck) at once, with a clear error."""
-        elapsed = self.table.elapsed(pending)
-        if pending.sent:
-            self.session.late.bury(pending, reason, pending.budget or self.deadline.budget(None))
-            self.late_results.note_cut(pending, reason, elapsed)
-        reply = failed_reply(pending, text, self.modern_era)
-        detail = {"error": text, "partial": pending.last_progress is not None}
-        detail["result_preview"] = frames.text_of(reply, 4096)
-        self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+        self.endings.fail(pending, outcome, text, reason)
 
     def ttl_terms(self) -> TtlTerms:
         return self.session.late.terms(self.deadline.budget(None))

@@ -45,7 +45,8 @@ def _float(text: str) -> float:
 _decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_float)
 
 
-_LONG_DIGITS = re.compile(rb"\d{19}")  # an integer orjson might read as a float (beyond 64 bits)
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")  # an integer orjson might read as a float (beyond 64 bits)
+_DIGITS = b"0123456789"
 
 
 def encode(message: Any) -> bytes:
@@ -85,13 +86,18 @@ def decode(line: bytes | str) -> Any:
     """Raises ValueError on anything that is not JSON in UTF-8: bad syntax, bad bytes, `NaN`/`Infinity` (which
     Python's parser would otherwise accept), and nesting deeper than MAX_DEPTH (which could not be encoded again
     within Python's recursion limit once wrapped in a reply)."""
-    if isinstance(line, bytes | bytearray) and not _LONG_DIGITS.search(line):
+    if isinstance(line, bytes | bytearray) and (
+        # a run of 19 digits needs 19 digits in all: counting them is ten times cheaper than the search
+        len(line) - len(line.translate(None, _DIGITS)) < 19 or not _LONG_DIGITS.search(line)
+    ):
         try:
             value = orjson.loads(line)
         except orjson.JSONDecodeError:
             value = _strict_decode(line)  # a real error, or what only the standard library reads
     else:
         value = _strict_decode(line)
+    if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets
+        return value
     opening = (b"[", b"{") if isinstance(line, bytes | bytearray) else ("[", "{")
     if line.count(opening[0]) + line.count(opening[1]) > MAX_DEPTH and _depth(value) > MAX_DEPTH:  # type: ignore[arg-type]
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
@@ -131,7 +137,8 @@ def kind_of(message: Any) -> str:
         if not isinstance(method, str):
             return INVALID
         if "id" in message:  # MCP: a request id is a string or an integer, never null
-            return REQUEST if valid_id(message["id"]) and message["id"] is not None else INVALID
+            request_id = message["id"]
+            return REQUEST if isinstance(request_id, str | int) and not isinstance(request_id, bool) else INVALID
         return NOTIFICATION
     if "id" in message and ("result" in message or "error" in message):
         return RESPONSE if valid_id(message["id"]) else INVALID  # anything else could not be matched, or hashed
@@ -158,10 +165,13 @@ def id_key(value: Any) -> Any:
 
 def text_of(value: Any, limit: int = 4096) -> str:
     """A JSON value as text for the log, truncated so one huge argument cannot bloat it."""
-    if isinstance(value, bytes | bytearray):
+    kind = type(value)
+    if kind is bytes or kind is bytearray:
         text = bytes(value[: limit * 4]).decode("utf-8", "replace")
-    elif isinstance(value, str):
+    elif kind is str or (kind is not dict and kind is not list and isinstance(value, str)):
         text = value
+    elif isinstance(value, bytes | bytearray):
+        text = bytes(value[: limit * 4]).decode("utf-8", "replace")
     else:
         try:
             text = orjson.dumps(value).decode()

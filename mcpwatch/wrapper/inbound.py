@@ -93,7 +93,7 @@ class UpstreamInbound:
             self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
 
     def _upstream_response(self, message: dict[str, Any]) -> None:
-        if self.session.answer_internal(message):
+        if self.session.internal and self.session.answer_internal(message):
             return
         up_id = message["id"]
         pending = self.table.get(up_id)
@@ -119,8 +119,7 @@ class UpstreamInbound:
                 self.session.init_result = result
             reply["result"] = result
             detail = {"result_preview": frames.text_of(result, 4096)} if pending.method == "tools/call" else {}
-        elapsed = self.table.elapsed(pending)
-        self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+        elapsed = self.table.finish(pending, outcome, reply, detail)
         if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
             self._note_host_health_check(pending, message, elapsed)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from mcpwatch.events import Kind, Outcome
@@ -41,11 +42,12 @@ class Pending:
     budget: Budget | None = None
     request_key: str = ""
     host_token: Any = None  # the host's own progress token; upstream sees the up_id instead
+    host_key: Any = None  # (link, host id as the SDK matches it): how the host's cancel finds it
     sent: bool = False
     open: bool = True  # False once finished: a queued frame or a timer that still names it does nothing
     timer: Timer | None = None
     last_progress: dict[str, Any] | None = None
-    progress_log: deque[str] = field(default_factory=lambda: deque(maxlen=5))
+    progress_log: deque[str] = field(default_factory=partial(deque, (), 5))  # the last five messages
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     host: Any = None  # the DetectedHost whose clocks set this call's budget
 
@@ -79,6 +81,7 @@ _COUNTER_OF = {
     Outcome.DEADLINE: "timeouts",
     Outcome.CANCELLED: "cancelled",
 }
+_TEXT_OF = {outcome: outcome.value for outcome in Outcome}  # a dict lookup, not the enum's `value` property
 
 
 class PendingTable:
@@ -99,7 +102,8 @@ class PendingTable:
 
     def add(self, pending: Pending) -> None:
         self.calls[pending.up_id] = pending
-        self._by_host[(id(pending.link), frames.id_key(pending.host_id))] = pending.up_id
+        pending.host_key = key = (id(pending.link), frames.id_key(pending.host_id))
+        self._by_host[key] = pending.up_id
         self._counters.requests += 1
 
     def get(self, up_id: Any) -> Pending | None:
@@ -127,21 +131,24 @@ class PendingTable:
         detail: dict[str, Any],
         *,
         elapsed: float | None = None,
-    ) -> None:
+    ) -> float:
         """End a request: out of the table, counted, the host answered with `reply` (None: the host is owed
-        nothing), and one request_end event carrying `detail`."""
-        self.calls.pop(pending.up_id, None)
+        nothing), and one request_end event carrying `detail`. Returns how long it took."""
+        up_id = pending.up_id
+        self.calls.pop(up_id, None)
         pending.open = False
-        if pending.timer is not None:
-            pending.timer.cancel()
+        timer = pending.timer
+        if timer is not None:
+            timer.cancel()
             pending.timer = None
-        key = (id(pending.link), frames.id_key(pending.host_id))
-        if self._by_host.get(key) == pending.up_id:  # a host may reuse an id while the first call still runs
+        key = pending.host_key
+        if self._by_host.get(key) == up_id:  # a host may reuse an id while the first call still runs
             del self._by_host[key]
         if elapsed is None:
             elapsed = self._scheduler.time() - pending.started
         counters = self._counters
-        setattr(counters, _COUNTER_OF[outcome], getattr(counters, _COUNTER_OF[outcome]) + 1)
+        name = _COUNTER_OF[outcome]
+        setattr(counters, name, getattr(counters, name) + 1)
         if reply is not None and pending.link.send(reply) is False:  # the host's request is closed: not a plain "ok"
             detail = {**detail, "delivered": False}
             message = "answer not delivered: the host's request is closed"
@@ -150,8 +157,9 @@ class PendingTable:
             Kind.REQUEST_END,
             request_id=pending.request_key,
             tool=pending.tool,
-            outcome=outcome.value,
+            outcome=_TEXT_OF[outcome],
             duration_s=round(elapsed, 6),
             method=pending.method,
             **detail,
         )
+        return elapsed

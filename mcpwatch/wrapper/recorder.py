@@ -7,6 +7,7 @@ thread does the encoding and the inserts.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from typing import Any, Protocol
 
@@ -44,6 +45,10 @@ class Recorder:
         self.session_id = session_id
         self._sink = sink
         self.clock = clock
+        # The system clock's own functions when it is the system clock: no Python frame per event on the hot path.
+        self._wall, self._monotonic = (
+            (time.time, time.monotonic) if clock is SYSTEM_CLOCK else (clock.time, clock.monotonic)
+        )
         self._start = clock.monotonic()
         self._seq = 0
         self._ring: deque[Event] = deque(maxlen=ring_size)
@@ -67,12 +72,11 @@ class Recorder:
         **data: Any,
     ) -> Event:
         self._seq += 1
-        clock = self.clock
         event = Event(
             kind,
             self.session_id,
-            clock.time(),
-            clock.monotonic() - self._start,
+            self._wall(),
+            self._monotonic() - self._start,
             self._seq,
             request_id,
             tool,
@@ -80,8 +84,9 @@ class Recorder:
             data,
         )
         self._ring.append(event)
-        if self._sink is not None:
-            self._sink.emit(event)
+        sink = self._sink
+        if sink is not None:
+            sink.emit(event)
         if self._waiters:
             waiters, self._waiters = self._waiters, []
             for waiter in waiters:

@@ -68,7 +68,7 @@ class UpstreamSession:
         self._scheduler = scheduler
         self._loop = loop
         self._undeliverable = undeliverable  # the core answers a call that cannot be delivered
-        self._internal: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.internal: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._server_requests: dict[Any, tuple[int, HostLink]] = {}
         self._connected_once = False
         self._propagate = settings.deadline.propagate
@@ -216,10 +216,10 @@ class UpstreamSession:
             text += f" (exit code {exit_code})"
         if stderr_tail:
             text += "; its last stderr lines: " + " | ".join(stderr_tail[-5:])
-        for future in self._internal.values():
+        for future in self.internal.values():
             if not future.done():
                 future.set_exception(ConnectionError(text))
-        self._internal.clear()
+        self.internal.clear()
         self._server_requests.clear()
         return text
 
@@ -248,7 +248,7 @@ class UpstreamSession:
     def answer_internal(self, message: dict[str, Any]) -> bool:
         """A response to one of the wrapper's own requests (handshake replay, health check) goes to its waiter."""
         up_id = message["id"]
-        future = self._internal.pop(up_id, None) if isinstance(up_id, int) else None
+        future = self.internal.pop(up_id, None) if isinstance(up_id, int) else None
         if future is None:
             return False
         if not future.done():
@@ -262,15 +262,15 @@ class UpstreamSession:
             raise ConnectionError(self.unavailable_text())
         up_id = self.ids.allocate()
         future: asyncio.Future[dict[str, Any]] = self._loop.create_future()
-        self._internal[up_id] = future
+        self.internal[up_id] = future
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": up_id, "method": method}
         if params is not None:
             message["params"] = params
         if self.link.send(message) != "sent":
-            self._internal.pop(up_id, None)
+            self.internal.pop(up_id, None)
             raise ConnectionError(self.unavailable_text())
         try:
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            self._internal.pop(up_id, None)
+            self.internal.pop(up_id, None)
             raise
