@@ -2,8 +2,12 @@
 
 One SDK client per path, all paths open at once, and calls interleaved in blocks so that machine noise hits
 every path alike. Reports medians, p99s and their ratios to the direct path, beside a raw line forwarder (the floor
-any stdio wrapper pays for its two pipe hops); then 32 concurrent callers (throughput ratio); then the same over
-Streamable HTTP (front and upstream).
+any stdio wrapper pays for its two pipe hops), and the CPU time each process in the middle spends per call; then
+32 concurrent callers (throughput ratio); then the same over Streamable HTTP (front and upstream), with the
+wrapper's own HTTP/1.1 upstream client and with httpx2 in its place.
+
+`MCPWATCH_BENCH_BASELINE=DIR` adds a stdio path through the mcpwatch package found in DIR (an older checkout, say),
+so a change is measured against what it replaces in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughpu
 
 SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]
+HTTPX2_WRAP = [sys.executable, "-m", "mcpwatch.bench.httpx2_upstream"]
+BASELINE_ENV = "MCPWATCH_BENCH_BASELINE"
 
 
 def _wrap(*args: str) -> list[str]:
@@ -51,22 +57,58 @@ async def _open(stack: AsyncExitStack, target: Any) -> Any:
     return client
 
 
-def _stdio(argv: list[str], env: dict[str, str]) -> Any:
+def _stdio(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Any:
     from mcp import StdioServerParameters
 
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=env)
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
 
 
-async def _latency(clients: dict[str, Any], calls: int, block: int) -> dict[str, list[float]]:
+def _cpu_s(pid: int | None) -> float:
+    """CPU time a process has run, in seconds (the scheduler's nanosecond count); 0 when unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
+            return int(stat.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _children() -> dict[int, str]:
+    """This process's children (pid → command line), where /proc says."""
+    found: dict[int, str] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid():
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    found[int(entry)] = cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+async def _latency(
+    clients: dict[str, Any], calls: int, block: int, pids: dict[str, int | None] | None = None
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Latency samples per path and, for the paths whose middle process is known, its CPU seconds per call."""
     samples: dict[str, list[float]] = {name: [] for name in clients}
+    cpu = dict.fromkeys(clients, 0.0)
+    pids = pids or {}
     for _ in range(max(1, calls // block)):
         for name, client in clients.items():
             record = samples[name]
+            before = _cpu_s(pids.get(name))
             for _ in range(block):
                 started = time.perf_counter()
                 await client.call_tool("noop", {})
                 record.append(time.perf_counter() - started)
-    return samples
+            cpu[name] += _cpu_s(pids.get(name)) - before
+    per_call = {name: cpu[name] / len(samples[name]) for name in clients if pids.get(name) and samples[name]}
+    return samples, per_call
 
 
 async def _throughput(client: Any, calls: int, callers: int) -> float:
@@ -91,17 +133,37 @@ def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
     return out
 
 
+async def _open_tracked(stack: AsyncExitStack, target: Any, pids: dict[str, int | None], name: str) -> Any:
+    """Open a stdio path and note the pid of the process it started (the process in the middle)."""
+    known = set(_children())
+    client = await _open(stack, target)
+    started = [pid for pid in _children() if pid not in known]
+    pids[name] = started[0] if len(started) == 1 else None
+    return client
+
+
 async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str) -> dict[str, Any]:
+    pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
-        clients = {
-            "direct": await _open(stack, _stdio(SERVER, env)),
-            "wrapped": await _open(stack, _stdio(_wrap("--log", log, "--", *SERVER), env)),
-            "wrapped_no_log": await _open(stack, _stdio(_wrap("--no-log", "--", *SERVER), env)),
-            "line_forwarder": await _open(stack, _stdio(FORWARDER + SERVER, env)),  # the floor: two hops, no parsing
+        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
+        paths = {
+            "wrapped": _stdio(_wrap("--log", log, "--", *SERVER), env),
+            "wrapped_no_log": _stdio(_wrap("--no-log", "--", *SERVER), env),
+            "line_forwarder": _stdio(FORWARDER + SERVER, env),  # the floor: two hops, no parsing
         }
+        baseline = os.environ.get(BASELINE_ENV)
+        if baseline:
+            # run from that directory too: `python -m` looks in the working directory before PYTHONPATH
+            baseline_env = {**env, "PYTHONPATH": baseline}
+            argv = _wrap("--log", log + ".baseline", "--", *SERVER)
+            paths["wrapped_baseline"] = _stdio(argv, baseline_env, cwd=baseline)
+        for name, target in paths.items():
+            clients[name] = await _open_tracked(stack, target, pids, name)
         await _latency(clients, warmup, 50)
-        samples = await _latency(clients, calls, 100)
+        samples, cpu_per_call = await _latency(clients, calls, 100, pids)
         figures = _ratios(samples, "direct")
+        for name, seconds in cpu_per_call.items():
+            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
         figures["log_cost_ratio"] = round(figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3)
         throughput: dict[str, list[float]] = {"direct": [], "wrapped": []}
         for _ in range(3):
@@ -116,34 +178,39 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
         return figures
 
 
-async def _http_figures(calls: int, warmup: int, up_port: int, front_port: int) -> dict[str, Any]:
+async def _http_figures(calls: int, warmup: int, ports: dict[str, int], pids: dict[str, int]) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
-        clients = {
-            "direct": await _open(stack, f"http://127.0.0.1:{up_port}/mcp"),
-            "wrapped": await _open(stack, f"http://127.0.0.1:{front_port}/mcp"),
-        }
+        clients = {name: await _open(stack, f"http://127.0.0.1:{port}/mcp") for name, port in ports.items()}
         await _latency(clients, warmup, 50)
-        return _ratios(await _latency(clients, calls, 100), "direct")
+        samples, cpu_per_call = await _latency(clients, calls, 100, dict(pids))
+        figures = _ratios(samples, "direct")
+        for name, seconds in cpu_per_call.items():
+            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+        return figures
 
 
 def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
-    """The no-op server over Streamable HTTP, and a wrapper with an HTTP front and upstream in front of it."""
-    up_port, front_port = free_port(), free_port()
+    """The no-op server over Streamable HTTP, and wrappers with an HTTP front and upstream in front of it: one with
+    mcpwatch's own HTTP/1.1 upstream client, one with httpx2's."""
+    up_port = free_port()
+    ports = {"direct": up_port, "wrapped": free_port(), "wrapped_httpx2": free_port()}
     processes = [subprocess.Popen([*SERVER, "http", str(up_port)], env=env, stderr=subprocess.DEVNULL)]
+    pids: dict[str, int] = {}
     try:
         wait_for_port(up_port)
-        front = f"http://127.0.0.1:{front_port}/mcp"
         upstream = f"http://127.0.0.1:{up_port}/mcp"
-        processes.append(
-            subprocess.Popen(
-                _wrap("--no-log", "--listen", front, "--url", upstream),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        wait_for_port(front_port)
-        return asyncio.run(_http_figures(calls, warmup, up_port, front_port))
+        for name, launcher in (("wrapped", _wrap()), ("wrapped_httpx2", HTTPX2_WRAP)):
+            front = f"http://127.0.0.1:{ports[name]}/mcp"
+            argv = [*launcher, "--no-log", "--listen", front, "--url", upstream]
+            process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            processes.append(process)
+            pids[name] = process.pid
+        for name in ("wrapped", "wrapped_httpx2"):
+            wait_for_port(ports[name])
+        figures = asyncio.run(_http_figures(calls, warmup, ports, pids))
+        own, other = figures["wrapped"]["median_us"], figures["wrapped_httpx2"]["median_us"]
+        figures["own_client_vs_httpx2_median"] = round(own / other, 3)
+        return figures
     finally:
         for process in processes:
             process.terminate()
@@ -162,5 +229,11 @@ def run(quick: bool = False) -> dict[str, Any]:
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
         "stdio": stdio,
         "http": http,
-        "targets": {"median_ratio": 1.10, "p99_ratio": 1.25, "throughput_ratio": 0.90, "log_cost_ratio": 1.03},
+        "targets": {
+            "median_ratio": 1.05,
+            "p99_ratio": 1.25,
+            "throughput_ratio": 0.90,
+            "log_cost_ratio": 1.03,
+            "wrapper_cpu_us_per_call": 100,
+        },
     }
