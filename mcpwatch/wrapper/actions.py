@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwatch import __version__
 from mcpwatch.events import Kind
+from mcpwatch.reliability.deadline import Budget
 from mcpwatch.wrapper.health import health_check
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ class OperatorActions:
             timeout=timeout,
         )
 
+    def current_budget(self) -> Budget:
+        """The budget a tools/call from the latest host would get now (for status and operator changes)."""
+        return self._core.deadline.budget(None, self._core.hosts.latest, True)
+
     def cancel(self, request_id: str) -> bool:
         """The operator's cancel: the call ends as a deadline would, with its own explanation."""
         return self._core.cancel(request_id)
@@ -37,14 +42,14 @@ class OperatorActions:
     def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
         """set_margin / set_host_timeout / set_deadline: validated by the policy; logged as config_change."""
         deadline, recorder = self._core.deadline, self._core.recorder
-        before = self._core.current_budget().to_dict()
+        before = self.current_budget().to_dict()
         setter = {
             "margin_s": deadline.set_margin,
             "host_timeout_s": deadline.set_host_timeout,
             "override_s": deadline.set_deadline,
         }[key]
         setter(value)
-        after = self._core.current_budget().to_dict()
+        after = self.current_budget().to_dict()
         recorder.emit(
             Kind.CONFIG_CHANGE, key=key, old=before.get(key), new=after.get(key), source="operator", deadline=after
         )
@@ -53,9 +58,9 @@ class OperatorActions:
     def reset_deadline(self) -> dict[str, Any]:
         """Undo every operator change to the budget; logged as one config_change per key that changes."""
         deadline, recorder = self._core.deadline, self._core.recorder
-        before = self._core.current_budget().to_dict()
+        before = self.current_budget().to_dict()
         deadline.reset()
-        after = self._core.current_budget().to_dict()
+        after = self.current_budget().to_dict()
         for key in ("host_timeout_s", "margin_s", "override_s"):
             if before.get(key) != after.get(key):
                 old, new = before.get(key), after.get(key)
@@ -83,11 +88,11 @@ class OperatorActions:
                     "generation": session.ids.generation,
                     **upstream,
                 },
-                "host": core.host_info,
+                "host": core.hosts.latest_info,
                 "hosts": core.hosts.sessions(),
                 "uptime_s": round(core.recorder.mono(), 3),
             },
-            "deadline": core.current_budget().to_dict(),
+            "deadline": self.current_budget().to_dict(),
             "tombstones": {
                 "count": len(tombstones),
                 "ttl_s": terms.total_s,

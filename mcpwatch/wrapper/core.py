@@ -16,7 +16,7 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, UpstreamState
 from mcpwatch.otel.context import stamp as stamp_trace
-from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
+from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
@@ -73,7 +73,7 @@ class WrapperCore:
             counters=self.counters,
             scheduler=self.scheduler,
             loop=self.loop,
-            undeliverable=lambda pending, text: self._fail(pending, Outcome.ERROR, text),
+            undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
         )
         self.late_results = LateResults(
             settings.late_results,
@@ -198,7 +198,12 @@ class WrapperCore:
         if (version := modern_version(message)) is not None:
             self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
-        if self._answered_from_late_result(link, message["id"], tool, params):
+        late = self.late_results  # an identical call's late result, given at once (opt-in: [[late_results.reuse]])
+        if (
+            tool is not None
+            and late.reuse.enabled
+            and late.answer_from_store(link, message["id"], tool, params.get("arguments"))
+        ):
             return
         host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         up_id = self.session.ids.allocate()
@@ -228,26 +233,9 @@ class WrapperCore:
         outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
         _request_start(self.recorder, pending, params, trace_ids)
         if outcome == "unstartable":
-            self._fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
+            self.endings.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
-            self._fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
-
-    def _answered_from_late_result(
-        self, link: HostLink, host_id: Any, tool: str | None, params: dict[str, Any]
-    ) -> bool:
-        """An identical call's late result, given at once (opt-in: `[[late_results.reuse]]`)."""
-        if tool is None or not self.late_results.reuse.enabled:
-            return False
-        return self.late_results.answer_from_store(link, host_id, tool, params.get("arguments"))
-
-    @property
-    def host_info(self) -> dict[str, Any]:
-        """The host that named itself last, with its profile (what `status` shows as the host)."""
-        return self.hosts.latest_info
-
-    def current_budget(self) -> Budget:
-        """The budget a tools/call from the latest host would get now (for status and operator changes)."""
-        return self.deadline.budget(None, self.hosts.latest, True)
+            self.endings.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":
@@ -258,7 +246,7 @@ class WrapperCore:
             pending = self.table.for_host(link, request_id)
             if pending is None:
                 return  # nothing of ours in flight: the spec says ignore
-            self._abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
+            self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
             return
         self.session.send(None, message)
 
@@ -284,30 +272,10 @@ class WrapperCore:
     # ------------------------------------------------------------------ deadlines, cancellation, failure
 
     def _deadline_hit(self, up_id: int) -> None:
-        pending = self.table.get(up_id)
-        if pending is not None:
-            self._abandon(pending, Outcome.DEADLINE, "deadline")
+        self.endings.deadline_hit(up_id)
 
     def cancel(self, request_id: str) -> bool:
-        """The operator's cancel: the call ends as a deadline would, with its own explanation."""
-        pending = self.table.by_request_key(str(request_id))
-        if pending is None:
-            return False
-        self._abandon(pending, Outcome.CANCELLED, "operator_cancel")
-        return True
-
-    def _abandon(self, pending: Pending, outcome: Outcome, reason: str, reason_text: Any = None) -> None:
-        self.endings.abandon(pending, outcome, reason, reason_text)
-
-    def fail_with_error(self, pending: Pending, code: int, text: str) -> None:
-        """Answer a call whose answer arrived unusable (over the frame cap) at once with a JSON-RPC error, a
-        tools/call too. The upstream has answered it: nothing more will come for its id, so no tombstone."""
-        reply = frames.error_response(pending.host_id, code, text)
-        detail = {"error": text, "partial": pending.last_progress is not None, "result_preview": frames.text_of(reply)}
-        self.table.finish(pending, Outcome.ERROR, reply, detail)
-
-    def _fail(self, pending: Pending, outcome: Outcome, text: str, reason: str = "upstream_lost") -> None:
-        self.endings.fail(pending, outcome, text, reason)
+        return self.endings.cancel(request_id)
 
     def ttl_terms(self) -> TtlTerms:
         return self.session.late.terms(self.deadline.budget(None))
@@ -343,7 +311,7 @@ class WrapperCore:
         if not self.closing:
             print(f"mcpwatch: {text}", file=sys.stderr, flush=True)  # the host keeps this as the server's log
         for pending in [p for p in self.table if p.sent or fail_queued]:
-            self._fail(pending, Outcome.UPSTREAM_LOST, text)
+            self.endings.fail(pending, Outcome.UPSTREAM_LOST, text)
 
     def upstream_backoff(self, retry_in_s: float) -> None:
         self.session.backoff(retry_in_s)
@@ -357,7 +325,9 @@ class WrapperCore:
         """Cancel every call upstream and tombstone it; answer hosts that are still there."""
         self.closing = True
         for pending in list(self.table):
-            self._abandon(pending, Outcome.CANCELLED, "shutdown", reason_text=f"mcpwatch is shutting down ({why})")
+            self.endings.abandon(
+                pending, Outcome.CANCELLED, "shutdown", reason_text=f"mcpwatch is shutting down ({why})"
+            )
         self.session.waiting.clear()
 
     # ------------------------------------------------------------------ views kept for in-process harnesses

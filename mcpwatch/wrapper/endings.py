@@ -33,6 +33,19 @@ class Endings:
         self.late_results = late_results
         self._modern = modern  # whether the host speaks the 2026 era (its results carry resultType)
 
+    def deadline_hit(self, up_id: int) -> None:
+        pending = self.table.get(up_id)
+        if pending is not None:
+            self.abandon(pending, Outcome.DEADLINE, "deadline")
+
+    def cancel(self, request_id: str) -> bool:
+        """The operator's cancel: the call ends as a deadline would, with its own explanation."""
+        pending = self.table.by_request_key(str(request_id))
+        if pending is None:
+            return False
+        self.abandon(pending, Outcome.CANCELLED, "operator_cancel")
+        return True
+
     def abandon(self, pending: Pending, outcome: Outcome, reason: str, reason_text: Any = None) -> None:
         """Stop waiting for a call: cancel it upstream once, tombstone its id, and answer the host if owed."""
         elapsed = self.table.elapsed(pending)
@@ -58,6 +71,13 @@ class Endings:
         detail = {"error": text, "partial": pending.last_progress is not None}
         detail["result_preview"] = frames.text_of(reply, 4096)
         self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+
+    def fail_with_error(self, pending: Pending, code: int, text: str) -> None:
+        """Answer a call whose answer arrived unusable (over the frame cap) at once with a JSON-RPC error, a
+        tools/call too. The upstream has answered it: nothing more will come for its id, so no tombstone."""
+        reply = frames.error_response(pending.host_id, code, text)
+        detail = {"error": text, "partial": pending.last_progress is not None, "result_preview": frames.text_of(reply)}
+        self.table.finish(pending, Outcome.ERROR, reply, detail)
 
     def _bury(self, pending: Pending, reason: str, elapsed: float) -> None:
         # The call's own budget is its request timeout (a long per-tool budget must be covered too); a call without

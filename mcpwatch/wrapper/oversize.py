@@ -79,7 +79,7 @@ def upstream_frame_over_cap(core: Any, size: int, head: bytes, up_id: Any = UNKN
         return
     pending = core.table.get(up_id)
     if pending is not None:
-        core.fail_with_error(pending, frames.INTERNAL_ERROR, text)
+        core.endings.fail_with_error(pending, frames.INTERNAL_ERROR, text)
 
 
 def host_frame_over_cap(core: Any, link: Any, size: int, head: bytes) -> None:

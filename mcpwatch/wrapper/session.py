@@ -240,10 +240,10 @@ class UpstreamSession:
 
     def take_internal(self, up_id: Any) -> asyncio.Future[dict[str, Any]] | None:
         """The wrapper's own request waiting for this id, taken (the caller answers it)."""
-        return self._internal.pop(up_id, None) if type(up_id) is int else None
+        return self.internal.pop(up_id, None) if type(up_id) is int else None
 
     def has_internal(self, up_id: Any) -> bool:
-        return up_id in self._internal
+        return up_id in self.internal
 
     def answer_internal(self, message: dict[str, Any]) -> bool:
         """A response to one of the wrapper's own requests (handshake replay, health check) goes to its waiter."""
