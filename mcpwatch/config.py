@@ -107,6 +107,7 @@ class LimitsSettings:
 class ConsoleSettings:
     theme: str = "mcpwatch-dark"
     refresh_ms: int = 100
+    keys: dict[str, str] = field(default_factory=dict)  # binding id -> keys, e.g. "main.set_margin" = "M"
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,18 @@ def _text(value: Any) -> str:
     return value
 
 
+def _keymap(value: Any) -> dict[str, str]:
+    """[console.keys]: binding id = "key" or "key1,key2" (Textual key names)."""
+    if not isinstance(value, dict):
+        raise _Problem('must be a table of binding id = "keys" (e.g. "main.set_margin" = "M")')
+    keys: dict[str, str] = {}
+    for binding_id, spec in value.items():
+        if not isinstance(spec, str) or not spec.strip() or any(not k.strip() for k in spec.split(",")):
+            raise _Problem(f"{binding_id} must be a key name or comma-separated key names, got {spec!r}")
+        keys[str(binding_id)] = spec.replace(" ", "")
+    return keys
+
+
 def _http_url(value: Any) -> str:
     from urllib.parse import urlsplit
 
@@ -262,7 +275,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "max_connections": lambda v: _whole(v, 1, 10_000),
         "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
     },
-    "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000)},
+    "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000), "keys": _keymap},
     "otel": {
         "enabled": _bool,
         "endpoint": _http_url,

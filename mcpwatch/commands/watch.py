@@ -58,5 +58,5 @@ def run(args: argparse.Namespace) -> int:
     from mcpwatch.console.app import ConsoleApp
 
     refresh_s = max(0.02, settings.console.refresh_ms / 1000)
-    ConsoleApp(target=target, theme=theme, themes=themes, refresh_s=refresh_s).run()
+    ConsoleApp(target=target, theme=theme, themes=themes, refresh_s=refresh_s, keys=settings.console.keys).run()
     return 0

@@ -33,12 +33,26 @@ from mcpwatch.registry import WrapperEntry, find_wrapper
 log = logging.getLogger(__name__)
 
 
+def binding_ids() -> set[str]:
+    """Every binding id a `[console.keys]` entry may name."""
+    from mcpwatch.console.screens.detail import RequestDetailScreen
+    from mcpwatch.console.screens.events import EventsScreen
+    from mcpwatch.console.widgets import WindowTable
+
+    ids: set[str] = set()
+    for owner in (ConsoleApp, MainScreen, RequestDetailScreen, EventsScreen, WindowTable):
+        for binding in owner.BINDINGS:
+            if isinstance(binding, Binding) and binding.id:
+                ids.add(binding.id)
+    return ids
+
+
 class ConsoleApp(App[None]):
     CSS_PATH = Path(__file__).parent / "app.tcss"
     TITLE = "mcpwatch"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("q", "ask_quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
     ]
 
@@ -53,6 +67,7 @@ class ConsoleApp(App[None]):
         registry_dir: Path | None = None,
         refresh_s: float = 0.1,
         discover_every_s: float = 1.0,
+        keys: dict[str, str] | None = None,
     ) -> None:
         self.console_themes = themes if themes is not None else load_themes()
         super().__init__()
@@ -67,12 +82,23 @@ class ConsoleApp(App[None]):
         self.discover_every_s = discover_every_s
         self.session: WatchSession | None = None
         self.tick_errors = 0
+        self.user_keys = dict(keys or {})
+        if self.user_keys:
+            self.set_keymap(self.user_keys)  # [console.keys]: binding id -> keys
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Semantic colours derived from whichever theme is current, so every theme (ours or Textual's) works."""
         return semantic_defaults(self.current_theme)
 
     def on_mount(self) -> None:
+        unknown = sorted(set(self.user_keys) - binding_ids())
+        if unknown:
+            self.notify(
+                f"[console.keys]: unknown binding id(s) {', '.join(unknown)} — known: see README (The console)",
+                severity="warning",
+                timeout=15,
+                markup=False,
+            )
         self.set_interval(self.refresh_s, self._tick)
         if self.fixed_session is not None:
             self._show_session(self.fixed_session)
@@ -198,6 +224,36 @@ class ConsoleApp(App[None]):
         """Notifications are plain text unless asked: they quote ids, tool names and errors from the wire, which
         may look like markup (`[/x]`) and would fail to parse or restyle the message."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def action_ask_quit(self) -> None:
+        """Quit; while watching a live wrapper, ask first (q is easy to hit, and the view is lost)."""
+        session = self.session
+        if session is None or session.controls is None:
+            self.exit()
+            return
+        from mcpwatch.console.screens.modals import Confirm
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(
+            Confirm("Quit the console?", "The wrapper keeps running and recording; only this console closes.", "Quit"),
+            answered,
+        )
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """The palette's Screenshot: into Downloads when it exists, else mcpwatch's own folder (made if need be),
+        and say where — or why it could not be saved."""
+        from mcpwatch.console.export import screenshot_dir
+
+        try:
+            folder = Path(path) if path else screenshot_dir()
+            saved = self.save_screenshot(filename, str(folder))
+        except OSError as exc:
+            self.notify(f"screenshot not saved: {exc.strerror or exc} ({exc.filename or path or ''})", severity="error")
+            return
+        self.notify(f"screenshot saved: {saved}", timeout=8)
 
     def action_set_theme(self, name: str) -> None:
         self.theme = name

@@ -53,6 +53,8 @@ class ConsoleCommands(Provider):
                 pause = "resume the view" if screen.session.paused else "pause the view"
                 found.append((f"view: {pause}", "the feed keeps recording while paused", screen.action_pause))
             found += [
+                ("Events", "upstream exits, respawns, budget changes, late answers, warnings", screen.action_events),
+                ("view: sort recent requests", "next column: ended, id, tool, outcome, took", screen.action_sort),
                 ("view: filter requests…", "by tool, outcome or request id", screen.action_filter),
                 ("view: open selected request", "timeline, arguments, result, tombstone", screen.action_open_detail),
             ]

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcpwatch.console import format as fmt
+from mcpwatch.console.notable import NotableEvent, NotableLog
+from mcpwatch.console.tool_stats import ToolStats, ToolStatView
 from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.logview.whatif import CallTiming, call_timing
 
@@ -105,6 +108,9 @@ class InFlightView:
     message: str | None
     has_council: bool
     unfinished: bool = False  # the session ended while it ran: it will never finish (its clock is stopped)
+    stage: int | None = None  # a council call's stage
+    tier: str | None = None
+    tier_total_s: float | None = None  # the tier's total budget (from the health check), to compare with the budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +197,7 @@ class RequestView:
     duration_s: float | None
     partial: bool
     error: str | None
+    degraded: str | None = None  # an ok result that says it is not the full answer (a fallback, a partial run)
 
     @property
     def label(self) -> str:
@@ -272,6 +279,10 @@ class ViewState:
     events_applied: int
     malformed: int
     has_session: bool
+    council_seen: bool = False  # a council call (per-model status) or its tiers were seen: show the council panels
+    tools: tuple[ToolStatView, ...] = ()  # per-tool figures, busiest first
+    notable: tuple[NotableEvent, ...] = ()  # the Events view, newest first
+    notable_total: int = 0  # events ever added (the screen's "seen" count gives the unread ones)
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,6 +417,7 @@ class _Request:
     error: str | None = None
     result_preview: str | None = None
     partial: bool = False
+    degraded: str | None = None
     timeline_dropped: int = 0
     tombstone: _Tombstone | None = None
     models: dict[str, _ModelRun] = field(default_factory=dict)
@@ -476,6 +488,8 @@ class _State:
     last_seq: int = 0
     events_applied: int = 0
     malformed: int = 0
+    notable: NotableLog = field(default_factory=NotableLog)
+    tool_stats: ToolStats = field(default_factory=ToolStats)
 
     @classmethod
     def fresh(cls, limits: Limits) -> _State:
@@ -514,6 +528,8 @@ class _State:
             health_history=deque(self.health_history, maxlen=self.health_history.maxlen),
             tiers={k: dict(v) for k, v in self.tiers.items()},
             counters=dict(self.counters),
+            notable=self.notable.copy(),
+            tool_stats=self.tool_stats.copy(),
         )
 
 
@@ -785,7 +801,14 @@ class ConsoleModel:
         )
 
     def _upstream_state(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
-        header = self._s.header
+        s = self._s
+        before = s.notable.total
+        s.notable.upstream_state(mono, data)
+        if s.notable.total > before and s.notable.items[-1].kind == "upstream_exit":
+            item = s.notable.items[-1]
+            last = f" — {item.detail[-1]}" if item.detail else ""
+            s.warnings.append(WarningView(mono, item.text + last))
+        header = s.header
         header["upstream_state"] = _text(data.get("state"))
         generation = _int(data.get("generation"))
         if generation is not None:
@@ -926,6 +949,7 @@ class ConsoleModel:
         request.error = _text(data.get("error"))
         request.result_preview = _text(data.get("result_preview"))
         request.partial = bool(data.get("partial"))
+        request.degraded = degraded_note(request.result_preview) if outcome == Outcome.OK else None
         detail = f"{outcome} after {request.duration_s:.2f}s"
         if request.partial:
             detail += " (partial result)"
@@ -935,6 +959,7 @@ class ConsoleModel:
         s.in_flight.pop(request.request_id, None)
         if request.method == "tools/call":
             s.latencies.append(request.duration_s)
+            s.tool_stats.record(request.tool or "?", outcome, request.duration_s)
         if len(s.finished) == s.finished.maxlen:
             evicted = s.finished[0]
             old = s.requests.get(evicted)
@@ -988,6 +1013,7 @@ class ConsoleModel:
     def _tombstone_hit(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
         s = self._s
         s.counters["late_dropped"] += 1
+        s.notable.late_answer(mono)
         tomb = self._tombstone(event, data)
         if tomb is None:
             return
@@ -1090,6 +1116,7 @@ class ConsoleModel:
             tiers = result.get("tiers")
             if isinstance(tiers, Mapping):
                 s.tiers = {str(name): dict(body) for name, body in tiers.items() if isinstance(body, Mapping)}
+                s.notable.tiers(mono, s.tiers, self.deadline_view().limit_s)
             multiplier = _num(result.get("timeout_multiplier"))
             if multiplier is not None:
                 s.health["timeout_multiplier"] = multiplier
@@ -1101,12 +1128,15 @@ class ConsoleModel:
         if isinstance(data.get("tombstone_ttl"), Mapping):
             self._set_ttl_terms(data["tombstone_ttl"])
         key = _text(data.get("key")) or "?"
+        s.notable.config_change(mono, data)
         s.config_changes.append(
             ConfigChangeView(mono, key, data.get("old"), data.get("new"), _text(data.get("source")))
         )
 
     def _warning(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
-        self._s.warnings.append(WarningView(mono, _text(data.get("message")) or "(no message)"))
+        message = _text(data.get("message")) or "(no message)"
+        self._s.warnings.append(WarningView(mono, message))
+        self._s.notable.warning(mono, message)
 
     def _set_deadline(self, block: Mapping[str, Any]) -> None:
         self._s.deadline = {
@@ -1142,7 +1172,16 @@ class ConsoleModel:
 
     def _request_view(self, r: _Request) -> RequestView:
         return RequestView(
-            r.request_id, r.method, r.tool, r.start_mono, r.end_mono, r.outcome, r.duration_s, r.partial, r.error
+            r.request_id,
+            r.method,
+            r.tool,
+            r.start_mono,
+            r.end_mono,
+            r.outcome,
+            r.duration_s,
+            r.partial,
+            r.error,
+            r.degraded,
         )
 
     def _tombstone_view(self, t: _Tombstone, now: float) -> TombstoneView:
@@ -1240,8 +1279,13 @@ class ConsoleModel:
                     r.message,
                     bool(r.models),
                     unfinished=s.ended_mono is not None,
+                    stage=r.stage,
+                    tier=r.tier,
+                    tier_total_s=_num(s.tiers.get(r.tier, {}).get("total_s")) if r.tier else None,
                 )
             )
+        # Next to be cut first: the least time left; calls without a budget last, oldest first.
+        in_flight.sort(key=lambda v: (v.remaining_s is None, v.remaining_s if v.remaining_s is not None else 0.0))
         council_request = None
         if selected is not None and selected in s.requests and s.requests[selected].models:
             council_request = s.requests[selected]
@@ -1249,7 +1293,8 @@ class ConsoleModel:
             council_request = s.requests.get(s.council_request)
         tombs = [self._tombstone_view(t, now) for t in s.tombstones.values()]
         live = sum(1 for t in tombs if t.expires_in_s is None or t.expires_in_s > 0)
-        tombs.sort(key=lambda t: math.inf if t.expires_in_s is None else t.expires_in_s)
+        # Live ones first, soonest to expire on top; those past their TTL (awaiting the sweep) after them.
+        tombs.sort(key=lambda t: (t.expires_in_s is not None and t.expires_in_s <= 0, _expiry_order(t)))
         hv = s.health
         health = HealthView(
             ok=hv.get("ok"),
@@ -1289,6 +1334,10 @@ class ConsoleModel:
             events_applied=s.events_applied,
             malformed=s.malformed,
             has_session=s.session_id is not None or s.events_applied > 0,
+            council_seen=s.council_request is not None or bool(s.tiers),
+            tools=s.tool_stats.view(_count_tools(s.requests[r].tool for r in s.in_flight)),
+            notable=s.notable.newest_first(),
+            notable_total=s.notable.total,
         )
 
     def request_detail(self, request_id: str, now_mono: float) -> RequestDetail | None:
@@ -1327,6 +1376,38 @@ class ConsoleModel:
 
     def is_in_flight(self, request_id: str) -> bool:
         return request_id in self._s.in_flight
+
+
+_DEGRADED = re.compile(
+    r'\\?"(?:status|synthesis_type)\\?"\s*:\s*\\?"(partial|failed|insufficient|degraded)\\?"'
+    r'|\\?"synthesized_by\\?"\s*:\s*\\?"(fallback)\\?"'
+)
+
+
+def degraded_note(preview: str | None) -> str | None:
+    """Why an ok result is not the whole answer, when it says so itself (a council's fallback summary or a run
+    with models missing report `status: partial` / `synthesized_by: fallback`, even inside a content text)."""
+    if not preview:
+        return None
+    found = {m.group(1) or m.group(2) for m in _DEGRADED.finditer(preview)}
+    if "fallback" in found:
+        return "fallback summary"
+    for word in ("failed", "insufficient", "partial", "degraded"):
+        if word in found:
+            return f"{word} answer"
+    return None
+
+
+def _expiry_order(t: TombstoneView) -> float:
+    return math.inf if t.expires_in_s is None else t.expires_in_s
+
+
+def _count_tools(tools: Iterable[str | None]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for tool in tools:
+        if tool:
+            counts[tool] = counts.get(tool, 0) + 1
+    return counts
 
 
 def filter_requests(requests: Iterable[RequestView], text: str) -> tuple[RequestView, ...]:

@@ -16,7 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from mcpwatch.console import format as fmt
+from mcpwatch.console import words
 from mcpwatch.console.model import (
+    ConfigChangeView,
     CouncilView,
     Counters,
     DeadlineView,
@@ -36,6 +38,7 @@ from mcpwatch.console.model import (
 # outcome / model status -> (icon, semantic colour). Icons are single-cell so columns stay aligned.
 STATUS_STYLE: dict[str, tuple[str, str]] = {
     "ok": ("✓", "status-ok"),
+    "degraded": ("✓!", "status-warn"),
     "tool_error": ("✗", "status-error"),
     "error": ("✗", "status-error"),
     "auth_error": ("✗", "status-error"),
@@ -80,7 +83,7 @@ def wall_clock(origin_ts: float | None, mono: float) -> str:
 def status_text(status: str | None, p: Palette, *, label: str | None = None) -> Text:
     key = status or "in flight"
     icon, colour = STATUS_STYLE.get(key, ("•", "text-dim"))
-    return Text(f"{icon} {label or key}", style=p(colour))
+    return Text(f"{icon} {label or words.outcome(key)}", style=p(colour))
 
 
 def gauge(fraction: float | None, width: int, p: Palette) -> Text:
@@ -96,16 +99,30 @@ def gauge(fraction: float | None, width: int, p: Palette) -> Text:
 # --- the top bar ---------------------------------------------------------------------------------------------
 
 
-def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Palette, *, compact: bool = False) -> Text:
-    """One line: connection first (never cut off), then who is being watched; `compact` (a narrow terminal)
-    leaves out the pid and tightens the separators so the upstream's state still fits."""
+def top_bar(
+    h: HeaderView,
+    feed_label: str,
+    feed_ok: bool,
+    paused: bool,
+    p: Palette,
+    *,
+    compact: bool = False,
+    unread: int = 0,
+    paused_events: int = 0,
+) -> Text:
+    """One line: connection first (never cut off), the unread events, then who is being watched; `compact` (a
+    narrower terminal) leaves out the pid and the uptime and tightens the words so the host still fits."""
     sep = " │ " if compact else "  │  "
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" mcpwatch ", style=p("status-pending", "bold reverse"))
     t.append(" ")
     t.append(("● " if feed_ok else "○ ") + feed_label, style=p("status-ok" if feed_ok else "status-error", "bold"))
     if paused:
-        t.append("  ⏸ paused", style=p("status-warn", "bold"))
+        since = f" — {paused_events:,} event{'s' if paused_events != 1 else ''} recorded since" if paused_events else ""
+        t.append(f"  ⏸ paused{since} (p resumes)", style=p("status-warn", "bold"))
+    if unread:
+        what = "" if compact else f" new event{'s' if unread != 1 else ''}"
+        t.append(f"  ⚑ {unread}{what} (e)", style=p("status-error", "bold"))
     t.append(sep, style=p.dim)
     if h.name is None and h.session_id is None:
         t.append("no session yet", style=p.dim)
@@ -113,12 +130,13 @@ def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Pale
     t.append(h.name or "?", style="bold")
     if h.pid and not compact:
         t.append(f" pid {h.pid}", style=p.dim)
-    t.append(" up " if compact else "  up ", style=p.dim)
-    t.append(fmt.duration(h.uptime_s))
+    if not compact:
+        t.append("  up ", style=p.dim)
+        t.append(fmt.duration(h.uptime_s))
     if h.ended:
         t.append(f"  ended: {h.ended}", style=p("status-warn", "bold"))
     state = h.upstream_state or "unknown"
-    t.append(f"{sep}upstream ", style=p.dim)
+    t.append(" " if compact else f"{sep}upstream ", style=p.dim)
     if not feed_ok and not h.ended:
         # Cut off from the wrapper: what it last said, dimmed — never a green "ready" nobody can vouch for.
         t.append(f"○ {state}? (last known)", style=p.dim)
@@ -128,12 +146,15 @@ def top_bar(h: HeaderView, feed_label: str, feed_ok: bool, paused: bool, p: Pale
         t.append(f" gen {h.generation}", style=p.dim)
     if feed_ok and state == "backoff" and h.retry_in_s is not None:
         t.append(f" retry in {fmt.seconds(h.retry_in_s)}", style=p("status-warn"))
-    t.append(f" {h.upstream_kind or '?'} ", style=p.dim)
-    t.append(fmt.clip(h.upstream_target or "?", 40))
+    if feed_ok and state in ("backoff", "closed") and h.exit_code is not None:
+        t.append(f" exit {h.exit_code}", style=p("status-error", "bold"))
+    # The host before the upstream's command line: the line is cut at its end, and the host matters more.
     t.append(f"{sep}host ", style=p.dim)
     t.append(" ".join(x for x in (h.host_name, h.host_version) if x) or "not yet known")
     if h.host_profile:
         t.append(f" ({h.host_profile}" + (f", budget from {h.host_clock})" if h.host_clock else ")"), style=p.dim)
+    t.append(f"{sep}{h.upstream_kind or '?'} ", style=p.dim)
+    t.append(fmt.clip(h.upstream_target or "?", 40))
     return t
 
 
@@ -156,19 +177,27 @@ def _grid() -> Table:
     return table
 
 
-def deadline_panel(d: DeadlineView, p: Palette) -> RenderableType:
+def deadline_panel(d: DeadlineView, p: Palette, changed: ConfigChangeView | None = None) -> RenderableType:
+    """The budget, where it comes from, and (`changed`) the last operator change to it: five short lines, so a
+    quarter of an 80-column terminal shows them whole."""
     if not d.known:
         return Text("waiting for the wrapper's deadline settings…", style=p.dim)
     g = _grid()
     if d.budget_s is None:
-        budget = Text("disabled (the host timeout still applies)", style=p("status-warn", "bold"))
+        _kv(g, "budget", Text("DISABLED", style=p("status-warn", "bold")), p)
+        _kv(g, "", Text("the host's timeout rules", style=p("status-warn")), p)
     else:
-        budget = Text(fmt.seconds(d.budget_s), style="bold")
-    _kv(g, "budget", budget, p)
-    _kv(g, "source", Text(d.source or "?", style=p.dim), p)
-    _kv(g, "host timeout", fmt.seconds(d.host_timeout_s), p)
-    _kv(g, "margin", fmt.seconds(d.margin_s), p)
-    _kv(g, "override", Text(fmt.seconds(d.override_s)) if d.override_s is not None else Text("none", style=p.dim), p)
+        _kv(g, "budget", Text(fmt.seconds(d.budget_s), style="bold"), p)
+        _kv(g, "source", Text(words.budget_source(d.source), style=p.dim), p)
+    _kv(g, "host, margin", f"{fmt.seconds(d.host_timeout_s)}, {fmt.seconds(d.margin_s)}", p)
+    override = Text("none", style=p.dim) if d.override_s is None else Text(fmt.seconds(d.override_s))
+    if d.override_s is not None and d.override_s <= 0:
+        override.append(" (disables)", style=p("status-warn"))
+    _kv(g, "override", override, p)
+    if changed is not None and changed.source in ("operator", "reset"):
+        who = "operator" if changed.source == "operator" else "reset"
+        what = f"{words.CHANGED_KEYS.get(changed.key, changed.key)} by {who}"
+        _kv(g, "changed", Text(what, style=p("status-warn")), p)
     return g
 
 
@@ -281,7 +310,7 @@ def counters_panel(c: Counters, p: Palette) -> RenderableType:
     g.add_row(
         Text("errors", style=p.dim),
         n(c.errors, "status-error"),
-        Text("timeouts", style=p.dim),
+        Text("deadline", style=p.dim),
         n(c.timeouts, "status-timeout"),
     )
     g.add_row(
@@ -370,7 +399,7 @@ def _tombstone_row(item: TombstoneView, p: Palette) -> tuple[Text, ...]:
     return (
         Text(who),
         Text(fmt.clip(item.tool or "?", 18)),
-        Text(item.reason or "?", style=p.dim),
+        Text(words.reason(item.reason), style=p.dim),
         left,
         gauge(fraction, 8, p),
         hits,
@@ -397,18 +426,28 @@ def tombstones_panel(t: TombstonesView, p: Palette, max_rows: int = 50) -> Rende
     head.append(f"{t.late_dropped:,}", style=p("status-late", "bold") if t.late_dropped else p.dim)
     if not t.items:
         return Group(head, Text("no tombstones: no call was cut or cancelled recently", style=p.dim))
-    g = Table.grid(padding=(0, 1), expand=True)
-    g.add_column(no_wrap=True, min_width=3)
-    g.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=15)
-    g.add_column(no_wrap=True, overflow="ellipsis", max_width=15)
-    g.add_column(no_wrap=True, justify="right", min_width=9)
-    g.add_column(no_wrap=True, width=8)
-    g.add_column(no_wrap=True, min_width=6)
-    for item in t.items[:max_rows]:
-        g.add_row(*_tombstone_row(item, p))
+    items = t.items[:max_rows]
+
+    def make(width: int) -> RenderableType:
+        # Narrow: the gauge gives way, then the tool's name shrinks; the time left is never cut.
+        wide = width >= 64
+        g = Table.grid(padding=(0, 1), expand=True)
+        g.add_column(no_wrap=True, min_width=3)
+        g.add_column(no_wrap=True, overflow="ellipsis", ratio=1, min_width=15 if wide else 6)
+        g.add_column(no_wrap=True, overflow="ellipsis", max_width=18 if wide else 9)
+        g.add_column(no_wrap=True, justify="right", min_width=9)
+        if wide:
+            g.add_column(no_wrap=True, width=8)
+        g.add_column(no_wrap=True)
+        for item in items:
+            cells = _tombstone_row(item, p)
+            g.add_row(*(cells if wide else cells[:4] + cells[5:]))
+        return g
+
+    g = Fitted(make)
     more = len(t.items) - max_rows
     if more > 0:
-        return Group(head, g, Text(f"… {more:,} more", style=p.dim))
+        return Group(head, g, Text(f"+{more:,} more (the oldest; expired ones last)", style=p.dim))
     return Group(head, g)
 
 
@@ -454,7 +493,30 @@ def tiers_title(d: DeadlineView) -> str:
     return "Tier budgets" + (f" vs {fmt.seconds(d.limit_s)}" if d.limit_s is not None else "")
 
 
+def time_left(r: InFlightView, p: Palette) -> Text:
+    """Time left before the budget cuts the call, and the share of the budget that is left; coloured as the
+    gauge is (the colour is kept on the selected row)."""
+    if r.unfinished or r.remaining_s is None or not r.budget_s:
+        return Text("—", style=p.dim)
+    if r.remaining_s <= 0:
+        return Text(f"cut {fmt.duration(-r.remaining_s)} ago", style=p("gauge-over", "bold"))
+    share = r.remaining_s / r.budget_s
+    colour = "status-warn" if share <= 0.2 else ""
+    return Text(f"{fmt.duration(r.remaining_s)} {share:.0%}", style=p(colour, "bold") if colour else "")
+
+
+def in_flight_stage(r: InFlightView, p: Palette) -> Text:
+    """Progress, and for a council call its stage and whether its tier fits the call's budget."""
+    text = Text(fmt.progress(r.progress, r.total))
+    if r.stage is not None:
+        text.append(f"{' ' if text else ''}s{r.stage}", style=p("status-pending"))
+    if r.tier_total_s is not None and r.budget_s is not None and r.tier_total_s > r.budget_s:
+        text.append(" ⚠", style=p("status-error", "bold"))
+    return text
+
+
 def in_flight_row(r: InFlightView, p: Palette, message_width: int = 80, tool_width: int = 20) -> tuple[Text, ...]:
+    """id, tool, time left, budget used, progress (stage), message."""
     budget = fmt.seconds(r.budget_s) if r.budget_s is not None else "no budget"
     if r.unfinished:
         # The session ended while it ran: no gauge creeping on, the time it had when everything stopped.
@@ -464,12 +526,12 @@ def in_flight_row(r: InFlightView, p: Palette, message_width: int = 80, tool_wid
         spent = gauge(r.fraction, 8, p)
         over = (r.fraction or 0) >= 1
         spent.append(f" {fmt.duration(r.elapsed_s)}/{budget}", style=p("gauge-over") if over else "")
-    progress = fmt.progress(r.progress, r.total)
     mark = " ◆" if r.has_council else ""
     tool = Text(fmt.clip(r.tool or r.method, tool_width - len(mark)))
     if mark:
         tool.append(mark, style=p("status-pending"))
-    return (Text(r.request_id), tool, spent, Text(progress), Text(fmt.clip(r.message, message_width), style=p.dim))
+    message = Text(fmt.clip(r.message, message_width), style=p.dim)
+    return (Text(r.request_id), tool, time_left(r, p), spent, in_flight_stage(r, p), message)
 
 
 def request_note(r: RequestView) -> str:
@@ -477,6 +539,8 @@ def request_note(r: RequestView) -> str:
     note = r.error or ""
     if r.partial:
         note = "partial result" + (f" · {note}" if note else "")
+    if r.degraded and r.outcome == "ok":
+        note = f"degraded: {r.degraded}" + (f" · {note}" if note else "")
     return note
 
 
@@ -488,7 +552,7 @@ def request_row(
         Text(wall_clock(origin_ts, r.ended_mono if r.ended_mono is not None else r.started_mono), style=p.dim),
         Text(r.request_id),
         Text(fmt.clip(r.label, tool_width)),
-        status_text(r.outcome, p),
+        status_text("degraded" if r.degraded and r.outcome == "ok" else r.outcome, p),
         Text(fmt.duration(r.duration_s), justify="right"),
         Text(fmt.clip(note, note_width), style=p.dim),
     )
@@ -502,10 +566,31 @@ def pretty_json(text: str | None, limit: int = 4000) -> str:
     if not text:
         return ""
     try:
-        out = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        out = readable_json(json.loads(text))
     except ValueError:
         out = text
     return _cap(out, limit)
+
+
+def readable_json(value: object, indent: str = "") -> str:
+    """Indented JSON, except that a string's line breaks are shown as line breaks (continued under its opening
+    quote), not as `\\n`: results are read by people here; copy and export keep the exact JSON."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [
+            f"{inner}{json.dumps(str(k), ensure_ascii=False)}: {readable_json(v, inner)}" for k, v in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(f"{inner}{readable_json(v, inner)}" for v in value) + f"\n{indent}]"
+    if isinstance(value, str) and "\n" in value:
+        lines = [json.dumps(line, ensure_ascii=False)[1:-1] for line in value.split("\n")]
+        return '"' + ("\n" + inner + " ").join(lines) + '"'
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _cap(text: str, limit: int) -> str:
@@ -517,7 +602,7 @@ def _pretty_text(text: str) -> str:
     stripped = text.strip()
     if stripped[:1] in ("{", "["):
         try:
-            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+            return readable_json(json.loads(stripped))
         except ValueError:
             pass
     return text
@@ -570,7 +655,7 @@ def result_texts(preview: str) -> tuple[list[str], bool] | None:
         elif isinstance(item, dict):
             texts.append(f"({item.get('type', 'unknown')} content)")
     if not texts and value.get("structuredContent") is not None:
-        texts.append(json.dumps(value["structuredContent"], indent=2, ensure_ascii=False))
+        texts.append(readable_json(value["structuredContent"]))
     return texts, value.get("isError") is True
 
 

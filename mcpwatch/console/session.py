@@ -20,6 +20,7 @@ class WatchSession:
     title: str = ""
     paused: bool = False  # the view stops updating; the feed and the model carry on
     applied_while_paused: int = 0
+    events_seen: int = 0  # notable events the operator has seen (the Events view); the rest count as unread
     _held_now: float | None = field(default=None, repr=False)  # the last time shown while connected
 
     def pump(self) -> int:

@@ -99,12 +99,26 @@ def load_theme_file(path: Path) -> Theme:
     return Theme(**{**raw, "variables": dict(variables)})
 
 
-def load_themes(directory: Path | None = None) -> list[Theme]:
-    """Every `*.toml` theme in the directory (default: the shipped ones), sorted by name."""
-    directory = directory if directory is not None else themes_dir()
-    if directory is None:
-        return []
-    return sorted((load_theme_file(p) for p in directory.glob("*.toml")), key=lambda t: t.name)
+def user_themes_dir() -> Path:
+    """Your own themes, beside your mcpwatch.toml: `~/.config/mcpwatch/themes/*.toml`."""
+    from mcpwatch.paths import user_config_path
+
+    return user_config_path().parent / "themes"
+
+
+def load_themes(directory: Path | None = None, user: Path | None = None) -> list[Theme]:
+    """Every `*.toml` theme in the directory (default: the shipped ones) and in the user themes folder (default:
+    `user_themes_dir()`), sorted by name; a user theme with a shipped theme's name replaces it."""
+    found: dict[str, Theme] = {}
+    shipped = directory if directory is not None else themes_dir()
+    folders = [shipped] if directory is not None else [shipped, user if user is not None else user_themes_dir()]
+    for folder in folders:
+        if folder is None or not folder.is_dir():
+            continue
+        for path in sorted(folder.glob("*.toml")):
+            theme = load_theme_file(path)
+            found[theme.name] = theme
+    return sorted(found.values(), key=lambda t: t.name)
 
 
 def semantic_defaults(theme: Theme | None) -> dict[str, str]:

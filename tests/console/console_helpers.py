@@ -9,9 +9,10 @@ from typing import Any
 from textual.pilot import Pilot
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.sample import SAMPLE_NOW, sample_session
+from mcpwatch.console.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 from mcpwatch.console.session import WatchSession
 from mcpwatch.console.source import FeedStatus, StaticFeed
+from mcpwatch.events import Event, Kind
 from mcpwatch.operator.client import OperatorRefused
 
 SIZE = (160, 48)
@@ -103,3 +104,21 @@ async def ready(pilot: Pilot[Any]) -> None:
     app = pilot.app
     await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.last_view is not None, what="ready")
     await pilot.pause()
+
+
+def generic_session(calls: int = 12) -> tuple[EventFactory, list[Event]]:
+    """A server that is not a council: plain tools, a few errors and deadlines, no model status, no tiers."""
+    f = EventFactory()
+    events = [session_start(f, name="files")]
+    events.append(f.make(Kind.HOST_INFO, 0.1, name="claude-code", version="2.1.3", protocol_version="2025-11-25"))
+    events.append(f.make(Kind.UPSTREAM_STATE, 0.2, state="ready", generation=1))
+    t = 1.0
+    for i in range(calls):
+        rid = str(i + 1)
+        tool = ("search", "read_file", "write_file")[i % 3]
+        outcome = "deadline" if i % 5 == 4 else "tool_error" if i % 7 == 6 else "ok"
+        took = 0.1 * (i + 1)
+        events.append(f.make(Kind.REQUEST_START, t, request_id=rid, tool=tool, method="tools/call", budget_s=110.0))
+        events.append(f.make(Kind.REQUEST_END, t + took, request_id=rid, outcome=outcome, duration_s=took))
+        t += 2.0
+    return f, events

@@ -250,7 +250,7 @@ async def test_pause_freezes_the_view_while_events_keep_arriving() -> None:
         feed.push([f.make(Kind.WARNING, 299.0, message="arrived while paused")])
         await pilot.pause(0.3)
         assert "arrived while paused" not in screen_text(app)
-        assert "view paused — 1 events recorded since" in screen_text(app)
+        assert "paused — 1 event recorded since (p resumes)" in screen_text(app)
         assert session.model.view(300).warnings[0].message == "arrived while paused"  # recorded all the same
         await pilot.press("p")
         await pilot.pause(0.2)

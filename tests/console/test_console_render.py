@@ -97,7 +97,9 @@ def test_a_result_whose_text_is_json_is_shown_parsed() -> None:
     inner = {"synthesis": "Shard by tenant.\nThen by month.", "models": {"a": "ok"}}
     preview = json.dumps({"content": [{"type": "text", "text": json.dumps(inner)}], "isError": False})
     shown = text(render.result_panel(preview, P), 80)
-    assert '"synthesis": "Shard by tenant.\\nThen by month."' in shown
+    # A string's line breaks are shown as line breaks, never as a literal \n.
+    assert '"synthesis": "Shard by tenant.\n     Then by month."' in shown
+    assert "\\n" not in shown
     assert '  "models": {' in shown  # indented
     assert '\\"' not in shown and '{"content"' not in shown
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, sample_app
+from console_helpers import RecordingControls, generic_session, sample_app
 from textual.widgets import Input
 
 from mcpwatch.console.app import ConsoleApp
@@ -110,3 +110,55 @@ def test_no_wrapper_screen(snap_compare: Any) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=wait)
+
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+
+
+def _size_id(size: tuple[int, int]) -> str:
+    return f"{size[0]}x{size[1]}"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=_size_id)
+def test_council_main_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    """A council: calls next to be cut first with their time left, the council panels, tombstones live first."""
+    assert snap_compare(sample_app(controls=RecordingControls()), terminal_size=size, run_before=_settle)
+
+
+def _generic_app() -> ConsoleApp:
+    from mcpwatch.events import Kind
+
+    f, events = generic_session(24)
+    for rid, start, budget, tool in (("90", 40.0, 110.0, "search"), ("91", 70.0, 30.0, "read_file")):
+        events.append(
+            f.make(Kind.REQUEST_START, start, request_id=rid, tool=tool, method="tools/call", budget_s=budget)
+        )
+    events.append(
+        f.make(
+            Kind.UPSTREAM_STATE,
+            60.0,
+            state="backoff",
+            generation=1,
+            exit_code=137,
+            stderr_tail=["Killed"],
+            retry_in_s=0.5,
+        )
+    )
+    events.append(f.make(Kind.UPSTREAM_STATE, 61.0, state="ready", generation=2))
+    return sample_app(events=events, now=96.0, controls=RecordingControls())
+
+
+@pytest.mark.parametrize("size", SIZES, ids=_size_id)
+def test_generic_server_main_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    """A server that is not a council: per-tool calls, p50/p95, error and deadline rates in the council's place."""
+    assert snap_compare(_generic_app(), terminal_size=size, run_before=_settle)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=_size_id)
+def test_events_view(snap_compare: Any, size: tuple[int, int]) -> None:
+    async def open_events(pilot: Any) -> None:
+        await _settle(pilot)
+        await pilot.press("e")
+        await pilot.pause(0.3)
+
+    assert snap_compare(_generic_app(), terminal_size=size, run_before=open_events)

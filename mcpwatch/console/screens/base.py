@@ -6,14 +6,17 @@ from the footer, the palette and the keys, so replay shows no action that could 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from textual import events, work
 from textual.binding import ActiveBinding
 from textual.screen import Screen
+from textual.widgets import Footer
 
 from mcpwatch.console import format as fmt
+from mcpwatch.console import words
 from mcpwatch.console.render import Palette
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.session import WatchSession
@@ -38,25 +41,40 @@ FOOTER_RANK: dict[str, int] = {
     "replay.goto": 2,
     "replay.next": 2,
     "replay.previous": 2,
-    "main.health_check": 3,
-    "detail.cancel_call": 3,
-    "table.open": 4,
+    "events.back": 0,
+    "main.set_margin": 1,
+    "main.cancel_call": 1,
+    "main.set_deadline": 1,
+    "main.set_host_timeout": 2,
+    "main.health_check": 2,
+    "detail.cancel_call": 2,
+    "main.pause": 3,
+    "main.events": 3,
     "main.filter": 4,
-    "main.pause": 5,
-    "main.set_margin": 5,
-    "main.cancel_call": 5,
+    "detail.copy": 4,
+    "detail.export": 4,
     "replay.slower": 6,
     "replay.faster": 6,
-    "main.set_host_timeout": 7,
-    "main.set_deadline": 7,
+    "table.open": 7,
 }
 PALETTE_CELLS = 13  # the footer's "▏^p palette", docked right
+COMPACT_BAR_BELOW = 140  # columns below which the top bar is compact
+PALETTE_FROM = 100  # below this width the footer leaves out its palette hint (ctrl+p still works; help says so)
 
 
 def describe_deadline(block: dict[str, Any]) -> str:
     budget = block.get("budget_s")
-    text = "budget disabled" if budget is None else f"budget now {fmt.seconds(budget)}"
+    text = "budget DISABLED" if budget is None else f"budget now {fmt.seconds(budget)}"
     return f"{text} (host {fmt.seconds(block.get('host_timeout_s'))}, margin {fmt.seconds(block.get('margin_s'))})"
+
+
+def describe_budget_now(budget_s: float | None, source: str | None, known: bool) -> str:
+    """The prompt's "Now:": the budget in force and why, "disabled" said as such (never "0s")."""
+    if not known:
+        return "not known yet"
+    if budget_s is None:
+        return "the budget is DISABLED (calls run until the host gives up)"
+    return f"budget {fmt.seconds(budget_s)} ({words.budget_source(source)})"
 
 
 class WatchScreen(Screen[None]):
@@ -74,6 +92,11 @@ class WatchScreen(Screen[None]):
         self.session = session
 
     @property
+    def compact_bar(self) -> bool:
+        """The top bar leaves out the pid and tightens its separators, so the host still fits."""
+        return (self.size.width or self.app.size.width) < COMPACT_BAR_BELOW
+
+    @property
     def palette(self) -> Palette:
         return Palette(self.app.theme_variables)
 
@@ -87,18 +110,30 @@ class WatchScreen(Screen[None]):
     # -- the footer ------------------------------------------------------------------------------------------
 
     def on_resize(self, event: events.Resize) -> None:
+        for footer in self.query(Footer):
+            footer.show_command_palette = event.size.width >= PALETTE_FROM
         self.refresh_bindings()  # the footer shows what fits the new width
+
+    def binding_description(self, binding_id: str | None, description: str) -> str:
+        """A key's footer label as the screen's state makes it (pause reads "Resume" while paused)."""
+        if binding_id == "main.pause" and self.session.paused:
+            return "Resume"
+        return description
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
         """The keys the footer shows: all that fit; when they do not, the least important are left out."""
-        bindings = super().active_bindings
+        bindings = dict(super().active_bindings)
+        for key, active in bindings.items():
+            described = self.binding_description(active.binding.id, active.binding.description)
+            if described != active.binding.description:
+                bindings[key] = active._replace(binding=replace(active.binding, description=described))
         width = self.size.width or self.app.size.width
         if not width:
             return bindings
         shown = [key for key, active in bindings.items() if active.binding.show]
         costs = {key: self._footer_cells(bindings[key]) for key in shown}
-        budget = width - PALETTE_CELLS
+        budget = width - (PALETTE_CELLS if width >= PALETTE_FROM else 0)
         total = sum(costs.values())
         if total <= budget:
             return bindings
@@ -196,7 +231,8 @@ class WatchScreen(Screen[None]):
         self._prompt(
             "Set the deadline margin",
             "Seconds kept in reserve before the host's timeout: budget = host timeout − margin.\n"
-            f"Now: margin {fmt.seconds(current.margin_s)}, host {fmt.seconds(current.host_timeout_s)}.",
+            f"Now: margin {fmt.seconds(current.margin_s)}, host {fmt.seconds(current.host_timeout_s)}; "
+            f"{describe_budget_now(current.budget_s, current.source, current.known)}.",
             submit,
             initial="" if current.margin_s is None else f"{current.margin_s:g}",
             caution=caution,
@@ -239,19 +275,36 @@ class WatchScreen(Screen[None]):
 
         async def submit(value: float | None) -> str:
             block = await controls.set_deadline(value)
-            what = "override cleared" if value is None else f"override set to {fmt.seconds(value)}"
+            if value is None:
+                what = "override cleared"
+            elif value == 0:
+                what = "deadline budget DISABLED"
+            else:
+                what = f"override set to {fmt.seconds(value)}"
             return f"{what} · {describe_deadline(block)}"
 
+        def caution(value: float | None) -> str | None:
+            if value == 0:
+                return "0 DISABLES the deadline budget: calls then run until the host gives up"
+            return None
+
+        if current.override_s is None:
+            override = "no override"
+        elif current.override_s <= 0:
+            override = "override 0 (disabled)"
+        else:
+            override = f"override {fmt.seconds(current.override_s)}"
         self._prompt(
             "Override the deadline budget",
             "An explicit budget for every new tools/call, instead of host timeout − margin.\n"
-            "Leave empty to clear the override; 0 disables the budget.\n"
-            f"Now: {'no override' if current.override_s is None else fmt.seconds(current.override_s)}.",
+            "Leave empty to clear the override; 0 disables the budget (asks again).\n"
+            f"Now: {override}; {describe_budget_now(current.budget_s, current.source, current.known)}.",
             submit,
-            initial="" if current.override_s is None else f"{current.override_s:g}",
+            initial="" if current.override_s is None or current.override_s <= 0 else f"{current.override_s:g}",
             allow_empty=True,
             placeholder="seconds (empty clears the override)",
             effect=self._effect("override_s"),
+            caution=caution,
         )
 
     async def action_reset_deadline(self) -> None:

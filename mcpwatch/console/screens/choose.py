@@ -19,8 +19,11 @@ from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.operator.client import OperatorClient, OperatorError
 from mcpwatch.registry import WrapperEntry
 
-COLUMNS = [("name", 18), ("pid", 8), ("upstream", 30), ("state", 12), ("in flight", 9), ("budget", 8)]
-COLUMNS += [("requests", 9), ("up", 8), ("operator endpoint", None)]
+# Numbers right-aligned under right-aligned headers; the upstream's command line takes what is left (it is the
+# part that may be cut, at its end).
+COLUMNS = [("name", 16), ("state", 12), ("in flight", 9), ("budget", 7), ("requests", 9), ("up", 7), ("pid", 8)]
+COLUMNS += [("upstream", None)]
+RIGHT_ALIGNED = frozenset({"in flight", "budget", "requests", "up", "pid"})
 SUMMARY_EVERY_S = 2.0
 
 
@@ -42,7 +45,7 @@ class ChooseWrapperScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Line(id="choose-title")
-        yield WindowTable(COLUMNS, id="wrappers")
+        yield WindowTable(COLUMNS, id="wrappers", right_aligned=RIGHT_ALIGNED)
         yield Line(id="choose-hint", classes="hint", layout=True)
         yield Footer()
 
@@ -81,15 +84,14 @@ class ChooseWrapperScreen(Screen[None]):
             budget = fmt.seconds((s.get("deadline") or {}).get("budget_s"))
             requests = f"{(s.get('counters') or {}).get('requests', 0):,}"
         return (
-            Text(e.name, style="bold"),
-            Text(str(e.pid)),
-            Text(fmt.clip(e.upstream or "?", 30)),
+            Text(fmt.clip(e.name, 16), style="bold"),
             state,
             Text(in_flight, justify="right"),
             Text(budget, justify="right"),
             Text(requests, justify="right"),
             Text(started, justify="right"),
-            Text(e.operator_url, style=p.dim),
+            Text(str(e.pid), justify="right"),
+            Text(e.upstream or "?", no_wrap=True, overflow="ellipsis"),
         )
 
     @work(exclusive=True, group="summaries", exit_on_error=False)

@@ -40,6 +40,9 @@ class RequestDetailScreen(WatchScreen):
         Binding("escape", "app.pop_screen", "Back", id="detail.back"),
         Binding("c", "cancel_call", "Cancel call", id="detail.cancel_call"),
         Binding("h", "health_check", "Health check", id="detail.health_check", show=False),
+        Binding("y", "copy('json')", "Copy JSON", id="detail.copy"),
+        Binding("Y", "copy('markdown')", "Copy Markdown", id="detail.copy_markdown", show=False),
+        Binding("x", "export", "Export", id="detail.export"),
     ]
 
     def __init__(self, session: WatchSession, request_id: str) -> None:
@@ -98,6 +101,48 @@ class RequestDetailScreen(WatchScreen):
             return False
         return super().check_action(action, parameters)
 
+    def _record(self) -> dict[str, object] | None:
+        from mcpwatch.console import export
+
+        detail = self.session.model.request_detail(self.request_id, self.session.now())
+        if detail is None:
+            self.notify(f"request #{self.request_id} is no longer in memory", severity="warning")
+            return None
+        return export.request_record(detail, self.session.model.session_id)
+
+    def action_copy(self, form: str = "json") -> None:
+        """The request (id, arguments, result or partial result, timeline, replay command) to the clipboard."""
+        from mcpwatch.console import export
+
+        record = self._record()
+        if record is None:
+            return
+        text = export.as_json(record) if form == "json" else export.as_markdown(record)
+        if len(text.encode("utf-8")) > export.OSC52_MAX:
+            self.notify("too large for the clipboard: x exports it to a file instead", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(
+            f"#{self.request_id} copied as {form.upper() if form == 'json' else 'Markdown'} "
+            "(terminals without OSC 52 clipboard support ignore this; x writes files)",
+            timeout=5,
+        )
+
+    def action_export(self) -> None:
+        """The request as JSON and as Markdown files (private, in mcpwatch's exports folder)."""
+        from mcpwatch.console import export
+
+        record = self._record()
+        if record is None:
+            return
+        try:
+            json_path = export.write_export(export.as_json(record), self.request_id, ".json")
+            md_path = export.write_export(export.as_markdown(record), self.request_id, ".md")
+        except OSError as exc:
+            self.notify(f"export failed: {exc.strerror or exc}", severity="error")
+            return
+        self.notify(f"exported #{self.request_id}:\n{json_path}\n{md_path}", timeout=10)
+
     def refresh_view(self) -> None:
         session = self.session
         if session.paused and self.query_one("#summary", Panel).shown:
@@ -109,7 +154,7 @@ class RequestDetailScreen(WatchScreen):
         header = session.model.view(now).header
         feed = session.status()
         theme = self.app.theme
-        compact = self.has_class("-narrow")
+        compact = self.compact_bar
         self.query_one("#topbar", Line).show(
             lambda: render.top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
             (theme, header, feed, compact),

@@ -12,34 +12,44 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
+from mcpwatch.console import words
 from mcpwatch.console.widgets import Line
 
 VIEW_KEYS = [
-    ("tab / shift+tab", "move between the In flight and Recent requests tables"),
-    ("↑ ↓ / pgup pgdn", "move the selection"),
+    ("tab / shift+tab", "move between the tables and the lists (each list scrolls when focused)"),
+    ("↑ ↓ / j k · pgup pgdn", "move the selection (the recent requests then hold still: ⏸ held, ↑ N new)"),
+    ("g / home · G / end", "first row — recent requests follow the newest again · last row"),
     ("enter", "open the selected request: timeline, arguments, result, tombstone"),
     ("esc", "back (closes the filter, the detail screen or a dialog)"),
     ("/", "filter recent requests by tool, outcome or id"),
+    ("s · click a header", "sort recent requests: ended, id, tool, outcome, took (again: reverse)"),
+    ("e", "Events: upstream exits, respawns, budget changes, late-answer spikes, warnings"),
     ("p", "pause the view (events are still recorded); p again resumes"),
-    ("ctrl+p", "command palette: every action, and the themes"),
+    ("y · Y · x", "in a request's detail: copy as JSON · as Markdown (OSC 52) · export both to files"),
+    ("ctrl+p", "command palette: every action, the themes, and Screenshot"),
     ("?", "this help"),
-    ("q", "quit"),
+    ("q", "quit (asks first while watching a live wrapper)"),
 ]
 OPERATOR_KEYS = [
     ("h", "health check now (pings the upstream, calls its health tool)"),
     ("m", "set the deadline margin (budget = host timeout − margin)"),
     ("t", "set the host's tools/call timeout"),
-    ("d", "override the deadline budget (empty clears, 0 disables)"),
+    ("d", "override the deadline budget (empty clears; 0 disables it, after asking again)"),
     ("c", "cancel the selected in-flight call (asks first)"),
 ]
 PANELS = [
-    ("Deadline", "the budget each new tools/call gets, and where it comes from"),
-    ("Tier budgets", "the upstream's tiers (from its health check): total, ×per model; ⚠ = longer than the budget"),
+    ("Deadline", "the budget each new tools/call gets, where it comes from, and who last changed it"),
+    ("Tier budgets", "a council's tiers (from its health check): total, ×per model; ⚠ = longer than the budget"),
     ("Health", "the last health check: result, ping, and recent pings"),
-    ("In flight", "running calls: share of the budget used, progress, the last progress message"),
-    ("Council run", "per-model state of the selected (or latest) council call against its per-model cap"),
-    ("Tombstones", "cut or cancelled calls whose late answers are dropped until the TTL expires"),
+    ("Counters", "requests by outcome since the wrapper started; late drop = late answers dropped"),
+    ("In flight", "running calls, next to be cut first: time left, budget used, progress and stage, message"),
+    ("Council run", "a council call's per-model state against its per-model cap (shown once a council is seen)"),
+    ("Tools", "any other server: calls per tool, p50/p95 latency, error and deadline rates"),
+    ("Recent requests", "finished requests, newest first, with outcome and time; latency sparkline below"),
+    ("Tombstones", "cut or cancelled calls whose late answers are dropped until the TTL expires (live first)"),
     ("Invalidations", "state-sync invalidations: which call made which cached data stale"),
+    ("Warnings", "what the wrapper warned about, and upstream exits"),
+    ("Events (e)", "everything notable, newest first; the header counts the unread ones"),
 ]
 
 
@@ -94,6 +104,9 @@ class HelpScreen(ModalScreen[None]):
         outer.add_row(Text(""))
         outer.add_row(Text("Panels", style="bold"))
         outer.add_row(self._keys(PANELS))
+        outer.add_row(Text(""))
+        outer.add_row(Text("Symbols", style="bold"))
+        outer.add_row(self._keys(words.LEGEND))
         outer.add_row(Text("\nesc closes", style="dim"))
         return outer
 

@@ -4,55 +4,70 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Input
 
 from mcpwatch.console import format as fmt
-from mcpwatch.console import render
-from mcpwatch.console.model import ViewState, filter_requests
+from mcpwatch.console import render, render_tools
+from mcpwatch.console.model import TombstoneView, ViewState
+from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
+from mcpwatch.console.screens.requests_view import RequestsView, fit_tool_width
 from mcpwatch.console.session import WatchSession
-from mcpwatch.console.widgets import Line, Panel, WindowTable, set_title
+from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable, set_title
 
-REQUEST_ROWS = 200  # rows in the requests table (the model keeps more; the filter reaches all of them)
-NARROW_LIST_ROWS = 6  # rows of tombstones, invalidations and warnings when the panels are stacked (they scroll)
-TOOL_WIDTH = 20  # the tool column, which grows (up to TOOL_WIDTH_MAX) while no request has a note to show
-TOOL_WIDTH_MAX = 34
+LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)
 
-IN_FLIGHT_COLUMNS = [("id", 5), ("tool", 20), ("budget used", 20), ("progress", 8), ("message", None)]
-REQUEST_COLUMNS = [("ended", 8), ("id", 5), ("tool", 20), ("outcome", 13), ("took", 6), ("note", None)]
+IN_FLIGHT_COLUMNS = [("id", 5), ("tool", 20), ("left", 10), ("budget used", 20), ("progress", 10), ("message", None)]
+REQUEST_COLUMNS = [("ended", 8), ("id", 5), ("tool", 20), ("outcome", 15), ("took", 6), ("note", None)]
+# What a click on a request column's header sorts by (the second click reverses); "ended" is the default order.
+SORTABLE = {"ended", "id", "tool", "outcome", "took"}
 
 
 VIEW_BINDINGS: list[BindingType] = [
     Binding("slash", "filter", "Filter", id="main.filter"),
     Binding("p", "pause", "Pause", id="main.pause"),
-    Binding("enter", "open_detail", "Detail", id="main.detail"),
+    Binding("e", "events", "Events", id="main.events"),
+    Binding("s", "sort", "Sort", id="main.sort", show=False),
+    Binding("enter", "open_detail", "Detail", id="main.detail", show=False),
 ]
 OPERATOR_BINDINGS: list[BindingType] = [
-    Binding("h", "health_check", "Health check", id="main.health_check"),
+    Binding("h", "health_check", "Health", id="main.health_check"),
     Binding("m", "set_margin", "Margin", id="main.set_margin"),
-    Binding("c", "cancel_call", "Cancel call", id="main.cancel_call"),
-    Binding("t", "set_host_timeout", "Host timeout", id="main.set_host_timeout"),
+    Binding("c", "cancel_call", "Cancel", id="main.cancel_call"),
+    Binding("t", "set_host_timeout", "Timeout", id="main.set_host_timeout"),
     Binding("d", "set_deadline", "Deadline", id="main.set_deadline"),
 ]
 BACK_BINDING = Binding("escape", "back", "Back", id="main.back", show=False)
+FOCUS_BINDINGS: list[BindingType] = [
+    Binding("tab", "focus_step(1)", "Next", id="main.focus_next", show=False),
+    Binding("shift+tab", "focus_step(-1)", "Previous", id="main.focus_previous", show=False),
+]
+
+
+def _tomb_key(items: tuple[TombstoneView, ...]) -> tuple[tuple[str, int, int], ...]:
+    return tuple((t.up_id, t.hits, round(t.expires_in_s or 0)) for t in items)
 
 
 class MainScreen(WatchScreen):
-    """Panels side by side on a wide terminal; below `NARROW` columns they stack, and whatever does not fit
-    the height scrolls (the body scrolls, the tables within it too), so no number is ever cut to nothing."""
+    """Panels side by side on a wide terminal; below `NARROW` columns they stack — the calls first, the settings
+    after them — and whatever does not fit the height scrolls (the body, the tables and the lists within it).
 
-    BINDINGS: ClassVar[list[BindingType]] = [*VIEW_BINDINGS, *OPERATOR_BINDINGS, BACK_BINDING]
+    The council panels (per-model progress, tier budgets) appear once a council call or its tiers are seen; for
+    any other server the per-tool figures take their place."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [*VIEW_BINDINGS, *OPERATOR_BINDINGS, BACK_BINDING, *FOCUS_BINDINGS]
 
     def __init__(self, session: WatchSession, *, can_go_back: bool = False) -> None:
         super().__init__(session)
         self.can_go_back = can_go_back
-        self.filter_text = ""
         self.last_view: ViewState | None = None
         self._council_for: str | None = None  # the selection the council panel was drawn for
+        self.requests_view = RequestsView(self)
+        self._toasted = -1  # notable events already announced (-1: none drawn yet; the first draw sets it)
 
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
@@ -67,17 +82,21 @@ class MainScreen(WatchScreen):
                 with Vertical(id="inflight-box", classes="box"):
                     yield WindowTable(IN_FLIGHT_COLUMNS, id="inflight")
                     yield Line(id="inflight-empty", classes="hint", layout=True)
-                yield Panel("Council run", id="council")
+                yield ScrollPanel("Council run", id="council")
+                yield ScrollPanel("Tools", id="tools")
             with Horizontal(id="row-bottom"):
                 with Vertical(id="requests-box", classes="box"):
-                    yield Input(placeholder="filter by tool, outcome or id — enter keeps it, esc clears", id="filter")
+                    yield Input(
+                        placeholder="words, or outcome:deadline tool:search* took>15s — enter keeps it, esc clears",
+                        id="filter",
+                    )
                     yield WindowTable(REQUEST_COLUMNS, id="requests")
                     yield Line(id="requests-empty", classes="hint", layout=True)
                     yield Line(id="latency")
                 with Vertical(id="side"):
-                    yield Panel("Tombstones", id="tombstones")
-                    yield Panel("Invalidations", id="invalidations")
-                    yield Panel("Warnings", id="warnings")
+                    yield ScrollPanel("Tombstones", id="tombstones")
+                    yield ScrollPanel("Invalidations", id="invalidations")
+                    yield ScrollPanel("Warnings", id="warnings")
         yield from self.compose_extra()
         yield Footer()
 
@@ -86,9 +105,12 @@ class MainScreen(WatchScreen):
         yield from ()
 
     def on_mount(self) -> None:
-        self._title("#inflight-box", "In flight")
-        self._title("#requests-box", "Recent requests")
-        self.query_one("#requests", WindowTable).focus()
+        set_title(self.query_one("#inflight-box"), "In flight")
+        set_title(self.query_one("#requests-box"), "Recent requests")
+        requests = self.query_one("#requests", WindowTable)
+        requests.can_follow = requests.following = True
+        requests.focus(scroll_visible=False)  # the screen opens at its top
+        self._arrange(self.size.width)
         self.session.pump()  # show what has arrived already, not an empty first frame
         self.refresh_view()
 
@@ -108,9 +130,14 @@ class MainScreen(WatchScreen):
         theme = self.app.theme
         origin = session.model.origin_ts
         q = self.query_one
+        changed = next((c for c in view.config_changes if c.key in ("margin_s", "host_timeout_s", "override_s")), None)
         with self.app.batch_update():
             self._render_bar(view)
-            q("#deadline", Panel).show(lambda: render.deadline_panel(view.deadline, p), (theme, view.deadline))
+            self._announce(view)
+            q("#deadline", Panel).show(
+                lambda: render.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
+            )
+            parts.show_council_panels(self, view.council_seen)
             q("#tiers", Panel).show(
                 lambda: render.tiers_panel(view.tiers, view.deadline, p),
                 (theme, view.tiers, view.deadline.limit_s),
@@ -119,31 +146,52 @@ class MainScreen(WatchScreen):
             health_key = (theme, view.health, round(view.health.ago_s or 0))
             q("#health", Panel).show(lambda: render.health_panel(view.health, p), health_key)
             q("#counters", Panel).show(lambda: render.counters_panel(view.counters, p), (theme, view.counters))
+            tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
+            inflight.set_width("tool", tool_width)
             width = inflight.free_width
-            inflight.show([(r.request_id, render.in_flight_row(r, p, width)) for r in view.in_flight])
+            inflight.show([(r.request_id, render.in_flight_row(r, p, width, tool_width)) for r in view.in_flight])
             title = f"In flight {len(view.in_flight)}"
             if view.in_flight and view.in_flight[0].unfinished:
                 title += " · unfinished: the session ended"
-            self._title("#inflight-box", title)
-            self._hint("#inflight-empty", not view.in_flight, "no calls in flight")
-            self._render_council(view)
+            elif len(view.in_flight) > 1:
+                title += " · next to be cut first"
+            if view.deadline.known:
+                title += " · budget " + (
+                    fmt.seconds(view.deadline.budget_s) if view.deadline.budget_s is not None else "DISABLED"
+                )
+            parts.title(self, "#inflight-box", title)
+            parts.hint(self, "#inflight-empty", not view.in_flight, "no calls in flight")
+            if view.council_seen:
+                self._render_council(view)
+            else:
+                q("#tools", ScrollPanel).show(
+                    lambda: render_tools.tools_panel(view.tools, p), (theme, view.tools), title=render_tools.TOOLS_TITLE
+                )
             self._render_requests(view, origin)
-            # Lists render only the rows their panel can show: under a flood, every row costs a frame time.
+            # The lists are capped (LIST_ROWS): under a flood, every row costs a frame time. Their panels scroll.
             tomb = view.tombstones
-            tomb_rows = self._rows_of("#tombstones", 2)
-            q("#tombstones", Panel).show(
+            tomb_rows = LIST_ROWS
+            q("#tombstones", ScrollPanel).show(
                 lambda: render.tombstones_panel(tomb, p, tomb_rows),
-                (theme, tomb.count, tomb.awaiting_sweep, tomb.terms, tomb.late_dropped, tomb.items[:tomb_rows]),
+                # Keyed to the second: the countdowns change every tick, the text once a second.
+                (
+                    theme,
+                    tomb.count,
+                    tomb.awaiting_sweep,
+                    tomb.terms,
+                    tomb.late_dropped,
+                    _tomb_key(tomb.items[:tomb_rows]),
+                ),
                 title=render.tombstones_title(tomb),
             )
-            shown = view.invalidations[: self._rows_of("#invalidations")]
-            q("#invalidations", Panel).show(
+            shown = view.invalidations[:LIST_ROWS]
+            q("#invalidations", ScrollPanel).show(
                 lambda: render.invalidations_panel(shown, origin, p),
                 (theme, shown),
                 title=f"Invalidations {view.counters.invalidations:,}",
             )
-            warnings = view.warnings[: self._rows_of("#warnings")]
-            q("#warnings", Panel).show(
+            warnings = view.warnings[:LIST_ROWS]
+            q("#warnings", ScrollPanel).show(
                 lambda: render.warnings_panel(warnings, origin, p),
                 (theme, warnings),
                 title=f"Warnings {len(view.warnings)}",
@@ -151,107 +199,36 @@ class MainScreen(WatchScreen):
 
     def _render_council(self, view: ViewState) -> None:
         p = self.palette
-        self.query_one("#council", Panel).show(
+        self.query_one("#council", ScrollPanel).show(
             lambda: render.council_panel(view.council, p),
             (self.app.theme, view.council),
             title=render.council_title(view.council),
         )
+
+    def _announce(self, view: ViewState) -> None:
+        self._toasted = parts.announce(self, view, self._toasted)
 
     @property
     def narrow(self) -> bool:
         """The panels are stacked (see `WatchScreen.HORIZONTAL_BREAKPOINTS`)."""
         return self.has_class("-narrow")
 
-    def _rows_of(self, selector: str, header_lines: int = 0) -> int:
-        """How many list rows fit in a panel (at least a few before the first layout). Stacked panels take the
-        height of what they show, so there a fixed number of rows is shown and the body scrolls."""
-        if self.narrow:
-            return NARROW_LIST_ROWS
-        height = self.query_one(selector, Panel).content_region.height
-        return max(3, height - header_lines) if height else 20
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+        self._arrange(event.size.width)
 
-    def _title(self, selector: str, title: str) -> None:
-        set_title(self.query_one(selector), title)  # plain text (a filter or an id may look like markup)
+    def _arrange(self, width: int) -> None:
+        parts.arrange(self, width)
 
-    def _hint(self, selector: str, visible: bool, text: str) -> None:
-        hint = self.query_one(selector, Line)
-        if hint.display != visible:
-            hint.display = visible
-        if visible:
-            hint.show(text, text)
+    def action_focus_step(self, step: int) -> None:
+        """Tab / shift+tab: the next table or list, its top brought into view when the body is scrolled past it."""
+        parts.focus_step(self, step)
 
     def _render_bar(self, view: ViewState) -> None:
-        p = self.palette
-        session = self.session
-        feed = session.status()
-        theme = self.app.theme
-        compact = self.narrow
-        bar_key = (theme, view.header, feed, session.paused, compact)
-        self.query_one("#topbar", Line).show(
-            lambda: render.top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
-            bar_key,
-        )
-        message = ""
-        style = "status-warn"
-        if not feed.connected:
-            message = f"⚠ {feed.text}  ·  showing the last state received"
-            style = "status-error"
-        elif session.paused:
-            message = f"⏸ view paused — {session.applied_while_paused:,} events recorded since; press p to resume"
-        elif view.header.ended:
-            message = f"the wrapper's session ended: {view.header.ended}"
-        banner = self.query_one("#banner", Line)
-        if banner.display != bool(message):
-            banner.display = bool(message)
-        if message:
-            banner.show(lambda: render.Text(f" {message}", style=p(style, "bold")), (theme, message))
+        parts.render_bar(self, view)
 
     def _render_requests(self, view: ViewState, origin: float | None, *, now: bool = False) -> None:
-        p = self.palette
-        rows = filter_requests(view.requests, self.filter_text) if self.filter_text else view.requests
-        table = self.query_one("#requests", WindowTable)
-        # A window a few screens deep, growing as the selection moves down (up to REQUEST_ROWS).
-        height = max(10, table.size.height)
-        shown = rows[: min(REQUEST_ROWS, max(3 * height, table.cursor_row + 2 * height))]
-        # The tool column takes the room the note column does not need: names are cut (with …) only when
-        # some request has a note to show.
-        has_notes = any(render.request_note(r) for r in shown)
-        longest = max((len(r.label) for r in shown), default=0)
-        tool_width = TOOL_WIDTH if has_notes else max(TOOL_WIDTH, min(TOOL_WIDTH_MAX, longest))
-        if table.set_width("tool", tool_width):
-            now = True
-        width = table.free_width
-        table.show([(r.request_id, render.request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
-        title = "Recent requests"
-        if self.filter_text:
-            title += f" matching {self.filter_text!r}: {len(rows):,} of {len(view.requests):,}"
-        elif len(rows) > REQUEST_ROWS:
-            title += f" · newest {REQUEST_ROWS} of {len(rows):,} (/ to filter)"
-        self._title("#requests-box", title)
-        if not rows:
-            text = f"nothing matches {self.filter_text!r}" if self.filter_text else "no finished requests yet"
-        else:
-            text = ""
-        self._hint("#requests-empty", not rows, text)
-        latency = self.query_one("#latency", Line)
-        width = max(10, latency.size.width - 34)
-        if self.filter_text:  # the sparkline shows what the table shows
-            durations = [r.duration_s for r in rows if r.method == "tools/call" and r.duration_s is not None]
-            recent = tuple(reversed(durations[:width]))
-        else:
-            recent = view.latencies[-width:]
-        what = "matching calls" if self.filter_text else "calls"
-
-        def make() -> render.Text:
-            if not recent:
-                return render.Text(f"latency: no finished tool {what} yet", style=p.dim)
-            return render.Text.assemble(
-                ("latency ", p.dim),
-                (render.sparkline(recent, width), p("gauge-fill")),
-                (f"  last {len(recent)} {what}, max {fmt.duration(max(recent))}", p.dim),
-            )
-
-        latency.show(make, (self.app.theme, recent, width, what))
+        self.requests_view.render(view, origin, now=now)
 
     # -- selection and actions --------------------------------------------------------------------------------
 
@@ -298,8 +275,37 @@ class MainScreen(WatchScreen):
         view = self.session.view(selected=self._council_for)
         self._render_council(view)
 
+    @on(DataTable.HeaderSelected, "#requests")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        label = str(event.column_key.value)
+        if label in SORTABLE:
+            self.sort_requests(label)
+
+    @property
+    def filter_text(self) -> str:
+        return self.requests_view.filter_text
+
+    def sort_requests(self, column: str) -> None:
+        """Sort the recent requests by a column; the same column again reverses the order."""
+        self.requests_view.sort(column)
+        if self.last_view is not None:
+            self._render_requests(self.last_view, self.session.model.origin_ts, now=True)
+
+    def action_sort(self) -> None:
+        """s: the next sort column (ended → id → tool → outcome → took)."""
+        column = self.requests_view.next_sort()
+        self.notify(f"recent requests sorted by {column}", timeout=2)
+        if self.last_view is not None:
+            self._render_requests(self.last_view, self.session.model.origin_ts, now=True)
+
+    def action_events(self) -> None:
+        from mcpwatch.console.screens.events import EventsScreen
+
+        self.app.push_screen(EventsScreen(self.session))
+
     def action_pause(self) -> None:
         paused = self.session.toggle_pause()
+        self.refresh_bindings()  # the footer's p reads "Resume" while paused
         self.notify("view paused — events are still recorded" if paused else "view resumed", timeout=3)
         self.refresh_view()
 
@@ -310,7 +316,7 @@ class MainScreen(WatchScreen):
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value.strip()
+        self.requests_view.filter_text = event.value.strip()
         if self.last_view is not None:
             self._render_requests(self.last_view, self.session.model.origin_ts, now=True)
 

@@ -7,11 +7,14 @@ unchanged panel costs one comparison, and a changed one repaints its own region 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 from weakref import WeakKeyDictionary
 
 from rich.console import RenderableType
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -83,3 +86,52 @@ class Panel(Line):
     ) -> None:
         super().__init__(id=id, classes=classes, layout=layout)
         set_title(self, title)
+
+
+class ScrollPanel(VerticalScroll):
+    """A bordered, titled list that takes focus and scrolls (j/k, arrows, g/G): a list longer than its space is
+    never hidden. Shown like a `Panel` (`show`, `plain`, `shown`); its text is laid out again on every change."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+        Binding("g", "scroll_home", "Top", show=False),
+        Binding("G", "scroll_end", "Bottom", show=False),
+    ]
+    DEFAULT_CSS = """
+    ScrollPanel {
+        border: round $panel-border;
+        border-title-color: $text-muted;
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+    }
+    ScrollPanel:focus {
+        border: round $primary;
+        border-title-color: $text;
+    }
+    ScrollPanel > Line {
+        padding: 0 1;
+        height: auto;
+    }
+    """
+
+    def __init__(self, title: str = "", *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        set_title(self, title)
+        self.body = Line(layout=True)
+
+    def compose(self) -> ComposeResult:
+        yield self.body
+
+    def show(self, make: Make | RenderableType, key: Any = None, title: str | None = None) -> None:
+        if title is not None:
+            set_title(self, title)
+        self.body.show(make, key)
+
+    @property
+    def shown(self) -> bool:
+        return self.body.shown
+
+    @property
+    def plain(self) -> str:
+        return self.body.plain

@@ -2,22 +2,34 @@
 
 Measured on Textual 8: rebuilding a capped window keeps up with floods that per-row `remove_row` cannot, and fixed
 column widths avoid re-measuring. The cursor stays on the same row key across rebuilds (or on the first row,
-when that is where the operator left it, so the newest stays in view).
+while the table follows the newest; then new rows come in above it and are counted in `new_above`).
+
+Keys as k9s and lazygit users expect: j/k move, g/home goes to the first row and follows it, G/end to the last.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import ClassVar
 
 from rich.text import Text
+from textual import events
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable
 
+# Keys that move the selection away from where the table puts it: the operator holds the selection there.
+HOLDING_KEYS = frozenset({"up", "down", "j", "k", "pageup", "pagedown", "end", "G", "ctrl+d", "ctrl+u"})
+
 
 class WindowTable(DataTable[Text]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Open", id="table.open")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Open", id="table.open"),
+        Binding("j", "cursor_down", "Down", show=False, id="table.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="table.up"),
+        Binding("g,home", "first", "First", show=False, id="table.first"),
+        Binding("G,end", "last", "Last", show=False, id="table.last"),
+    ]
 
     DEFAULT_CSS = """
     WindowTable { height: 1fr; background: $surface; overflow-x: hidden; }
@@ -27,15 +39,48 @@ class WindowTable(DataTable[Text]):
     MIN_INTERVAL_S = 0.2  # at most 5 rebuilds a second: a flood changes the rows on every tick
     HOLD_AFTER_KEY_S = 0.4  # rows hold still while the operator moves the selection
 
-    def __init__(self, columns: Sequence[tuple[str, int | None]], *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=False, show_cursor=True)
+    def __init__(
+        self,
+        columns: Sequence[tuple[str, int | None]],
+        *,
+        id: str | None = None,
+        can_follow: bool = False,
+        right_aligned: Collection[str] = (),
+    ) -> None:
+        # The cell's own colours win over the cursor's: a warning stays a warning on the selected row.
+        super().__init__(
+            id=id, cursor_type="row", zebra_stripes=False, show_cursor=True, cursor_foreground_priority="renderable"
+        )
         self._columns = list(columns)
+        self._right = frozenset(right_aligned)  # columns whose header sits right, over right-aligned numbers
         self._rows: list[tuple[str, tuple[Text, ...]]] = []
         self._rebuilt_at = -1e9
         self._key_at = -1e9
+        self.can_follow = can_follow
+        self.following = can_follow  # the cursor stays on the first row (the newest) as rows come in
+        self.new_above = 0  # rows that arrived above the held selection since it was held
 
-    def on_key(self) -> None:
+    def on_key(self, event: events.Key) -> None:
         self._key_at = time.monotonic()
+        if event.key in HOLDING_KEYS:
+            self.hold()
+
+    def on_click(self) -> None:
+        self.hold()
+
+    def hold(self) -> None:
+        """Keep the selection on its row as new rows arrive (until `action_first`)."""
+        self.following = False
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0, animate=False)
+        self.scroll_to(y=0, animate=False)
+        self.following = self.can_follow
+        self.new_above = 0
+
+    def action_last(self) -> None:
+        self.hold()
+        self.move_cursor(row=max(0, self.row_count - 1), animate=False)
 
     def on_resize(self) -> None:
         self.show(self._rows, force=True)  # re-fit the last column
@@ -47,7 +92,8 @@ class WindowTable(DataTable[Text]):
     def _add_columns(self) -> None:
         """Fixed widths, the last column taking what is left (auto width would only ever grow)."""
         for label, width in self._columns:
-            self.add_column(label, width=width if width is not None else self.free_width, key=label)
+            header = Text(label, justify="right") if label in self._right else label
+            self.add_column(header, width=width if width is not None else self.free_width, key=label)
 
     def set_width(self, label: str, width: int) -> bool:
         """Resize a fixed column (applied at the next rebuild); True when that changes anything."""
@@ -80,7 +126,8 @@ class WindowTable(DataTable[Text]):
                 return
         self._rebuilt_at = time.monotonic()
         old_index = self.cursor_row
-        keep = self.selected_key if old_index > 0 else None
+        # Following: the first row (the newest) stays selected. Otherwise the selection stays on its row.
+        keep = None if self.following or (old_index == 0 and not self.can_follow) else self.selected_key
         scroll_y = self.scroll_y
         self._rows = rows
         with self.app.batch_update():
@@ -90,6 +137,7 @@ class WindowTable(DataTable[Text]):
             index = None if keep is None else next((i for i, (key, _) in enumerate(rows) if key == keep), None)
             if index is None:
                 return
+            self.new_above += max(0, index - old_index)
             self.move_cursor(row=index, animate=False, scroll=False)
             target = max(0.0, scroll_y + (index - old_index))
             self.call_after_refresh(self._restore_scroll, target, index)

@@ -1,0 +1,112 @@
+"""Parts of the main screen kept out of its class: the top bar and banner, toasts for new error events, the
+narrow layout's order, and tab moving through the scrolled body. Each takes the screen and draws into it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mcpwatch.console import render
+from mcpwatch.console.model import ViewState
+from mcpwatch.console.screens.base import NARROW
+from mcpwatch.console.widgets import Line, WindowTable, set_title
+
+if TYPE_CHECKING:
+    from mcpwatch.console.screens.main import MainScreen
+
+
+def render_bar(screen: MainScreen, view: ViewState) -> None:
+    """The top bar (feed, unread events, wrapper, upstream, host) and the banner (disconnected, session ended)."""
+    p = screen.palette
+    session = screen.session
+    feed = session.status()
+    theme = screen.app.theme
+    compact = screen.compact_bar
+    unread = max(0, view.notable_total - session.events_seen)
+    since = session.applied_while_paused if session.paused else 0
+    bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
+    screen.query_one("#topbar", Line).show(
+        lambda: render.top_bar(
+            view.header,
+            feed.label,
+            feed.connected,
+            session.paused,
+            p,
+            compact=compact,
+            unread=unread,
+            paused_events=since,
+        ),
+        bar_key,
+    )
+    message = ""
+    style = "status-warn"
+    if not feed.connected:
+        message = f"⚠ {feed.text}  ·  showing the last state received"
+        style = "status-error"
+    elif view.header.ended:
+        message = f"the wrapper's session ended: {view.header.ended}"
+    banner = screen.query_one("#banner", Line)
+    if banner.display != bool(message):
+        banner.display = bool(message)
+    if message:
+        banner.show(lambda: render.Text(f" {message}", style=p(style, "bold")), (theme, message))
+
+
+def announce(screen: MainScreen, view: ViewState, toasted: int) -> int:
+    """A toast for each new error-level event (an upstream crash…); the Events view keeps them all."""
+    total = view.notable_total
+    if toasted < 0 or total < toasted:
+        return total  # what happened before the console looked is in the Events view, unannounced
+    fresh = total - toasted
+    for item in view.notable[:fresh]:
+        if item.severity == "error":
+            last = f"\n{item.detail[-1]}" if item.detail else ""
+            screen.notify(f"{item.text}{last}\n(e: Events)", severity="error", timeout=15)
+    return total
+
+
+def arrange(screen: MainScreen, width: int) -> None:
+    """Stacked (narrow): the calls first, the settings panels after them, so the first screen shows calls."""
+    body = screen.query("#body")
+    if not width or not body:
+        return
+    body_widget = body.first()
+    top = screen.query_one("#row-top")
+    first = body_widget.children.index(top) == 0
+    if width < NARROW and first:
+        body_widget.move_child(top, after=screen.query_one("#row-bottom"))
+    elif width >= NARROW and not first:
+        body_widget.move_child(top, before=screen.query_one("#row-mid"))
+
+
+def focus_step(screen: MainScreen, step: int) -> None:
+    """Tab / shift+tab: the next table or list, its top brought into view when the body is scrolled past it."""
+    widget = screen.focus_next() if step > 0 else screen.focus_previous()
+    if widget is None:
+        return
+    box = widget.parent if isinstance(widget, WindowTable) else widget
+    body = screen.query_one("#body")
+    if box is None or box is body or body not in box.ancestors:
+        return
+    top = box.region.y - body.region.y + body.scroll_y
+    if not (body.scroll_y <= top < body.scroll_y + body.size.height - 3):
+        body.scroll_to(y=top, animate=False)
+
+
+def show_council_panels(screen: MainScreen, council: bool) -> None:
+    """Council panels for a council; the per-tool figures for any other server (in the council's place)."""
+    for selector, visible in (("#council", council), ("#tiers", council), ("#tools", not council)):
+        widget = screen.query_one(selector)
+        if widget.display != visible:
+            widget.display = visible
+
+
+def title(screen: MainScreen, selector: str, text: str) -> None:
+    set_title(screen.query_one(selector), text)  # plain text (a filter or an id may look like markup)
+
+
+def hint(screen: MainScreen, selector: str, visible: bool, text: str) -> None:
+    line = screen.query_one(selector, Line)
+    if line.display != visible:
+        line.display = visible
+    if visible:
+        line.show(text, text)
