@@ -85,11 +85,9 @@ async def test_tombstones_panel_takes_focus_and_scrolls_to_every_row() -> None:
         assert panel.max_scroll_y > 0  # ...which is longer than the panel: it scrolls
         panel.focus()
         await pilot.press("G")
-        await pilot.pause()
-        assert panel.scroll_y == panel.max_scroll_y
+        await until(pilot, lambda: panel.scroll_y == panel.max_scroll_y, what="the end of the list")
         await pilot.press("g")
-        await pilot.pause()
-        assert panel.scroll_y == 0
+        await until(pilot, lambda: panel.scroll_y == 0, what="the top of the list")
 
 
 def test_tombstones_beyond_the_cap_say_how_many_more() -> None:
@@ -246,6 +244,18 @@ async def test_an_upstream_crash_toasts_warns_and_is_an_event() -> None:
         assert "⚑" not in screen_text(app)  # read
         feed.push([f.make(Kind.UPSTREAM_STATE, 29.8, state="ready", generation=2)])
         await until(pilot, lambda: "⚑ 1 (e)" in screen_text(app), what="the respawn as a new event")
+
+
+async def test_an_old_crash_arriving_late_is_listed_not_toasted() -> None:
+    """A console attaching long after a crash fetches it with the history: it is in Events, not a fresh alarm."""
+    f, events = generic_session(2)
+    app = sample_app(events=events, now=200.0, controls=RecordingControls())
+    async with app.run_test(size=WIDE, notifications=True) as pilot:
+        await ready(pilot)
+        _feed(app).push([f.make(Kind.UPSTREAM_STATE, 50.0, state="backoff", generation=1, exit_code=1)])
+        await until(pilot, lambda: "⚑ 1 (e)" in screen_text(app), what="the crash as an unread event")
+        await pilot.pause(0.3)
+        assert not any("exit code 1" in n.message for n in app._notifications)
 
 
 # --- 6. small terminals ------------------------------------------------------------------------------------

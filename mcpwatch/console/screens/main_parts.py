@@ -10,6 +10,8 @@ from mcpwatch.console.model import ViewState
 from mcpwatch.console.screens.base import NARROW
 from mcpwatch.console.widgets import Line, WindowTable, set_title
 
+TOAST_WITHIN_S = 30.0  # an error event older than this (in session time) is listed in Events, not toasted
+
 if TYPE_CHECKING:
     from mcpwatch.console.screens.main import MainScreen
 
@@ -58,7 +60,8 @@ def announce(screen: MainScreen, view: ViewState, toasted: int) -> int:
         return total  # what happened before the console looked is in the Events view, unannounced
     fresh = total - toasted
     for item in view.notable[:fresh]:
-        if item.severity == "error":
+        # Only what just happened: history fetched after the first draw (a console attaching late) is not news.
+        if item.severity == "error" and item.mono >= view.now_mono - TOAST_WITHIN_S:
             last = f"\n{item.detail[-1]}" if item.detail else ""
             screen.notify(f"{item.text}{last}\n(e: Events)", severity="error", timeout=15)
     return total
