@@ -640,8 +640,11 @@ def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
     h = model.view(2.0).header
     assert (h.host_profile, h.host_clock) == ("Codex CLI", "tool_timeout_sec 60 s")
     line = render.top_bar(h, "live", True, False, Palette({})).plain
-    assert line.endswith("host codex-mcp-client 0.154.0 (Codex CLI, budget from tool_timeout_sec 60 s)")
+    # The host (and its profile) come before the upstream's command line, which is what a narrow bar cuts.
+    host = "host codex-mcp-client 0.154.0 (Codex CLI, budget from tool_timeout_sec 60 s)  │  stdio "
+    assert host in line
     model.apply(f.make(Kind.HOST_INFO, 3.0, name="x", label="unknown host 'x'", deciding_clock=None))
-    assert render.top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain.endswith(
-        "host x (unknown host 'x')"
+    assert (
+        "host x (unknown host 'x')  │  stdio "
+        in render.top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain
     )
