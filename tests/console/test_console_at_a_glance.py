@@ -537,3 +537,12 @@ def test_user_themes_beside_the_shipped_ones(tmp_path: Path) -> None:
     (tmp_path / "broken.toml").write_text('name = "x"\nprimary = "not a colour"\n', encoding="utf-8")
     with pytest.raises(ThemeError, match=r"broken\.toml"):
         load_themes(user=tmp_path)
+
+
+def test_the_host_shown_is_the_latest_to_connect() -> None:
+    f, events = generic_session(1)
+    events.append(f.make(Kind.HOST_INFO, 5.0, name="cursor", version="1.7", protocol_version="2025-11-25"))
+    model = ConsoleModel()
+    model.apply_many(events)
+    bar = render.top_bar(model.view(6.0).header, "live", True, False, P).plain
+    assert "host cursor 1.7" in bar and "claude-code" not in bar
