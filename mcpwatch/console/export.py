@@ -79,7 +79,7 @@ def as_json(record: dict[str, Any]) -> str:
 
 
 def as_markdown(record: dict[str, Any]) -> str:
-    """A request for a ticket or a chat: a summary, then arguments, result and timeline."""
+    """A request to paste into a bug report or a chat: a summary, then arguments, result and timeline."""
     title = f"#{record['request_id']} {record['tool'] or record['method']}"
     outcome = record["outcome"] or "in flight"
     lines = [
