@@ -1037,6 +1037,7 @@ class ConsoleModel:
     def _late_result(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
         s = self._s
         s.counters["late_results"] += 1
+        s.notable.late_result(mono, _text(event.request_id), _text(event.tool), data)
         request = self._request(event)
         if request is None:
             return
@@ -1061,6 +1062,7 @@ class ConsoleModel:
     def _late_reuse(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
         s = self._s
         s.counters["late_reused"] += 1
+        s.notable.late_reuse(mono, _text(event.request_id), _text(event.tool), data)
         request = self._request(event)
         if request is None:
             return

@@ -1,8 +1,9 @@
 """What an operator must not miss, folded from the event stream: the Events view and its unread count.
 
 Upstream exits (with their code and last stderr lines) and respawns, budget changes and who made them, disabled
-budgets, tiers that cannot fit the budget, spikes of late answers, and every warning the wrapper logs (frames it
-discarded, log losses, bad settings). Pure: no Textual, no clock; time comes in as the events' `mono`.
+budgets, tiers that cannot fit the budget, spikes of late answers, cut calls that finished late after all and calls
+answered with such a late result, and every warning the wrapper logs (frames it discarded, log losses, bad settings).
+Pure: no Textual, no clock; time comes in as the events' `mono`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ BUDGET_KEYS = {"margin_s": "margin", "host_timeout_s": "host timeout", "override
 @dataclass(frozen=True, slots=True)
 class NotableEvent:
     mono: float
-    kind: str  # upstream_exit · respawn · budget · budget_disabled · tier · late_spike · warning
+    # upstream_exit · respawn · budget · budget_disabled · tier · late_spike · late_result · late_reuse · warning
+    kind: str
     severity: str  # "error" · "warn" · "info"
     text: str
     detail: tuple[str, ...] = ()  # e.g. the upstream's last stderr lines
@@ -113,8 +115,31 @@ class NotableLog:
                 f"late answers spiking: {LATE_SPIKE_COUNT} dropped within {fmt.duration(mono - self._late[0])}",
             )
 
+    def late_result(self, mono: float, request_id: str | None, tool: str | None, data: Mapping[str, Any]) -> None:
+        """A cut call answered after all: how late, and how long it really took."""
+        delay, took = data.get("delay_s"), data.get("duration_s")
+        after = f", {fmt.duration(float(delay))} after its cut" if isinstance(delay, int | float) else ""
+        total = f" ({fmt.duration(float(took))} in all)" if isinstance(took, int | float) else ""
+        outcome = data.get("outcome") if isinstance(data.get("outcome"), str) else "?"
+        self.add(mono, "late_result", "info", f"{_who(request_id, tool)} finished late: {outcome}{after}{total}")
+
+    def late_reuse(self, mono: float, request_id: str | None, tool: str | None, data: Mapping[str, Any]) -> None:
+        source = data.get("from_request_id")
+        age = data.get("age_s")
+        old = f", {fmt.duration(float(age))} old" if isinstance(age, int | float) else ""
+        self.add(
+            mono,
+            "late_reuse",
+            "info",
+            f"{_who(request_id, tool)} answered with the late result of #{source}{old} (reuse policy)",
+        )
+
     def warning(self, mono: float, message: str) -> None:
         self.add(mono, "warning", "warn", message)
+
+
+def _who(request_id: str | None, tool: str | None) -> str:
+    return " ".join(part for part in (f"#{request_id}" if request_id else None, tool) if part) or "a call"
 
 
 def _later(generation: Any) -> bool:

@@ -72,6 +72,11 @@ def test_the_model_keeps_late_results_and_reuses() -> None:
     assert [c.true_s for c in model.recent_calls()] == [5.0, 18.0, 24.0, None]
     view = model.view(40.0)
     assert (view.counters.late_results, view.counters.late_reused) == (1, 1)
+    # the Events view lists both, newest first
+    assert [(n.kind, n.severity, n.text) for n in view.notable[:2]] == [
+        ("late_reuse", "info", "#r5 search answered with the late result of #r3, 3.0s old (reuse policy)"),
+        ("late_result", "info", "#r3 search finished late: ok, 4.0s after its cut (24s in all)"),
+    ]
 
 
 async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> None:
