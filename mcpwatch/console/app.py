@@ -20,6 +20,7 @@ from textual.theme import Theme
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.console.commands import ConsoleCommands
 from mcpwatch.console.controls import LiveControls
+from mcpwatch.console.insight_actions import INSIGHT_BINDINGS, InsightActions
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.choose import ChooseWrapperScreen
 from mcpwatch.console.screens.empty import NoWrapperScreen
@@ -47,13 +48,14 @@ def binding_ids() -> set[str]:
     return ids
 
 
-class ConsoleApp(App[None]):
+class ConsoleApp(InsightActions, App[None]):
     CSS_PATH = Path(__file__).parent / "app.tcss"
     TITLE = "mcpwatch"
     COMMANDS = App.COMMANDS | {ConsoleCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "ask_quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
+        *INSIGHT_BINDINGS,
     ]
 
     def __init__(

@@ -58,6 +58,9 @@ class ConsoleCommands(Provider):
                 ("view: filter requests…", "by tool, outcome or request id", screen.action_filter),
                 ("view: open selected request", "timeline, arguments, result, tombstone", screen.action_open_detail),
             ]
+        insights = getattr(app, "insight_commands", None)
+        if insights is not None:
+            found += insights()
         extra = getattr(app, "extra_commands", None)
         if extra is not None:
             found += extra(screen)

@@ -245,6 +245,27 @@ class EventReader:
             if remaining is not None:
                 remaining -= len(rows)
 
+    def trend_rows(
+        self, session_id: str, *, after_seq: int = 0, limit: int = 20_000
+    ) -> list[tuple[int, float, str, str | None, str | None, float | None, str | None]]:
+        """What the Trends view folds, as plain tuples in seq order (no `Event` objects: a million-event session
+        must read quickly): (seq, ts, kind, tool or method, outcome, duration_s, data) for request_end, where data
+        is None, and for config_change and upstream_state, where data is the event's JSON text. At most `limit`
+        rows after `after_seq`, so a caller pages and a live session is read only from where it left off. A row
+        whose JSON was damaged reads as unknown outcome and duration."""
+        valid_end = "kind = 'request_end' AND json_valid(data)"
+        sql = (
+            "SELECT seq, ts, kind,"
+            f" coalesce(tool, CASE WHEN {valid_end} THEN json_extract(data, '$.method') END),"
+            f" CASE WHEN {valid_end} THEN json_extract(data, '$.outcome') END,"
+            f" CASE WHEN {valid_end} THEN json_extract(data, '$.duration_s') END,"
+            " CASE WHEN kind = 'request_end' THEN NULL ELSE data END"
+            " FROM events INDEXED BY events_by_session_seq"
+            " WHERE session_id = ? AND seq > ? AND kind IN ('request_end', 'config_change', 'upstream_state')"
+            " ORDER BY seq LIMIT ?"
+        )
+        return self._query(sql, (session_id, int(after_seq), max(1, int(limit))))
+
     def count_by_kind(self, session_id: str) -> dict[str, int]:
         rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
         return {kind: int(n) for kind, n in rows}
