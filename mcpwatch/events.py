@@ -39,6 +39,8 @@ console from these alone, so anything the console shows must be derivable from t
   "tiers" {tier: {total_s, per_model_s, models}} and "timeout_multiplier"), error
 - config_change: key, old, new, source ("operator"|"reset"), deadline (the new deadline block)
 - warning: message
+- operator_call (the operator's tools/call to the upstream, e.g. the console disabling a council model; tool set):
+  tool, arguments (JSON text, ≤ 4 KiB), ok, error (text or null), result_preview (text, ≤ 4 KiB), duration_s
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Kind(StrEnum):
     CONFIG_CHANGE = "config_change"  # data: key, old, new, source
     WARNING = "warning"  # data: message
     HEARTBEAT = "heartbeat"  # data: progress, total, message, elapsed_s, interval_s
+    OPERATOR_CALL = "operator_call"  # data: tool, arguments, ok, error, result_preview, duration_s
 
 
 class UpstreamState(StrEnum):

@@ -27,6 +27,8 @@ class Controls(Protocol):
 
     async def cancel(self, request_id: str) -> dict[str, Any]: ...
 
+    async def call_upstream(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]: ...
+
 
 class LiveControls:
     """Each action opens a short session to the wrapper the feed follows (its registry entry may have changed)."""
@@ -61,3 +63,6 @@ class LiveControls:
 
     async def cancel(self, request_id: str) -> dict[str, Any]:
         return await self._with(lambda op: op.cancel(request_id))
+
+    async def call_upstream(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return await self._with(lambda op: op.call_upstream(name, arguments))

@@ -1,4 +1,4 @@
-"""Opening the log-backed views (Trends) from anywhere in the console: the app's keys and palette entries."""
+"""Opening the log-backed views (Trends, Models) from anywhere in the console: the app's keys and palette entries."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from textual.screen import Screen
 
 INSIGHT_BINDINGS: list[BindingType] = [
     Binding("T", "trends", "Trends", id="app.trends", show=False),
+    Binding("M", "models", "Models", id="app.models", show=False),
 ]
 
 
 class InsightActions:
-    """Mixed into the console app: `T` (or the palette) opens Trends over the session being watched."""
+    """Mixed into the console app: `T` opens Trends, `M` Models, over the session being watched (the palette too)."""
 
     session: Any
     screen: Screen[Any]
@@ -26,6 +27,13 @@ class InsightActions:
             return
         self.push_screen(TrendsScreen(self.session))  # type: ignore[attr-defined]
 
+    def action_models(self) -> None:
+        from mcpwatch.console.screens.models import ModelsScreen
+
+        if self.session is None or isinstance(self.screen, ModelsScreen):
+            return
+        self.push_screen(ModelsScreen(self.session))  # type: ignore[attr-defined]
+
     def insight_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """Palette entries, as (name, help, callback); none while no session is watched."""
         if self.session is None:
@@ -35,5 +43,10 @@ class InsightActions:
                 "view: Trends",
                 "per tool calls, deadlines, errors and p50/p95 latency over time (T)",
                 self.action_trends,
+            ),
+            (
+                "view: Models",
+                "per council model: latency, ok/timeout/rate_limited/auth_error/error, last failure; disable (M)",
+                self.action_models,
             ),
         ]

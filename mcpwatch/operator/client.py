@@ -246,6 +246,16 @@ class OperatorClient:
     async def reset_deadline(self) -> dict[str, Any]:
         return _mapping(await self.call(contract.TOOL_RESET_DEADLINE, {}), "reset_deadline")
 
+    async def call_upstream(self, name: str, arguments: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """One of the upstream's tools called for the operator (logged by the wrapper as operator_call):
+        {tool, ok, result, error, duration_s}. A tool error is an answer (ok false), not an exception."""
+        result = await self.call(
+            contract.TOOL_CALL_UPSTREAM,
+            {"name": name, "arguments": dict(arguments or {})},
+            timeout_s=self._call_timeout_s + 30.0,
+        )
+        return _mapping(result, contract.TOOL_CALL_UPSTREAM)
+
     async def cancel(self, request_id: str) -> dict[str, Any]:
         result = await self.call(contract.TOOL_CANCEL, {"request_id": str(request_id)})
         return result if isinstance(result, dict) else {"result": result}

@@ -266,6 +266,26 @@ class EventReader:
         )
         return self._query(sql, (session_id, int(after_seq), max(1, int(limit))))
 
+    def model_rows(
+        self, session_id: str, *, after_seq: int = 0, limit: int = 20_000
+    ) -> list[tuple[int, float, str, str | None, str | None, float | None, str | None, str | None]]:
+        """What the Models view folds, in seq order: (seq, ts, kind, model, status, latency_ms, request_id, data)
+        for every model_status that is not `pending` (data None) and every operator_call (data its JSON text, model
+        None), at most `limit` after `after_seq`."""
+        valid = "json_valid(data)"
+        sql = (
+            "SELECT seq, ts, kind, model,"
+            f" CASE WHEN kind = 'model_status' AND {valid} THEN json_extract(data, '$.status') END,"
+            f" CASE WHEN kind = 'model_status' AND {valid} THEN json_extract(data, '$.latency_ms') END,"
+            " request_id,"
+            " CASE WHEN kind = 'operator_call' THEN data END"
+            " FROM events INDEXED BY events_by_session_seq"
+            " WHERE session_id = ? AND seq > ? AND kind IN ('model_status', 'operator_call')"
+            f" AND NOT (kind = 'model_status' AND {valid} AND json_extract(data, '$.status') IS 'pending')"
+            " ORDER BY seq LIMIT ?"
+        )
+        return self._query(sql, (session_id, int(after_seq), max(1, int(limit))))
+
     def count_by_kind(self, session_id: str) -> dict[str, int]:
         rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
         return {kind: int(n) for kind, n in rows}

@@ -35,6 +35,13 @@ class OperatorActions:
         """The budget a tools/call from the latest host would get now (for status and operator changes)."""
         return self._core.deadline.budget(None, self._core.hosts.latest, True)
 
+    async def call_upstream(self, name: Any, arguments: Any, timeout_s: Any = None) -> dict[str, Any]:
+        """One tools/call to the upstream for the operator (the council's admin tools); logged as operator_call.
+        CallRefused (a ValueError) for a malformed request, which is never sent."""
+        from mcpwatch.wrapper.upstream_call import call_upstream, check_call
+
+        return await call_upstream(self._core, *check_call(name, arguments, timeout_s))
+
     def cancel(self, request_id: str) -> bool:
         """The operator's cancel: the call ends as a deadline would, with its own explanation."""
         return self._core.cancel(request_id)

@@ -99,6 +99,18 @@ TOOLS: list[dict[str, Any]] = [
             "Cancel an in-flight call as a deadline would.",
             _schema({"request_id": {"type": "string"}}, ("request_id",)),
         ),
+        (
+            contract.TOOL_CALL_UPSTREAM,
+            "Call one of the upstream's tools for the operator (e.g. council.models.disable); logged.",
+            _schema(
+                {
+                    "name": {"type": "string"},
+                    "arguments": {"type": "object", "default": {}},
+                    "timeout_s": {"type": "number", "default": 30},
+                },
+                ("name",),
+            ),
+        ),
     )
 ]
 # Versions reachable with the initialize handshake; the endpoint is stateless, so they all behave alike.
@@ -140,7 +152,7 @@ def build_operator_app(
 ) -> ASGIApp:
     """The operator tools behind the guard. A small hand-written MCP server (stateless Streamable HTTP, JSON
     answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
-    whose whole budget is 60 MB, for eight tools."""
+    whose whole budget is 60 MB, for nine tools."""
 
     async def status(arguments: dict[str, Any]) -> dict[str, Any]:
         return {**actions.status(), "log": log_info(), "otel": otel_info()}
@@ -181,6 +193,14 @@ def build_operator_app(
             raise Refused(f"no call with request id {str(request_id)!r} is in flight")
         return {"cancelled": str(request_id)}
 
+    async def call_upstream(arguments: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return await actions.call_upstream(
+                arguments.get("name"), arguments.get("arguments"), arguments.get("timeout_s")
+            )
+        except ValueError as exc:  # CallRefused
+            raise Refused(str(exc)) from None
+
     handlers: dict[str, Handler] = {
         contract.TOOL_STATUS: status,
         contract.TOOL_EVENTS: events,
@@ -190,6 +210,7 @@ def build_operator_app(
         contract.TOOL_SET_DEADLINE: setter("override_s", False),
         contract.TOOL_RESET_DEADLINE: reset,
         contract.TOOL_CANCEL: cancel,
+        contract.TOOL_CALL_UPSTREAM: call_upstream,
     }
     return GuardMiddleware(OperatorApp(handlers), token)
 

@@ -128,6 +128,7 @@ async def test_the_sdk_client_speaks_to_the_operator_endpoint(tmp_path: Path, is
                     "set_deadline",
                     "reset_deadline",
                     "cancel",
+                    "call_upstream",
                 }
                 status = await client.call_tool("status", {})
                 assert not status.is_error and status.structured_content["wrapper"]["pid"] == host.pid

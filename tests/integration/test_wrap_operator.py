@@ -36,7 +36,7 @@ async def test_token_host_and_registry_mode(isolated_state):
         assert good.status_code == 200
         names = {t["name"] for t in good.json()["result"]["tools"]}
         expected = {"status", "events", "health_check", "set_margin", "set_host_timeout", "set_deadline", "cancel"}
-        assert expected | {"reset_deadline"} == names
+        assert expected | {"reset_deadline", "call_upstream"} == names
     assert not list((isolated_state / "wrappers").glob("*.json"))
 
 

@@ -42,6 +42,14 @@ DATA_BY_KIND = {
     Kind.CONFIG_CHANGE: {"key": "margin_s", "old": 10, "new": 20.5, "source": "operator"},
     Kind.WARNING: {"message": "something odd"},
     Kind.HEARTBEAT: {"progress": 2, "total": None, "message": "still working: 1m40s", "elapsed_s": 100.0},
+    Kind.OPERATOR_CALL: {
+        "tool": "council.models.disable",
+        "arguments": '{"model": "x-ai/grok-4"}',
+        "ok": True,
+        "error": None,
+        "result_preview": '{"changed": true}',
+        "duration_s": 0.012,
+    },
 }
 
 

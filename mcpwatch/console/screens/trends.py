@@ -136,6 +136,8 @@ class TrendsScreen(WatchScreen):
         return bar
 
     def _draw(self) -> None:
+        if not self.is_mounted or not self.query(Footer):
+            return  # not composed yet, or being torn down
         bar = self.query_one("#trends-bar", Line)
         body = self.query_one("#trends-body", Line)
         log, scope = self.trend_log, self.scope
