@@ -69,6 +69,7 @@ async def _measure(path: Path, positions: int, seed: int) -> dict[str, Any]:
         fold_ms: list[float] = []
         for target in targets:
             feed.seek(target)
+            await pilot.pause(0.3)  # the replay refolds the main view at the new position: not the draw's cost
             for runs in (first, again):
                 for window, key in WINDOW_KEYS.items():
                     if screen.window == window:  # make the key change something
