@@ -40,16 +40,16 @@ from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
 
 COLUMNS = [
-    ("model", 34),
+    ("model", 30),
     ("enabled", 8),
-    ("answers", 8),
-    ("ok", 7),
-    ("timeout", 8),
+    ("answers", 7),
+    ("ok", 6),
+    ("timeout", 7),
     ("rate_limited", 12),
     ("auth_error", 10),
     ("error", 6),
-    ("p50", 10),
-    ("p95", 10),
+    ("p50", 9),
+    ("p95", 9),
     ("last failure", None),
 ]
 READ_EVERY_S = 2.0
@@ -68,8 +68,8 @@ def model_row(stats: ModelStats, p: Palette, clock_of: Any) -> tuple[Text, ...]:
     if failure is None:
         cells.append(Text("none", style=p.dim))
     else:
-        where = f" in #{failure.request_id}" if failure.request_id else ""
-        cells.append(Text(f"{failure.status} at {clock_of(failure.ts)}{where}", style=p("status-error")))
+        where = f" #{failure.request_id}" if failure.request_id else ""
+        cells.append(Text(f"{failure.status} {clock_of(failure.ts)}{where}", style=p("status-error")))
     return tuple(cells)
 
 
