@@ -102,6 +102,7 @@ class ConsoleApp(InsightActions, App[None]):
                 markup=False,
             )
         self.set_interval(self.refresh_s, self._tick)
+        self.set_interval(self.fleet_every_s, self.watch_the_fleet)
         if self.fixed_session is not None:
             self._show_session(self.fixed_session)
         else:

@@ -286,6 +286,28 @@ class EventReader:
         )
         return self._query(sql, (session_id, int(after_seq), max(1, int(limit))))
 
+    def recent_outcomes(self, session_id: str, since_ts: float) -> dict[str, int]:
+        """How the session's calls that ended at or after `since_ts` ended: {outcome: count} (by the ts index)."""
+        rows = self._query(
+            "SELECT CASE WHEN json_valid(data) THEN json_extract(data, '$.outcome') END, count(*)"
+            " FROM events INDEXED BY events_by_ts WHERE ts >= ? AND session_id = ? AND kind = 'request_end'"
+            " GROUP BY 1",
+            (since_ts, session_id),
+        )
+        return {str(outcome): int(n) for outcome, n in rows if outcome is not None}
+
+    def last_of_kind(self, session_id: str, kind: str, *, scan: int = 20_000) -> Event | None:
+        """The session's latest event of `kind` among its last `scan` events (None if none there): bounded, so a
+        quiet kind in a huge session costs no full scan."""
+        rows = self._query(
+            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM ("
+            " SELECT * FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) WHERE kind = ? LIMIT 1",
+            (session_id, max(1, int(scan)), kind),
+        )
+        for eid, sid, seq, ts, mono, k, rid, tool, model, data in rows:
+            return Event(k, sid, ts, mono, seq, rid, tool, model, _event_data(data), eid)
+        return None
+
     def count_by_kind(self, session_id: str) -> dict[str, int]:
         rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
         return {kind: int(n) for kind, n in rows}

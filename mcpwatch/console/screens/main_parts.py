@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from mcpwatch.console import render
 from mcpwatch.console.model import ViewState
 from mcpwatch.console.screens.base import NARROW
@@ -25,9 +27,11 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
     compact = screen.compact_bar
     unread = max(0, view.notable_total - session.events_seen)
     since = session.applied_while_paused if session.paused else 0
-    bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
-    screen.query_one("#topbar", Line).show(
-        lambda: render.top_bar(
+    badge = getattr(screen.app, "fleet_badge", "")  # another wrapper in trouble (the Fleet view, F, says more)
+    bar_key = (theme, view.header, feed, session.paused, compact, unread, since, badge)
+
+    def bar() -> Text:
+        text = render.top_bar(
             view.header,
             feed.label,
             feed.connected,
@@ -36,9 +40,12 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
             compact=compact,
             unread=unread,
             paused_events=since,
-        ),
-        bar_key,
-    )
+        )
+        if badge:
+            text.append(f"  ⚑ {badge}", style=p("status-error", "bold"))
+        return text
+
+    screen.query_one("#topbar", Line).show(bar, bar_key)
     message = ""
     style = "status-warn"
     if not feed.connected:

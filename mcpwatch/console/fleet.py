@@ -1,0 +1,133 @@
+"""Fleet: every running wrapper on this machine at a glance (Textual-free).
+
+Each row joins the wrapper's registry entry, its operator `status` (upstream state and generation, host, calls in
+flight) and its log (deadlines and errors in the last five minutes, its last warning). `probe_fleet` gathers them,
+each wrapper with its own short timeout, so one hung wrapper cannot hold the table; `fleet_row` is the pure join.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpwatch.operator.client import OperatorClient, OperatorError
+from mcpwatch.registry import WrapperEntry
+from mcpwatch.store.db import LogError
+from mcpwatch.store.reader import EventReader
+
+RECENT_S = 300.0
+ERROR_OUTCOMES = ("error", "tool_error", "upstream_lost")
+PROBE_TIMEOUT_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRow:
+    pid: int
+    name: str
+    host: str
+    upstream: str  # connecting | ready | backoff | closed | unreachable
+    generation: int | None
+    in_flight: int | None
+    deadlines_5m: int | None
+    errors_5m: int | None
+    last_warning: str
+    problem: str = ""  # why something is unknown (operator endpoint or log)
+
+    @property
+    def trouble(self) -> str:
+        """Why this wrapper needs a look ("" when it does not): not reachable, upstream not ready, or deadlines or
+        errors in the last five minutes."""
+        if self.upstream == "unreachable":
+            return "unreachable"
+        if self.upstream != "ready":
+            return f"upstream {self.upstream}"
+        parts = []
+        if self.deadlines_5m:
+            parts.append(f"{self.deadlines_5m} deadline{'s' if self.deadlines_5m != 1 else ''}")
+        if self.errors_5m:
+            parts.append(f"{self.errors_5m} error{'s' if self.errors_5m != 1 else ''}")
+        return " and ".join(parts) + " in 5 min" if parts else ""
+
+
+def fleet_row(
+    entry: WrapperEntry,
+    status: dict[str, Any] | None,
+    outcomes: dict[str, int] | None,
+    warning: str | None,
+    problem: str = "",
+) -> FleetRow:
+    """One wrapper's row from what could be learnt about it (None where that part failed)."""
+    wrapper = (status or {}).get("wrapper") or {}
+    upstream = wrapper.get("upstream") or {}
+    host = wrapper.get("host") or {}
+    host_text = " ".join(str(host.get(k)) for k in ("name", "version") if host.get(k)) if isinstance(host, dict) else ""
+    in_flight = status.get("in_flight") if status else None
+    generation = upstream.get("generation")
+    return FleetRow(
+        pid=entry.pid,
+        name=entry.name,
+        host=host_text or ("—" if status else "?"),
+        upstream=str(upstream.get("state") or "unknown") if status else "unreachable",
+        generation=generation if isinstance(generation, int) else None,
+        in_flight=len(in_flight) if isinstance(in_flight, list) else None,
+        deadlines_5m=None if outcomes is None else outcomes.get("deadline", 0),
+        errors_5m=None if outcomes is None else sum(outcomes.get(k, 0) for k in ERROR_OUTCOMES),
+        last_warning=warning or "",
+        problem=problem,
+    )
+
+
+def log_part(entry: WrapperEntry, now: float) -> tuple[dict[str, int] | None, str | None, str]:
+    """(outcomes in the last five minutes, last warning, problem) from the wrapper's log."""
+    if not entry.log_path or not entry.session_id or not Path(entry.log_path).exists():
+        return None, None, "no log here"
+    try:
+        with EventReader(entry.log_path) as reader:
+            outcomes = reader.recent_outcomes(entry.session_id, now - RECENT_S)
+            warning = reader.last_of_kind(entry.session_id, "warning")
+    except LogError as exc:
+        return None, None, str(exc)
+    text = str(warning.data.get("message") or "") if warning is not None else None
+    return outcomes, text, ""
+
+
+async def _status(entry: WrapperEntry, factory: Callable[[WrapperEntry], Any], timeout: float) -> dict[str, Any]:
+    async def ask() -> dict[str, Any]:
+        async with factory(entry) as op:
+            return await op.status()
+
+    return await asyncio.wait_for(ask(), timeout)
+
+
+async def probe_fleet(
+    entries: list[WrapperEntry],
+    now: float,
+    *,
+    client_factory: Callable[[WrapperEntry], Any] | None = None,
+    timeout: float = PROBE_TIMEOUT_S,
+) -> list[FleetRow]:
+    """Every wrapper's row, asked in parallel; a wrapper that does not answer in `timeout` is `unreachable`."""
+    factory = client_factory or (lambda e: OperatorClient.for_entry(e, call_timeout_s=timeout))
+
+    async def one(entry: WrapperEntry) -> FleetRow:
+        status: dict[str, Any] | None = None
+        problem = ""
+        try:
+            status = await _status(entry, factory, timeout)
+        except (OperatorError, TimeoutError, OSError) as exc:
+            problem = str(exc) or type(exc).__name__
+        outcomes, warning, log_problem = await asyncio.to_thread(log_part, entry, now)
+        return fleet_row(entry, status, outcomes, warning, problem or log_problem)
+
+    rows = await asyncio.gather(*(one(e) for e in entries), return_exceptions=True)
+    out: list[FleetRow] = []
+    for entry, row in zip(entries, rows, strict=True):
+        if isinstance(row, BaseException):
+            with contextlib.suppress(Exception):
+                row = fleet_row(entry, None, None, None, str(row))
+        out.append(row if isinstance(row, FleetRow) else fleet_row(entry, None, None, None, "failed"))
+    return out

@@ -1,0 +1,178 @@
+"""Fleet: the rows and what counts as trouble; three real wrappers chosen and switched by number, the badge for
+another wrapper's errors, the others offered when the watched wrapper dies; a deterministic snapshot."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from console_helpers import SIZE, screen_text, until
+from trends_helpers import ORIGIN, standard_script
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.fleet import fleet_row, log_part
+from mcpwatch.console.screens.fleet import FleetScreen
+from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.source import Target
+from mcpwatch.registry import WrapperEntry, find_wrapper
+
+pytest_plugins = ["console_fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def _entry(pid: int, name: str, log: Path | None = None, sid: str = "") -> WrapperEntry:
+    return WrapperEntry(pid, name, "http://127.0.0.1:1/mcp", "t", str(log or ""), sid, "python server.py", ORIGIN)
+
+
+def _status(state: str = "ready", generation: int = 1, in_flight: int = 0) -> dict[str, Any]:
+    return {
+        "wrapper": {
+            "upstream": {"state": state, "generation": generation},
+            "host": {"name": "claude-code", "version": "2.1.3"},
+        },
+        "in_flight": [{"request_id": str(i)} for i in range(in_flight)],
+    }
+
+
+def test_rows_and_trouble() -> None:
+    ok = fleet_row(_entry(1, "a"), _status(in_flight=2), {"ok": 9}, None)
+    assert (ok.host, ok.upstream, ok.generation, ok.in_flight, ok.deadlines_5m, ok.errors_5m) == (
+        "claude-code 2.1.3",
+        "ready",
+        1,
+        2,
+        0,
+        0,
+    )
+    assert ok.trouble == ""
+    bad = fleet_row(_entry(2, "b"), _status(), {"ok": 3, "deadline": 2, "tool_error": 1, "error": 1}, "slow")
+    assert bad.deadlines_5m == 2 and bad.errors_5m == 2 and bad.last_warning == "slow"
+    assert bad.trouble == "2 deadlines and 2 errors in 5 min"
+    assert fleet_row(_entry(3, "c"), _status("backoff", 4), {}, None).trouble == "upstream backoff"
+    gone = fleet_row(_entry(4, "d"), None, None, None, "connection refused")
+    assert gone.upstream == "unreachable" and gone.trouble == "unreachable" and gone.in_flight is None
+
+
+def test_the_log_part_counts_the_last_five_minutes(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sid = standard_script().write(path)
+    outcomes, warning, problem = log_part(_entry(1, "a", path, sid), ORIGIN + 600.0)
+    # search calls ending 5:03 … 9:49 (15), one of them the error at 6:43; fetch ends 5:00:30 … 9:30:30 (10)
+    assert problem == "" and warning is None
+    assert outcomes == {"ok": 24, "error": 1}
+    assert log_part(_entry(1, "a"), ORIGIN)[2] == "no log here"
+
+
+class _Op:
+    """An operator client stand-in answering `status` from a table (for the deterministic snapshot)."""
+
+    def __init__(self, answer: dict[str, Any] | None) -> None:
+        self.answer = answer
+
+    async def __aenter__(self) -> _Op:
+        if self.answer is None:
+            raise ConnectionRefusedError("connection refused")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def status(self) -> dict[str, Any]:
+        assert self.answer is not None
+        return self.answer
+
+
+def test_fleet_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    sid = standard_script().write(path)
+    entries = [_entry(101, "council", path, sid), _entry(202, "search"), _entry(303, "tasks")]
+    answers = {101: _status(in_flight=3), 202: _status("backoff", 3), 303: None}
+    screen = FleetScreen(
+        lambda: entries,
+        lambda entry: None,
+        watching=101,
+        client_factory=lambda e: _Op(answers[e.pid]),
+        clock=lambda: ORIGIN + 600.0,
+    )
+
+    async def probed(pilot: Any) -> None:
+        await pilot.pause(0.2)
+        await pilot.app.push_screen(screen)  # over the "no wrapper called none" screen
+        await until(pilot, lambda: len(screen.summaries) == 3, what="three rows")
+        await pilot.pause(0.5)
+
+    assert snap_compare(ConsoleApp(target=Target(selector="none")), terminal_size=(150, 16), run_before=probed)
+
+
+# -- three real wrappers -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("mcpwatch.commands.wrap") is None, reason="no `mcpwatch wrap`")
+async def test_choose_switch_badge_and_offer_among_three_real_wrappers() -> None:
+    from wraptools import SDK_SERVER, wrapped_client
+
+    server = [__import__("sys").executable, SDK_SERVER]
+    async with (
+        wrapped_client(server, wrap_args=["--name", "alpha"]) as alpha,
+        wrapped_client(server, wrap_args=["--name", "beta"]) as beta,
+    ):
+        assert not (await alpha.call_tool("add", {"a": 1, "b": 2})).is_error
+        assert (await beta.call_tool("add", {"a": "x", "b": 2})).is_error  # beta has an error in the last 5 min
+        async with wrapped_client(server, wrap_args=["--name", "gamma"]) as gamma:
+            assert not (await gamma.call_tool("noop", {})).is_error
+            names = [find_wrapper(n)[0] for n in ("alpha", "beta", "gamma")]
+            app = ConsoleApp(target=Target())
+            app.fleet_every_s = 0.5
+            async with app.run_test(size=SIZE) as pilot:
+                await until(pilot, lambda: isinstance(app.screen, FleetScreen), what="the chooser")
+                chooser = app.screen
+                await until(pilot, lambda: len(chooser.summaries) == 3, what="three wrappers probed")
+                assert chooser.summaries[names[1].pid].errors_5m == 1
+                assert chooser.summaries[names[0].pid].upstream == "ready"
+                assert "3 wrappers are running" in screen_text(app)
+                await pilot.press("3")  # gamma
+                await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the main screen")
+                await until(pilot, lambda: "gamma" in screen_text(app) and "● live" in screen_text(app))
+                # beta's error shows as a badge in gamma's top bar
+                await until(pilot, lambda: "beta: 1 error in 5 min" in screen_text(app), what="the badge")
+                # F, then 1: now watching alpha
+                await pilot.press("F")
+                await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not chooser)
+                fleet = app.screen
+                assert fleet.watching == names[2].pid
+                await pilot.press("1")
+                await until(pilot, lambda: isinstance(app.screen, MainScreen), what="back on a main screen")
+                await until(pilot, lambda: "alpha" in screen_text(app) and "● live" in screen_text(app))
+                assert app.session is not None and app.session.feed.locator.last.pid == names[0].pid
+                # back on gamma, whose wrapper then goes away: the others are offered
+                await pilot.press("F")
+                await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not fleet)
+                await pilot.press("3")
+                await until(pilot, lambda: "gamma" in screen_text(app) and "● live" in screen_text(app))
+                os.kill(names[2].pid, signal.SIGTERM)
+                await until(
+                    pilot,
+                    lambda: isinstance(app.screen, FleetScreen) and "gamma" in (app.screen.headline or ""),
+                    timeout=20,
+                    what="the others offered",
+                )
+                offer = app.screen
+                assert "is gone — 2 other wrappers running" in (offer.headline or "")
+                await pilot.press("2")
+                await until(pilot, lambda: "beta" in screen_text(app) and "● live" in screen_text(app))
