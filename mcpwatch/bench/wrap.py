@@ -64,14 +64,22 @@ def _stdio(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Any:
 
 
 def _cpu_s(pid: int | None) -> float:
-    """CPU time a process has run, in seconds (the scheduler's nanosecond count); 0 when unknown."""
+    """CPU time a process has run, all its threads (the log's writer too), in seconds (the scheduler's nanosecond
+    counts); 0 when unknown."""
     if pid is None:
         return 0.0
+    total = 0.0
     try:
-        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stat:
-            return int(stat.read().split()[0]) / 1e9
-    except (OSError, ValueError, IndexError):
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
         return 0.0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                total += int(stat.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total
 
 
 def _children() -> dict[int, str]:
