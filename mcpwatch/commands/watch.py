@@ -22,6 +22,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--theme", metavar="NAME", help="colour theme (default: console.theme in mcpwatch.toml)")
     parser.add_argument("--token", metavar="T", help="operator token, for a URL not in the registry")
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the console in a browser (127.0.0.1 only, behind a printed token)"
+    )
+    parser.add_argument("--port", type=int, default=8765, metavar="P", help="port for --serve (default 8765)")
     add_config_option(parser)
 
 
@@ -53,6 +57,15 @@ def run(args: argparse.Namespace) -> int:
         registry.check_registry()  # a registry others can write to could point the console anywhere: refuse it
     if target.url and not (target.token or Locator(target).resolve().token):  # type: ignore[union-attr]
         raise UserError(f"no token for {target.url}: pass --token T (the wrapper's registry file holds it)")
+    if args.serve:
+        from mcpwatch.console.serve import serve
+
+        argv = [args.target] if args.target else []
+        for flag, value in (("--theme", args.theme), ("--token", args.token), ("--config", args.config)):
+            if value:
+                argv += [flag, str(value)]
+        serve(argv, args.port)
+        return 0
     _log_to_file()
 
     from mcpwatch.console.app import ConsoleApp
