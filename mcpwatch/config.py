@@ -7,7 +7,6 @@ only supplies the file's values beneath them.
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -16,9 +15,10 @@ from typing import Any
 
 from mcpwatch import paths
 from mcpwatch.errors import UserError
+from mcpwatch.reliability.seconds import ABSURD_S, InvalidValue, check_seconds, shown
 
 CACHE_DIRECTIVES = ("no-store", "immutable")
-ABSURD_SECONDS = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
+ABSURD_SECONDS = ABSURD_S  # a week: no host waits longer for one tool call
 
 
 @dataclass(frozen=True)
@@ -156,40 +156,27 @@ class _Problem(Exception):
     pass
 
 
-def _seconds(value: Any, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _seconds(value: Any, *, allow_zero: bool = True, allow_negative: bool = False, budget: bool = False) -> float:
+    """Seconds by the one rule every layer shares (`reliability.seconds`); TOML text is not a number here."""
+    if isinstance(value, str):
         raise _Problem(f"must be a number of seconds, got {value!r}")
-    # TOML integers may be far beyond any float: compare before converting
-    number = float(max(-ABSURD_SECONDS - 1, min(value, ABSURD_SECONDS + 1))) if isinstance(value, int) else value
-    if not math.isfinite(number):
-        raise _Problem(f"must be finite, got {value!r}")
-    if number < 0 and not allow_negative:
-        raise _Problem(f"must not be negative, got {_short(value)}")
-    if number == 0 and not allow_zero:
-        raise _Problem("must be greater than 0")
-    if number > ABSURD_SECONDS:
-        raise _Problem(f"is absurdly large ({_short(value)}; at most {ABSURD_SECONDS:.0f} s)")
-    return float(number)
-
-
-def _short(value: Any) -> str:
-    """A value for a message; an integer too long to print is described instead."""
-    if isinstance(value, int) and abs(value) > 10**30:
-        return f"a {len(str(abs(value))) if value.bit_length() < 10_000 else 'huge'}-digit number"
-    return repr(value)
+    try:
+        return check_seconds(value, "", allow_zero=allow_zero, allow_negative=allow_negative, budget=budget)
+    except InvalidValue as exc:
+        raise _Problem(str(exc).lstrip()) from None
 
 
 def _whole(value: Any, low: int, high: int) -> int:
     """A whole number in [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _Problem(f"must be a whole number from {low} to {high}, got {_short(value)}")
+        raise _Problem(f"must be a whole number from {low} to {high}, got {shown(value)}")
     return value
 
 
 def _megabytes(value: Any) -> float:
     """A size in MiB: positive, finite, at most 4096 (an HTTP body the wrapper holds in memory)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 4096:
-        raise _Problem(f"must be a number of MiB above 0 and at most 4096, got {_short(value)}")
+        raise _Problem(f"must be a number of MiB above 0 and at most 4096, got {shown(value)}")
     return float(value)
 
 
@@ -241,7 +228,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
     "deadline": {
         "host_timeout_s": lambda v: _seconds(v, allow_zero=False),
         "margin_s": _seconds,
-        "explicit_s": lambda v: _seconds(v, allow_negative=True),  # ≤ 0 disables the budget
+        "explicit_s": lambda v: _seconds(v, allow_negative=True, budget=True),  # ≤ 0 disables the budget
         "propagate": _bool,
         "tools": None,  # a table, handled below
     },
@@ -362,7 +349,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
                 tools: dict[str, float] = {}
                 for tool, seconds in value.items():
                     try:
-                        tools[tool] = _seconds(seconds, allow_zero=False)
+                        tools[tool] = _seconds(seconds, allow_zero=False, budget=True)
                     except _Problem as exc:
                         raise _fail(where, f"deadline.tools.{tool}", str(exc)) from None
                 parsed[key] = tools

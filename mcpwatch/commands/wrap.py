@@ -30,15 +30,16 @@ def apply_budget_options(args: argparse.Namespace) -> None:
     """Check the budget flags (a clear error for a bad value) and set the variables they stand for."""
     import os
 
-    from mcpwatch.reliability.deadline import InvalidValue, parse_operator_seconds
+    from mcpwatch.reliability.seconds import InvalidValue, check_seconds
 
     for attribute, (flag, variable) in BUDGET_FLAGS.items():
         value = getattr(args, attribute, None)
         if value is None:
             continue
         try:
-            number = parse_operator_seconds(
-                flag, value, allow_zero=attribute != "host_timeout", allow_negative=attribute == "deadline"
+            deadline = attribute == "deadline"  # ≤ 0 disables the budget; above 0, at least the floor
+            number = check_seconds(
+                value, flag, allow_zero=attribute != "host_timeout", allow_negative=deadline, budget=deadline
             )
         except InvalidValue as exc:
             raise UserError(str(exc)) from None

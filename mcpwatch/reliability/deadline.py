@@ -13,23 +13,32 @@ built-in default.
 - Otherwise the budget is host timeout − margin (margin default 10 s, must be ≥ 0). The host timeout is the first
   of: the operator's, `MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC`, `deadline.host_timeout_s`, the earliest clock of the
   detected host's profile that would end the call (`reliability.hosts`), 120 s. A derived budget that is not
-  positive is clamped to 1 s.
+  positive (or below the 0.05 s floor) is clamped to 1 s.
 - A bad value (unparseable, non-finite, out of range) in the environment or settings is reported through
   `on_warning` and skipped in favour of the next layer down. Each distinct (variable, value) is reported once,
-  because the environment is re-read on every call. An empty or blank variable counts as unset.
+  because the environment is re-read on every call; an empty or blank variable is reported once as ignored.
+- An explicit budget above 0 but below `BUDGET_FLOOR_S` (0.05 s) is refused as too small, from every layer; a
+  derived budget below it is clamped like one that is not positive. Every value is checked by the one rule for
+  seconds (`reliability.seconds`), in the same words as mcpwatch.toml, the operator endpoint and the console.
 - Operator changes are checked strictly instead: a bad value raises `InvalidValue` and changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import numbers
 import os
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from mcpwatch.reliability.seconds import (
+    ABSURD_S,
+    BUDGET_FLOOR_S,
+    InvalidValue,
+    check_seconds,
+    fmt_seconds,
+    parse_number,
+)
 
 if TYPE_CHECKING:
     from mcpwatch.config import DeadlineSettings
@@ -42,7 +51,6 @@ ENV_EXPLICIT = "MCPWATCH_TOOL_CALL_DEADLINE_SEC"
 DEFAULT_HOST_TIMEOUT_S = 120.0
 DEFAULT_MARGIN_S = 10.0
 CLAMP_S = 1.0
-ABSURD_S = 7 * 24 * 3600.0  # a week: no host waits longer for one tool call
 _WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
 # os.environ keeps its variables encoded in `_data`; reading that directly skips encoding the name and decoding the
 # value on every call (the memo key only needs to change when a value does). Any other mapping is read as given.
@@ -51,28 +59,6 @@ _ENV_KEYS = tuple(os.fsencode(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, E
 
 log = logging.getLogger(__name__)
 _DEFAULT = " (default)"  # a marker: the layer fell through to the built-in default
-# A number as people type it: what float() takes, less its extras (underscores, non-ASCII digits, "1e309" aside)
-_PLAIN_NUMBER = re.compile(
-    r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.IGNORECASE | re.ASCII
-)
-
-
-def parse_number(text: str) -> float:
-    """A plain decimal number (ASCII digits, optional sign, point and exponent); ValueError for anything else."""
-    if not _PLAIN_NUMBER.fullmatch(text):
-        raise ValueError(text)
-    return float(text)
-
-
-class InvalidValue(ValueError):
-    """An operator value that was refused; the message is shown to the operator as is."""
-
-
-def fmt_seconds(value: float) -> str:
-    """Seconds as a person writes them: 120, 0.5, 1e+09."""
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.6g}"
 
 
 @dataclass(frozen=True)
@@ -109,39 +95,13 @@ def _log_warning(message: str) -> None:
     log.warning("%s", message)
 
 
-def parse_operator_seconds(what: str, value: object, *, allow_zero: bool = True, allow_negative: bool = False) -> float:
-    """Check a value typed by an operator; raise `InvalidValue` with a message naming `what` and the value."""
-    if isinstance(value, bool):
-        raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
-    if isinstance(value, str):
-        try:
-            number = parse_number(value.strip())
-        except ValueError:
-            raise InvalidValue(f"{what} must be a number of seconds, got {value!r}") from None
-    elif isinstance(value, numbers.Real):
-        try:
-            number = float(value)
-        except OverflowError:
-            raise InvalidValue(f"{what} is absurdly large ({value!r} s; at most {fmt_seconds(ABSURD_S)} s)") from None
-    else:
-        raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
-    if not math.isfinite(number):
-        raise InvalidValue(f"{what} must be finite, got {value!r}")
-    if number < 0 and not allow_negative:
-        raise InvalidValue(f"{what} must not be negative, got {value!r}")
-    if number == 0 and not allow_zero:
-        raise InvalidValue(f"{what} must be greater than 0, got {value!r}")
-    if abs(number) > ABSURD_S:
-        raise InvalidValue(f"{what} is absurdly large ({value!r} s; at most {fmt_seconds(ABSURD_S)} s)")
-    return number
+Rules = dict[str, bool]  # keyword arguments of `check_seconds`
+_HOST_RULES: Rules = {"allow_zero": False}
+_MARGIN_RULES: Rules = {}
+# An explicit deadline ≤ 0 disables the budget; a positive one below the floor would cut every call at once.
+_EXPLICIT_RULES: Rules = {"allow_negative": True, "budget": True}
 
-
-def _positive(value: float) -> str | None:
-    return None if value > 0 else "must be greater than 0"
-
-
-def _not_negative(value: float) -> str | None:
-    return None if value >= 0 else "must not be negative"
+__all__ = ["ABSURD_S", "BUDGET_FLOOR_S", "Budget", "DeadlinePolicy", "InvalidValue", "fmt_seconds", "parse_number"]
 
 
 class DeadlinePolicy:
@@ -172,20 +132,20 @@ class DeadlinePolicy:
         return {"host_timeout_s": host, "margin_s": margin, "deadline_s": deadline}
 
     def set_margin(self, seconds: object) -> Budget:
-        margin = parse_operator_seconds("margin", seconds)
+        margin = check_seconds(seconds, "margin")
         host, _, deadline = self._ops
         self._ops = (host, margin, deadline)
         return self.budget()
 
     def set_host_timeout(self, seconds: object) -> Budget:
-        host = parse_operator_seconds("host timeout", seconds, allow_zero=False)
+        host = check_seconds(seconds, "host timeout", allow_zero=False)
         _, margin, deadline = self._ops
         self._ops = (host, margin, deadline)
         return self.budget()
 
     def set_deadline(self, seconds: object | None) -> Budget:
         """Set (or, with None, clear) the explicit deadline; a value ≤ 0 disables the budget."""
-        deadline = None if seconds is None else parse_operator_seconds("deadline", seconds, allow_negative=True)
+        deadline = None if seconds is None else check_seconds(seconds, "deadline", **_EXPLICIT_RULES)
         host, margin, _ = self._ops
         self._ops = (host, margin, deadline)
         return self.budget()
@@ -230,7 +190,7 @@ class DeadlinePolicy:
             "deadline.host_timeout_s",
             self._settings.host_timeout_s,
             DEFAULT_HOST_TIMEOUT_S,
-            _positive,
+            _HOST_RULES,
             profile_value,
         )
         margin, margin_from = self._layer(
@@ -241,7 +201,7 @@ class DeadlinePolicy:
             "deadline.margin_s",
             self._settings.margin_s,
             DEFAULT_MARGIN_S,
-            _not_negative,
+            _MARGIN_RULES,
         )
 
         explicit = self._explicit(op_deadline, env, tool, host_from)
@@ -251,7 +211,7 @@ class DeadlinePolicy:
                 return Budget(None, "disabled", host, margin, op_deadline, f"{text} disables the budget", label)
             return Budget(seconds, source, host, margin, op_deadline, text, label)
 
-        person_set = host_from or self._setting("deadline.host_timeout_s", self._settings.host_timeout_s, _positive)
+        person_set = host_from or self._setting("deadline.host_timeout_s", self._settings.host_timeout_s, _HOST_RULES)
         decided = profile_value is not None and host_from == profile_value[1]
         if decided:
             host_text = host_from
@@ -264,10 +224,11 @@ class DeadlinePolicy:
         clock_text = clock.describe() if decided and clock is not None else None
         margin_text = f"margin {fmt_seconds(margin)} s{margin_from}"
         derived = host - margin
-        if derived <= 0:
+        if derived < BUDGET_FLOOR_S:
+            problem = "is not positive" if derived <= 0 else f"is below {fmt_seconds(BUDGET_FLOOR_S)} s"
             self._warn(
                 ("derived budget", f"{host!r}/{margin!r}"),
-                f"deadline budget {host_text} − {margin_text} = {fmt_seconds(derived)} s is not positive; "
+                f"deadline budget {host_text} − {margin_text} = {fmt_seconds(derived)} s {problem}; "
                 f"clamped to {fmt_seconds(CLAMP_S)} s",
             )
             text = f"{host_text} − {margin_text} = {fmt_seconds(derived)} s, clamped to {fmt_seconds(CLAMP_S)} s"
@@ -284,45 +245,35 @@ class DeadlinePolicy:
         self._warned.add(key)
         self._on_warning(message)
 
-    def _env_number(self, env: Mapping[str, str], name: str, consequence: str) -> tuple[float, str] | None:
-        """The variable as a finite number, or None (unset, blank, or bad: bad values are warned about)."""
+    def _env_number(
+        self, env: Mapping[str, str], name: str, consequence: str, rules: Rules
+    ) -> tuple[float, str] | None:
+        """The variable as usable seconds, or None (unset, or bad or blank: those are warned about once)."""
         raw = env.get(name)
-        if raw is None or not raw.strip():
+        if raw is None:
             return None
         text = raw.strip()
+        if not text:
+            self._warn((name, raw), f"{name}={raw!r} is blank; {consequence}")
+            return None
         try:
-            number = parse_number(text)
-        except ValueError:
-            self._warn((name, raw), f"{name}={raw!r} is not a number; {consequence}")
-            return None
-        if not math.isfinite(number):
-            self._warn((name, raw), f"{name}={raw!r} is not finite; {consequence}")
-            return None
-        if number > ABSURD_S:
-            self._warn(
-                (name, raw), f"{name}={raw!r} is absurdly large (at most {fmt_seconds(ABSURD_S)} s); {consequence}"
-            )
+            number = check_seconds(text, name, **rules)
+        except InvalidValue as exc:
+            self._warn((name, raw), f"{exc}; {consequence}")
             return None
         return number, text
 
-    def _setting(self, key: str, value: object, problem: Callable[[float], str | None]) -> float | None:
-        """A settings value that is a usable number, else None (warned): settings built in code skip config.py."""
+    def _setting(self, key: str, value: object, rules: Rules) -> float | None:
+        """A settings value that is usable seconds, else None (warned): settings built in code skip config.py."""
         if value is None:
             return None
-        number = math.nan
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except OverflowError:
-                pass
-        if not math.isfinite(number):
-            self._warn((key, repr(value)), f"{key}={value!r} is not a finite number; ignoring it")
+        try:
+            if isinstance(value, str):
+                raise InvalidValue(f"{key} must be a number of seconds, got {value!r}")
+            return check_seconds(value, key, **rules)
+        except InvalidValue as exc:
+            self._warn((key, repr(value)), f"{exc}; ignoring it")
             return None
-        issue = problem(number)
-        if issue is not None:
-            self._warn((key, repr(value)), f"{key}={value!r} {issue}; ignoring it")
-            return None
-        return number
 
     def _layer(
         self,
@@ -333,27 +284,22 @@ class DeadlinePolicy:
         setting_key: str,
         setting: object,
         default: float,
-        problem: Callable[[float], str | None],
+        rules: Rules,
         profile: tuple[float, str] | None = None,
     ) -> tuple[float, str]:
         """One of host timeout / margin through its layers; returns the value and a note on where it came from (for
         a value from the host's profile, the note is the profile's own text, e.g. "Codex CLI tool_timeout_sec 60 s")."""
         if operator is not None:
             return operator, " (operator)"
-        fallback = self._setting(setting_key, setting, problem)
+        fallback = self._setting(setting_key, setting, rules)
         note = ""
         if fallback is None and profile is not None:
             fallback, note = profile
         elif fallback is None:
             fallback, note = default, _DEFAULT
-        consequence = f"using {what} {fmt_seconds(fallback)} s"
-        parsed = self._env_number(env, env_name, consequence)
+        parsed = self._env_number(env, env_name, f"using {what} {fmt_seconds(fallback)} s", rules)
         if parsed is not None:
-            number, text = parsed
-            issue = problem(number)
-            if issue is None:
-                return number, f" ({env_name})"
-            self._warn((env_name, env[env_name]), f"{env_name}={text} {issue}; {consequence}")
+            return parsed[0], f" ({env_name})"
         return fallback, "" if note is _DEFAULT else note
 
     def _explicit(
@@ -367,7 +313,7 @@ class DeadlinePolicy:
             return operator, "override", f"operator override {fmt_seconds(operator)} s"
         if host_from == " (operator)":
             return None
-        parsed = self._env_number(env, ENV_EXPLICIT, "ignoring it")
+        parsed = self._env_number(env, ENV_EXPLICIT, "ignoring it", _EXPLICIT_RULES)
         if parsed is not None:
             number, text = parsed
             return number, "explicit", f"{ENV_EXPLICIT}={text}"
@@ -376,10 +322,10 @@ class DeadlinePolicy:
         tools = self._settings.tools
         if tool is not None and tool in tools:
             key = f"deadline.tools.{tool}"
-            number = self._setting(key, tools[tool], lambda _v: None)
+            number = self._setting(key, tools[tool], _EXPLICIT_RULES)
             if number is not None:
                 return number, "tool", f"mcpwatch.toml [deadline.tools] {tool} = {fmt_seconds(number)} s"
-        number = self._setting("deadline.explicit_s", self._settings.explicit_s, lambda _v: None)
+        number = self._setting("deadline.explicit_s", self._settings.explicit_s, _EXPLICIT_RULES)
         if number is not None:
             return number, "explicit", f"mcpwatch.toml deadline.explicit_s = {fmt_seconds(number)} s"
         return None

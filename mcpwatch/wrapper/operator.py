@@ -14,7 +14,7 @@ from typing import Any
 
 from mcpwatch import __version__
 from mcpwatch import operator as contract
-from mcpwatch.reliability.deadline import InvalidValue
+from mcpwatch.reliability.seconds import InvalidValue
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.asgi import ASGIApp, quiet_server, respond_json

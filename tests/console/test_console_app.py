@@ -62,13 +62,13 @@ async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = app.screen
         cases = {
-            "abc": "'abc' is not a number of seconds",
-            "nan": "NaN is not a number of seconds",
-            "inf": "infinity is not allowed",
-            "-1": "-1 is negative",
-            "1e309": "1e309 is too large",
+            "abc": "margin must be a number of seconds, got 'abc'",
+            "nan": "margin must be finite, got 'nan'",
+            "inf": "margin must be finite, got 'inf'",
+            "-1": "margin must not be negative, got '-1'",
+            "1e309": "margin must be finite, got '1e309'",
             "": "type a number of seconds",
-            "900000": "absurdly large",
+            "900000": "margin is absurdly large ('900000' s; at most 604800 s)",
         }
         for typed, message in cases.items():
             prompt.query_one("Input").value = typed
@@ -129,12 +129,16 @@ async def test_host_timeout_and_deadline_override_keys() -> None:
         app.screen.query_one("Input").value = "0"
         await pilot.press("enter")
         await pilot.pause()
-        assert "more than 0" in app.screen.query_one("#problem").render().plain
+        assert "host timeout must be greater than 0" in app.screen.query_one("#problem").render().plain
         app.screen.query_one("Input").value = "300s"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        app.screen.query_one("Input").value = "0.01"  # a budget below the floor would cut every call at once
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "deadline is too small ('0.01' s; at least 0.05 s)" in app.screen.query_one("#problem").render().plain
         app.screen.query_one("Input").value = ""  # empty clears the override
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen))

@@ -78,10 +78,15 @@ def test_surrounding_whitespace_in_a_variable_is_ignored():
 
 
 @pytest.mark.parametrize("blank", ["", "   "])
-def test_blank_variable_counts_as_unset(blank):
+def test_blank_variable_is_ignored_and_reported_once(blank):
     h = Harness(**{ENV_HOST_TIMEOUT: blank, ENV_MARGIN: blank, ENV_EXPLICIT: blank})
-    assert h.budget().seconds == 110
-    assert h.warnings == []
+    for _ in range(3):
+        assert h.budget().seconds == 110
+    assert h.warnings == [
+        f"{ENV_HOST_TIMEOUT}={blank!r} is blank; using host timeout 120 s",
+        f"{ENV_MARGIN}={blank!r} is blank; using margin 10 s",
+        f"{ENV_EXPLICIT}={blank!r} is blank; ignoring it",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -140,14 +145,21 @@ def test_explicit_zero_or_negative_disables_the_budget(value):
 
 @pytest.mark.parametrize(
     ("value", "problem"),
-    [("abc", "is not a number"), ("45s", "is not a number"), ("inf", "is not finite"), ("nan", "is not finite")],
+    [
+        ("abc", "must be a number of seconds, got 'abc'"),
+        ("45s", "must be a number of seconds, got '45s'"),
+        ("inf", "must be finite, got 'inf'"),
+        ("nan", "must be finite, got 'nan'"),
+        ("0.01", "is too small ('0.01' s; at least 0.05 s)"),
+        ("1e-300", "is too small ('1e-300' s; at least 0.05 s)"),
+    ],
 )
 def test_bad_explicit_value_warns_and_falls_back_to_derived(value, problem):
     h = Harness(**{ENV_EXPLICIT: value})
     budget = h.budget()
     assert budget.seconds == 110
     assert budget.source == "derived"
-    assert h.warnings == [f"{ENV_EXPLICIT}={value!r} {problem}; ignoring it"]
+    assert h.warnings == [f"{ENV_EXPLICIT} {problem}; ignoring it"]
 
 
 def test_bad_explicit_value_falls_back_to_the_per_tool_entry():
@@ -163,16 +175,16 @@ def test_bad_explicit_value_falls_back_to_the_per_tool_entry():
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
-        ("abc", "is not a number"),
-        ("inf", "is not finite"),
-        ("-inf", "is not finite"),
-        ("nan", "is not finite"),
+        ("abc", "must be a number of seconds"),
+        ("inf", "must be finite"),
+        ("-inf", "must be finite"),
+        ("nan", "must be finite"),
         ("0", "must be greater than 0"),
-        ("-30", "must be greater than 0"),
-        ("1e300", "is absurdly large (at most 604800 s)"),
-        ("1_0", "is not a number"),  # float() would read 10
-        ("١٢٠", "is not a number"),  # float() would read 120
-        ("0x10", "is not a number"),
+        ("-30", "must not be negative"),
+        ("1e300", "is absurdly large ('1e300' s; at most 604800 s)"),
+        ("1_0", "must be a number of seconds"),  # float() would read 10
+        ("١٢٠", "must be a number of seconds"),  # float() would read 120
+        ("0x10", "must be a number of seconds"),
     ],
 )
 def test_bad_host_timeout_warns_and_falls_back_to_the_default(value, problem):
@@ -189,7 +201,12 @@ def test_bad_host_timeout_warns_and_falls_back_to_the_default(value, problem):
 
 @pytest.mark.parametrize(
     ("value", "problem"),
-    [("ten", "is not a number"), ("nan", "is not finite"), ("inf", "is not finite"), ("-1", "must not be negative")],
+    [
+        ("ten", "must be a number of seconds"),
+        ("nan", "must be finite"),
+        ("inf", "must be finite"),
+        ("-1", "must not be negative"),
+    ],
 )
 def test_bad_margin_warns_and_falls_back_to_the_default(value, problem):
     h = Harness(**{ENV_MARGIN: value})
@@ -315,7 +332,31 @@ def test_bad_settings_built_in_code_warn_and_use_the_default(settings, key):
 def test_non_finite_toml_explicit_and_tool_values_are_ignored_with_a_warning():
     h = Harness(DeadlineSettings(explicit_s=math.nan, tools={"t": math.inf}))
     assert h.budget("t").source == "derived"
-    assert [w.split("=")[0] for w in h.warnings] == ["deadline.tools.t", "deadline.explicit_s"]
+    assert h.warnings == [
+        "deadline.tools.t must be finite, got inf; ignoring it",
+        "deadline.explicit_s must be finite, got nan; ignoring it",
+    ]
+
+
+def test_toml_budgets_below_the_floor_built_in_code_are_ignored_with_a_warning():
+    h = Harness(DeadlineSettings(explicit_s=0.01, tools={"t": 5e-324}))
+    assert h.budget("t").source == "derived"
+    assert h.warnings == [
+        "deadline.tools.t is too small (5e-324 s; at least 0.05 s); ignoring it",
+        "deadline.explicit_s is too small (0.01 s; at least 0.05 s); ignoring it",
+    ]
+
+
+def test_a_derived_budget_below_the_floor_is_clamped_to_one_second():
+    h = Harness(**{ENV_HOST_TIMEOUT: "10", ENV_MARGIN: "9.99"})
+    budget = h.budget()
+    assert (budget.seconds, budget.source) == (1, "clamped")
+    assert h.warnings == [
+        "deadline budget host timeout 10 s (MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC) − margin 9.99 s "
+        "(MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC) = 0.01 s is below 0.05 s; clamped to 1 s"
+    ]
+    h.env[ENV_MARGIN] = "9.95"  # exactly the floor is a usable budget
+    assert h.budget().seconds == pytest.approx(0.05)
 
 
 # --- operator layer ---------------------------------------------------------------------------------------------
@@ -422,7 +463,7 @@ def test_refused_host_timeout_changes_nothing(value, message):
         ("-inf", "deadline must be finite"),
         ("later", "deadline must be a number of seconds"),
         (True, "deadline must be a number of seconds"),
-        (-1e9, "deadline is absurdly large"),
+        (604_800.5, "deadline is absurdly large (604800.5 s; at most 604800 s)"),
     ],
 )
 def test_refused_deadline_changes_nothing(value, message):
@@ -433,6 +474,23 @@ def test_refused_deadline_changes_nothing(value, message):
         h.policy.set_deadline(value)
     assert str(caught.value).startswith(message)
     assert (h.budget(), h.policy.overrides) == before
+
+
+@pytest.mark.parametrize("value", [5e-324, 0.01, "0.049", 0.04999])
+def test_operator_deadline_below_the_floor_is_refused_as_too_small(value):
+    h = Harness()
+    before = (h.budget(), h.policy.overrides)
+    with pytest.raises(InvalidValue, match=r"^deadline is too small \(.* s; at least 0\.05 s\)$"):
+        h.policy.set_deadline(value)
+    assert (h.budget(), h.policy.overrides) == before
+
+
+def test_operator_deadline_at_the_floor_is_used_and_zero_still_disables():
+    h = Harness()
+    assert h.policy.set_deadline(0.05).seconds == 0.05
+    assert h.policy.set_deadline(0).source == "disabled"
+    assert h.policy.set_deadline(-3).source == "disabled"
+    assert h.policy.set_deadline(-1e9).source == "disabled"  # any negative value disables, as in mcpwatch.toml
 
 
 def test_invalid_value_is_a_value_error():

@@ -235,6 +235,7 @@ class WatchScreen(Screen[None]):
             f"{describe_budget_now(current.budget_s, current.source, current.known)}.",
             submit,
             initial="" if current.margin_s is None else f"{current.margin_s:g}",
+            what="margin",
             caution=caution,
             effect=self._effect("margin_s"),
         )
@@ -263,6 +264,7 @@ class WatchScreen(Screen[None]):
             submit,
             initial="" if current.host_timeout_s is None else f"{current.host_timeout_s:g}",
             allow_zero=False,
+            what="host timeout",
             caution=caution,
             effect=self._effect("host_timeout_s"),
         )
@@ -302,6 +304,8 @@ class WatchScreen(Screen[None]):
             submit,
             initial="" if current.override_s is None or current.override_s <= 0 else f"{current.override_s:g}",
             allow_empty=True,
+            budget=True,
+            what="deadline",
             placeholder="seconds (empty clears the override)",
             effect=self._effect("override_s"),
             caution=caution,

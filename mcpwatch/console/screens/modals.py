@@ -36,6 +36,8 @@ class SecondsPrompt(ModalScreen[str | None]):
         initial: str = "",
         allow_empty: bool = False,
         allow_zero: bool = True,
+        budget: bool = False,
+        what: str = "the value",
         placeholder: str = "seconds",
         caution: Callable[[float | None], str | None] | None = None,
         effect: Callable[[float | None], str] | None = None,
@@ -47,6 +49,8 @@ class SecondsPrompt(ModalScreen[str | None]):
         self._initial = initial
         self._allow_empty = allow_empty
         self._allow_zero = allow_zero
+        self._budget = budget
+        self._what = what
         self._placeholder = placeholder
         self._caution = caution
         self._effect = effect  # what the value would have done to the recent calls (same figures as `whatif`)
@@ -92,7 +96,9 @@ class SecondsPrompt(ModalScreen[str | None]):
     def _accept(self) -> None:
         text = self.query_one(Input).value
         try:
-            value = parse_seconds(text, allow_empty=self._allow_empty, allow_zero=self._allow_zero)
+            value = parse_seconds(
+                text, what=self._what, allow_empty=self._allow_empty, allow_zero=self._allow_zero, budget=self._budget
+            )
         except InvalidValue as exc:
             self._problem(str(exc))
             return
