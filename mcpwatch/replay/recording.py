@@ -5,57 +5,24 @@ markers scan (deadlines, errors, late drops, config changes) is one SQL pass ove
 background by the replay. Every problem with the file or the session is a `LogError` (one line, exit 2).
 
 The session lookup here does not count events the way `EventReader.session()` does: that aggregate reads every row
-of the session (about a second for a million events), which would use up replay's whole opening budget.
+of the session (about a second for a million events), which would use up replay's whole opening budget. All SQL is
+the store's own (`EventReader`): the schema has one reader.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.logview.ending import crashed_reason, stand_in_end
 from mcpwatch.registry import pid_alive
-from mcpwatch.store import EventReader, LogError
-from mcpwatch.store.db import connect_reader, translate_errors
+from mcpwatch.store import EventReader
+from mcpwatch.store.reader import MarkerRow, SessionInfo
 
 # request_end outcomes that `n` / `N` stop at (with late drops); `cancelled` is an operator's choice, not a fault.
 PROBLEM_OUTCOMES = (Outcome.DEADLINE, Outcome.ERROR, Outcome.UPSTREAM_LOST, Outcome.TOOL_ERROR)
-
-_SESSION_COLUMNS = "id, name, upstream, started_at, ended_at, end_reason, pid"
-
-_DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
-
-_MARKERS = f"""
-SELECT seq, mono, kind, request_id, tool,
-  CASE WHEN kind IN ('request_end', 'late_result') THEN json_extract({_DATA}, '$.outcome') END,
-  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.key') END,
-  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.old') END,
-  CASE kind WHEN 'config_change' THEN json_extract({_DATA}, '$.new') END,
-  CASE kind WHEN 'late_result' THEN json_extract({_DATA}, '$.delay_s') END
-FROM events
-WHERE session_id = ? AND seq <= ?
-  AND (kind IN ('{Kind.TOMBSTONE_HIT}', '{Kind.LATE_RESULT}', '{Kind.CONFIG_CHANGE}')
-       OR (kind = '{Kind.REQUEST_END}'
-           AND json_extract({_DATA}, '$.outcome') IN ({", ".join(f"'{o}'" for o in PROBLEM_OUTCOMES)})))
-ORDER BY seq
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRef:
-    """The session's row (no counts: see the module docstring)."""
-
-    id: str
-    name: str | None
-    upstream: str | None
-    started_at: float
-    ended_at: float | None
-    end_reason: str | None
-    pid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +46,7 @@ class Marker:
         return self.kind != "config"
 
 
-def _marker(row: tuple[Any, ...]) -> Marker:
+def _marker(row: MarkerRow) -> Marker:
     seq, mono, kind, request_id, tool, outcome, key, old, new, delay = row
     who = f"#{request_id} {tool}" if request_id and tool else f"#{request_id}" if request_id else tool or "?"
     if kind == Kind.LATE_RESULT:
@@ -90,42 +57,14 @@ def _marker(row: tuple[Any, ...]) -> Marker:
     if kind == Kind.CONFIG_CHANGE:
         return Marker(seq, mono, "config", f"{key or 'setting'}: {old} → {new}", request_id)
     what = "deadline" if outcome == Outcome.DEADLINE else "error"
-    return Marker(seq, mono, what, f"{outcome.replace('_', ' ')}: {who}", request_id)
+    return Marker(seq, mono, what, f"{(outcome or '?').replace('_', ' ')}: {who}", request_id)
 
 
-def _row(conn: sqlite3.Connection, path: Path, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    with translate_errors(path):
-        return conn.execute(sql, params).fetchall()
-
-
-def resolve_session(path: Path, id_or_prefix: str | None) -> SessionRef:
-    """The session with this id, the only one starting with it, or (None) the latest; LogError otherwise."""
-    conn = connect_reader(path)
-    try:
-        if id_or_prefix is None:
-            rows = _row(
-                conn, path, f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1", ()
-            )
-            if not rows:
-                raise LogError(f"{path}: the event log has no sessions yet")
-        else:
-            rows = _row(conn, path, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
-            if not rows and id_or_prefix:
-                rows = _row(
-                    conn,
-                    path,
-                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
-                    (len(id_or_prefix), id_or_prefix),
-                )
-            if not rows:
-                raise LogError(f"{path}: no session {id_or_prefix!r} (see `mcpwatch sessions`)")
-            if len(rows) > 1:
-                shown = ", ".join(r[0] for r in rows[:5])
-                raise LogError(f"{path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
-    finally:
-        conn.close()
-    sid, name, upstream, started_at, ended_at, end_reason, pid = rows[0]
-    return SessionRef(str(sid), name, upstream, float(started_at or 0.0), ended_at, end_reason, pid)
+def resolve_session(path: Path, id_or_prefix: str | None) -> SessionInfo:
+    """The session with this id, the only one starting with it, or (None) the latest; LogError otherwise.
+    Its counts are not read (see the module docstring)."""
+    with EventReader(path) as reader:
+        return reader.find_session(id_or_prefix, counts=False)
 
 
 class Recording:
@@ -151,7 +90,7 @@ class Recording:
         if last is not None and last.seq == recorded and self._crashed(last):
             self.end = stand_in_end(self.session.id, last, crashed_reason(last.ts))
             self.last, self.last_seq = self.end, self.end.seq
-        self._conn: sqlite3.Connection | None = None
+        self._seek_reader: EventReader | None = None
 
     def _crashed(self, last: Event) -> bool:
         """No end recorded, none in the events, and the wrapper's process is gone."""
@@ -193,31 +132,20 @@ class Recording:
     def event_at_offset(self, after_seq: int, offset: int) -> tuple[int, float] | None:
         """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one); None past the end.
 
-        One walk of the (session, seq) index: how a seek tells whether a time lies within a few thousand events.
+        On a reader of its own, opened on first use by the thread that seeks.
         """
-        rows = self._rows(
-            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
-            (self.session.id, after_seq, self.last_seq, max(0, offset - 1)),
-        )
-        return (int(rows[0][0]), float(rows[0][1])) if rows else None
-
-    def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """A read-only query on this thread's own connection (opened on first use)."""
-        if self._conn is None:
-            self._conn = connect_reader(self.path)
-        return _row(self._conn, self.path, sql, params)
+        if self._seek_reader is None:
+            self._seek_reader = EventReader(self.path)
+        return self._seek_reader.event_at_offset(self.session.id, after_seq, self.last_seq, offset)
 
     def markers(self) -> list[Marker]:
         """Deadlines, errors, late drops and config changes, in seq order (one pass over the session's rows)."""
-        conn = connect_reader(self.path)
-        try:
-            rows = _row(conn, self.path, _MARKERS, (self.session.id, self.last_seq))
-        finally:
-            conn.close()
+        with EventReader(self.path) as reader:
+            rows = reader.marker_rows(self.session.id, self.last_seq, PROBLEM_OUTCOMES)
         return [_marker(r) for r in rows]
 
     def close(self) -> None:
         self.reader.close()
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._seek_reader is not None:
+            self._seek_reader.close()
+            self._seek_reader = None

@@ -15,22 +15,6 @@ _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 _encode = _encoder.encode
 
 
-def _fast_encoder() -> Any:
-    """The C encoder called directly (no per-call setup, no circular-reference bookkeeping): ~3x faster per event.
-
-    A circular structure then surfaces as RecursionError, which encode_json handles.
-    """
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:  # pragma: no cover - CPython always has the accelerator
-        return _encode
-    iterencode = make(None, str, json.encoder.encode_basestring, None, ":", ",", False, False, False)
-    join = "".join
-    return lambda value: join(iterencode(value, 0))
-
-
-_fast_encode = _fast_encoder()
-
-
 def _clean(value: Any) -> Any:
     """JSON-safe copy: non-finite floats become null (SQLite's JSON functions reject NaN), keys become text."""
     if isinstance(value, float):
@@ -50,7 +34,7 @@ def encode_json(value: Any) -> str:
     except (TypeError, orjson.JSONEncodeError):
         pass
     try:
-        return _fast_encode(value)
+        return _encode(value)  # what orjson refuses: integers beyond 64 bits, a circular structure (ValueError)
     except (ValueError, TypeError, RecursionError):
         try:
             return _encode(_clean(value))

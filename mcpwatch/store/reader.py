@@ -12,9 +12,9 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from mcpwatch.events import Event
+from mcpwatch.events import Event, Kind
 from mcpwatch.registry import pid_alive
 from mcpwatch.store.db import (
     BUSY_TIMEOUT_MS,
@@ -35,10 +35,41 @@ SELECT session_id,
 FROM events {where} GROUP BY session_id
 """
 
+_DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
+
+_MARKERS = f"""
+SELECT seq, mono, kind, request_id, tool,
+  CASE WHEN kind IN ('{Kind.REQUEST_END}', '{Kind.LATE_RESULT}') THEN json_extract({_DATA}, '$.outcome') END,
+  CASE kind WHEN '{Kind.CONFIG_CHANGE}' THEN json_extract({_DATA}, '$.key') END,
+  CASE kind WHEN '{Kind.CONFIG_CHANGE}' THEN json_extract({_DATA}, '$.old') END,
+  CASE kind WHEN '{Kind.CONFIG_CHANGE}' THEN json_extract({_DATA}, '$.new') END,
+  CASE kind WHEN '{Kind.LATE_RESULT}' THEN json_extract({_DATA}, '$.delay_s') END
+FROM events
+WHERE session_id = ? AND seq <= ?
+  AND (kind IN ('{Kind.TOMBSTONE_HIT}', '{Kind.LATE_RESULT}', '{Kind.CONFIG_CHANGE}')
+       OR (kind = '{Kind.REQUEST_END}' AND json_extract({_DATA}, '$.outcome') IN ({{outcomes}})))
+ORDER BY seq
+"""
+
 EVENTS_PAGE = 2000
 _MAX_ROWID = 2**63 - 1
 
 _SESSION_COLUMNS = "id, name, upstream, pid, started_at, ended_at, end_reason, version, config"
+
+
+class MarkerRow(NamedTuple):
+    """The narrow columns of one event worth marking on a replay's timeline (see `EventReader.marker_rows`)."""
+
+    seq: int
+    mono: float
+    kind: str
+    request_id: str | None
+    tool: str | None
+    outcome: str | None  # request_end, late_result
+    key: str | None  # config_change
+    old: Any
+    new: Any
+    delay_s: Any  # late_result: how long after its cut the answer came
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,25 +198,35 @@ class EventReader:
 
     def session(self, id_or_prefix: str) -> SessionInfo:
         """The session with this id, or the only one whose id starts with it; LogError otherwise."""
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
-        if not rows and id_or_prefix:
-            rows = self._query(
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
-                (len(id_or_prefix), id_or_prefix),
-            )
-        if not rows:
-            raise LogError(f"{self.path}: no session {id_or_prefix!r} (see `mcpwatch sessions`)")
-        if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:5])
-            raise LogError(f"{self.path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
-        return _session(rows[0], self._counts(rows[0][0]).get(rows[0][0]))
+        return self.find_session(id_or_prefix)
 
     def latest_session(self) -> SessionInfo:
         """The most recently started session; LogError when the log has none."""
-        rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
-        if not rows:
-            raise LogError(f"{self.path}: the event log has no sessions yet")
-        return _session(rows[0], self._counts(rows[0][0]).get(rows[0][0]))
+        return self.find_session(None)
+
+    def find_session(self, id_or_prefix: str | None, *, counts: bool = True) -> SessionInfo:
+        """The session with this id, the only one starting with it, or (None) the latest; LogError otherwise.
+
+        `counts=False` skips the aggregate over the session's events (about a second for a million): the counts
+        then read 0 and an open session's duration 0 — what a replay opening a huge recording needs.
+        """
+        if id_or_prefix is None:
+            rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at DESC, id DESC LIMIT 1")
+            if not rows:
+                raise LogError(f"{self.path}: the event log has no sessions yet")
+        else:
+            rows = self._query(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (id_or_prefix,))
+            if not rows and id_or_prefix:
+                rows = self._query(
+                    f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+                    (len(id_or_prefix), id_or_prefix),
+                )
+            if not rows:
+                raise LogError(f"{self.path}: no session {id_or_prefix!r} (see `mcpwatch sessions`)")
+            if len(rows) > 1:
+                shown = ", ".join(r[0] for r in rows[:5])
+                raise LogError(f"{self.path}: session {id_or_prefix!r} is ambiguous: it starts {shown}")
+        return _session(rows[0], self._counts(rows[0][0]).get(rows[0][0]) if counts else None)
 
     def events(
         self,
@@ -318,6 +359,23 @@ class EventReader:
     def max_seq(self, session_id: str) -> int:
         """The highest seq written so far (0 for none): where a live tail continues from."""
         return int(self._query("SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?", (session_id,))[0][0])
+
+    def event_at_offset(self, session_id: str, after_seq: int, last_seq: int, offset: int) -> tuple[int, float] | None:
+        """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one, up to `last_seq`); None past
+        the end. One walk of the (session, seq) index: how a seek tells whether a time lies within a few thousand
+        events."""
+        rows = self._query(
+            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (session_id, after_seq, last_seq, max(0, offset - 1)),
+        )
+        return (int(rows[0][0]), float(rows[0][1])) if rows else None
+
+    def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
+        """Late drops, late results, config changes and request_ends with one of `outcomes`, up to `last_seq`:
+        in seq order, one pass over narrow columns (a replay's timeline), never decoding a whole event."""
+        wanted = [str(o) for o in outcomes]
+        sql = _MARKERS.format(outcomes=",".join("?" * len(wanted)) or "NULL")
+        return [MarkerRow(*row) for row in self._query(sql, (session_id, last_seq, *wanted))]
 
     def prune(
         self, older_than_s: float, *, now: float | None = None, vacuum: bool = False, dry_run: bool = False
