@@ -1,46 +1,10 @@
 """The event vocabulary shared by the wrapper, the log, the operator stream and replay (DESIGN.md).
 
-Data fields per kind (the contract between the wrapper, the console's view model and reports; replay rebuilds the
-console from these alone, so anything the console shows must be derivable from them):
-
-- session_start: name, pid, version, front ("stdio"|"http"), upstream {kind ("stdio"|"http"), target},
-  config (Settings.snapshot()), deadline {host_timeout_s, margin_s, override_s, budget_s, source},
-  tombstone_ttl {request_timeout_s, init_timeout_s, backoff_max_s, epsilon_s, total_s},
-  state_sync {policies: int, overlaps: [str]}
-- session_end: reason, counters {requests, ok, errors, timeouts, cancelled, late_dropped, late_results,
-  late_reused, unknown_dropped, invalidations}
-- host_info: name, version, protocol_version, and (from host profiles) front, profile (key or null), label,
-  known (bool), clocks [{kind, seconds, setting, change, resets_on_progress, fronts, uncertain, source}],
-  deciding_clock (one of clocks or null), host_session (the HTTP front's session id, when there is one)
-- heartbeat: progress, total, message, elapsed_s, interval_s (progress the wrapper sent to keep the host's idle
-  clock alive; not upstream progress)
-- upstream_state: state (UpstreamState), generation, and where known pid, exit_code, stderr_tail [str], retry_in_s
-- request_start (request_id = host id as text; tool for tools/call): method, up_id, budget_s (null when none),
-  budget_source, arguments (tools/call; JSON text, truncated to 4 KiB), and with OpenTelemetry export on trace_id,
-  span_id, parent_span_id (the host's span, when it sent a traceparent)
-- progress: progress, total, message
-- model_status (model set): stage, status ("pending"|"ok"|"timeout"|"rate_limited"|"auth_error"|"error"),
-  latency_ms, per_model_s, tier
-- request_end: outcome (Outcome), duration_s, and where known error (text), result_preview (text, ≤ 4 KiB),
-  partial (bool), late_reuse (true when answered from a stored late result)
-- tombstone_add: up_id, ttl_s, reason ("deadline"|"host_cancel"|"operator_cancel"|"upstream_lost"|"shutdown"),
-  expires_mono
-- tombstone_hit: up_id, what ("response"|"progress"), age_s
-- tombstone_expire: up_id, age_s
-- late_result (a cut tools/call's response arrived; its tombstone_hit comes first): up_id, reason (the
-  tombstone's), cut_after_s (elapsed when cut), delay_s (after the cut), duration_s (the true duration: cut + delay),
-  outcome ("ok"|"tool_error"|"error"), size_bytes, and result (whole, up to [late_results] keep_bytes) or
-  result_preview (text, ≤ 4 KiB) with truncated true, or error (text); reuse_ttl_s when kept for reuse
-- late_reuse (a call answered at once with a stored late result; between its request_start and request_end):
-  from_request_id (the cut call), delay_s, age_s (since the late result arrived), ttl_s
-- unknown_response: up_id, reason ("unknown_id"|"stale_generation")
-- invalidation (tool = caused_by): caused_by, patterns [str]
-- health_check: ok, ping_ms, tool, result (the upstream health tool's JSON, e.g. the council's, with
-  "tiers" {tier: {total_s, per_model_s, models}} and "timeout_multiplier"), error
-- config_change: key, old, new, source ("operator"|"reset"), deadline (the new deadline block)
-- warning: message
-- operator_call (the operator's tools/call to the upstream, e.g. the console disabling a council model; tool set):
-  tool, arguments (JSON text, ≤ 4 KiB), ok, error (text or null), result_preview (text, ≤ 4 KiB), duration_s
+Each kind's `data` has one payload type below (`SessionStartData`, `RequestEndData`, …, listed in `PAYLOADS`): the
+contract between the wrapper that emits, the log and its SQL views, the console's view model and the generators
+(`console.sample`, `bench.replay`). Replay rebuilds the console from these alone, so anything the console shows must
+be derivable from them. `payload_problems` checks one payload against its type; the round-trip tests run every kind
+through a real log into the console's model. The operator's `status` answer is `Status`.
 """
 
 from __future__ import annotations
@@ -48,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
 
 class Kind(StrEnum):
@@ -139,3 +103,297 @@ class Event:
             data=data,
             id=raw.get("id"),
         )
+
+
+# --- payloads: one type per kind ------------------------------------------------------------------------------
+
+TombstoneReason = Literal["deadline", "host_cancel", "operator_cancel", "upstream_lost", "shutdown"]
+UnknownReason = Literal["unknown_id", "stale_generation", "expired_tombstone", "unknown_progress_token"]
+ModelStatusValue = Literal["pending", "ok", "timeout", "rate_limited", "auth_error", "error"]
+
+
+class DeadlineBlock(TypedDict):
+    """`Budget.to_dict()`: the budget for a call with no per-tool entry, and how it was reached."""
+
+    host_timeout_s: float
+    margin_s: float
+    override_s: float | None
+    budget_s: float | None  # None: the budget is disabled
+    source: str  # "override" | "explicit" | "tool" | "derived" | "clamped" | "disabled"
+    explanation: str
+
+
+class TtlTermsBlock(TypedDict):
+    """`TtlTerms.to_dict()`: how long a tombstone lives, term by term."""
+
+    request_timeout_s: float
+    init_timeout_s: float
+    backoff_max_s: float
+    epsilon_s: float
+    total_s: float
+
+
+class UpstreamRef(TypedDict):
+    kind: Literal["stdio", "http"]
+    target: str
+
+
+class StateSyncSummary(TypedDict):
+    policies: int
+    overlaps: list[str]
+
+
+class CountersBlock(TypedDict):
+    requests: int
+    ok: int
+    errors: int
+    timeouts: int
+    cancelled: int
+    late_dropped: int
+    late_results: int  # late responses to cut tools/calls, logged as late_result
+    late_reused: int  # calls answered with a stored late result
+    unknown_dropped: int
+    invalidations: int
+    host_frame_errors: int
+    upstream_garbage: int
+
+
+class SessionStartData(TypedDict):
+    name: str
+    pid: int
+    version: str
+    front: Literal["stdio", "http"]
+    upstream: UpstreamRef
+    config: dict[str, Any]  # Settings.snapshot()
+    deadline: DeadlineBlock
+    tombstone_ttl: TtlTermsBlock
+    state_sync: StateSyncSummary
+
+
+class SessionEndData(TypedDict):
+    reason: str
+    counters: CountersBlock
+
+
+class HostInfoData(TypedDict):
+    """The host's clientInfo and protocolVersion from its initialize, as it sent them (None when it did not say)."""
+
+    name: Any  # str | None
+    version: Any  # str | None
+    protocol_version: Any  # str | None
+
+
+class UpstreamStateData(TypedDict):
+    state: Literal["connecting", "ready", "backoff", "closed"]  # UpstreamState
+    generation: int
+    retry_in_s: NotRequired[float]  # backoff
+    reason: NotRequired[str]  # closed: "exited", "closed its stdout", …
+    exit_code: NotRequired[int | None]  # closed
+    stderr_tail: NotRequired[list[str]]  # closed
+
+
+class RequestStartData(TypedDict):
+    """request_id = the host's id as text; the event's tool column names the tool of a tools/call."""
+
+    method: str
+    up_id: int | None  # the id the upstream sees (None: answered from a stored late result, never sent upstream)
+    budget_s: float | None  # None: no budget (not a tools/call, or disabled)
+    budget_source: NotRequired[str]  # tools/call: DeadlineBlock.source, or "late_reuse"
+    arguments: NotRequired[str]  # tools/call: JSON text, truncated to 4 KiB
+    trace_id: NotRequired[str]  # with OpenTelemetry export on: the call's span
+    span_id: NotRequired[str]
+    parent_span_id: NotRequired[str]  # the host's span, when it sent a traceparent
+
+
+class ProgressData(TypedDict):
+    """The upstream's progress notification as it sent it (by the spec: numbers and a text; not checked here)."""
+
+    progress: Any
+    total: Any
+    message: Any
+    stage: NotRequired[Any]  # the council's stage, from _meta["dev.mcpwatch/council"] (an int)
+
+
+class ModelStatusData(TypedDict):
+    """One council model's status changed (the event's model column names it); the values are the council's _meta,
+    as it sent them."""
+
+    stage: Any  # int
+    status: Any  # ModelStatusValue
+    latency_ms: Any  # float | None
+    per_model_s: Any  # float | None
+    tier: Any  # str | None
+
+
+class RequestEndData(TypedDict):
+    outcome: Literal["ok", "tool_error", "error", "deadline", "cancelled", "upstream_lost"]  # Outcome
+    duration_s: float
+    method: str
+    error: NotRequired[str]  # what went wrong (a TombstoneReason when the wrapper gave up on the call)
+    result_preview: NotRequired[str]  # tools/call: the answer the host got, ≤ 4 KiB of text
+    partial: NotRequired[bool]  # the wrapper answered with the progress seen so far
+    late_reuse: NotRequired[bool]  # answered at once with a stored late result (see late_reuse)
+
+
+class TombstoneAddData(TypedDict):
+    up_id: int
+    ttl_s: float
+    reason: TombstoneReason
+    expires_mono: float
+
+
+class TombstoneHitData(TypedDict):
+    up_id: int
+    what: Literal["response", "progress"]
+    age_s: float
+
+
+class TombstoneExpireData(TypedDict):
+    up_id: int
+    age_s: float
+
+
+class LateResultData(TypedDict):
+    """A cut tools/call's response arrived after all (its tombstone_hit comes first): kept, bounded."""
+
+    up_id: int
+    reason: TombstoneReason  # the tombstone's: why the call was cut
+    cut_after_s: float  # elapsed when cut
+    delay_s: float  # after the cut
+    duration_s: float  # the true duration: cut + delay
+    outcome: Literal["ok", "tool_error", "error"]
+    size_bytes: int
+    reuse_ttl_s: float | None  # kept for reuse this long (None: not kept)
+    result: NotRequired[Any]  # whole, up to [late_results] keep_bytes
+    result_preview: NotRequired[str]  # else text, ≤ 4 KiB, with truncated true
+    truncated: NotRequired[bool]
+    error: NotRequired[str]  # an error response's text
+
+
+class LateReuseData(TypedDict):
+    """A call answered at once with a stored late result (between its request_start and request_end)."""
+
+    from_request_id: str  # the cut call whose late result it was
+    delay_s: float
+    age_s: float  # since the late result arrived
+    ttl_s: float
+
+
+class UnknownResponseData(TypedDict):
+    """A response or progress from the upstream that matches no call: dropped and counted."""
+
+    up_id: Any  # whatever id or progress token the upstream sent
+    reason: UnknownReason
+
+
+class InvalidationData(TypedDict):
+    caused_by: str  # the tool whose call invalidated the patterns (also the event's tool column)
+    patterns: list[str]
+
+
+class HealthCheckData(TypedDict):
+    """An operator's health check (ping, then the health tool), or (source "host") a host calling the health tool.
+
+    result: the health tool's JSON, e.g. the council's with "tiers" {tier: {total_s, per_model_s, models}} and
+    "timeout_multiplier".
+    """
+
+    ok: bool
+    ping_ms: float | None
+    result: Any
+    error: str | None
+    latency_ms: float
+    tool: NotRequired[str | None]  # operator checks: the health tool called, if any
+    source: NotRequired[Literal["host"]]
+
+
+class ConfigChangeData(TypedDict):
+    key: Literal["host_timeout_s", "margin_s", "override_s"]
+    old: float | None
+    new: float | None
+    source: Literal["operator", "reset"]
+    deadline: DeadlineBlock  # the new block
+
+
+class WarningData(TypedDict):
+    message: str
+
+
+PAYLOADS: dict[Kind, type] = {
+    Kind.SESSION_START: SessionStartData,
+    Kind.SESSION_END: SessionEndData,
+    Kind.HOST_INFO: HostInfoData,
+    Kind.UPSTREAM_STATE: UpstreamStateData,
+    Kind.REQUEST_START: RequestStartData,
+    Kind.PROGRESS: ProgressData,
+    Kind.MODEL_STATUS: ModelStatusData,
+    Kind.REQUEST_END: RequestEndData,
+    Kind.TOMBSTONE_ADD: TombstoneAddData,
+    Kind.TOMBSTONE_HIT: TombstoneHitData,
+    Kind.TOMBSTONE_EXPIRE: TombstoneExpireData,
+    Kind.LATE_RESULT: LateResultData,
+    Kind.LATE_REUSE: LateReuseData,
+    Kind.UNKNOWN_RESPONSE: UnknownResponseData,
+    Kind.INVALIDATION: InvalidationData,
+    Kind.HEALTH_CHECK: HealthCheckData,
+    Kind.CONFIG_CHANGE: ConfigChangeData,
+    Kind.WARNING: WarningData,
+}
+
+
+def payload_problems(kind: str, data: Any) -> list[str]:
+    """What in `data` breaks the payload type of `kind`: missing or unknown keys, a value outside a Literal or of
+    the wrong plain type, recursively into nested blocks. Empty when it conforms."""
+    payload = PAYLOADS.get(kind)  # type: ignore[call-overload]
+    if payload is None:
+        return [f"{kind!r} is not an event kind"]
+    return typed_dict_problems(payload, data, kind)
+
+
+def typed_dict_problems(payload: type, data: Any, where: str, *, strict: bool = True) -> list[str]:
+    """What in `data` breaks the TypedDict `payload`; `strict`: keys it does not declare are problems too."""
+    if not isinstance(data, dict):
+        return [f"{where}: expected an object, got {type(data).__name__}"]
+    hints = get_type_hints(payload, include_extras=True)
+    total = getattr(payload, "__total__", True)
+    required = [k for k, hint in hints.items() if total and get_origin(hint) is not NotRequired]
+    problems = [f"{where}: missing {k}" for k in required if k not in data]
+    if strict:
+        problems += [f"{where}: unknown field {k}" for k in sorted(set(data) - set(hints))]
+    for key, hint in hints.items():
+        if key in data:
+            problems += _value_problems(hint, data[key], f"{where}.{key}", strict)
+    return problems
+
+
+def _value_problems(hint: Any, value: Any, where: str, strict: bool = True) -> list[str]:
+    origin = get_origin(hint)
+    if origin is NotRequired:
+        return _value_problems(get_args(hint)[0], value, where, strict)
+    if hint is Any:
+        return []
+    if origin is Literal:
+        return [] if value in get_args(hint) else [f"{where}: {value!r} is not one of {get_args(hint)}"]
+    if isinstance(hint, type) and hasattr(hint, "__required_keys__"):
+        return typed_dict_problems(hint, value, where, strict=strict)
+    options = get_args(hint) if origin is not None and origin not in (list, dict) else (hint,)
+    if origin is not None and origin not in (list, dict) and len(options) > 1:  # a union: any option will do
+        for option in options:
+            if not _value_problems(option, value, where, strict):
+                return []
+        return [f"{where}: {value!r} does not fit {hint}"]
+    plain = get_origin(hint) or hint
+    if plain is type(None):
+        return [] if value is None else [f"{where}: expected null, got {value!r}"]
+    if plain is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif plain is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, plain)
+    if not ok:
+        return [f"{where}: expected {getattr(plain, '__name__', plain)}, got {value!r}"]
+    if plain is list and get_args(hint):
+        item_hint = get_args(hint)[0]
+        return [p for i, item in enumerate(value) for p in _value_problems(item_hint, item, f"{where}[{i}]", strict)]
+    return []

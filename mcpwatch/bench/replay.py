@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.bench.procstat import rss_mb
-from mcpwatch.events import Event, Kind
+from mcpwatch.events import CountersBlock, DeadlineBlock, Event, HealthCheckData, Kind, SessionEndData
 
 HELP = "replay of a 1,000,000-event recording: open + first frame ≤ 1.5 s, seek ≤ 150 ms, RSS ≤ 300 MB"
 
@@ -104,14 +104,15 @@ class SyntheticSession:
         data = fields.pop("data", None) or {}
         heapq.heappush(self._queue, _Due(mono, next(self._order), kind, data=data, **fields))
 
-    def _deadline_block(self) -> dict[str, Any]:
-        return {
-            "host_timeout_s": self.host_timeout,
-            "margin_s": self.margin,
-            "override_s": None,
-            "budget_s": self.budget,
-            "source": "env",
-        }
+    def _deadline_block(self) -> DeadlineBlock:
+        return DeadlineBlock(
+            host_timeout_s=self.host_timeout,
+            margin_s=self.margin,
+            override_s=None,
+            budget_s=self.budget,
+            source="env",
+            explanation=f"host timeout {self.host_timeout:g} s − margin {self.margin:g} s",
+        )
 
     def _ttl(self) -> float:
         return self.budget + 10.0 + 30.0 + 5.0
@@ -139,24 +140,26 @@ class SyntheticSession:
             },
         )
         self._at(0.05, Kind.UPSTREAM_STATE, data={"state": "connecting", "generation": 1})
-        self._at(0.4, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": 1, "pid": 40101})
+        self._at(0.4, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": 1})
         self._at(
             0.5, Kind.HOST_INFO, data={"name": "claude-code", "version": "2.1.3", "protocol_version": "2025-11-25"}
         )
 
     def _health(self, mono: float) -> None:
         ok = self.rng.random() > 0.02
+        ping_ms = round(self.rng.uniform(1.5, 9.0), 2)
         self._at(
             mono,
             Kind.HEALTH_CHECK,
             tool="council_health_check",
-            data={
-                "ok": ok,
-                "ping_ms": round(self.rng.uniform(1.5, 9.0), 2),
-                "tool": "council_health_check",
-                "result": {"tiers": TIERS, "timeout_multiplier": 1.0},
-                "error": None if ok else "health tool timed out",
-            },
+            data=HealthCheckData(
+                ok=ok,
+                ping_ms=ping_ms,
+                tool="council_health_check",
+                result={"tiers": TIERS, "timeout_multiplier": 1.0},
+                error=None if ok else "health tool timed out",
+                latency_ms=round(ping_ms + 12.5, 2),  # the ping, then the health tool's call
+            ),
         )
 
     def _quick_call(self, mono: float) -> None:
@@ -363,11 +366,13 @@ class SyntheticSession:
         next_restart = rng.uniform(0.8 * rare, 2.5 * rare)
         seq = 0
         queue = self._queue
+        counters = CountersBlock(**dict.fromkeys(CountersBlock.__annotations__, 0))  # type: ignore[typeddict-item]
         while True:
             horizon = min(next_call, next_health, next_margin, next_restart)
             while queue and queue[0].mono <= horizon:
                 due = heapq.heappop(queue)
                 seq += 1
+                _count(counters, due)
                 yield Event(
                     str(due.kind),
                     self.session_id,
@@ -386,7 +391,7 @@ class SyntheticSession:
                         self.origin_ts + due.mono + 0.5,
                         due.mono + 0.5,
                         seq + 1,
-                        data={"reason": "host closed stdin"},
+                        data=SessionEndData(reason="host closed stdin", counters=counters),
                     )
                     return
             if horizon == next_call:
@@ -404,6 +409,24 @@ class SyntheticSession:
             else:
                 self._restart(next_restart)
                 next_restart += rng.uniform(0.8 * rare, 2.5 * rare)
+
+
+_OUTCOME_COUNTER = {"ok": "ok", "deadline": "timeouts", "cancelled": "cancelled"}
+_KIND_COUNTER = {
+    Kind.REQUEST_START: "requests",
+    Kind.TOMBSTONE_HIT: "late_dropped",
+    Kind.UNKNOWN_RESPONSE: "unknown_dropped",
+    Kind.INVALIDATION: "invalidations",
+}
+
+
+def _count(counters: CountersBlock, due: _Due) -> None:
+    """The wrapper's counters, kept as it would keep them, for the session_end that closes the session."""
+    name = _KIND_COUNTER.get(due.kind)  # type: ignore[call-overload]
+    if due.kind == Kind.REQUEST_END:
+        name = _OUTCOME_COUNTER.get(due.data.get("outcome"), "errors")
+    if name is not None:
+        counters[name] += 1  # type: ignore[literal-required]
 
 
 def write_session(path: Path, count: int, *, seed: int = 7, name: str = "council", rare_every_s: float = 3600.0) -> str:

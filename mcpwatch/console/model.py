@@ -22,8 +22,33 @@ from typing import Any
 from mcpwatch.console import format as fmt
 from mcpwatch.console.notable import NotableEvent, NotableLog
 from mcpwatch.console.tool_stats import ToolStats, ToolStatView
-from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.events import (
+    ConfigChangeData,
+    DeadlineBlock,
+    Event,
+    HealthCheckData,
+    HostInfoData,
+    InvalidationData,
+    Kind,
+    LateResultData,
+    LateReuseData,
+    ModelStatusData,
+    Outcome,
+    ProgressData,
+    RequestEndData,
+    RequestStartData,
+    SessionEndData,
+    SessionStartData,
+    TombstoneAddData,
+    TombstoneExpireData,
+    TombstoneHitData,
+    TtlTermsBlock,
+    UnknownResponseData,
+    UpstreamStateData,
+    WarningData,
+)
 from mcpwatch.logview.whatif import CallTiming, call_timing
+from mcpwatch.operator import Status
 
 COUNCIL_TOOL_HINT = "council"
 LATE_TEXT_MAX = 4096  # a late result's text kept per request, like a result preview
@@ -661,7 +686,7 @@ class ConsoleModel:
     def copy(self) -> ConsoleModel:
         return ConsoleModel.restore(self.snapshot())
 
-    def seed(self, status: Mapping[str, Any], now_mono: float) -> None:
+    def seed(self, status: Status, now_mono: float) -> None:
         """Fill in what an operator `status()` knows and the folded events do not (attaching mid-session).
 
         Only used when the event history does not start at `session_start`; anything the events already
@@ -700,7 +725,7 @@ class ConsoleModel:
             if not isinstance(item, Mapping):
                 continue
             request_id = _text(item.get("request_id"))
-            key = _text(item.get("up_id")) or f"req:{request_id}"
+            key = _text(item.get("key")) or f"req:{request_id}"  # the up_id, as tombstone events name it
             if key in s.tombstones or any(t.request_id == request_id for t in s.tombstones.values()):
                 continue
             age = _num(item.get("age_s")) or 0.0
@@ -711,7 +736,7 @@ class ConsoleModel:
                 request_id,
                 _text(item.get("tool")),
                 ttl if ttl is not None else _num(tomb.get("ttl_s")),
-                None,
+                _text(item.get("reason")),
                 now_mono - age,
                 None if expires_in is None else now_mono + expires_in,
             )
@@ -748,7 +773,7 @@ class ConsoleModel:
 
     # -- event handlers -------------------------------------------------------------------------------------
 
-    def _session_start(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _session_start(self, event: Event, mono: float, data: SessionStartData) -> None:
         session_id = self._s.session_id
         origin = self._s.origin_ts
         # The wrapper reports start-up problems (a bad env value…) before its session_start: they belong to
@@ -778,7 +803,7 @@ class ConsoleModel:
             for overlap in _strs(state_sync.get("overlaps")):
                 s.warnings.append(WarningView(mono, f"state sync overlap: {overlap}"))
 
-    def _session_end(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _session_end(self, event: Event, mono: float, data: SessionEndData) -> None:
         s = self._s
         s.ended = _text(data.get("reason")) or "ended"
         s.ended_mono = mono
@@ -791,7 +816,7 @@ class ConsoleModel:
                 if value is not None:
                     s.counters[name] = value
 
-    def _host_info(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _host_info(self, event: Event, mono: float, data: HostInfoData) -> None:
         self._s.header.update(
             host_name=_text(data.get("name")),
             host_version=_text(data.get("version")),
@@ -800,7 +825,7 @@ class ConsoleModel:
             host_clock=_clock_text(data.get("deciding_clock")),
         )
 
-    def _upstream_state(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _upstream_state(self, event: Event, mono: float, data: UpstreamStateData) -> None:
         s = self._s
         before = s.notable.total
         s.notable.upstream_state(mono, data)
@@ -864,7 +889,7 @@ class ConsoleModel:
         if request is not None and request.up_id is not None:
             s.by_up_id.pop(request.up_id, None)
 
-    def _request_start(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _request_start(self, event: Event, mono: float, data: RequestStartData) -> None:
         if event.request_id is None:
             raise ValueError("request_start without a request id")
         request_id = str(event.request_id)
@@ -891,7 +916,7 @@ class ConsoleModel:
             return None
         return self._s.requests.get(str(event.request_id))
 
-    def _progress(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _progress(self, event: Event, mono: float, data: ProgressData) -> None:
         request = self._request(event)
         if request is None:
             return
@@ -905,7 +930,7 @@ class ConsoleModel:
         amount = fmt.progress(request.progress, request.total)
         request.note(mono, "progress", " ".join(p for p in (amount, request.message or "") if p) or "progress")
 
-    def _model_status(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _model_status(self, event: Event, mono: float, data: ModelStatusData) -> None:
         request = self._request(event)
         if request is None or not event.model:
             return
@@ -935,7 +960,7 @@ class ConsoleModel:
             took = "" if latency is None else f" in {latency} ms"
             request.note(mono, "model_status", f"{model}: {status}{took}")
 
-    def _request_end(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
         s = self._s
         outcome = _text(data.get("outcome")) or Outcome.ERROR
         s.counters[_OUTCOME_COUNTER.get(outcome, "errors")] += 1
@@ -969,7 +994,7 @@ class ConsoleModel:
                     del s.by_up_id[old.up_id]
         s.finished.append(request.request_id)
 
-    def _tombstone_add(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _tombstone_add(self, event: Event, mono: float, data: TombstoneAddData) -> None:
         s = self._s
         up_id = _text(data.get("up_id"))
         request_id = _text(event.request_id)
@@ -1000,7 +1025,7 @@ class ConsoleModel:
             if up_id is not None:
                 s.by_up_id[up_id] = request.request_id
 
-    def _tombstone(self, event: Event, data: Mapping[str, Any]) -> _Tombstone | None:
+    def _tombstone(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> _Tombstone | None:
         s = self._s
         up_id = _text(data.get("up_id"))
         if up_id is not None and up_id in s.tombstones:
@@ -1010,7 +1035,7 @@ class ConsoleModel:
             request_id = s.by_up_id.get(up_id)
         return None if request_id is None else s.tombstones.get(f"req:{request_id}")
 
-    def _tombstone_hit(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _tombstone_hit(self, event: Event, mono: float, data: TombstoneHitData) -> None:
         s = self._s
         s.counters["late_dropped"] += 1
         s.notable.late_answer(mono)
@@ -1024,7 +1049,7 @@ class ConsoleModel:
             age_text = "" if age is None else f" {age:.1f}s after the tombstone"
             request.note(mono, "tombstone_hit", f"late {_text(data.get('what')) or 'response'} dropped{age_text}")
 
-    def _tombstone_expire(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _tombstone_expire(self, event: Event, mono: float, data: TombstoneExpireData) -> None:
         s = self._s
         tomb = self._tombstone(event, data)
         if tomb is None:
@@ -1034,7 +1059,7 @@ class ConsoleModel:
         if request is not None and request.tombstone is tomb:
             request.note(mono, "tombstone_expire", "tombstone expired")
 
-    def _late_result(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _late_result(self, event: Event, mono: float, data: LateResultData) -> None:
         s = self._s
         s.counters["late_results"] += 1
         s.notable.late_result(mono, _text(event.request_id), _text(event.tool), data)
@@ -1059,7 +1084,7 @@ class ConsoleModel:
         took = "" if late.duration_s is None else f" (it took {late.duration_s:.1f}s in all)"
         request.note(mono, "late_result", f"finished late: {late.outcome or '?'}{delay}{took}")
 
-    def _late_reuse(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _late_reuse(self, event: Event, mono: float, data: LateReuseData) -> None:
         s = self._s
         s.counters["late_reused"] += 1
         s.notable.late_reuse(mono, _text(event.request_id), _text(event.tool), data)
@@ -1089,16 +1114,16 @@ class ConsoleModel:
                 break
         return calls[::-1]
 
-    def _unknown_response(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _unknown_response(self, event: Event, mono: float, data: UnknownResponseData) -> None:
         self._s.counters["unknown_dropped"] += 1
 
-    def _invalidation(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _invalidation(self, event: Event, mono: float, data: InvalidationData) -> None:
         s = self._s
         s.counters["invalidations"] += 1
         caused_by = _text(data.get("caused_by")) or _text(event.tool)
         s.invalidations.append(InvalidationView(mono, 0.0, caused_by, _strs(data.get("patterns"))))
 
-    def _health_check(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _health_check(self, event: Event, mono: float, data: HealthCheckData) -> None:
         s = self._s
         ping = _num(data.get("ping_ms"))
         ok = data.get("ok")
@@ -1123,7 +1148,7 @@ class ConsoleModel:
             if multiplier is not None:
                 s.health["timeout_multiplier"] = multiplier
 
-    def _config_change(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _config_change(self, event: Event, mono: float, data: ConfigChangeData) -> None:
         s = self._s
         if isinstance(data.get("deadline"), Mapping):
             self._set_deadline(data["deadline"])
@@ -1135,12 +1160,12 @@ class ConsoleModel:
             ConfigChangeView(mono, key, data.get("old"), data.get("new"), _text(data.get("source")))
         )
 
-    def _warning(self, event: Event, mono: float, data: Mapping[str, Any]) -> None:
+    def _warning(self, event: Event, mono: float, data: WarningData) -> None:
         message = _text(data.get("message")) or "(no message)"
         self._s.warnings.append(WarningView(mono, message))
         self._s.notable.warning(mono, message)
 
-    def _set_deadline(self, block: Mapping[str, Any]) -> None:
+    def _set_deadline(self, block: DeadlineBlock) -> None:
         self._s.deadline = {
             "host_timeout_s": _num(block.get("host_timeout_s")),
             "margin_s": _num(block.get("margin_s")),
@@ -1149,7 +1174,7 @@ class ConsoleModel:
             "source": _text(block.get("source")),
         }
 
-    def _set_ttl_terms(self, terms: Mapping[str, Any]) -> None:
+    def _set_ttl_terms(self, terms: TtlTermsBlock) -> None:
         self._s.ttl_terms = {
             name: _num(terms.get(name)) for name in ("init_timeout_s", "backoff_max_s", "epsilon_s", "total_s")
         } | {"request_timeout_s": _num(terms.get("request_timeout_s"))}

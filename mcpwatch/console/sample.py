@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from mcpwatch.events import Event, Kind
+from mcpwatch.events import DeadlineBlock, Event, Kind
 
 SAMPLE_SESSION_ID = "3f2a9c1e-sample"
 SAMPLE_ORIGIN_TS = 1_767_225_600.0  # 2026-01-01T00:00:00Z: mono 0 of the sample session
@@ -56,11 +56,21 @@ class EventFactory:
         )
 
 
-def deadline_block(host: float = 120.0, margin: float = 10.0, override: float | None = None) -> dict[str, Any]:
+def deadline_block(host: float = 120.0, margin: float = 10.0, override: float | None = None) -> DeadlineBlock:
     """The deadline block as the wrapper reports it (budget = override, else host − margin)."""
     budget = override if override is not None else max(1.0, host - margin)
     source = "operator" if override is not None else "env"
-    return {"host_timeout_s": host, "margin_s": margin, "override_s": override, "budget_s": budget, "source": source}
+    explanation = (
+        f"operator override {budget:g} s" if override is not None else f"host timeout {host:g} s − margin {margin:g} s"
+    )
+    return DeadlineBlock(
+        host_timeout_s=host,
+        margin_s=margin,
+        override_s=override,
+        budget_s=budget,
+        source=source,
+        explanation=explanation,
+    )
 
 
 def session_start(f: EventFactory, mono: float = 0.0, name: str = "council") -> Event:
@@ -91,10 +101,10 @@ def sample_session() -> list[Event]:
     ev: list[Event] = [
         session_start(f),
         f.make(Kind.UPSTREAM_STATE, 0.1, state="connecting", generation=1),
-        f.make(Kind.UPSTREAM_STATE, 0.4, state="ready", generation=1, pid=41240),
+        f.make(Kind.UPSTREAM_STATE, 0.4, state="ready", generation=1),
         f.make(Kind.HOST_INFO, 0.5, name="claude-code", version="2.1.3", protocol_version="2025-11-25"),
-        f.make(Kind.REQUEST_START, 0.6, request_id="1", method="tools/list", up_id="1", budget_s=None),
-        f.make(Kind.REQUEST_END, 0.62, request_id="1", outcome="ok", duration_s=0.02),
+        f.make(Kind.REQUEST_START, 0.6, request_id="1", method="tools/list", up_id=1, budget_s=None),
+        f.make(Kind.REQUEST_END, 0.62, request_id="1", outcome="ok", duration_s=0.02, method="tools/list"),
         f.make(
             Kind.HEALTH_CHECK,
             2.0,
@@ -103,6 +113,7 @@ def sample_session() -> list[Event]:
             ping_ms=3.4,
             result={"tiers": COUNCIL_TIERS, "timeout_multiplier": 1.0, "api_key_configured": True},
             error=None,
+            latency_ms=9.8,
         ),
     ]
     mono = 5.0
@@ -118,13 +129,15 @@ def sample_session() -> list[Event]:
                 request_id=rid,
                 tool=tool,
                 method="tools/call",
-                up_id=rid,
+                up_id=i,
                 budget_s=110.0,
                 budget_source="env",
                 arguments=json.dumps({"id": i}),
             )
         )
         extra: dict[str, Any] = {"error": "task not found"} if outcome == "tool_error" else {}
+        if outcome == "ok":
+            extra["result_preview"] = '{"ok": true}'
         ev.append(
             f.make(
                 Kind.REQUEST_END,
@@ -133,7 +146,7 @@ def sample_session() -> list[Event]:
                 tool=tool,
                 outcome=outcome,
                 duration_s=duration,
-                result_preview='{"ok": true}' if outcome == "ok" else None,
+                method="tools/call",
                 **extra,
             )
         )
@@ -159,6 +172,7 @@ def sample_session() -> list[Event]:
             tool="consult_council",
             outcome="deadline",
             duration_s=110.0,
+            method="tools/call",
             partial=True,
             error="consult_council exceeded its 110s budget (host 120s − margin 10s); last progress 2/4",
             result_preview='{"synthesis": "partial: 2 of 4 models", "models": {"openai/gpt-5.1": "ok"}}',
@@ -168,16 +182,16 @@ def sample_session() -> list[Event]:
             170.0,
             request_id="20",
             tool="consult_council",
-            up_id="20",
+            up_id=20,
             ttl_s=155.0,
             reason="deadline",
             expires_mono=325.0,
         ),
-        f.make(Kind.TOMBSTONE_HIT, 184.5, up_id="20", what="response", age_s=14.5),
-        f.make(Kind.UNKNOWN_RESPONSE, 190.0, up_id="7", reason="stale_generation"),
+        f.make(Kind.TOMBSTONE_HIT, 184.5, up_id=20, what="response", age_s=14.5),
+        f.make(Kind.UNKNOWN_RESPONSE, 190.0, up_id=7, reason="stale_generation"),
         f.make(Kind.WARNING, 200.0, message="upstream wrote 212 bytes of non-JSON to stdout (ignored)"),
         f.make(Kind.UPSTREAM_STATE, 205.0, state="backoff", generation=1, exit_code=1, retry_in_s=0.5),
-        f.make(Kind.UPSTREAM_STATE, 206.0, state="ready", generation=2, pid=41301),
+        f.make(Kind.UPSTREAM_STATE, 206.0, state="ready", generation=2),
     ]
     # An operator cancel: tombstoned with its own reason.
     ev += [
@@ -187,13 +201,21 @@ def sample_session() -> list[Event]:
             request_id="21",
             tool="countries.lookup",
             method="tools/call",
-            up_id="22",
+            up_id=22,
             budget_s=110.0,
             budget_source="env",
             arguments='{"id": 99}',
         ),
-        f.make(Kind.TOMBSTONE_ADD, 231.0, request_id="21", up_id="22", ttl_s=155.0, reason="operator_cancel"),
-        f.make(Kind.REQUEST_END, 231.0, request_id="21", outcome="cancelled", duration_s=11.0),
+        f.make(
+            Kind.TOMBSTONE_ADD,
+            231.0,
+            request_id="21",
+            up_id=22,
+            ttl_s=155.0,
+            reason="operator_cancel",
+            expires_mono=386.0,
+        ),
+        f.make(Kind.REQUEST_END, 231.0, request_id="21", outcome="cancelled", duration_s=11.0, method="tools/call"),
         f.make(
             Kind.CONFIG_CHANGE,
             240.0,
@@ -213,7 +235,7 @@ def sample_session() -> list[Event]:
             request_id="24",
             tool="tasks.export",
             method="tools/call",
-            up_id="25",
+            up_id=25,
             budget_s=105.0,
             budget_source="env",
             arguments='{"format": "csv"}',
@@ -235,7 +257,7 @@ def _council_run(f: EventFactory, rid: str, start: float, finish: dict[str, int]
             request_id=rid,
             tool=tool,
             method="tools/call",
-            up_id=rid,
+            up_id=int(rid),
             budget_s=110.0 if start < 240 else 105.0,
             budget_source="env",
             arguments='{"query": "Should we shard the events table?", "confidence": "high"}',
@@ -301,17 +323,26 @@ def flood(factory: EventFactory, start_mono: float = 0.0, rate: float = 5000.0) 
         rid = f"f{n}"
         tool = ("consult_council", "countries.lookup", "tasks.update")[n % 3]
         cycle: list[tuple[str, dict[str, Any]]] = [
-            (Kind.REQUEST_START, {"method": "tools/call", "up_id": rid, "budget_s": 110.0, "budget_source": "env"})
+            (Kind.REQUEST_START, {"method": "tools/call", "up_id": n, "budget_s": 110.0, "budget_source": "env"})
         ]
         cycle += [(Kind.PROGRESS, {"progress": i, "total": 6, "message": f"step {i}/6"}) for i in range(1, 7)]
         if n % 50 == 0:
-            cycle.append((Kind.TOMBSTONE_ADD, {"up_id": rid, "ttl_s": 155.0, "reason": "deadline"}))
-            cycle.append((Kind.REQUEST_END, {"outcome": "deadline", "duration_s": 110.0, "partial": True}))
+            expires = round(mono + 155.0, 3)
+            cycle.append(
+                (Kind.TOMBSTONE_ADD, {"up_id": n, "ttl_s": 155.0, "reason": "deadline", "expires_mono": expires})
+            )
+            cycle.append(
+                (
+                    Kind.REQUEST_END,
+                    {"outcome": "deadline", "duration_s": 110.0, "method": "tools/call", "partial": True},
+                )
+            )
             if n > 500:
-                cycle.append((Kind.TOMBSTONE_EXPIRE, {"up_id": f"f{n - 500}", "age_s": 155.0}))
+                cycle.append((Kind.TOMBSTONE_EXPIRE, {"up_id": n - 500, "age_s": 155.0}))
         else:
             cycle.append((Kind.INVALIDATION, {"caused_by": tool, "patterns": ["tasks.*"]}))
-            cycle.append((Kind.REQUEST_END, {"outcome": "ok" if n % 7 else "tool_error", "duration_s": 0.4 + n % 5}))
+            outcome = "ok" if n % 7 else "tool_error"
+            cycle.append((Kind.REQUEST_END, {"outcome": outcome, "duration_s": 0.4 + n % 5, "method": "tools/call"}))
         cycle.append((Kind.WARNING, {"message": f"flood marker {n}"}) if n % 100 == 0 else (Kind.HOST_INFO, {}))
         for kind, data in cycle:
             if kind == Kind.HOST_INFO:

@@ -3,20 +3,22 @@
 An MCP server over Streamable HTTP on 127.0.0.1; every request needs `Authorization: Bearer <token>`.
 Tools return JSON as structured content:
 
-- `status()` → {"wrapper": {name, pid, version, upstream: {kind, target, state, generation}, host},
-  "deadline": {host_timeout_s, margin_s, override_s, budget_s, source},
-  "tombstones": {count, ttl_s, terms, late_dropped, items: [{request_id, tool, age_s, expires_in_s}]},
-  "in_flight": [{request_id, method, tool, elapsed_s, budget_s, progress, total, message}],
-  "counters": {requests, ok, errors, timeouts, cancelled, late_dropped, unknown_dropped, invalidations},
-  "state_sync": {policies, overlaps}, "log": {path, session_id, events_written}}
+- `status()` → `Status` (below): the wrapper, its upstream and host, the deadline block, tombstones, calls in
+  flight, counters, State Sync and the log
 - `events(after=0, limit=1000, wait_ms=0)` → {"events": [Event.to_dict()...], "next": seq} (long poll; `after` and
   `next` are session sequence numbers, `Event.seq`)
-- `health_check()` → {ok, ping_ms, tool, result, error}; also logged as a `health_check` event
+- `health_check()` → `HealthCheckData`; also logged as a `health_check` event
 - `set_margin(seconds)`, `set_host_timeout(seconds)`, `set_deadline(seconds | null)` → the new `deadline` block;
   bad values are refused with a tool error (isError) whose text says why, and nothing changes
 - `reset_deadline()` → clears every operator change to the budget (environment and file rule again); the new block
 - `cancel(request_id)` → cancels an in-flight call as a deadline would
 """
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from mcpwatch.events import CountersBlock, DeadlineBlock, StateSyncSummary, TtlTermsBlock
 
 TOOL_STATUS = "status"
 TOOL_EVENTS = "events"
@@ -28,3 +30,96 @@ TOOL_RESET_DEADLINE = "reset_deadline"
 TOOL_CANCEL = "cancel"
 TOOL_CALL_UPSTREAM = "call_upstream"
 OPERATOR_PATH = "/mcp"
+
+
+class UpstreamStatus(TypedDict):
+    kind: Literal["stdio", "http"] | None
+    target: str | None
+    state: Literal["connecting", "ready", "backoff", "closed"]
+    generation: int
+    stuck: NotRequired[bool]  # writes to it blocked for longer than upstream.write_timeout_s
+    restarts: NotRequired[int]
+    pid: NotRequired[int | None]  # stdio
+    stuck_for_s: NotRequired[float]  # stdio
+    unsent_bytes: NotRequired[int]  # stdio
+    stderr_tail: NotRequired[list[str]]  # stdio
+    session_id: NotRequired[str | None]  # http: Mcp-Session-Id
+    protocol_version: NotRequired[str | None]  # http
+    open_posts: NotRequired[int]  # http
+
+
+class HostStatus(TypedDict, total=False):
+    """Empty until a host has initialised; then `HostInfoData`."""
+
+    name: str | None
+    version: str | None
+    protocol_version: str | None
+
+
+class WrapperStatus(TypedDict):
+    name: str
+    pid: int
+    version: str
+    upstream: UpstreamStatus
+    host: HostStatus
+    uptime_s: float
+
+
+class TombstoneItem(TypedDict):
+    key: int  # the upstream id (up_id) the tombstone holds
+    request_id: str | None
+    tool: str | None
+    reason: str
+    age_s: float
+    expires_in_s: float
+    hits: int
+
+
+class TombstonesStatus(TypedDict):
+    count: int
+    ttl_s: float
+    terms: TtlTermsBlock
+    late_dropped: int
+    evicted: int
+    next_expiry_in_s: float | None
+    items: list[TombstoneItem]  # newest first, at most 50
+
+
+class InFlightStatus(TypedDict):
+    request_id: str
+    method: str
+    tool: str | None
+    elapsed_s: float
+    budget_s: float | None
+    progress: float | None
+    total: float | None
+    message: str | None
+    sent: bool  # forwarded to the upstream (else queued until it is ready)
+
+
+class LogStatus(TypedDict):
+    path: str | None  # None: logging is off
+    session_id: str
+    events_written: int
+    events_dropped: int
+    last_error: str | None
+
+
+class Status(TypedDict):
+    """What `status()` answers; the console seeds its model from it when it attaches mid-session."""
+
+    wrapper: WrapperStatus
+    deadline: DeadlineBlock
+    tombstones: TombstonesStatus
+    in_flight: list[InFlightStatus]
+    counters: CountersBlock
+    state_sync: StateSyncSummary
+    mono: float  # the wrapper's session clock when the answer was built
+    log: LogStatus
+
+
+def status_problems(status: Any) -> list[str]:
+    """What in a `status()` answer breaks `Status` (missing fields, wrong types); fields added later are allowed."""
+    from mcpwatch.events import typed_dict_problems
+
+    return typed_dict_problems(Status, status, "status", strict=False)

@@ -71,6 +71,8 @@ def check_seconds(
             number = parse_number(value.strip())
         except ValueError:
             raise InvalidValue(f"{what} must be a number of seconds, got {value!r}") from None
+        if math.isinf(number) and "inf" not in value.lower():  # "1e309": a finite number, too large for a float
+            number = math.copysign(ABSURD_S + 1, number)
     elif isinstance(value, int):
         # integers (TOML, JSON) may be far beyond any float: compare before converting
         number = float(max(-ABSURD_S - 1, min(value, ABSURD_S + 1)))

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import itertools
+import math
 import subprocess
 import sys
+import types
+from typing import Any, Literal, NotRequired, Union, get_args, get_origin, get_type_hints
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +24,7 @@ from mcpwatch.console.sample import (
     sample_session,
     session_start,
 )
-from mcpwatch.events import Event, Kind
+from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
 
 pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
 
@@ -408,13 +413,79 @@ field_names = st.sampled_from(
     ),
     st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6),
 )
-def test_any_stream_folds_and_renders_without_raising(events, now) -> None:
+def test_any_stream_folds_counting_only_broken_events_as_malformed(events, now) -> None:
     m = ConsoleModel(Limits(requests=3, timeline=2))
     for i, (kind, mono, rid, data) in enumerate(events):
         m.apply(Event(kind=kind, session_id="h", ts=1.0, mono=mono, seq=i, request_id=rid, model="m", data=data))
-    m.view(now)
+    v = m.view(now)
+    timed = [(kind, data) for kind, mono, _rid, data in events if math.isfinite(mono)]
+    assert v.events_applied <= len(timed)  # without a usable time an event is refused; a session_start starts over
+    broken = sum(1 for kind, data in timed if payload_problems(kind, data))
+    assert v.malformed <= broken + (len(events) - len(timed))  # a payload of its kind's type always folds
+    assert all(value >= 0 for value in dataclasses.astuple(v.counters))
+    assert len(v.requests) <= 3 and {r.request_id for r in v.in_flight} <= {"1", "2"}
     for rid in ("1", "2"):
         m.request_detail(rid, now)
+
+
+def _strategy(hint: Any) -> st.SearchStrategy[Any]:
+    """Values of a payload type's field, as `payload_problems` accepts them."""
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is NotRequired:
+        return _strategy(args[0])
+    if hint is Any:
+        return json_values
+    if origin is Literal:
+        return st.sampled_from(args)
+    if isinstance(hint, type) and hasattr(hint, "__required_keys__"):
+        hints = get_type_hints(hint, include_extras=True)
+        required = {k: _strategy(h) for k, h in hints.items() if get_origin(h) is not NotRequired}
+        optional = {k: _strategy(h) for k, h in hints.items() if get_origin(h) is NotRequired}
+        return st.fixed_dictionaries(required, optional=optional)
+    if origin in (types.UnionType, Union):
+        return st.one_of(*(_strategy(a) for a in args))
+    if origin is list:
+        return st.lists(_strategy(args[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(st.text(max_size=5), json_values, max_size=3)
+    return {
+        type(None): st.none(),
+        bool: st.booleans(),
+        int: st.integers(0, 50),
+        float: st.floats(-1e6, 1e6) | st.integers(0, 50),
+        str: st.text(max_size=8),
+    }[hint]
+
+
+# One session: a session_start starts the model over, a session_end sets the counters as the wrapper kept them.
+conforming_events = st.sampled_from([k for k in Kind if k not in (Kind.SESSION_START, Kind.SESSION_END)]).flatmap(
+    lambda kind: st.tuples(st.just(kind), _strategy(PAYLOADS[kind]))
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(conforming_events, st.floats(0, 1e6), st.sampled_from(["1", "2"])),  # with the call's id
+        max_size=25,
+    )
+)
+def test_a_stream_of_well_typed_events_folds_without_a_malformed_one_and_counts_each(events) -> None:
+    m = ConsoleModel(Limits(requests=3, timeline=2))
+    for i, ((kind, data), mono, rid) in enumerate(events):
+        assert payload_problems(kind, data) == []
+        m.apply(Event(kind=kind, session_id="h", ts=1.0, mono=mono, seq=i, request_id=rid, model="m", data=data))
+    v = m.view(1e6)
+    assert v.malformed == 0 and v.events_applied == len(events)
+    count = collections.Counter(kind for (kind, _data), _mono, _rid in events)
+    c = v.counters
+    assert (c.requests, c.late_dropped, c.unknown_dropped, c.invalidations) == (
+        count[Kind.REQUEST_START],
+        count[Kind.TOMBSTONE_HIT],
+        count[Kind.UNKNOWN_RESPONSE],
+        count[Kind.INVALIDATION],
+    )
+    assert c.ok + c.errors + c.timeouts + c.cancelled == count[Kind.REQUEST_END]
 
 
 def test_seed_fills_what_the_events_do_not_know(f: EventFactory) -> None:

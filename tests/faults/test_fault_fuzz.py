@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcpwatch.config import Settings
-from mcpwatch.events import UpstreamState
+from mcpwatch.events import UpstreamState, payload_problems
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.core import WrapperCore
@@ -218,6 +218,8 @@ class Harness:
                 assert all(p < self.cancelled_at[request_id] for p in got), f"reply after the host cancelled {key}"
             else:
                 assert len(got) == 1, f"{request_id}: {len(got)} replies"
+        for event in self.core.recorder.since(0, 1_000_000):  # whatever came in, the log gets the documented shapes
+            assert payload_problems(event.kind, event.data) == [], event
 
 
 json_leaf = st.one_of(

@@ -10,6 +10,9 @@ import sys
 
 import pytest
 
+from mcpwatch.events import payload_problems
+from mcpwatch.operator import status_problems
+
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -92,3 +95,39 @@ async def test_operator_cancel_answers_the_host_and_health_check_pings(isolated_
         assert health["ok"] is True and isinstance(health["ping_ms"], float) and not math.isnan(health["ping_ms"])
         missing = await operator.call("cancel", request_id="nope")
         assert missing["isError"] is True
+
+
+async def test_status_and_every_event_follow_the_contract(isolated_state):
+    """A real wrapper's `status` is a `Status` and every event it logs has its kind's payload type."""
+    async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]) as client:
+        operator = Operator(registry_entry(isolated_state))
+        call = asyncio.ensure_future(client.call_tool("hang", {}))
+        for _ in range(50):
+            status = await operator.tool("status")
+            if status["in_flight"]:
+                break
+            await asyncio.sleep(0.05)
+        assert status_problems(status) == [] and status["in_flight"][0]["tool"] == "hang"
+        await operator.tool("cancel", request_id=status["in_flight"][0]["request_id"])
+        await asyncio.wait_for(call, 5)
+        status = await operator.tool("status")
+        assert status_problems(status) == [] and status["tombstones"]["items"][0]["reason"] == "operator_cancel"
+        await operator.tool("health_check")
+        await operator.tool("set_margin", seconds=5)
+        await operator.tool("reset_deadline")
+        refused = await operator.call("set_deadline", seconds=0.01)  # below the floor: every call would be cut
+        assert refused["isError"] is True
+        assert refused["content"][0]["text"].endswith(": deadline is too small (0.01 s; at least 0.05 s)")
+        assert (await operator.tool("status"))["deadline"]["override_s"] is None
+        events = (await operator.tool("events", after=0, limit=1000))["events"]
+    assert {e["kind"] for e in events} >= {
+        "session_start",
+        "upstream_state",
+        "host_info",
+        "request_start",
+        "request_end",
+        "tombstone_add",
+        "health_check",
+        "config_change",
+    }
+    assert [(e["kind"], p) for e in events for p in payload_problems(e["kind"], e["data"])] == []

@@ -1,0 +1,359 @@
+"""The event contract, kind by kind: a payload of each kind's type goes through the wrapper's recorder into a real
+SQLite log, comes back unchanged through the reader, and the console's model folds it into what an operator sees.
+The generators (the console's sample, the replay benchmark's session) and the checker itself are held to the same
+types."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpwatch.bench.replay import SyntheticSession
+from mcpwatch.clock import ManualClock
+from mcpwatch.console.model import ConsoleModel, ViewState
+from mcpwatch.console.sample import EventFactory, flood, sample_session
+from mcpwatch.events import (
+    PAYLOADS,
+    ConfigChangeData,
+    CountersBlock,
+    DeadlineBlock,
+    Event,
+    HealthCheckData,
+    HostInfoData,
+    InvalidationData,
+    Kind,
+    ModelStatusData,
+    ProgressData,
+    RequestEndData,
+    RequestStartData,
+    SessionEndData,
+    SessionStartData,
+    TombstoneAddData,
+    TombstoneExpireData,
+    TombstoneHitData,
+    UnknownResponseData,
+    UpstreamStateData,
+    WarningData,
+    payload_problems,
+)
+from mcpwatch.store import EventReader, EventWriter
+from mcpwatch.wrapper.recorder import Recorder
+
+DEADLINE = DeadlineBlock(
+    host_timeout_s=120.0,
+    margin_s=10.0,
+    override_s=None,
+    budget_s=110.0,
+    source="derived",
+    explanation="host timeout 120 s − margin 10 s",
+)
+TTL = {"request_timeout_s": 110.0, "init_timeout_s": 10.0, "backoff_max_s": 30.0, "epsilon_s": 5.0, "total_s": 155.0}
+COUNTERS = CountersBlock(
+    requests=4,
+    ok=2,
+    errors=1,
+    timeouts=1,
+    cancelled=0,
+    late_dropped=1,
+    unknown_dropped=2,
+    invalidations=0,
+    host_frame_errors=0,
+    upstream_garbage=0,
+)
+START = SessionStartData(
+    name="round-trip",
+    pid=4242,
+    version="0.1.0",
+    front="stdio",
+    upstream={"kind": "stdio", "target": "mcpwatch council"},
+    config={"deadline": {"margin_s": 10.0}},
+    deadline=DEADLINE,
+    tombstone_ttl=TTL,  # type: ignore[typeddict-item]
+    state_sync={"policies": 2, "overlaps": ["a.* and a.b overlap"]},
+)
+CALL = RequestStartData(method="tools/call", up_id=7, budget_s=110.0, budget_source="derived", arguments='{"q": 1}')
+CALL_COLUMNS = {"request_id": "h-1", "tool": "consult_council"}
+
+# kind → (columns, payload, what the console shows for it); every example but session_start follows a session_start,
+# and those marked with the call's columns follow the call's request_start.
+Check = Callable[[ConsoleModel, ViewState], None]
+
+
+def _check_start(m: ConsoleModel, v: ViewState) -> None:
+    assert (v.header.name, v.header.pid, v.header.front, v.header.upstream_kind) == (
+        "round-trip",
+        4242,
+        "stdio",
+        "stdio",
+    )
+    assert (v.deadline.budget_s, v.deadline.source, v.tombstones.terms.total_s) == (110.0, "derived", 155.0)
+    assert v.state_sync_policies == 2
+
+
+def _check_end(m: ConsoleModel, v: ViewState) -> None:
+    assert v.header.ended == "host closed stdin"
+    assert (v.counters.requests, v.counters.ok, v.counters.timeouts, v.counters.unknown_dropped) == (4, 2, 1, 2)
+
+
+def _check_host(m: ConsoleModel, v: ViewState) -> None:
+    assert (v.header.host_name, v.header.host_version, v.header.protocol_version) == (
+        "claude-code",
+        "2.1",
+        "2025-11-25",
+    )
+
+
+def _check_upstream(m: ConsoleModel, v: ViewState) -> None:
+    assert (v.header.upstream_state, v.header.generation, v.header.exit_code) == ("closed", 3, 1)
+    assert v.header.stderr_tail == ("Traceback", "MemoryError")
+
+
+def _check_call(m: ConsoleModel, v: ViewState) -> None:
+    (call,) = v.in_flight
+    assert (call.request_id, call.tool, call.budget_s) == ("h-1", "consult_council", 110.0)
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None
+    assert (detail.up_id, detail.budget_source, detail.arguments) == ("7", "derived", '{"q": 1}')
+
+
+def _check_progress(m: ConsoleModel, v: ViewState) -> None:
+    (call,) = v.in_flight
+    assert (call.progress, call.total, call.message) == (2, 4, "Stage 2: peer review")
+    assert v.council is not None and v.council.stage == 2
+
+
+def _check_model(m: ConsoleModel, v: ViewState) -> None:
+    assert v.council is not None and (v.council.tier, v.council.per_model_s) == ("high", 90.0)
+    (model,) = v.council.models
+    assert (model.model, model.status, model.latency_ms, model.stage) == ("openai/gpt-5.1", "ok", 38200, 1)
+
+
+def _check_request_end(m: ConsoleModel, v: ViewState) -> None:
+    assert v.in_flight == ()
+    (done,) = v.requests
+    assert (done.outcome, done.duration_s, done.partial) == ("deadline", 110.0, True)
+    assert done.error == "deadline"
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and detail.result_preview == '{"partial": true}'
+    assert v.counters.timeouts == 1
+
+
+def _check_tombstone_add(m: ConsoleModel, v: ViewState) -> None:
+    (stone,) = v.tombstones.items
+    assert (stone.up_id, stone.request_id, stone.reason, stone.ttl_s) == ("7", "h-1", "deadline", 155.0)
+    assert stone.expires_in_s == pytest.approx(155.0 - (v.now_mono - 1.0))
+
+
+def _check_tombstone_hit(m: ConsoleModel, v: ViewState) -> None:
+    assert v.tombstones.late_dropped == 1 and v.counters.late_dropped == 1
+
+
+def _check_tombstone_expire(m: ConsoleModel, v: ViewState) -> None:
+    assert v.tombstones.items == () and v.tombstones.count == 0
+
+
+def _check_unknown(m: ConsoleModel, v: ViewState) -> None:
+    assert v.counters.unknown_dropped == 1
+
+
+def _check_invalidation(m: ConsoleModel, v: ViewState) -> None:
+    (inv,) = v.invalidations
+    assert (inv.caused_by, inv.patterns) == ("tasks.update", ("tasks.*", "sprints.*"))
+    assert v.counters.invalidations == 1
+
+
+def _check_health(m: ConsoleModel, v: ViewState) -> None:
+    assert (v.health.ok, v.health.ping_ms, v.health.tool, v.health.latency_ms) == (True, 3.5, "council_health", 20.0)
+    assert v.health.timeout_multiplier == 1.5
+    assert [(t.tier, t.total_s) for t in v.tiers] == [("high", 180.0)]
+
+
+def _check_config(m: ConsoleModel, v: ViewState) -> None:
+    (change,) = v.config_changes
+    assert (change.key, change.old, change.new, change.source) == ("margin_s", 10.0, 15.0, "operator")
+    assert (v.deadline.margin_s, v.deadline.budget_s) == (15.0, 105.0)
+
+
+def _check_warning(m: ConsoleModel, v: ViewState) -> None:
+    assert v.warnings[0].message == "upstream wrote a frame that is not JSON (#1)"
+
+
+TOMB = TombstoneAddData(up_id=7, ttl_s=155.0, reason="deadline", expires_mono=156.0)
+EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ...]]] = {
+    Kind.SESSION_START: ({}, START, _check_start, ()),
+    Kind.SESSION_END: ({}, SessionEndData(reason="host closed stdin", counters=COUNTERS), _check_end, ()),
+    Kind.HOST_INFO: (
+        {},
+        HostInfoData(name="claude-code", version="2.1", protocol_version="2025-11-25"),
+        _check_host,
+        (),
+    ),
+    Kind.UPSTREAM_STATE: (
+        {},
+        UpstreamStateData(
+            state="closed", generation=3, reason="exited", exit_code=1, stderr_tail=["Traceback", "MemoryError"]
+        ),
+        _check_upstream,
+        (),
+    ),
+    Kind.REQUEST_START: (CALL_COLUMNS, CALL, _check_call, ()),
+    Kind.PROGRESS: (
+        CALL_COLUMNS,
+        ProgressData(progress=2, total=4, message="Stage 2: peer review", stage=2),
+        _check_progress,
+        (Kind.REQUEST_START, Kind.MODEL_STATUS),
+    ),
+    Kind.MODEL_STATUS: (
+        {**CALL_COLUMNS, "model": "openai/gpt-5.1"},
+        ModelStatusData(stage=1, status="ok", latency_ms=38200, per_model_s=90.0, tier="high"),
+        _check_model,
+        (Kind.REQUEST_START,),
+    ),
+    Kind.REQUEST_END: (
+        CALL_COLUMNS,
+        RequestEndData(
+            outcome="deadline",
+            duration_s=110.0,
+            method="tools/call",
+            partial=True,
+            error="deadline",
+            result_preview='{"partial": true}',
+        ),
+        _check_request_end,
+        (Kind.REQUEST_START,),
+    ),
+    Kind.TOMBSTONE_ADD: (CALL_COLUMNS, TOMB, _check_tombstone_add, (Kind.REQUEST_START,)),
+    Kind.TOMBSTONE_HIT: (
+        CALL_COLUMNS,
+        TombstoneHitData(up_id=7, what="response", age_s=4.5),
+        _check_tombstone_hit,
+        (Kind.REQUEST_START, Kind.TOMBSTONE_ADD),
+    ),
+    Kind.TOMBSTONE_EXPIRE: (
+        CALL_COLUMNS,
+        TombstoneExpireData(up_id=7, age_s=155.0),
+        _check_tombstone_expire,
+        (Kind.REQUEST_START, Kind.TOMBSTONE_ADD),
+    ),
+    Kind.UNKNOWN_RESPONSE: ({}, UnknownResponseData(up_id=99, reason="expired_tombstone"), _check_unknown, ()),
+    Kind.INVALIDATION: (
+        {"request_id": "h-2", "tool": "tasks.update"},
+        InvalidationData(caused_by="tasks.update", patterns=["tasks.*", "sprints.*"]),
+        _check_invalidation,
+        (),
+    ),
+    Kind.HEALTH_CHECK: (
+        {},
+        HealthCheckData(
+            ok=True,
+            ping_ms=3.5,
+            tool="council_health",
+            result={
+                "tiers": {"high": {"total_s": 180, "per_model_s": 90, "models": ["a", "b"]}},
+                "timeout_multiplier": 1.5,
+            },
+            error=None,
+            latency_ms=20.0,
+        ),
+        _check_health,
+        (),
+    ),
+    Kind.CONFIG_CHANGE: (
+        {},
+        ConfigChangeData(
+            key="margin_s",
+            old=10.0,
+            new=15.0,
+            source="operator",
+            deadline={**DEADLINE, "margin_s": 15.0, "budget_s": 105.0},  # type: ignore[typeddict-item]
+        ),
+        _check_config,
+        (),
+    ),
+    Kind.WARNING: ({}, WarningData(message="upstream wrote a frame that is not JSON (#1)"), _check_warning, ()),
+}
+
+
+def test_every_kind_has_a_payload_type_and_an_example() -> None:
+    assert set(PAYLOADS) == set(Kind) == set(EXAMPLES)
+    for kind, (_columns, payload, _check, _before) in EXAMPLES.items():
+        assert payload_problems(kind, payload) == [], kind
+
+
+def _emit(recorder: Recorder, kind: Kind) -> Event:
+    columns, payload, _check, _before = EXAMPLES[kind]
+    return recorder.emit(kind, **columns, **payload)
+
+
+@pytest.mark.parametrize("kind", list(Kind))
+def test_each_kind_round_trips_through_the_log_into_the_console(tmp_path: Path, kind: Kind) -> None:
+    path = tmp_path / "events.db"
+    clock = ManualClock()
+    writer = EventWriter(path, clock=clock)
+    sid = writer.start_session(name="round-trip", upstream="stdio: x", pid=4242, config={})
+    recorder = Recorder(sid, writer, clock=clock)
+    emitted = [] if kind == Kind.SESSION_START else [_emit(recorder, Kind.SESSION_START)]
+    for earlier in EXAMPLES[kind][3]:
+        clock.advance(1.0)
+        emitted.append(_emit(recorder, earlier))
+    clock.advance(1.0)
+    emitted.append(_emit(recorder, kind))
+    writer.close()
+
+    with EventReader(path) as reader:
+        read = list(reader.events(sid))
+    assert [(e.kind, e.seq, e.request_id, e.tool, e.model, e.data) for e in read] == [
+        (e.kind, e.seq, e.request_id, e.tool, e.model, e.data) for e in emitted
+    ]
+    assert all(payload_problems(e.kind, e.data) == [] for e in read)
+
+    model = ConsoleModel()
+    model.apply_many(read)
+    view = model.view(read[-1].mono + 1.0)
+    assert view.malformed == 0
+    EXAMPLES[kind][2](model, view)
+
+
+def test_the_checker_names_what_breaks_a_payload() -> None:
+    assert payload_problems(Kind.UNKNOWN_RESPONSE, {"up_id": 3, "reason": "gone"}) == [
+        "unknown_response.reason: 'gone' is not one of "
+        "('unknown_id', 'stale_generation', 'expired_tombstone', 'unknown_progress_token')"
+    ]
+    assert payload_problems(Kind.REQUEST_START, {"method": "ping", "up_id": "1", "extra": 1}) == [
+        "request_start: missing budget_s",
+        "request_start: unknown field extra",
+        "request_start.up_id: expected int, got '1'",
+    ]
+    assert payload_problems(Kind.SESSION_END, {"reason": "x", "counters": {**COUNTERS, "ok": True}}) == [
+        "session_end.counters.ok: expected int, got True"
+    ]
+    assert payload_problems("nonsense", {}) == ["'nonsense' is not an event kind"]
+
+
+def test_the_generators_follow_the_contract() -> None:
+    streams = {
+        "sample": sample_session(),
+        "flood": list(itertools.islice(flood(EventFactory()), 30_000)),
+        "replay bench": list(SyntheticSession("s", 0.0, rare_every_s=60.0).events(30_000)),
+    }
+    for name, events in streams.items():
+        problems = {p for e in events for p in payload_problems(e.kind, e.data)}
+        assert problems == set(), name
+        assert {e.kind for e in events} >= {Kind.REQUEST_START, Kind.REQUEST_END, Kind.PROGRESS}, name
+
+
+def test_a_tombstone_seeded_from_status_is_the_one_its_expire_event_removes() -> None:
+    """`status` names a tombstone's up_id `key`; the console attached mid-session matches it to the later events."""
+    f = EventFactory()
+    model = ConsoleModel()
+    model.apply(f.make(Kind.WARNING, 100.0, message="attached late"))
+    item = {"key": 7, "request_id": "h-1", "tool": "t", "reason": "deadline", "age_s": 5.0, "expires_in_s": 150.0}
+    model.seed({"tombstones": {"items": [item], "ttl_s": 155.0}}, 100.0)  # type: ignore[typeddict-item]
+    (stone,) = model.view(100.0).tombstones.items
+    assert (stone.up_id, stone.reason) == ("7", "deadline")
+    model.apply(f.make(Kind.TOMBSTONE_EXPIRE, 250.0, request_id="h-1", up_id=7, age_s=155.0))
+    assert model.view(250.0).tombstones.items == ()
