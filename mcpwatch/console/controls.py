@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from mcpwatch.console.source import Locator
-from mcpwatch.operator.client import OperatorClient, OperatorUnavailable
+from mcpwatch.operator import OperatorUnavailable
+from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import WrapperEntry
 
 T = TypeVar("T")

@@ -303,7 +303,7 @@ class LiveFeed:
         return OperatorClient.for_entry(entry)
 
     async def _follow(self) -> None:
-        from mcpwatch.operator.client import OperatorError
+        from mcpwatch.operator import OperatorError
 
         while not self._stopping.is_set():
             entry = self.locator.resolve()

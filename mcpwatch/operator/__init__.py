@@ -20,6 +20,19 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from mcpwatch.events import CountersBlock, DeadlineBlock, StateSyncSummary, TtlTermsBlock
 
+
+class OperatorError(Exception):
+    """Something the operator endpoint could not do; the message says what and, where possible, why."""
+
+
+class OperatorUnavailable(OperatorError):
+    """The wrapper could not be reached: it has gone, the URL is wrong, or it refused the token."""
+
+
+class OperatorRefused(OperatorError):
+    """The wrapper answered and refused (its own message, e.g. a margin that is not a finite number)."""
+
+
 TOOL_STATUS = "status"
 TOOL_EVENTS = "events"
 TOOL_HEALTH_CHECK = "health_check"

@@ -1,9 +1,9 @@
 """A client for a wrapper's operator endpoint (the contract in `mcpwatch.operator`).
 
 One `OperatorClient` is one MCP session over Streamable HTTP carrying the bearer token. Every failure becomes an
-`OperatorError` whose message a user can act on: `OperatorUnavailable` when the wrapper cannot be reached (gone,
-wrong URL, token refused), `OperatorRefused` when it answered but said no (a bad value, an unknown request id).
-Nothing from the transport leaks out as a traceback.
+`OperatorError` (the contract's) whose message a user can act on: `OperatorUnavailable` when the wrapper cannot be
+reached (gone, wrong URL, token refused), `OperatorRefused` when it answered but said no (a bad value, an unknown
+request id). Nothing from the transport leaks out as a traceback.
 """
 
 from __future__ import annotations
@@ -17,22 +17,13 @@ from typing import Any
 
 from mcpwatch import operator as contract
 from mcpwatch.events import Event
+from mcpwatch.operator import OperatorError, OperatorRefused, OperatorUnavailable
 from mcpwatch.registry import WrapperEntry
+
+__all__ = ["EventPage", "OperatorClient", "OperatorError", "OperatorRefused", "OperatorUnavailable"]
 
 CONNECT_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 15.0
-
-
-class OperatorError(Exception):
-    """Something the operator endpoint could not do; the message says what and, where possible, why."""
-
-
-class OperatorUnavailable(OperatorError):
-    """The wrapper could not be reached: it has gone, the URL is wrong, or it refused the token."""
-
-
-class OperatorRefused(OperatorError):
-    """The wrapper answered and refused (its own message, e.g. a margin that is not a finite number)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ types."""
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ from mcpwatch.events import (
     WarningData,
     payload_problems,
 )
-from mcpwatch.store import EventReader, EventWriter
+from mcpwatch.store import EventReader, EventWriter, schema
+from mcpwatch.store import reader as reader_module
 from mcpwatch.wrapper.recorder import Recorder
 
 DEADLINE = DeadlineBlock(
@@ -357,3 +359,20 @@ def test_a_tombstone_seeded_from_status_is_the_one_its_expire_event_removes() ->
     assert (stone.up_id, stone.reason) == ("7", "deadline")
     model.apply(f.make(Kind.TOMBSTONE_EXPIRE, 250.0, request_id="h-1", up_id=7, age_s=155.0))
     assert model.view(250.0).tombstones.items == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "payloads"),
+    [
+        (schema.REQUESTS_VIEW, (RequestStartData, RequestEndData)),
+        (schema.TOMBSTONES_VIEW, (TombstoneAddData, TombstoneHitData, TombstoneExpireData)),
+        (schema.INVALIDATIONS_VIEW, (InvalidationData,)),
+        (reader_module._MARKERS, (RequestEndData, ConfigChangeData)),
+        (reader_module._COUNTS, (RequestEndData,)),
+    ],
+)
+def test_the_sql_reads_only_fields_the_payload_types_declare(sql: str, payloads: tuple[type, ...]) -> None:
+    fields = set(re.findall(r"'\$\.(\w+)'", sql))
+    assert fields, "the query reads no event field: the pattern is out of date"
+    declared = {name for payload in payloads for name in payload.__annotations__}
+    assert fields <= declared

@@ -20,7 +20,7 @@ from mcpwatch.console import words
 from mcpwatch.console.render import Palette
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.session import WatchSession
-from mcpwatch.operator.client import OperatorError
+from mcpwatch.operator import OperatorError
 
 OPERATOR_ACTIONS = frozenset(
     {"health_check", "set_margin", "set_host_timeout", "set_deadline", "reset_deadline", "cancel_call"}

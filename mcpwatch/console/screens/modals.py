@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from mcpwatch.console.validate import InvalidValue, parse_seconds
-from mcpwatch.operator.client import OperatorError
+from mcpwatch.operator import OperatorError
 
 _NOTHING = object()
 

@@ -1,4 +1,4 @@
-"""Pilot tests for what the console audit found: small terminals, the footer, banners, the empty screen's
+"""The console's layout and states, driven with a pilot: small terminals, the footer, banners, the empty screen's
 polling and help, the filter's sparkline, the tool column, stale state after a disconnect, theme borders."""
 
 from __future__ import annotations
