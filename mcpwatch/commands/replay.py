@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidTime as exc:
         raise UserError(f"--speed: {exc}") from None
     settings = load_settings(args.config)
-    from mcpwatch.commands.watch import _log_to_file
+    from mcpwatch.console import log_to_file
     from mcpwatch.console.themes import check_theme_name, load_themes
     from mcpwatch.replay.app import build_app
     from mcpwatch.store import log_path
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except InvalidTime as exc:
         raise UserError(f"--at: {exc}") from None
-    _log_to_file()
+    log_to_file()
     try:
         app.run()
     finally:

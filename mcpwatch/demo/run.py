@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from argparse import Namespace
 from collections import Counter
 from pathlib import Path
 
@@ -101,9 +100,9 @@ def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
     )
     try:
         entry = _wait_for_wrapper(started_at, driver)
-        from mcpwatch.commands import watch
+        from mcpwatch.console import launch
 
-        code = watch.run(Namespace(target=str(entry.pid), theme=theme, token=None, config=None))
+        code = launch(str(entry.pid), theme=theme)
     finally:
         _stop(driver)
     print(summary(started_at, None), flush=True)  # after the console: what happened, where the log is, what next
