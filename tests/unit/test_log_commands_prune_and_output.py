@@ -1,6 +1,6 @@
-"""The log commands' pruning and output, run as the user runs them: real SQLite files and, where a live writer or a closed pipe
-matters, real processes. prune's age units and --dry-run, a live wrapper's session kept, open and running sessions,
-a closed stdout, one duration format in `report`, the sessions table at 80 columns."""
+"""The log commands' pruning and output, run as the user runs them: real SQLite files and, where a live writer or
+a closed pipe matters, real processes. prune's age units and --dry-run, a live wrapper's session kept, open and
+running sessions, a closed stdout, one duration format in `report`, the sessions table at 80 columns."""
 
 from __future__ import annotations
 
