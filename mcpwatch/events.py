@@ -108,7 +108,9 @@ class Event:
 # --- payloads: one type per kind ------------------------------------------------------------------------------
 
 TombstoneReason = Literal["deadline", "host_cancel", "operator_cancel", "upstream_lost", "shutdown"]
-UnknownReason = Literal["unknown_id", "stale_generation", "expired_tombstone", "unknown_progress_token"]
+UnknownReason = Literal[
+    "unknown_id", "stale_generation", "expired_tombstone", "unknown_progress_token", "unknown_subscription"
+]
 ModelStatusValue = Literal["pending", "ok", "timeout", "rate_limited", "auth_error", "error"]
 
 
@@ -121,6 +123,8 @@ class DeadlineBlock(TypedDict):
     budget_s: float | None  # None: the budget is disabled
     source: str  # "override" | "explicit" | "tool" | "derived" | "clamped" | "disabled"
     explanation: str
+    host: NotRequired[str | None]  # the detected host's profile label, when a host is known
+    clock: NotRequired[str | None]  # the host clock that decided the host timeout, e.g. "tool_timeout_sec 60 s"
 
 
 class TtlTermsBlock(TypedDict):
@@ -200,6 +204,7 @@ class RequestStartData(TypedDict):
     budget_s: float | None  # None: no budget (not a tools/call, or disabled)
     budget_source: NotRequired[str]  # tools/call: DeadlineBlock.source, or "late_reuse"
     arguments: NotRequired[str]  # tools/call: JSON text, truncated to 4 KiB
+    host: NotRequired[str | None]  # the call's host: its profile label
     trace_id: NotRequired[str]  # with OpenTelemetry export on: the call's span
     span_id: NotRequired[str]
     parent_span_id: NotRequired[str]  # the host's span, when it sent a traceparent
@@ -233,6 +238,7 @@ class RequestEndData(TypedDict):
     result_preview: NotRequired[str]  # tools/call: the answer the host got, ≤ 4 KiB of text
     partial: NotRequired[bool]  # the wrapper answered with the progress seen so far
     late_reuse: NotRequired[bool]  # answered at once with a stored late result (see late_reuse)
+    delivered: NotRequired[bool]  # False: the host's request was closed, so the answer could not be delivered
 
 
 class TombstoneAddData(TypedDict):

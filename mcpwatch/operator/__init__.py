@@ -129,6 +129,7 @@ class Status(TypedDict):
     state_sync: StateSyncSummary
     mono: float  # the wrapper's session clock when the answer was built
     log: LogStatus
+    otel: dict[str, Any] | None  # OpenTelemetry export's queue and counts; None when it is off
 
 
 def status_problems(status: Any) -> list[str]:

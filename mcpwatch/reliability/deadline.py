@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mcpwatch.events import DeadlineBlock
 from mcpwatch.reliability.seconds import (
     ABSURD_S,
     BUDGET_FLOOR_S,
@@ -78,17 +79,17 @@ class Budget:
     def enabled(self) -> bool:
         return self.seconds is not None
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "host_timeout_s": self.host_timeout_s,
-            "margin_s": self.margin_s,
-            "override_s": self.override_s,
-            "budget_s": self.seconds,
-            "source": self.source,
-            "explanation": self.explanation,
-            "host": self.host,
-            "clock": self.clock,
-        }
+    def to_dict(self) -> DeadlineBlock:
+        return DeadlineBlock(
+            host_timeout_s=self.host_timeout_s,
+            margin_s=self.margin_s,
+            override_s=self.override_s,
+            budget_s=self.seconds,
+            source=self.source,
+            explanation=self.explanation,
+            host=self.host,
+            clock=self.clock,
+        )
 
 
 def _log_warning(message: str) -> None:

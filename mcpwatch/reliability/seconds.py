@@ -89,7 +89,7 @@ def check_seconds(
         raise InvalidValue(f"{what} must not be negative, got {shown(value)}")
     if number == 0 and not allow_zero:
         raise InvalidValue(f"{what} must be greater than 0, got {shown(value)}")
-    if number > ABSURD_S:  # a negative deadline disables the budget, whatever its size
+    if abs(number) > ABSURD_S:  # a negative deadline disables the budget, but minus a year is a typo
         raise InvalidValue(f"{what} is absurdly large ({_amount(value)}; at most {fmt_seconds(ABSURD_S)} s)")
     if budget and 0 < number < BUDGET_FLOOR_S:
         raise InvalidValue(f"{what} is too small ({_amount(value)}; at least {fmt_seconds(BUDGET_FLOOR_S)} s)")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcpwatch.clock import Clock
+from mcpwatch.events import TtlTermsBlock
 
 if TYPE_CHECKING:
     from mcpwatch.config import TombstoneSettings
@@ -40,14 +41,14 @@ class TtlTerms:
     def total_s(self) -> float:
         return self.request_timeout_s + self.init_timeout_s + self.backoff_max_s + self.epsilon_s
 
-    def to_dict(self) -> dict[str, float]:
-        return {
-            "request_timeout_s": self.request_timeout_s,
-            "init_timeout_s": self.init_timeout_s,
-            "backoff_max_s": self.backoff_max_s,
-            "epsilon_s": self.epsilon_s,
-            "total_s": self.total_s,
-        }
+    def to_dict(self) -> TtlTermsBlock:
+        return TtlTermsBlock(
+            request_timeout_s=self.request_timeout_s,
+            init_timeout_s=self.init_timeout_s,
+            backoff_max_s=self.backoff_max_s,
+            epsilon_s=self.epsilon_s,
+            total_s=self.total_s,
+        )
 
 
 def ttl_terms(budget: Budget, settings: TombstoneSettings) -> TtlTerms:

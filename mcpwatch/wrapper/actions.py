@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from mcpwatch import __version__
-from mcpwatch.events import Kind
+from mcpwatch.events import ConfigChangeData, Kind
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.wrapper.health import health_check
 
@@ -57,9 +57,8 @@ class OperatorActions:
         }[key]
         setter(value)
         after = self.current_budget().to_dict()
-        recorder.emit(
-            Kind.CONFIG_CHANGE, key=key, old=before.get(key), new=after.get(key), source="operator", deadline=after
-        )
+        change = ConfigChangeData(key=key, old=before[key], new=after[key], source="operator", deadline=after)
+        recorder.emit(Kind.CONFIG_CHANGE, **change)
         return after
 
     def reset_deadline(self) -> dict[str, Any]:
@@ -70,8 +69,8 @@ class OperatorActions:
         after = self.current_budget().to_dict()
         for key in ("host_timeout_s", "margin_s", "override_s"):
             if before.get(key) != after.get(key):
-                old, new = before.get(key), after.get(key)
-                recorder.emit(Kind.CONFIG_CHANGE, key=key, old=old, new=new, source="reset", deadline=after)
+                change = ConfigChangeData(key=key, old=before[key], new=after[key], source="reset", deadline=after)
+                recorder.emit(Kind.CONFIG_CHANGE, **change)
         return after
 
     def status(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
 from mcpwatch.errors import UserError
-from mcpwatch.events import Kind
+from mcpwatch.events import Kind, SessionEndData, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
@@ -246,8 +246,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         upstream = StdioUpstream(options.command, core, settings)
     core.attach_upstream(upstream)
     budget = deadline.budget(None)
-    recorder.emit(
-        Kind.SESSION_START,
+    start = SessionStartData(
         name=options.display_name,
         pid=os.getpid(),
         version=__version__,
@@ -258,6 +257,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         tombstone_ttl=core.ttl_terms().to_dict(),
         state_sync={"policies": len(settings.state_sync.policies), "overlaps": overlaps},
     )
+    recorder.emit(Kind.SESSION_START, **start)
     for message in early_warnings:
         recorder.emit(Kind.WARNING, message=message)
     early_warnings = None
@@ -350,7 +350,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             if otel.dropped or otel.spans_failed:
                 lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
                 recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
-        recorder.emit(Kind.SESSION_END, reason=stop_reason[0], counters=core.counters.to_dict())
+        recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=core.counters.to_dict()))
         _close_log(writer, log_path, session_id, stop_reason[0])
         if state_problem is None:
             registry.unregister(os.getpid())

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from mcpwatch.config import Settings
-from mcpwatch.events import Kind, Outcome, UpstreamState
+from mcpwatch.events import Kind, Outcome, RequestStartData, UpstreamState
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
@@ -349,25 +349,16 @@ def _request_start(
 ) -> None:
     budget = pending.budget
     if budget is None:
-        recorder.emit(
-            Kind.REQUEST_START,
-            request_id=pending.request_key,
-            method=pending.method,
-            up_id=pending.up_id,
-            budget_s=None,
-            host=None if pending.host is None else pending.host.label,
-            **(trace_ids or {}),
-        )
+        host = None if pending.host is None else pending.host.label
+        start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
+        recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
         return
-    recorder.emit(
-        Kind.REQUEST_START,
-        request_id=pending.request_key,
-        tool=pending.tool,
+    start = RequestStartData(
         method=pending.method,
         up_id=pending.up_id,
         budget_s=budget.seconds,
         budget_source=budget.source,
         arguments=frames.text_of(params.get("arguments", {})),
         host=budget.host,
-        **(trace_ids or {}),
     )
+    recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpwatch.events import Kind
+from mcpwatch.events import HealthCheckData, Kind
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import DEFAULT_HEALTH_TOOL
 from mcpwatch.wrapper import frames
@@ -23,7 +23,7 @@ async def health_check(
     timeout: float = 15.0,
 ) -> dict[str, Any]:
     """MCP ping, then the upstream's health tool when it has one; the result is logged as an event."""
-    result: dict[str, Any] = {"ok": False, "ping_ms": None, "tool": None, "result": None, "error": None}
+    result = HealthCheckData(ok=False, ping_ms=None, tool=None, result=None, error=None, latency_ms=0.0)
     started = scheduler.time()
     try:
         reply = await session.request("ping", None, timeout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcpwatch.events import Kind, Outcome
+from mcpwatch.events import HealthCheckData, InvalidationData, Kind, Outcome, UnknownResponseData
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
 from mcpwatch.wire import SUBSCRIPTION_ID_META
 from mcpwatch.wrapper import frames
@@ -126,26 +126,18 @@ class UpstreamInbound:
     def _note_host_health_check(self, pending: Pending, message: dict[str, Any], elapsed: float) -> None:
         """A host calling the upstream's health tool is a health check too: the console shows its tiers."""
         payload, ok, error = tool_payload(message)
-        self.recorder.emit(
-            Kind.HEALTH_CHECK,
-            request_id=pending.request_key,
-            tool=pending.tool,
-            ok=ok,
-            ping_ms=None,
-            result=payload,
-            error=error,
-            latency_ms=round(elapsed * 1000, 2),
-            source="host",
+        check = HealthCheckData(
+            ok=ok, ping_ms=None, result=payload, error=error, latency_ms=round(elapsed * 1000, 2), source="host"
         )
+        self.recorder.emit(Kind.HEALTH_CHECK, request_id=pending.request_key, tool=pending.tool, **check)
 
     def _invalidate(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
         assert self.state_sync is not None and pending.tool is not None
         result, event = self.state_sync.decorate_call(pending.tool, result)
         if event is not None:
             self.counters.invalidations += 1
-            self.recorder.emit(
-                Kind.INVALIDATION, tool=pending.tool, caused_by=event.caused_by, patterns=list(event.patterns)
-            )
+            invalidation = InvalidationData(caused_by=event.caused_by, patterns=list(event.patterns))
+            self.recorder.emit(Kind.INVALIDATION, tool=pending.tool, **invalidation)
             for notification in resource_notifications(event):
                 pending.link.send(notification)
         return result
@@ -181,7 +173,7 @@ class UpstreamInbound:
         if pending is None or pending.method != "subscriptions/listen":
             self.counters.unknown_dropped += 1
             shown = up_id if is_up_id else frames.text_of(up_id, 64)
-            self.recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=shown, reason="unknown_subscription")
+            self.recorder.emit(Kind.UNKNOWN_RESPONSE, **UnknownResponseData(up_id=shown, reason="unknown_subscription"))
             return
         host_meta = {**meta, SUBSCRIPTION_ID_META: pending.host_id}
         pending.link.send({**message, "params": {**params, "_meta": host_meta}})

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpwatch.config import TombstoneSettings
-from mcpwatch.events import Kind
+from mcpwatch.events import (
+    Kind,
+    TombstoneAddData,
+    TombstoneExpireData,
+    TombstoneHitData,
+    UnknownReason,
+    UnknownResponseData,
+)
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.tombstones import TombstoneTable, TtlTerms, ttl_terms
@@ -17,7 +24,7 @@ if TYPE_CHECKING:
     from mcpwatch.reliability.tombstones import Tombstone
     from mcpwatch.wrapper.late_results import LateResults
 
-_VERDICT_REASON = {"stale_generation": "stale_generation", "current": "expired_tombstone"}
+_VERDICT_REASON: dict[str, UnknownReason] = {"stale_generation": "stale_generation", "current": "expired_tombstone"}
 
 
 class LateFrames:
@@ -42,15 +49,13 @@ class LateFrames:
             pending.up_id, ttl_s=terms.total_s, reason=reason, request_id=pending.request_key, tool=pending.tool
         )
         recorder = self._recorder
-        recorder.emit(
-            Kind.TOMBSTONE_ADD,
-            request_id=pending.request_key,
-            tool=pending.tool,
+        added = TombstoneAddData(
             up_id=pending.up_id,
             ttl_s=terms.total_s,
-            reason=reason,
+            reason=reason,  # type: ignore[typeddict-item]
             expires_mono=round(recorder.mono() + tombstone.ttl_s, 3),
         )
+        recorder.emit(Kind.TOMBSTONE_ADD, request_id=pending.request_key, tool=pending.tool, **added)
 
     def hit(self, up_id: Any, what: str) -> bool:
         """A late response or progress for a call we gave up on: dropped, counted, logged against its request."""
@@ -61,14 +66,12 @@ class LateFrames:
         if tombstone is None:
             return None
         self._counters.late_dropped += 1
-        self._recorder.emit(
-            Kind.TOMBSTONE_HIT,
-            request_id=tombstone.request_id,
-            tool=tombstone.tool,
+        late = TombstoneHitData(
             up_id=up_id,
-            what=what,
+            what=what,  # type: ignore[typeddict-item]
             age_s=round(tombstone.age(self._recorder.clock.monotonic()), 3),
         )
+        self._recorder.emit(Kind.TOMBSTONE_HIT, request_id=tombstone.request_id, tool=tombstone.tool, **late)
         return tombstone
 
     def late_response(self, up_id: Any, message: dict[str, Any] | None = None) -> None:
@@ -81,13 +84,14 @@ class LateFrames:
             return
         self._counters.unknown_dropped += 1
         reason = _VERDICT_REASON.get(self.ids.classify(up_id), "unknown_id")
-        self._recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=up_id, reason=reason)
+        self._recorder.emit(Kind.UNKNOWN_RESPONSE, **UnknownResponseData(up_id=up_id, reason=reason))
 
     def late_progress(self, token: Any) -> None:
         # Upstream progress tokens are up_ids, so a late one finds its call's tombstone.
         if not self.hit(token, "progress"):
             self._counters.unknown_dropped += 1
-            self._recorder.emit(Kind.UNKNOWN_RESPONSE, up_id=token, reason="unknown_progress_token")
+            unknown = UnknownResponseData(up_id=token, reason="unknown_progress_token")
+            self._recorder.emit(Kind.UNKNOWN_RESPONSE, **unknown)
 
     def sweep(self) -> int:
         expired = self.table.sweep()
@@ -95,11 +99,6 @@ class LateFrames:
         for tombstone in expired:
             if self.results is not None:
                 self.results.forget(tombstone.key)
-            self._recorder.emit(
-                Kind.TOMBSTONE_EXPIRE,
-                request_id=tombstone.request_id,
-                tool=tombstone.tool,
-                up_id=tombstone.key,
-                age_s=round(tombstone.age(now), 3),
-            )
+            expiry = TombstoneExpireData(up_id=tombstone.key, age_s=round(tombstone.age(now), 3))
+            self._recorder.emit(Kind.TOMBSTONE_EXPIRE, request_id=tombstone.request_id, tool=tombstone.tool, **expiry)
         return len(expired)

@@ -154,8 +154,8 @@ def build_operator_app(
     answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
     whose whole budget is 60 MB, for nine tools."""
 
-    async def status(arguments: dict[str, Any]) -> dict[str, Any]:
-        return {**actions.status(), "log": log_info(), "otel": otel_info()}
+    async def status(arguments: dict[str, Any]) -> contract.Status:
+        return contract.Status(**actions.status(), log=log_info(), otel=otel_info())  # type: ignore[typeddict-item]
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0)

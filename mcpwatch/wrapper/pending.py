@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from mcpwatch.events import Kind, Outcome
+from mcpwatch.events import CountersBlock, Kind, Outcome, RequestEndData
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper import frames
@@ -69,8 +69,8 @@ class Counters:
     progress_coalesced: int = 0  # progress replaced by a newer one for the same token before a slow host read it
     upstream_pauses: int = 0  # times the upstream was not read because hosts had too much unsent
 
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+    def to_dict(self) -> CountersBlock:
+        return CountersBlock(**self.__dict__)
 
 
 _COUNTER_OF = {
@@ -153,13 +153,6 @@ class PendingTable:
             detail = {**detail, "delivered": False}
             message = "answer not delivered: the host's request is closed"
             self._recorder.emit(Kind.WARNING, request_id=pending.request_key, message=message)
-        self._recorder.emit(
-            Kind.REQUEST_END,
-            request_id=pending.request_key,
-            tool=pending.tool,
-            outcome=_TEXT_OF[outcome],
-            duration_s=round(elapsed, 6),
-            method=pending.method,
-            **detail,
-        )
+        end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=pending.method, **detail)
+        self._recorder.emit(Kind.REQUEST_END, request_id=pending.request_key, tool=pending.tool, **end)
         return elapsed

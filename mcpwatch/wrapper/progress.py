@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpwatch.events import Kind
+from mcpwatch.events import Kind, ModelStatusData, ProgressData
 from mcpwatch.wire import COUNCIL_META
 from mcpwatch.wrapper.pending import Pending
 from mcpwatch.wrapper.recorder import Recorder
@@ -13,7 +13,7 @@ from mcpwatch.wrapper.recorder import Recorder
 
 def note_progress(recorder: Recorder, pending: Pending, params: dict[str, Any]) -> None:
     """Keep a call's latest progress (for a partial result) and log it, with the council's stage when it says."""
-    progress = {"progress": params.get("progress"), "total": params.get("total"), "message": params.get("message")}
+    progress = ProgressData(progress=params.get("progress"), total=params.get("total"), message=params.get("message"))
     pending.last_progress = progress
     if progress["message"]:
         pending.progress_log.append(str(progress["message"]))
@@ -37,14 +37,11 @@ def _note_models(recorder: Recorder, pending: Pending, council: dict[str, Any]) 
         if previous is not None and previous.get("status") == state.get("status"):
             continue
         pending.models[model] = dict(state)
-        recorder.emit(
-            Kind.MODEL_STATUS,
-            request_id=pending.request_key,
-            tool=pending.tool,
-            model=str(model),
+        status = ModelStatusData(
             stage=council.get("stage"),
             status=state.get("status"),
             latency_ms=state.get("latency_ms"),
             per_model_s=council.get("per_model_s"),
             tier=council.get("tier"),
         )
+        recorder.emit(Kind.MODEL_STATUS, request_id=pending.request_key, tool=pending.tool, model=str(model), **status)

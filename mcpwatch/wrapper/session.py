@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mcpwatch.config import Settings
-from mcpwatch.events import Kind, UpstreamState
+from mcpwatch.events import Kind, UpstreamState, UpstreamStateData
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import DEADLINE_META
@@ -228,7 +228,8 @@ class UpstreamSession:
 
     def set_state(self, state: UpstreamState, **data: Any) -> None:
         self.state = state
-        self._recorder.emit(Kind.UPSTREAM_STATE, state=state.value, **data)
+        event = UpstreamStateData(state=state.value, **data)  # type: ignore[typeddict-item]
+        self._recorder.emit(Kind.UPSTREAM_STATE, **event)
 
     def unavailable_text(self) -> str:
         text = f"the upstream MCP server was not available (state: {self.state.value})"
