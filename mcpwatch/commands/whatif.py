@@ -31,15 +31,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _seconds_arg(text: str) -> float:
-    from mcpwatch.reliability.deadline import ABSURD_S, parse_number
+    """Seconds by the wrapper's own rule (`reliability.seconds`), in its words; ≤ 0 as a budget means none."""
+    from mcpwatch.reliability.seconds import InvalidValue, check_seconds
 
     try:
-        value = parse_number(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not -ABSURD_S <= value <= ABSURD_S:  # also refuses nan and inf
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds up to a week, got {text!r}")
-    return value
+        return check_seconds(text, "the value", allow_negative=True)
+    except InvalidValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch.events import Kind, Outcome
+from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome
 from mcpwatch.reliability.reuse import LateResultReuse
 from mcpwatch.wrapper import frames
 
@@ -115,20 +115,18 @@ class LateResults:
                 cut.reuse_key, body["result"], request_id=cut.request_id, delay_s=delay, size_bytes=size
             )
         self.counters.late_results += 1
-        self.recorder.emit(
-            Kind.LATE_RESULT,
-            request_id=cut.request_id,
-            tool=cut.tool,
+        late = LateResultData(
             up_id=tombstone.key,
-            reason=cut.reason,
+            reason=cut.reason,  # type: ignore[typeddict-item]
             cut_after_s=round(cut.cut_after_s, 6),
             delay_s=round(delay, 6),
             duration_s=round(cut.cut_after_s + delay, 6),
-            outcome=outcome.value,
+            outcome=outcome.value,  # type: ignore[typeddict-item]
             size_bytes=size,
             reuse_ttl_s=None if stored is None else stored.ttl_s,
-            **body,
+            **body,  # type: ignore[typeddict-item]
         )
+        self.recorder.emit(Kind.LATE_RESULT, request_id=cut.request_id, tool=cut.tool, **late)
 
     # ------------------------------------------------------------------ reuse
 
@@ -156,15 +154,13 @@ class LateResults:
             budget_source="late_reuse",
             arguments=frames.text_of(arguments if arguments is not None else {}),
         )
-        emit(
-            Kind.LATE_REUSE,
-            request_id=request_id,
-            tool=tool,
+        reused = LateReuseData(
             from_request_id=reuse.stored.request_id,
             delay_s=round(reuse.stored.delay_s, 6),
             age_s=round(reuse.age_s, 6),
             ttl_s=reuse.stored.ttl_s,
         )
+        emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reused)
         emit(
             Kind.REQUEST_END,
             request_id=request_id,

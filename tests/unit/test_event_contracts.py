@@ -27,6 +27,8 @@ from mcpwatch.events import (
     HostInfoData,
     InvalidationData,
     Kind,
+    LateResultData,
+    LateReuseData,
     ModelStatusData,
     ProgressData,
     RequestEndData,
@@ -61,6 +63,8 @@ COUNTERS = CountersBlock(
     timeouts=1,
     cancelled=0,
     late_dropped=1,
+    late_results=0,
+    late_reused=0,
     unknown_dropped=2,
     invalidations=0,
     host_frame_errors=0,
@@ -184,6 +188,22 @@ def _check_warning(m: ConsoleModel, v: ViewState) -> None:
     assert v.warnings[0].message == "upstream wrote a frame that is not JSON (#1)"
 
 
+def _check_late_result(m: ConsoleModel, v: ViewState) -> None:
+    assert v.counters.late_results == 1
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and detail.late is not None
+    late = detail.late
+    assert (late.delay_s, late.duration_s, late.outcome, late.size_bytes) == (12.0, 122.0, "ok", 17)
+    assert late.result == '{"answer": 42}' and late.truncated is False
+
+
+def _check_late_reuse(m: ConsoleModel, v: ViewState) -> None:
+    assert v.counters.late_reused == 1
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and detail.late is not None
+    assert (detail.late.from_request_id, detail.late.delay_s, detail.late.age_s) == ("h-0", 12.0, 30.0)
+
+
 TOMB = TombstoneAddData(up_id=7, ttl_s=155.0, reason="deadline", expires_mono=156.0)
 EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ...]]] = {
     Kind.SESSION_START: ({}, START, _check_start, ()),
@@ -240,6 +260,28 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
         TombstoneExpireData(up_id=7, age_s=155.0),
         _check_tombstone_expire,
         (Kind.REQUEST_START, Kind.TOMBSTONE_ADD),
+    ),
+    Kind.LATE_RESULT: (
+        CALL_COLUMNS,
+        LateResultData(
+            up_id=7,
+            reason="deadline",
+            cut_after_s=110.0,
+            delay_s=12.0,
+            duration_s=122.0,
+            outcome="ok",
+            size_bytes=17,
+            reuse_ttl_s=None,
+            result={"answer": 42},
+        ),
+        _check_late_result,
+        (Kind.REQUEST_START, Kind.TOMBSTONE_ADD, Kind.REQUEST_END),
+    ),
+    Kind.LATE_REUSE: (
+        CALL_COLUMNS,
+        LateReuseData(from_request_id="h-0", delay_s=12.0, age_s=30.0, ttl_s=600.0),
+        _check_late_reuse,
+        (Kind.REQUEST_START,),
     ),
     Kind.UNKNOWN_RESPONSE: ({}, UnknownResponseData(up_id=99, reason="expired_tombstone"), _check_unknown, ()),
     Kind.INVALIDATION: (
@@ -328,7 +370,7 @@ def test_the_checker_names_what_breaks_a_payload() -> None:
     assert payload_problems(Kind.REQUEST_START, {"method": "ping", "up_id": "1", "extra": 1}) == [
         "request_start: missing budget_s",
         "request_start: unknown field extra",
-        "request_start.up_id: expected int, got '1'",
+        "request_start.up_id: '1' does not fit int | None",
     ]
     assert payload_problems(Kind.SESSION_END, {"reason": "x", "counters": {**COUNTERS, "ok": True}}) == [
         "session_end.counters.ok: expected int, got True"
@@ -367,7 +409,9 @@ def test_a_tombstone_seeded_from_status_is_the_one_its_expire_event_removes() ->
         (schema.REQUESTS_VIEW, (RequestStartData, RequestEndData)),
         (schema.TOMBSTONES_VIEW, (TombstoneAddData, TombstoneHitData, TombstoneExpireData)),
         (schema.INVALIDATIONS_VIEW, (InvalidationData,)),
-        (reader_module._MARKERS, (RequestEndData, ConfigChangeData)),
+        (schema.LATE_RESULTS_VIEW, (LateResultData, RequestEndData)),
+        (schema.LATE_REUSES_VIEW, (LateReuseData,)),
+        (reader_module._MARKERS, (RequestEndData, LateResultData, ConfigChangeData)),
         (reader_module._COUNTS, (RequestEndData,)),
     ],
 )

@@ -176,8 +176,9 @@ def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--budget", "nan"], "finite"),
-        (["--budget", "soon"], "not a number"),
+        (["--budget", "nan"], "argument --budget: the value must be finite, got 'nan'"),
+        (["--budget", "soon"], "argument --budget: the value must be a number of seconds, got 'soon'"),
+        (["--budget", "1e9"], "argument --budget: the value is absurdly large ('1e9' s; at most 604800 s)"),
         (["--margin", "-3"], "must not be negative"),
         (["--budget", "5", "--host-timeout", "60"], "goes with --margin"),
         ([], "one of the arguments --budget --margin --host is required"),
