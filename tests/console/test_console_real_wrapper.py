@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 
@@ -22,7 +21,6 @@ pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("mcpwatch.commands.wrap") is None, reason="no `mcpwatch wrap` yet"),
 ]
 
 COUNCIL = [sys.executable, "-m", "mcpwatch", "council", "--scenario", "default", "--time-scale", "0.3"]

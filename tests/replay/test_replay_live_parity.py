@@ -11,7 +11,6 @@ there with the `g` dialog.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
 from dataclasses import dataclass
@@ -39,7 +38,6 @@ pytest_plugins = ["replay_fixtures"]
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("mcpwatch.commands.wrap") is None, reason="no `mcpwatch wrap`"),
 ]
 
 POLICIES = """

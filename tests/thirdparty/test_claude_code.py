@@ -5,15 +5,14 @@ acknowledgement does not carry its own listen id it waits ~27 s before giving up
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from npm_cache import installed_bin
 
 from conftest import REPO
 
@@ -21,24 +20,8 @@ CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.330"
 
 
 @pytest.fixture(scope="module")
-def claude(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CLI installed once into a cache folder (npm's registry is reachable here and in CI)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: Claude Code comes from the npm registry")
-    key = hashlib.sha256(CLAUDE_CODE.encode()).hexdigest()[:12]
-    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / f"npm-{key}"
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        install = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), CLAUDE_CODE],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert install.returncode == 0, install.stderr[-2000:]
-    return binary
+def claude() -> Path:
+    return installed_bin(CLAUDE_CODE) / "claude"
 
 
 def test_claude_code_connects_through_the_wrapper_as_fast_as_directly(claude, tmp_path, isolated_state):

@@ -3,15 +3,14 @@ both from npm, with `mcpwatch wrap` between them."""
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from npm_cache import installed_bin
 
 from mcpwatch.store import EventReader
 
@@ -26,34 +25,7 @@ PACKAGES = (
 
 @pytest.fixture(scope="session")
 def npm_bin() -> Path:
-    """The packages, installed once into a cache folder kept between runs (keyed by the exact versions): a run
-    finds them there and does not touch the registry. An install goes to a folder of its own first and is moved in
-    whole, so an interrupted one (or two runs at once) never leaves a half-installed cache that looks complete."""
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: the third-party peers come from the npm registry")
-    key = hashlib.sha256(" ".join(PACKAGES).encode()).hexdigest()[:12]
-    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / f"npm-{key}"
-    done = prefix / "installed.txt"
-    if not done.is_file():
-        staging = prefix.with_name(f"{prefix.name}.{os.getpid()}.tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        options = ["--no-audit", "--no-fund", "--silent", "--prefer-offline", "--prefix", str(staging)]
-        install = subprocess.run(
-            [npm, "install", *options, *PACKAGES],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert install.returncode == 0, install.stderr[-2000:]
-        (staging / "installed.txt").write_text("\n".join(PACKAGES) + "\n")
-        shutil.rmtree(prefix, ignore_errors=True)  # an older, incomplete install
-        try:
-            staging.rename(prefix)
-        except OSError:  # another run moved its own complete install in first
-            shutil.rmtree(staging, ignore_errors=True)
-    return prefix / "node_modules" / ".bin"
+    return installed_bin(*PACKAGES)
 
 
 def inspector(npm_bin: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

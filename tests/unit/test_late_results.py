@@ -20,7 +20,7 @@ from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.recorder import Recorder
 
-BUDGET_S = 0.02
+BUDGET_S = 0.05  # the smallest budget mcpwatch accepts: calls are cut fast
 
 
 class Sink:
