@@ -175,8 +175,13 @@ class SessionStartData(TypedDict):
 
 
 class SessionEndData(TypedDict):
+    """Logged by the wrapper as it stops, with its counters; a reader stands one in for a wrapper that died without
+    it (`logview.ending`), marked crashed and stand_in, without counters."""
+
     reason: str
-    counters: CountersBlock
+    counters: NotRequired[CountersBlock]  # always, when the wrapper wrote it
+    crashed: NotRequired[bool]
+    stand_in: NotRequired[bool]
 
 
 class HostInfoData(TypedDict):

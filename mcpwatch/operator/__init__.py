@@ -113,9 +113,13 @@ class InFlightStatus(TypedDict):
 class LogStatus(TypedDict):
     path: str | None  # None: logging is off
     session_id: str
+    state: Literal["ok", "unavailable", "off"]
+    problem: str | None  # why it is unavailable or off, in one line
     events_written: int
-    events_dropped: int
-    last_error: str | None
+    events_pending: NotRequired[int]  # the rest: while a log is open (state ok or unavailable)
+    events_dropped: NotRequired[int]
+    losses_recorded: NotRequired[int]  # lost events the log says were lost (a warning in their place)
+    last_error: NotRequired[str | None]
 
 
 class Status(TypedDict):

@@ -43,6 +43,7 @@ from mcpwatch.events import (
     WarningData,
     payload_problems,
 )
+from mcpwatch.logview.ending import crashed_reason, stand_in_end
 from mcpwatch.store import EventReader, EventWriter, schema
 from mcpwatch.store import reader as reader_module
 from mcpwatch.wrapper.recorder import Recorder
@@ -376,6 +377,12 @@ def test_the_checker_names_what_breaks_a_payload() -> None:
         "session_end.counters.ok: expected int, got True"
     ]
     assert payload_problems("nonsense", {}) == ["'nonsense' is not an event kind"]
+
+
+def test_a_crashed_sessions_stand_in_end_follows_the_contract() -> None:
+    last = Event(Kind.WARNING, "s", 1.0, 5.0, 9, data={"message": "x"})
+    end = stand_in_end("s", last, crashed_reason(last.ts))
+    assert payload_problems(end.kind, end.data) == []
 
 
 def test_the_generators_follow_the_contract() -> None:
