@@ -16,26 +16,28 @@ from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin, g
 
 
 class Kind(StrEnum):
-    SESSION_START = "session_start"  # data: config snapshot
+    """What happened; each kind's data is its payload type in `PAYLOADS` (below)."""
+
+    SESSION_START = "session_start"
     SESSION_END = "session_end"
-    HOST_INFO = "host_info"  # data: name, version, protocol_version
-    UPSTREAM_STATE = "upstream_state"  # data: state (connecting|ready|backoff|closed), generation
-    REQUEST_START = "request_start"  # data: method, budget_s
-    PROGRESS = "progress"  # data: progress, total, message
-    MODEL_STATUS = "model_status"  # data: status, latency_ms, stage
-    REQUEST_END = "request_end"  # data: outcome, duration_s
-    TOMBSTONE_ADD = "tombstone_add"  # data: ttl_s, reason
+    HOST_INFO = "host_info"
+    UPSTREAM_STATE = "upstream_state"
+    REQUEST_START = "request_start"
+    PROGRESS = "progress"
+    MODEL_STATUS = "model_status"
+    REQUEST_END = "request_end"
+    TOMBSTONE_ADD = "tombstone_add"
     TOMBSTONE_HIT = "tombstone_hit"  # a late response (or progress) dropped
     TOMBSTONE_EXPIRE = "tombstone_expire"
-    LATE_RESULT = "late_result"  # data: delay_s, duration_s, outcome, size_bytes, result (bounded)
-    LATE_REUSE = "late_reuse"  # data: from_request_id, delay_s, age_s, ttl_s
+    LATE_RESULT = "late_result"  # a cut call's response, kept (bounded)
+    LATE_REUSE = "late_reuse"  # a call answered with a kept late result
     UNKNOWN_RESPONSE = "unknown_response"
-    INVALIDATION = "invalidation"  # data: caused_by, patterns
+    INVALIDATION = "invalidation"
     HEALTH_CHECK = "health_check"
-    CONFIG_CHANGE = "config_change"  # data: key, old, new, source
-    WARNING = "warning"  # data: message
-    HEARTBEAT = "heartbeat"  # data: progress, total, message, elapsed_s, interval_s
-    OPERATOR_CALL = "operator_call"  # data: tool, arguments, ok, error, result_preview, duration_s
+    CONFIG_CHANGE = "config_change"
+    WARNING = "warning"
+    HEARTBEAT = "heartbeat"  # progress the wrapper sent itself, to keep a host's idle clock alive
+    OPERATOR_CALL = "operator_call"  # the operator's own tools/call to the upstream
 
 
 class UpstreamState(StrEnum):
