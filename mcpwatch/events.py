@@ -186,12 +186,43 @@ class SessionEndData(TypedDict):
     stand_in: NotRequired[bool]
 
 
+class HostClock(TypedDict):
+    """One clock of a host's profile (`reliability.hosts`): what ends a call on that host, and when."""
+
+    kind: str
+    seconds: float
+    setting: str | None
+    change: str | None
+    resets_on_progress: bool
+    fronts: list[str]
+    uncertain: bool
+    source: str | None
+
+
 class HostInfoData(TypedDict):
-    """The host's clientInfo and protocolVersion from its initialize, as it sent them (None when it did not say)."""
+    """The host's clientInfo and protocolVersion from its initialize, as it sent them (None when it did not say),
+    and the profile its name picked: its clocks and the one that decides the host timeout."""
 
     name: Any  # str | None
     version: Any  # str | None
     protocol_version: Any  # str | None
+    front: NotRequired[Literal["stdio", "http"]]
+    profile: NotRequired[str | None]  # the profile's key (None: an unknown host)
+    label: NotRequired[str]
+    known: NotRequired[bool]
+    clocks: NotRequired[list[HostClock]]
+    deciding_clock: NotRequired[HostClock | None]
+    host_session: NotRequired[str]  # the HTTP front's session id, when there is one
+
+
+class HeartbeatData(TypedDict):
+    """Progress the wrapper sent itself to keep the host's idle clock alive (never the upstream's progress)."""
+
+    progress: Any  # the call's last progress, else 0
+    total: Any
+    message: str
+    elapsed_s: float
+    interval_s: float
 
 
 class UpstreamStateData(TypedDict):
@@ -351,6 +382,7 @@ PAYLOADS: dict[Kind, type] = {
     Kind.HEALTH_CHECK: HealthCheckData,
     Kind.CONFIG_CHANGE: ConfigChangeData,
     Kind.WARNING: WarningData,
+    Kind.HEARTBEAT: HeartbeatData,
 }
 
 

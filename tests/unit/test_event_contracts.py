@@ -24,6 +24,7 @@ from mcpwatch.events import (
     DeadlineBlock,
     Event,
     HealthCheckData,
+    HeartbeatData,
     HostInfoData,
     InvalidationData,
     Kind,
@@ -205,6 +206,11 @@ def _check_late_reuse(m: ConsoleModel, v: ViewState) -> None:
     assert (detail.late.from_request_id, detail.late.delay_s, detail.late.age_s) == ("h-0", 12.0, 30.0)
 
 
+def _check_heartbeat(m: ConsoleModel, v: ViewState) -> None:
+    (call,) = v.in_flight  # still running, and the wrapper's own keep-alive is not the upstream's progress
+    assert (call.request_id, call.progress, call.message) == ("h-1", None, None)
+
+
 TOMB = TombstoneAddData(up_id=7, ttl_s=155.0, reason="deadline", expires_mono=156.0)
 EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ...]]] = {
     Kind.SESSION_START: ({}, START, _check_start, ()),
@@ -320,6 +326,12 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
         (),
     ),
     Kind.WARNING: ({}, WarningData(message="upstream wrote a frame that is not JSON (#1)"), _check_warning, ()),
+    Kind.HEARTBEAT: (
+        CALL_COLUMNS,
+        HeartbeatData(progress=0, total=None, message="still working (30 s)", elapsed_s=30.0, interval_s=25.0),
+        _check_heartbeat,
+        (Kind.REQUEST_START,),
+    ),
 }
 
 
