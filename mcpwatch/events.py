@@ -363,6 +363,17 @@ class WarningData(TypedDict):
     message: str
 
 
+class OperatorCallData(TypedDict):
+    """The operator's own tools/call to the upstream (e.g. the console disabling a council model); the event's tool
+    column names the tool."""
+
+    arguments: str  # JSON text, ≤ 4 KiB
+    ok: bool
+    error: str | None
+    result_preview: str  # text, ≤ 4 KiB
+    duration_s: float
+
+
 PAYLOADS: dict[Kind, type] = {
     Kind.SESSION_START: SessionStartData,
     Kind.SESSION_END: SessionEndData,
@@ -383,6 +394,7 @@ PAYLOADS: dict[Kind, type] = {
     Kind.CONFIG_CHANGE: ConfigChangeData,
     Kind.WARNING: WarningData,
     Kind.HEARTBEAT: HeartbeatData,
+    Kind.OPERATOR_CALL: OperatorCallData,
 }
 
 

@@ -319,7 +319,8 @@ class EventReader:
             f" CASE WHEN kind = 'model_status' AND {valid} THEN json_extract(data, '$.status') END,"
             f" CASE WHEN kind = 'model_status' AND {valid} THEN json_extract(data, '$.latency_ms') END,"
             " request_id,"
-            " CASE WHEN kind = 'operator_call' THEN data END"
+            # the tool is the event's column, not a data field: put it where the Models view reads it
+            f" CASE WHEN kind = 'operator_call' AND {valid} THEN json_set(data, '$.tool', tool) END"
             " FROM events INDEXED BY events_by_session_seq"
             " WHERE session_id = ? AND seq > ? AND kind IN ('model_status', 'operator_call')"
             f" AND NOT (kind = 'model_status' AND {valid} AND json_extract(data, '$.status') IS 'pending')"

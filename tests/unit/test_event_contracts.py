@@ -16,6 +16,7 @@ import pytest
 from mcpwatch.bench.replay import SyntheticSession
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.model import ConsoleModel, ViewState
+from mcpwatch.console.models import ModelLog
 from mcpwatch.console.sample import EventFactory, flood, sample_session
 from mcpwatch.events import (
     PAYLOADS,
@@ -31,6 +32,7 @@ from mcpwatch.events import (
     LateResultData,
     LateReuseData,
     ModelStatusData,
+    OperatorCallData,
     ProgressData,
     RequestEndData,
     RequestStartData,
@@ -211,6 +213,10 @@ def _check_heartbeat(m: ConsoleModel, v: ViewState) -> None:
     assert (call.request_id, call.progress, call.message) == ("h-1", None, None)
 
 
+def _check_operator_call(m: ConsoleModel, v: ViewState) -> None:
+    assert v.events_applied == 2  # folded (the Models view reads it from the log: see below)
+
+
 TOMB = TombstoneAddData(up_id=7, ttl_s=155.0, reason="deadline", expires_mono=156.0)
 EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ...]]] = {
     Kind.SESSION_START: ({}, START, _check_start, ()),
@@ -326,6 +332,18 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
         (),
     ),
     Kind.WARNING: ({}, WarningData(message="upstream wrote a frame that is not JSON (#1)"), _check_warning, ()),
+    Kind.OPERATOR_CALL: (
+        {"tool": "council.models.disable"},
+        OperatorCallData(
+            arguments='{"model": "x-ai/grok-4"}',
+            ok=True,
+            error=None,
+            result_preview='{"changed": true}',
+            duration_s=0.01,
+        ),
+        _check_operator_call,
+        (),
+    ),
     Kind.HEARTBEAT: (
         CALL_COLUMNS,
         HeartbeatData(progress=0, total=None, message="still working (30 s)", elapsed_s=30.0, interval_s=25.0),
@@ -439,3 +457,20 @@ def test_the_sql_reads_only_fields_the_payload_types_declare(sql: str, payloads:
     assert fields, "the query reads no event field: the pattern is out of date"
     declared = {name for payload in payloads for name in payload.__annotations__}
     assert fields <= declared
+
+
+def test_an_operator_call_reaches_the_models_view_with_its_tool(tmp_path: Path) -> None:
+    """The tool is the event's column, not a data field: the Models view still learns which model was disabled."""
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="models", upstream="stdio: x", pid=1, config={})
+    recorder = Recorder(sid, writer)
+    status = ModelStatusData(stage=1, status="ok", latency_ms=900, per_model_s=90.0, tier="high")
+    recorder.emit(Kind.MODEL_STATUS, request_id="1", tool="consult_council", model="x-ai/grok-4", **status)
+    _emit(recorder, Kind.OPERATOR_CALL)
+    writer.close()
+    log = ModelLog(str(path), sid)
+    with EventReader(path) as reader:
+        log.update(reader)
+    (grok,) = log.stats(float("inf"))
+    assert grok.enabled is False  # the operator's switch, read back from the log

@@ -35,7 +35,7 @@ from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.modals import Confirm
 from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, WindowTable
-from mcpwatch.operator.client import OperatorError
+from mcpwatch.operator import OperatorError
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
 
