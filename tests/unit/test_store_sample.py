@@ -255,6 +255,16 @@ def write_sample(
     s.outcomes["consult_council"].append("ok")
     s.emit(Kind.TOMBSTONE_EXPIRE, 315.0, up_id=3, age_s=155.0)
     s.call("7", "consult_council", 320.0, None, None, up_id=7, progress=1)  # still running at the end
+    s.emit(
+        Kind.OPERATOR_CALL,
+        320.5,
+        tool="council.models.disable",
+        arguments='{"model": "gemini"}',
+        ok=True,
+        error=None,
+        result_preview='{"changed": true}',
+        duration_s=0.01,
+    )
     s.emit(Kind.WARNING, 321.0, message="upstream wrote to stdout outside JSON-RPC")
     if end:
         s.emit(Kind.SESSION_END, 330.0, reason="host closed", counters={"requests": 7})
