@@ -24,6 +24,7 @@ VIEW_KEYS = [
     ("/", "filter recent requests by tool, outcome or id"),
     ("s · click a header", "sort recent requests: ended, id, tool, outcome, took (again: reverse)"),
     ("e", "Events: upstream exits, respawns, budget changes, late-answer spikes, warnings"),
+    ("T · M · F", "Trends per tool over time · council Models (live: disable one) · the Fleet of wrappers"),
     ("p", "pause the view (events are still recorded); p again resumes"),
     ("y · Y · x", "in a request's detail: copy as JSON · as Markdown (OSC 52) · export both to files"),
     ("ctrl+p", "command palette: every action, the themes, and Screenshot"),
