@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome
+from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData, WarningData
 from mcpwatch.reliability.reuse import LateResultReuse
 from mcpwatch.wrapper import frames
 
@@ -144,16 +144,14 @@ class LateResults:
         self.counters.late_reused += 1
         link.send({"jsonrpc": "2.0", "id": host_id, "result": reuse.result})
         emit = self.recorder.emit
-        emit(
-            Kind.REQUEST_START,
-            request_id=request_id,
-            tool=tool,
+        start = RequestStartData(
             method="tools/call",
             up_id=None,
             budget_s=None,
             budget_source="late_reuse",
             arguments=frames.text_of(arguments if arguments is not None else {}),
         )
+        emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
         reused = LateReuseData(
             from_request_id=reuse.stored.request_id,
             delay_s=round(reuse.stored.delay_s, 6),
@@ -161,16 +159,14 @@ class LateResults:
             ttl_s=reuse.stored.ttl_s,
         )
         emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reused)
-        emit(
-            Kind.REQUEST_END,
-            request_id=request_id,
-            tool=tool,
-            outcome=Outcome.OK.value,
+        end = RequestEndData(
+            outcome="ok",
             duration_s=0.0,
             method="tools/call",
             late_reuse=True,
             result_preview=frames.text_of(reuse.result, PREVIEW_CHARS),
         )
+        emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)
         return True
 
     def forget_link(self, link: Any) -> None:
@@ -180,11 +176,8 @@ class LateResults:
         if tool in self._guard_warned or len(self._guard_warned) >= 100:
             return
         self._guard_warned.add(tool)
-        self.recorder.emit(
-            Kind.WARNING,
-            tool=tool,
-            message=f"late results of {tool} are never reused: State Sync treats it as a mutation (invalidates)",
-        )
+        text = f"late results of {tool} are never reused: State Sync treats it as a mutation (invalidates)"
+        self.recorder.emit(Kind.WARNING, tool=tool, **WarningData(message=text))
 
 
 def _mutation_test(state_sync: StateSync | None) -> Any:

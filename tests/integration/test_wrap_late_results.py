@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
 from conftest import REPO, mcpwatch_cmd
@@ -145,8 +146,13 @@ async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_s
         status = await operator.tool("status")
         assert status["counters"]["late_reused"] == 1
     with EventReader(isolated_state / "events.db") as reader:
-        (reuse,) = reader.events(reader.latest_session().id, kinds=["late_reuse"])
+        session = reader.latest_session().id
+        (reuse,) = reader.events(session, kinds=["late_reuse"])
+        logged = list(reader.events(session))
     assert reuse.data["from_request_id"] is not None and reuse.tool == "sleep"
+    mine = ("late_result", "late_reuse", "request_start", "request_end", "tombstone_hit")
+    for event in (e for e in logged if e.kind in mine):  # the late ones and the reused call's, as their types say
+        assert payload_problems(event.kind, event.data) == [], (event.kind, event.data)
 
 
 async def test_a_state_sync_mutation_is_never_reused(isolated_state: Path, tmp_path: Path) -> None:
