@@ -111,9 +111,9 @@ class WrapperFlood:
     async def wrapper_latest(self) -> int:
         from pathlib import Path
 
-        from mcpwatch.bench.memory import _operator_status
+        from mcpwatch.bench.memory import LATEST, _operator_status
 
-        events = await asyncio.to_thread(_operator_status, Path(self.state_dir), self.pid, "events", after=1 << 60)
+        events = await asyncio.to_thread(_operator_status, Path(self.state_dir), self.pid, "events", after=LATEST)
         return int((events or {}).get("latest", 0))
 
     async def stop(self) -> dict[str, Any]:

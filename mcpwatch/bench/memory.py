@@ -111,6 +111,9 @@ class PipeHost:
             return await self.process.wait()
 
 
+LATEST = 2**53  # an `events(after=…)` past any sequence number (the endpoint's upper bound): only "latest" back
+
+
 def _operator_status(state_dir: Path, pid: int, tool: str = "status", **arguments: Any) -> dict[str, Any] | None:
     """The wrapper's own view (pending calls, tombstones, log counters) through its operator endpoint."""
     try:
@@ -183,7 +186,7 @@ async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
         async def log_backlog(sample: dict[str, Any]) -> None:
             """Events emitted but not yet written: the writer's queue, which lives in the wrapper's memory."""
             status = await asyncio.to_thread(_operator_status, state_dir, process.pid)
-            latest = await asyncio.to_thread(_operator_status, state_dir, process.pid, "events", after=1 << 60)
+            latest = await asyncio.to_thread(_operator_status, state_dir, process.pid, "events", after=LATEST)
             if status is not None and latest is not None:
                 sample["log_backlog"] = latest["latest"] - status["log"]["events_written"]
                 sample["tombstones"] = status["tombstones"]["count"]
