@@ -35,8 +35,8 @@ class FloodFeed:
     """A `Feed` filled by a producer thread at a fixed rate (the live feed's deque, without the network)."""
 
     def __init__(self, rate: float) -> None:
-        from mcpwatch.console.sample import EventFactory, flood
-        from mcpwatch.console.source import FeedStatus
+        from mcpwatch.console.headless.sample import EventFactory, flood
+        from mcpwatch.console.headless.source import FeedStatus
 
         self._events = flood(EventFactory(session_id="bench"), rate=rate)
         self._rate = rate
@@ -126,9 +126,9 @@ class WrapperFlood:
 
 async def _drive(duration: float, rate: float, through_wrapper: bool) -> dict[str, Any]:
     from mcpwatch.console.app import ConsoleApp
+    from mcpwatch.console.headless.session import WatchSession
+    from mcpwatch.console.headless.source import Target
     from mcpwatch.console.screens.main import MainScreen
-    from mcpwatch.console.session import WatchSession
-    from mcpwatch.console.source import Target
     from mcpwatch.console.widgets import WindowTable
 
     paints: list[float] = []

@@ -1,4 +1,4 @@
-"""`mcpwatch watch`: the operator console. `model` (pure, Textual-free) is the part replay and reports reuse.
+"""`mcpwatch watch`: the operator console. `headless` (Textual-free: model, feed, renderables) is what replay reuses.
 
 `launch()` is the one way in, for `mcpwatch watch` and the demo alike; importing this package stays cheap (Textual
 is imported only when a console starts).
@@ -29,7 +29,7 @@ def launch(
     from mcpwatch.config import load_settings
 
     settings = load_settings(config)
-    from mcpwatch.console.source import Locator, Target
+    from mcpwatch.console.headless.source import Locator, Target
     from mcpwatch.console.themes import check_theme_name, load_themes
 
     themes = load_themes()

@@ -19,15 +19,15 @@ from textual.theme import Theme
 
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.console.commands import ConsoleCommands
-from mcpwatch.console.controls import LiveControls
+from mcpwatch.console.headless.controls import LiveControls
+from mcpwatch.console.headless.session import WatchSession
+from mcpwatch.console.headless.source import LiveFeed, Locator, Target
 from mcpwatch.console.insight_actions import INSIGHT_BINDINGS, InsightActions
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.choose import ChooseWrapperScreen
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.session import WatchSession
-from mcpwatch.console.source import LiveFeed, Locator, Target
 from mcpwatch.console.themes import DEFAULT_THEME, load_themes, semantic_defaults
 from mcpwatch.registry import WrapperEntry, find_wrapper
 

@@ -62,8 +62,8 @@ class InsightActions:
 
     def switch_to_wrapper(self, entry: Any) -> None:
         """Watch `entry` instead: the screens over the session close and its main screen is replaced."""
+        from mcpwatch.console.headless.source import Target
         from mcpwatch.console.screens.main import MainScreen
-        from mcpwatch.console.source import Target
 
         app: Any = self
         while len(app.screen_stack) > 2 and not isinstance(app.screen, MainScreen):

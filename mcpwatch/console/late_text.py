@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from mcpwatch.console.model import LateView
-from mcpwatch.console.render import Palette, result_panel
+from mcpwatch.console.headless.model import LateView
+from mcpwatch.console.headless.render import Palette, result_panel
 
 
 def _s(seconds: float | None) -> str:

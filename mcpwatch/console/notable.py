@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcpwatch.console import format as fmt
+from mcpwatch.console.headless import format as fmt
 
 LATE_SPIKE_COUNT = 5  # late answers dropped within LATE_SPIKE_WINDOW_S that make a spike worth an entry
 LATE_SPIKE_WINDOW_S = 10.0

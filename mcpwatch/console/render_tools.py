@@ -12,11 +12,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import format as fmt
 from mcpwatch.console import words
-from mcpwatch.console.model import RequestView
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.model import RequestView
+from mcpwatch.console.headless.render import Palette, wall_clock
 from mcpwatch.console.notable import NotableEvent
-from mcpwatch.console.render import Palette, wall_clock
 from mcpwatch.console.tool_stats import ToolStatView
 
 TOOLS_TITLE = "Tools"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from mcpwatch.console import words
-from mcpwatch.console.model import RequestView
+from mcpwatch.console.headless.model import RequestView
 
 Test = Callable[[RequestView], bool]
 FIELDS = ("outcome", "tool", "id", "method")

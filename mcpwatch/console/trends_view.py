@@ -7,8 +7,8 @@ import time
 from rich.text import Text
 
 from mcpwatch.console import charts
-from mcpwatch.console import format as fmt
-from mcpwatch.console.render import Palette
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.render import Palette
 from mcpwatch.console.trends import ToolTrend, Trends
 
 LABEL = 15  # "  p95 latency  "

@@ -23,12 +23,12 @@ from textual.theme import Theme
 from textual.widgets import Button, Input, Label, Static
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.render import Palette, wall_clock
+from mcpwatch.console.headless.render import Palette, wall_clock
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import BACK_BINDING, VIEW_BINDINGS, MainScreen
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.themes import DEFAULT_THEME
 from mcpwatch.console.widgets import Line
 from mcpwatch.replay import timeline

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from mcpwatch.console.model import ConsoleModel, ModelSnapshot
+from mcpwatch.console.headless.model import ConsoleModel, ModelSnapshot
 from mcpwatch.events import Event
 from mcpwatch.replay.recording import Marker, Recording
 from mcpwatch.store import EventReader, LogError

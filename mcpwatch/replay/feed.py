@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from mcpwatch.console.model import ConsoleModel
-from mcpwatch.console.source import FeedStatus
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.replay.clock import ReplayClock, offset_text, speed_text
 from mcpwatch.replay.engine import Index, ReplayEngine, ThreadIndexer
 from mcpwatch.replay.recording import Marker

@@ -25,7 +25,7 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import ConnectionLimits, within_descriptors
-from mcpwatch.wrapper.operator import OperatorServer, build_operator_app, new_token
+from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import Recorder, Tee
 
 if TYPE_CHECKING:

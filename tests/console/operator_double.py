@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpwatch import registry
 from mcpwatch.config import ABSURD_SECONDS
-from mcpwatch.console.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
+from mcpwatch.console.headless.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
 from mcpwatch.events import Event, Kind
 
 

@@ -6,12 +6,12 @@ import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.sample import EventFactory
+from mcpwatch.console.headless.sample import EventFactory
+from mcpwatch.console.headless.source import FeedStatus, StaticFeed
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.source import FeedStatus, StaticFeed
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.events import Kind
 

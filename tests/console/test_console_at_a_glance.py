@@ -16,16 +16,17 @@ import pytest
 from console_helpers import RecordingControls, generic_session, ready, sample_app, screen_text, until
 from textual.widgets import Footer
 
-from mcpwatch.console import render, render_tools
-from mcpwatch.console.model import ConsoleModel
-from mcpwatch.console.render import Palette
-from mcpwatch.console.sample import EventFactory, deadline_block, session_start
+from mcpwatch.console import render_tools
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
+from mcpwatch.console.headless.source import StaticFeed
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.events import EventsScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.source import StaticFeed
 from mcpwatch.console.widgets import Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
 
@@ -497,8 +498,8 @@ def _text(renderable: Any, width: int) -> str:
 
 async def test_console_keys_rebind_an_action() -> None:
     from mcpwatch.console.app import ConsoleApp
-    from mcpwatch.console.sample import SAMPLE_NOW, sample_session
-    from mcpwatch.console.session import WatchSession
+    from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
+    from mcpwatch.console.headless.session import WatchSession
 
     feed = StaticFeed(sample_session(), SAMPLE_NOW)
     app = ConsoleApp(session=WatchSession(feed, RecordingControls()), keys={"main.set_margin": "M", "nope.x": "z"})

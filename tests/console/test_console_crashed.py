@@ -14,7 +14,7 @@ import pytest
 from console_helpers import SIZE, ready, screen_text, until
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.source import Target
+from mcpwatch.console.headless.source import Target
 from mcpwatch.logview.units import format_time
 from mcpwatch.registry import find_wrapper
 from mcpwatch.store import EventReader

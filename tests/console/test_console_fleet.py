@@ -17,9 +17,9 @@ from trends_helpers import ORIGIN, standard_script
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.fleet import fleet_row, log_part
+from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.fleet import FleetScreen
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.source import Target
 from mcpwatch.registry import WrapperEntry, find_wrapper
 
 pytest_plugins = ["console_fixtures"]

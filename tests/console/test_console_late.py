@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
 
-from mcpwatch.console.model import ConsoleModel
-from mcpwatch.console.sample import EventFactory, deadline_block, session_start
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Event, Kind

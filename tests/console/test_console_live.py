@@ -13,12 +13,12 @@ from operator_double import OperatorContractDouble
 
 from mcpwatch import registry
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.model import ConsoleModel
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.source import LiveFeed, Locator, Target
 from mcpwatch.console.screens.choose import ChooseWrapperScreen
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
-from mcpwatch.console.source import LiveFeed, Locator, Target
 from mcpwatch.events import Kind
 
 pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpwatch.console.model import ConsoleModel, Limits, filter_requests
-from mcpwatch.console.sample import (
+from mcpwatch.console.headless.model import ConsoleModel, Limits, filter_requests
+from mcpwatch.console.headless.sample import (
     SAMPLE_NOW,
     EventFactory,
     deadline_block,
@@ -593,7 +593,7 @@ def test_filter_requests_by_tool_outcome_or_id() -> None:
 
 def test_the_model_does_not_import_textual() -> None:
     code = (
-        "import sys; import mcpwatch.console.model, mcpwatch.console.sample, mcpwatch.console.format;"
+        "import sys; from mcpwatch.console.headless import format, model, sample;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'mcp', 'httpx2'));"
         "print(bad); sys.exit(1 if bad else 0)"
     )
@@ -702,8 +702,8 @@ def test_session_end_closes_the_upstream_and_stops_every_clock(model: ConsoleMod
 def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
     model: ConsoleModel, f: EventFactory
 ) -> None:
-    from mcpwatch.console import render
-    from mcpwatch.console.render import Palette
+    from mcpwatch.console.headless import render
+    from mcpwatch.console.headless.render import Palette
 
     clock = {"kind": "wall", "seconds": 60.0, "setting": "tool_timeout_sec", "resets_on_progress": False}
     info = {"name": "codex-mcp-client", "version": "0.154.0", "label": "Codex CLI", "deciding_clock": clock}

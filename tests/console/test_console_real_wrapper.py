@@ -10,8 +10,8 @@ import pytest
 from console_helpers import SIZE, ready, screen_text, until
 
 from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.source import Target
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import find_wrapper

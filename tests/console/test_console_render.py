@@ -7,8 +7,8 @@ import json
 
 from rich.console import Console, RenderableType
 
-from mcpwatch.console import render
-from mcpwatch.console.model import (
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.model import (
     ConsoleModel,
     Counters,
     DeadlineView,
@@ -17,8 +17,8 @@ from mcpwatch.console.model import (
     RequestView,
     TierView,
 )
-from mcpwatch.console.render import Palette
-from mcpwatch.console.sample import EventFactory, session_start
+from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.sample import EventFactory, session_start
 from mcpwatch.events import Kind
 from mcpwatch.replay.timeline import Position, status_line
 

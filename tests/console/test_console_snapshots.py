@@ -15,8 +15,8 @@ from console_helpers import RecordingControls, generic_session, sample_app
 from textual.widgets import Input
 
 from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.headless.source import FeedStatus, Target
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.source import FeedStatus, Target
 
 pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
 

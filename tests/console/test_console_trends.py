@@ -17,8 +17,8 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.console import charts
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.commands import ConsoleCommands
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.trends import TrendsScreen
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.trends import TrendLog, bucket_seconds, percentile
 from mcpwatch.console.widgets import Line
 from mcpwatch.store.reader import EventReader

@@ -14,9 +14,9 @@ import pytest
 from console_helpers import SIZE, ready, screen_text, until
 
 from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.modals import Confirm
-from mcpwatch.console.source import Target
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.registry import find_wrapper
 
@@ -115,7 +115,7 @@ def _trap(value: object, key: str | None = None) -> object:
 
 
 def trapped_session() -> list:
-    from mcpwatch.console.sample import sample_session
+    from mcpwatch.console.headless.sample import sample_session
     from mcpwatch.events import Event
 
     out = []

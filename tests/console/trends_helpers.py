@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.clock import ManualClock
-from mcpwatch.console.source import FeedStatus, StaticFeed
+from mcpwatch.console.headless.source import FeedStatus, StaticFeed
 from mcpwatch.events import Event
 from mcpwatch.registry import WrapperEntry
 from mcpwatch.store import EventWriter

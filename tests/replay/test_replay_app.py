@@ -210,7 +210,7 @@ async def test_a_detail_draw_cut_short_is_done_again(
 ) -> None:
     """Paused, nothing changes to make the detail screen draw again: a draw that failed half-way (as when a tick
     meets a screen still being built) must not be remembered as done."""
-    from mcpwatch.console import render
+    from mcpwatch.console.headless import render
 
     feed = make_feed(shared_log[0])
     deadline = next(m for m in feed.markers() if m.kind == "deadline")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from replay_helpers import assert_same_as_fold, fold_until, write_log
 
-from mcpwatch.console.model import ConsoleModel
-from mcpwatch.console.sample import SAMPLE_NOW, sample_session
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
 from mcpwatch.events import Kind
 from mcpwatch.replay.engine import (
     MAX_CHECKPOINTS,

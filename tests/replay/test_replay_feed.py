@@ -9,7 +9,7 @@ import pytest
 from replay_helpers import HandClock, fold_until, make_feed, write_log
 
 from mcpwatch.bench.replay import measure
-from mcpwatch.console.session import WatchSession
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.replay.feed import ReplayFeed, open_replay
 from mcpwatch.store import EventWriter
 

@@ -24,9 +24,9 @@ from textual.widgets import Input
 
 from mcpwatch import paths
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.model import RequestDetail, ViewState
+from mcpwatch.console.headless.model import RequestDetail, ViewState
+from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.source import Target
 from mcpwatch.events import Event
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import find_wrapper

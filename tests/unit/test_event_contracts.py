@@ -15,9 +15,9 @@ import pytest
 
 from mcpwatch.bench.replay import SyntheticSession
 from mcpwatch.clock import ManualClock
-from mcpwatch.console.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.sample import EventFactory, flood, sample_session
 from mcpwatch.console.models import ModelLog
-from mcpwatch.console.sample import EventFactory, flood, sample_session
 from mcpwatch.events import (
     PAYLOADS,
     ConfigChangeData,

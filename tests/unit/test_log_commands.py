@@ -16,7 +16,7 @@ from test_store_sample import TIERS, SampleSession, write_sample
 
 from mcpwatch import paths
 from mcpwatch.cli import main
-from mcpwatch.console.model import ConsoleModel
+from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.logview.export import COLUMNS
 from mcpwatch.replay.recording import Recording
 from mcpwatch.store import EventReader, LogError

@@ -15,11 +15,11 @@ from textual.binding import ActiveBinding
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from mcpwatch.console import format as fmt
 from mcpwatch.console import words
-from mcpwatch.console.render import Palette
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.session import WatchSession
 from mcpwatch.operator import OperatorError
 
 OPERATOR_ACTIONS = frozenset(

@@ -12,10 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer
 
-from mcpwatch.console import render
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.late_text import late_part
 from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, Panel
 
 # Outcomes where mcpwatch itself answered the host (the call was cut): what it sent is the call's result.

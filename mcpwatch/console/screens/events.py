@@ -13,9 +13,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
-from mcpwatch.console import render, render_tools
+from mcpwatch.console import render_tools
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, ScrollPanel
 
 

@@ -10,13 +10,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Input
 
-from mcpwatch.console import format as fmt
-from mcpwatch.console import render, render_tools
-from mcpwatch.console.model import TombstoneView, ViewState
+from mcpwatch.console import render_tools
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.model import TombstoneView, ViewState
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.requests_view import RequestsView, fit_tool_width
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable, set_title
 
 LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)

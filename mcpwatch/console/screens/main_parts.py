@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from mcpwatch.console import render
-from mcpwatch.console.model import ViewState
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.model import ViewState
 from mcpwatch.console.screens.base import NARROW
 from mcpwatch.console.widgets import Line, WindowTable, set_title
 

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from mcpwatch.console.validate import InvalidValue, parse_seconds
+from mcpwatch.console.headless.validate import InvalidValue, parse_seconds
 from mcpwatch.operator import OperatorError
 
 _NOTHING = object()

@@ -16,7 +16,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
-from mcpwatch.console import format as fmt
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.log_scope import LogScope, NoLog, scope_of
 from mcpwatch.console.models import (
     DISABLE_TOOL,
@@ -30,10 +32,8 @@ from mcpwatch.console.models import (
     model_log,
     sort_stats,
 )
-from mcpwatch.console.render import Palette
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.modals import Confirm
-from mcpwatch.console.session import WatchSession
 from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.operator import OperatorError
 from mcpwatch.store.db import LogError

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcpwatch.console import format as fmt
-from mcpwatch.console import render, render_tools, request_filter
-from mcpwatch.console.model import ViewState
+from mcpwatch.console import render_tools, request_filter
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless import render
+from mcpwatch.console.headless.model import ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.widgets import Line, WindowTable
 

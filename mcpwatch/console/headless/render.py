@@ -15,9 +15,9 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import format as fmt
 from mcpwatch.console import words
-from mcpwatch.console.model import (
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.model import (
     ConfigChangeView,
     CouncilView,
     Counters,

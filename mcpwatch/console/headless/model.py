@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mcpwatch.console import format as fmt
+from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.notable import NotableEvent, NotableLog
 from mcpwatch.console.tool_stats import ToolStats, ToolStatView
 from mcpwatch.events import (

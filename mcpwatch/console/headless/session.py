@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcpwatch.console.controls import Controls
-from mcpwatch.console.model import ConsoleModel, ViewState
-from mcpwatch.console.source import Feed, FeedStatus
+from mcpwatch.console.headless.controls import Controls
+from mcpwatch.console.headless.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.source import Feed, FeedStatus
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
-from mcpwatch.console.source import Locator
+from mcpwatch.console.headless.source import Locator
 from mcpwatch.operator import OperatorUnavailable
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import WrapperEntry

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
-from mcpwatch.console.model import ConsoleModel
+from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.events import Event, Kind
 from mcpwatch.logview.ending import gone_reason, stand_in_end
 from mcpwatch.registry import WrapperEntry, find_wrapper, pid_alive, running_wrappers
