@@ -92,6 +92,8 @@ class FrontSettings:
     max_header_kb: int = 64
     max_connections: int = 256
     idle_timeout_s: float = 30.0
+    max_sessions: int = 16  # host sessions at once, each with its own upstream; the next host is refused
+    session_idle_s: float = 1800.0  # a host session with no request and no open stream this long is ended
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,8 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "max_header_kb": lambda v: _whole(v, 1, 1024 * 1024),
         "max_connections": lambda v: _whole(v, 1, 10_000),
         "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "max_sessions": lambda v: _whole(v, 1, 10_000),
+        "session_idle_s": lambda v: _seconds(v, allow_zero=False),
     },
     "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000), "keys": _keymap},
     "otel": {

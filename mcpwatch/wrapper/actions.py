@@ -12,7 +12,12 @@ from mcpwatch.reliability.deadline import Budget
 from mcpwatch.wrapper.health import health_check
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
+    from mcpwatch.reliability.statesync import StateSync
     from mcpwatch.wrapper.core import WrapperCore
+    from mcpwatch.wrapper.recorder import Recorder
 
 
 class OperatorActions:
@@ -48,30 +53,11 @@ class OperatorActions:
 
     def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
         """set_margin / set_host_timeout / set_deadline: validated by the policy; logged as config_change."""
-        deadline, recorder = self._core.deadline, self._core.recorder
-        before = self.current_budget().to_dict()
-        setter = {
-            "margin_s": deadline.set_margin,
-            "host_timeout_s": deadline.set_host_timeout,
-            "override_s": deadline.set_deadline,
-        }[key]
-        setter(value)
-        after = self.current_budget().to_dict()
-        change = ConfigChangeData(key=key, old=before[key], new=after[key], source="operator", deadline=after)
-        recorder.emit(Kind.CONFIG_CHANGE, **change)
-        return after
+        return change_deadline(self._core.deadline, self._core.recorder, key, value, self.current_budget)
 
     def reset_deadline(self) -> dict[str, Any]:
         """Undo every operator change to the budget; logged as one config_change per key that changes."""
-        deadline, recorder = self._core.deadline, self._core.recorder
-        before = self.current_budget().to_dict()
-        deadline.reset()
-        after = self.current_budget().to_dict()
-        for key in ("host_timeout_s", "margin_s", "override_s"):
-            if before.get(key) != after.get(key):
-                change = ConfigChangeData(key=key, old=before[key], new=after[key], source="reset", deadline=after)
-                recorder.emit(Kind.CONFIG_CHANGE, **change)
-        return after
+        return reset_deadline(self._core.deadline, self._core.recorder, self.current_budget)
 
     def status(self) -> dict[str, Any]:
         core = self._core
@@ -129,7 +115,38 @@ class OperatorActions:
         }
 
     def state_sync_summary(self) -> dict[str, Any]:
-        state_sync = self._core.state_sync
-        if state_sync is None:
-            return {"policies": 0, "overlaps": []}
-        return {"policies": len(state_sync.policies), "overlaps": [w.message for w in state_sync.overlaps]}
+        return state_sync_summary(self._core.state_sync)
+
+
+def state_sync_summary(state_sync: StateSync | None) -> dict[str, Any]:
+    if state_sync is None:
+        return {"policies": 0, "overlaps": []}
+    return {"policies": len(state_sync.policies), "overlaps": [w.message for w in state_sync.overlaps]}
+
+
+def change_deadline(
+    deadline: DeadlinePolicy, recorder: Recorder, key: str, value: Any, current: Callable[[], Budget]
+) -> dict[str, Any]:
+    """`current`: the budget a call from the latest host would get now (shown before and after)."""
+    before = current().to_dict()
+    setter = {
+        "margin_s": deadline.set_margin,
+        "host_timeout_s": deadline.set_host_timeout,
+        "override_s": deadline.set_deadline,
+    }[key]
+    setter(value)
+    after = current().to_dict()
+    change = ConfigChangeData(key=key, old=before[key], new=after[key], source="operator", deadline=after)
+    recorder.emit(Kind.CONFIG_CHANGE, **change)
+    return after
+
+
+def reset_deadline(deadline: DeadlinePolicy, recorder: Recorder, current: Callable[[], Budget]) -> dict[str, Any]:
+    before = current().to_dict()
+    deadline.reset()
+    after = current().to_dict()
+    for key in ("host_timeout_s", "margin_s", "override_s"):
+        if before.get(key) != after.get(key):
+            change = ConfigChangeData(key=key, old=before[key], new=after[key], source="reset", deadline=after)
+            recorder.emit(Kind.CONFIG_CHANGE, **change)
+    return after

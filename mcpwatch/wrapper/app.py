@@ -26,7 +26,7 @@ from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import ConnectionLimits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
-from mcpwatch.wrapper.recorder import Recorder, Tee
+from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
@@ -102,7 +102,18 @@ def start_otel(
     return OtelSink(target, lambda message: loop.call_soon_threadsafe(on_warning, message))
 
 
-def _http_front(core: WrapperCore, options: WrapOptions, on_warning: Callable[[str], None]) -> Any:
+def _make_upstream(options: WrapOptions, core: WrapperCore) -> Any:
+    """The upstream link of one core: a child process over stdio, or an MCP session over HTTP."""
+    if options.url:
+        from mcpwatch.wrapper.upstream_http import HttpUpstream
+
+        return HttpUpstream(options.url, options.headers, core, options.settings)
+    from mcpwatch.wrapper.upstream_stdio import StdioUpstream
+
+    return StdioUpstream(options.command, core, options.settings)
+
+
+def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], None]) -> Any:
     """The Streamable HTTP front with its guard: a token when serving remote hosts (printed once if generated)."""
     from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token, token_file_is_private
     from mcpwatch.wrapper.front_http import HttpFront, parse_listen
@@ -122,7 +133,7 @@ def _http_front(core: WrapperCore, options: WrapOptions, on_warning: Callable[[s
     )
     limits = within_descriptors(limits, share=1 / 2)
     guard = FrontGuard.for_listen(host, remote=options.allow_remote, token=token)
-    return HttpFront(core, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
+    return HttpFront(pool, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
 
 
 def note(message: str) -> None:
@@ -227,24 +238,39 @@ async def run_wrapper(options: WrapOptions) -> int:
         policies = list(settings.state_sync.policies)
         state_sync = StateSync(policies, settings.state_sync.default_cache_control)
         overlaps = [w.message for w in detect_overlaps(policies)]
-    core = WrapperCore(
-        settings=settings,
-        deadline=deadline,
-        recorder=recorder,
-        state_sync=state_sync,
-        name=options.display_name,
-        loop=loop,
-    )
-    core.trace_requests = otel is not None and otel.target.traces_url is not None
-    if options.url:
-        from mcpwatch.wrapper.upstream_http import HttpUpstream
 
-        upstream: Any = HttpUpstream(options.url, options.headers, core, settings)
+    def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
+        """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
+        made = WrapperCore(
+            settings=settings,
+            deadline=deadline,
+            recorder=recorder if host_session is None else HostSessionRecorder(recorder, host_session),
+            state_sync=state_sync,
+            name=options.display_name,
+            loop=loop,
+            shared=shared,
+        )
+        made.trace_requests = otel is not None and otel.target.traces_url is not None
+        return made
+
+    pool = None
+    if options.listen:
+        from mcpwatch.wrapper.front_sessions import SHARED_TAG, SessionPool
+
+        core = make_core(SHARED_TAG, shared=True)
+        pool = SessionPool(
+            make_core=make_core,
+            make_upstream=lambda made: _make_upstream(options, made),
+            shared_core=core,
+            max_sessions=settings.front.max_sessions,
+            idle_s=settings.front.session_idle_s,
+            clock=core.scheduler.time,
+        )
+        upstream: Any = pool.shared.upstream
     else:
-        from mcpwatch.wrapper.upstream_stdio import StdioUpstream
-
-        upstream = StdioUpstream(options.command, core, settings)
-    core.attach_upstream(upstream)
+        core = make_core(None)
+        upstream = _make_upstream(options, core)
+        core.attach_upstream(upstream)
     budget = deadline.budget(None)
     start = SessionStartData(
         name=options.display_name,
@@ -269,8 +295,13 @@ async def run_wrapper(options: WrapOptions) -> int:
     def log_info() -> dict[str, Any]:
         return _log_info(writer, log_path, session_id, off_reason)
 
+    actions: Any = core.actions
+    if pool is not None:
+        from mcpwatch.wrapper.actions_pool import PoolActions
+
+        actions = PoolActions(pool, deadline, recorder)
     operator_app = build_operator_app(
-        core.actions,
+        actions,
         recorder,
         token=token,
         log_info=log_info,
@@ -315,8 +346,8 @@ async def run_wrapper(options: WrapOptions) -> int:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, on_signal, signum)
 
-    if options.listen:
-        front: Any = _http_front(core, options, on_warning)
+    if pool is not None:
+        front: Any = _http_front(pool, options, on_warning)
     else:
         from mcpwatch.wrapper.front_stdio import StdioFront
 
@@ -326,9 +357,11 @@ async def run_wrapper(options: WrapOptions) -> int:
     async def sweep() -> None:
         while True:
             await asyncio.sleep(settings.tombstones.sweep_interval_s)
-            core.sweep_tombstones()
+            for each in [core] if pool is None else [entry.core for entry in pool.all()]:
+                each.sweep_tombstones()
 
-    upstream_task = asyncio.ensure_future(upstream.run())
+    # the HTTP front starts an upstream per host session (and the shared one on the first sessionless request)
+    upstream_task = asyncio.ensure_future(upstream.run() if pool is None else asyncio.sleep(0))
     sweeper = asyncio.ensure_future(sweep())
     front_task = asyncio.ensure_future(front.serve())
     stopper = asyncio.ensure_future(stop.wait())
@@ -338,8 +371,12 @@ async def run_wrapper(options: WrapOptions) -> int:
         warn(f"the host side failed: {front_task.exception()}")
         exit_code = 1
     try:
-        core.shutdown(stop_reason[0])
-        await upstream.close()
+        if pool is None:
+            core.shutdown(stop_reason[0])
+            await upstream.close()
+        else:
+            pool.shutdown(stop_reason[0])
+            await pool.close(stop_reason[0])
         await front.close()
     finally:
         for task in (sweeper, stopper, front_task, upstream_task):
@@ -350,7 +387,8 @@ async def run_wrapper(options: WrapOptions) -> int:
             if otel.dropped or otel.spans_failed:
                 lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
                 recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
-        recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=core.counters.to_dict()))
+        counters = core.counters.to_dict() if pool is None else actions.status()["counters"]
+        recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=counters))
         _close_log(writer, log_path, session_id, stop_reason[0])
         if state_problem is None:
             registry.unregister(os.getpid())

@@ -57,6 +57,7 @@ class WrapperCore:
         name: str = "mcpwatch",
         loop: asyncio.AbstractEventLoop | None = None,
         scheduler: Scheduler | None = None,
+        shared: bool = False,
     ) -> None:
         self.settings = settings
         self.deadline = deadline
@@ -105,6 +106,7 @@ class WrapperCore:
             health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
             warn=self.warn,
             on_progress=self.heartbeats.touch,
+            shared=shared,
         )
         self.modern_era = False
         self.closing = False
@@ -170,7 +172,8 @@ class WrapperCore:
         elif kind == frames.NOTIFICATION:
             self._host_notification(link, message)
         elif kind == frames.RESPONSE:
-            if self.session.take_server_request(message["id"]):  # else its requester went with an old upstream
+            # only the host that was asked may answer, and only while the upstream that asked is still there
+            if self.session.take_server_request(message["id"], link):
                 self.session.send(None, message)
         else:
             request_id = message.get("id") if isinstance(message, dict) else None
@@ -208,7 +211,8 @@ class WrapperCore:
         host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         up_id = self.session.ids.allocate()
         host_id = message["id"]
-        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, str(host_id))
+        request_key = getattr(link, "key_prefix", "") + str(host_id)  # two hosts' equal ids stay apart in the log
+        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, request_key)
         pending.host = host
         self.table.add(pending)
         forwarded_params = dict(params)

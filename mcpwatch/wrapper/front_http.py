@@ -1,12 +1,12 @@
 """The host side over Streamable HTTP (`--listen http://127.0.0.1:PORT/mcp`).
 
-Each host session is a link into the core. A POST carrying requests is answered on its own SSE stream, which
-also carries the progress of those requests and closes once they are answered; other server messages go to the
-session's GET stream. A batch is answered with a batch (one JSON array) unless something streams first.
-Several sessions share one upstream: after the first handshake, later `initialize` requests are answered from the
-upstream's first answer. Every request passes the FrontGuard (one Host, Host and Origin naming this machine, the
-bearer token when serving remote hosts); bodies are capped and read in linear time, heads and connections are
-bounded by http_limits.
+Each host session is a link into a core of its own, with its own upstream (front_sessions): its `initialize`
+reaches that upstream, and nothing its upstream sends reaches another host. A POST carrying requests is answered
+on its own SSE stream, which also carries the progress of those requests and closes once they are answered; other
+server messages go to the session's GET stream. A batch is answered with a batch (one JSON array) unless something
+streams first. 2026-era sessionless requests share one upstream, each answered on its own POST. Every request
+passes the FrontGuard (one Host, Host and Origin naming this machine, the bearer token when serving remote hosts);
+bodies are capped and read in linear time, heads and connections are bounded by http_limits.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mcpwatch.wire import SUBSCRIPTION_ID_META, modern_version
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.asgi import quiet_server, respond, respond_json
 from mcpwatch.wrapper.front_guard import FrontGuard
+from mcpwatch.wrapper.front_sessions import HostSession, SessionPool
 from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.port import HostPort
 from mcpwatch.wrapper.pressure import Backpressure, HostQueue
@@ -54,10 +55,13 @@ class _Stream:
 
 
 class HttpSession:
-    """A host session: the link the core answers through."""
+    """A host session: the link its core answers through."""
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, entry: HostSession, key_prefix: str) -> None:
         self.session_id = session_id
+        self.entry = entry
+        self.port: HostPort = entry.core
+        self.key_prefix = key_prefix  # request ids in the log: "<session>/<host id>", apart from other hosts'
         self.streams: list[_Stream] = []
         self.get_queue: HostQueue | None = None
 
@@ -106,14 +110,14 @@ class HttpSession:
 class HttpFront:
     def __init__(
         self,
-        core: HostPort,
+        pool: SessionPool,
         listen: str,
         guard: FrontGuard | None = None,
         limits: ConnectionLimits | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
-        self.core = core
-        core.serve_front("http")
+        self.pool = pool
+        pool.shared.core.serve_front("http")
         self.host, self.port, self.path = parse_listen(listen)
         self.guard = guard or FrontGuard()
         self.limits = limits or ConnectionLimits()
@@ -121,13 +125,32 @@ class HttpFront:
         self.sessions: dict[str, HttpSession] = {}
         self._server: Any = None
         self._stopped = asyncio.Event()
+        self._requests = 0  # names sessionless requests in the log
 
     async def serve(self) -> None:
         self._server = quiet_server(self.app, self.host, self.port, self.limits)
+        expiry = asyncio.ensure_future(self._expire_idle())
         try:
             await self._server.serve()
         finally:
+            expiry.cancel()
             self._stopped.set()
+
+    async def _expire_idle(self) -> None:
+        """End host sessions (and their upstreams) that sent nothing and held no stream for `session_idle_s`."""
+        every = min(max(self.pool.idle_s / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(every)
+            for session_id in self.pool.idle():
+                await self._end_session(session_id, f"the host session was idle for {self.pool.idle_s:g} s")
+
+    async def _end_session(self, session_id: str, why: str) -> bool:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return False
+        session.end_streams()
+        session.port.detach_link(session)
+        return await self.pool.end(session_id, why, expired=why.startswith("the host session was idle"))
 
     async def close(self) -> None:
         """End every open stream, then let the server finish its responses (bounded) before the loop stops."""
@@ -158,11 +181,8 @@ class HttpFront:
         elif method == "GET":
             await self._get(headers, receive, send)
         elif method == "DELETE":
-            session = self.sessions.pop(headers.get(SESSION_HEADER, ""), None)
-            if session is not None:
-                self.core.detach_link(session)
-                session.end_streams()
-            await _plain(send, 200 if session else 404, "")
+            ended = await self._end_session(headers.get(SESSION_HEADER, ""), "the host ended its session")
+            await _plain(send, 200 if ended else 404, "")
         else:
             await _plain(send, 405, "Method Not Allowed")
 
@@ -184,6 +204,18 @@ class HttpFront:
                 return None
             if not message.get("more_body"):
                 return bytes(body)
+
+    def _open_session(self) -> HttpSession | None:
+        """A host's `initialize`: a new session with its own upstream, unless `max_sessions` are open."""
+        session_id = uuid.uuid4().hex
+        entry = self.pool.open(session_id)
+        if entry is None:
+            return None
+        entry.core.serve_front("http")
+        session = HttpSession(session_id, entry, f"{entry.tag}/")
+        self.sessions[session_id] = session
+        entry.core.attach_link(session)
+        return session
 
     async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
         body = await self._read_body(headers, receive, send)
@@ -207,38 +239,45 @@ class HttpFront:
         session = self.sessions.get(headers.get(SESSION_HEADER, ""))
         ephemeral = None
         if is_init:
-            session = HttpSession(uuid.uuid4().hex)
-            self.sessions[session.session_id] = session
-            self.core.attach_link(session)
+            session = self._open_session()
+            if session is None:
+                first_id = next((i.get("id") for i in items if i.get("method") == "initialize"), None)
+                text = (
+                    f"mcpwatch: too many host sessions ({self.pool.max_sessions} open, the [front] max_sessions "
+                    "limit); end one (DELETE) or wait for an idle one to expire"
+                )
+                await respond_json(send, 503, frames.error_response(first_id, frames.INTERNAL_ERROR, text))
+                return
         elif session is None and not headers.get(SESSION_HEADER) and all(modern_version(i) is not None for i in items):
-            session = ephemeral = HttpSession("")  # 2026 era: sessionless, answered on this POST (attached below)
+            self._requests += 1  # 2026 era: sessionless, answered on this POST (attached below)
+            session = ephemeral = HttpSession("", self.pool.shared_session(), f"r{self._requests}/")
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
             await respond_json(
                 send, status, frames.error_response(None, frames.INVALID_REQUEST, "Bad Request: no valid session")
             )
             return
+        self.pool.touch(session.entry)
         requests = [i for i in items if frames.kind_of(i) == frames.REQUEST]
         extra = {SESSION_HEADER: session.session_id} if session.session_id else {}
+        port = session.port
         if not requests:
             for item in items:
-                self.core.host_message(session, item)
+                port.host_message(session, item)
             await _plain(send, 202, "", extra)
             return
         tokens = {_progress_token(i) for i in requests} - {None, _BAD_TOKEN}
-        stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens, self.core.pressure)
+        stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens, session.port.pressure)
         session.streams.append(stream)
+        self.pool.touch(session.entry, streams=1)
         if ephemeral is not None:
-            self.core.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
+            port.attach_link(ephemeral)  # for as long as its POST is open (detached in the finally below)
         for item in items:
             if frames.kind_of(item) == frames.REQUEST and _progress_token(item) is _BAD_TOKEN:
                 problem = "Invalid params: _meta.progressToken must be a string or a number"
                 session.send(frames.error_response(item["id"], INVALID_PARAMS, problem))
-            elif item.get("method") == "initialize" and (handshake := self.core.handshake_result()) is not None:
-                self.core.host_joined(session, item.get("params"))
-                session.send({"jsonrpc": "2.0", "id": item["id"], "result": handshake})
             else:
-                self.core.host_message(session, item)
+                port.host_message(session, item)
         watcher = asyncio.ensure_future(self._on_disconnect(session, stream, receive, cancel=ephemeral is not None))
         try:
             first = await stream.queue.get()
@@ -257,8 +296,9 @@ class HttpFront:
                 session.streams.remove(stream)
             stream.queue.close()
             watcher.cancel()
+            self.pool.touch(session.entry, streams=-1)
             if ephemeral is not None:
-                self.core.detach_link(ephemeral)
+                port.detach_link(ephemeral)
 
     async def _answer_batch(self, send: Any, stream: _Stream, first: dict[str, Any], extra: dict[str, str]) -> None:
         """A batch's answers as one JSON array once all are in (JSON-RPC's way); if anything is to be streamed
@@ -281,13 +321,14 @@ class HttpFront:
         while not stream.queue.empty():
             message = stream.queue.get_nowait()
             if message is not None and "method" not in message:
-                self.core.warn(f"answer to request {message.get('id')!r} not delivered: the host closed its request")
+                session.port.warn(f"answer to request {message.get('id')!r} not delivered: the host closed its request")
         if not cancel:
             stream.queue.put_nowait(None)
             return
         for request_id in list(stream.request_ids):
             params = {"requestId": request_id, "reason": "the host closed the request"}
-            self.core.host_message(session, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            session.port.host_message(session, cancel)
         stream.queue.put_nowait(None)
 
     async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
@@ -295,7 +336,8 @@ class HttpFront:
         if session is None:
             await _plain(send, 400, "Bad Request: no valid session")
             return
-        session.get_queue = queue = HostQueue(self.core.pressure)
+        session.get_queue = queue = HostQueue(session.port.pressure)
+        self.pool.touch(session.entry, streams=1)
 
         async def end_on_disconnect() -> None:  # a host that vanishes without DELETE must not leave this open
             await _disconnected(receive)
@@ -307,6 +349,7 @@ class HttpFront:
         finally:
             watcher.cancel()
             queue.close()
+            self.pool.touch(session.entry, streams=-1)
             if session.get_queue is queue:
                 session.get_queue = None
 

@@ -1,7 +1,11 @@
 """What the upstream sends, routed to the hosts: answers to their calls (through the pending table's `finish`),
-progress for the call it belongs to, server→client requests to the host most likely to have caused them, other
-notifications to every host; late and unknown frames to the tombstones; garbage counted and, at a bounded rate,
-logged."""
+progress for the call it belongs to, server→client requests and other notifications to the host they belong to;
+late and unknown frames to the tombstones; garbage counted and, at a bounded rate, logged.
+
+A core serves one host (the stdio front, or one HTTP host session), except the one upstream that 2026-era
+sessionless requests share (`shared`): there a frame that names no request goes to the one host with calls in
+flight, and is dropped (and counted) when it could belong to several — it never reaches a host it may not
+belong to."""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class UpstreamInbound:
         health_tool: str,
         warn: Callable[[str], None],
         on_progress: Callable[[Pending], None] = lambda _pending: None,
+        shared: bool = False,
     ) -> None:
         self.table = table
         self.session = session
@@ -45,6 +50,17 @@ class UpstreamInbound:
         self._warn = warn
         self._on_progress = on_progress  # the upstream spoke for a call (heartbeats wait again)
         self._garbage_warnings = 0
+        self._shared = shared
+
+    def _owner(self) -> HostLink | None:
+        """The host an unattributed frame (a server request, a notification) belongs to: the one with calls in
+        flight; with none in flight, the core's own host (never on a shared upstream)."""
+        owners = {id(p.link): p.link for p in self.table.calls.values() if p.link in self.links}
+        if len(owners) == 1:
+            return next(iter(owners.values()))
+        if not owners and not self._shared and self.links:
+            return self.links[-1]
+        return None
 
     def frame(self, line: bytes) -> None:
         try:
@@ -77,13 +93,12 @@ class UpstreamInbound:
             self.garbage(f"not valid JSON-RPC: {frames.text_of(message, 200)}")
 
     def _server_request(self, message: dict[str, Any]) -> None:
-        """A server→client request goes to the host of the newest call in flight (the one most likely to have
-        caused it), else to the last host to connect."""
-        link = next((p.link for p in reversed(self.table.calls.values()) if p.link in self.links), None)
-        if link is None and self.links:
-            link = self.links[-1]
+        """A server→client request goes to the host it belongs to (see `_owner`); if no host can be named, the
+        upstream gets an error at once rather than another host's answer."""
+        link = self._owner()
         if link is None:
-            self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, "no host connected"))
+            text = "no host connected" if not self.links else "mcpwatch cannot tell which host this request is for"
+            self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
             return
         self.session.note_server_request(message["id"], link)
         if link.send(message) is False:
@@ -161,8 +176,12 @@ class UpstreamInbound:
         if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
             self._subscription_frame(message, params, meta)
             return
-        for link in self.links:
-            link.send(message)
+        owner = self._owner()
+        if owner is not None:
+            owner.send(message)
+        else:
+            self.counters.unknown_dropped += 1
+            self.recorder.emit(Kind.UNKNOWN_RESPONSE, method=message["method"], reason="no_host_for_notification")
 
     def _subscription_frame(self, message: dict[str, Any], params: dict[str, Any], meta: dict[str, Any]) -> None:
         """A frame of a 2026-era `subscriptions/listen` stream (its acknowledgement or an event): upstream it is

@@ -118,3 +118,41 @@ class Recorder:
             if waiter in self._waiters:
                 self._waiters.remove(waiter)
         return self.since(after, limit)
+
+
+class HostSessionRecorder(Recorder):
+    """The recorder of one host session's core: the wrapper's own (one numbering, one ring, one log), with every
+    event stamped `host_session`, so the console and reports never mix two hosts' calls."""
+
+    def __init__(self, base: Recorder, host_session: str) -> None:
+        self.base = base
+        self.host_session = host_session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.base, name)
+
+    @property
+    def seq(self) -> int:
+        return self.base.seq
+
+    def mono(self) -> float:
+        return self.base.mono()
+
+    def emit(
+        self,
+        kind: str,
+        *,
+        request_id: str | None = None,
+        tool: str | None = None,
+        model: str | None = None,
+        **data: Any,
+    ) -> Event:
+        return self.base.emit(
+            kind, request_id=request_id, tool=tool, model=model, host_session=self.host_session, **data
+        )
+
+    def since(self, after: int, limit: int) -> list[Event]:
+        return self.base.since(after, limit)
+
+    async def wait_for(self, after: int, limit: int, wait_s: float) -> list[Event]:
+        return await self.base.wait_for(after, limit, wait_s)

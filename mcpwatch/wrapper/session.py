@@ -2,8 +2,8 @@
 the host's handshake to replay on a new connection, the id space and its generations, the tombstones of calls it
 was sent, and the wrapper's own requests to it.
 
-The core holds one per upstream; nothing here knows about hosts beyond the link a server→client request goes to,
-so a front that keeps one upstream connection per host session can hold one of these per session.
+The core holds one per upstream; nothing here knows about hosts beyond the link a server→client request went to
+(only that link may answer it). The HTTP front runs one core, so one of these, per host session.
 """
 
 from __future__ import annotations
@@ -174,10 +174,15 @@ class UpstreamSession:
     def forget_server_request(self, request_id: Any) -> None:
         self._server_requests.pop(frames.id_key(request_id), None)
 
-    def take_server_request(self, request_id: Any) -> bool:
-        """Whether a host's answer is for a request of the current connection (its requester is still there)."""
-        entry = self._server_requests.pop(frames.id_key(request_id), None)
-        return entry is not None and entry[0] == self.ids.generation
+    def take_server_request(self, request_id: Any, link: HostLink) -> bool:
+        """Whether a host's answer is for a request of the current connection (its requester is still there) that
+        was sent to this very host: any other host's answer, even with a guessed id, is ignored."""
+        key = frames.id_key(request_id)
+        entry = self._server_requests.get(key)
+        if entry is None or entry[1] is not link:
+            return False
+        del self._server_requests[key]
+        return entry[0] == self.ids.generation
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -1,0 +1,128 @@
+"""The HTTP front's host sessions, each with a core and an upstream of its own.
+
+Hosts on one front must not see each other: a server→client request, a notification, a protocol version or a
+capability of one host's upstream session must never reach another. So each 2025-era host session (its
+`initialize`) gets its own core (ids, generations, tombstones, handshake replay) and its own upstream (a process
+for stdio, an MCP session for HTTP), up to `[front] max_sessions`; a session ends on DELETE, or after
+`[front] session_idle_s` with no request and no open stream, and its upstream with it. 2026-era requests carry
+their own version and capabilities and share one upstream, started when the first of them arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcpwatch.wrapper.core import WrapperCore
+from mcpwatch.wrapper.pending import Counters
+from mcpwatch.wrapper.port import retrieve_exception
+
+SHARED_TAG = "sessionless"
+CLOSE_TIMEOUT_S = 10.0
+
+
+@dataclass(eq=False)
+class HostSession:
+    """One host session's core and upstream, and when the host was last seen."""
+
+    tag: str  # the short name events and request ids carry (never the whole session id: it admits a host)
+    core: WrapperCore
+    upstream: Any
+    task: asyncio.Task[None] | None
+    last_seen: float
+    streams: int = 0  # open POST and GET streams: a session with one open is not idle
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.ensure_future(self.upstream.run())
+            self.task.add_done_callback(retrieve_exception)
+
+    async def stop(self, why: str) -> None:
+        """Cancel its calls upstream, answer its host, and stop its upstream (bounded)."""
+        self.core.shutdown(why)
+        if self.task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.upstream.close(), CLOSE_TIMEOUT_S)
+            self.task.cancel()
+
+
+class SessionPool:
+    def __init__(
+        self,
+        *,
+        make_core: Callable[[str], WrapperCore],
+        make_upstream: Callable[[WrapperCore], Any],
+        shared_core: WrapperCore,
+        max_sessions: int,
+        idle_s: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._make_core = make_core
+        self._make_upstream = make_upstream
+        self.max_sessions = max_sessions
+        self.idle_s = idle_s
+        self.clock = clock
+        self.sessions: dict[str, HostSession] = {}
+        self.shared = self._entry(SHARED_TAG, shared_core)
+        self.retired = Counters()  # the counts of ended sessions, kept in the wrapper's totals
+        self.opened = 0
+        self.expired = 0
+        self.refused = 0
+
+    def _entry(self, tag: str, core: WrapperCore) -> HostSession:
+        upstream = self._make_upstream(core)
+        core.attach_upstream(upstream)
+        return HostSession(tag, core, upstream, None, self.clock())
+
+    def open(self, session_id: str) -> HostSession | None:
+        """A new host session with its own upstream (started now); None when `max_sessions` are open."""
+        if len(self.sessions) >= self.max_sessions:
+            self.refused += 1
+            return None
+        tag = session_id[:8]
+        entry = self._entry(tag, self._make_core(tag))
+        self.sessions[session_id] = entry
+        self.opened += 1
+        entry.start()
+        return entry
+
+    def shared_session(self) -> HostSession:
+        """The upstream 2026-era requests share, started on first use."""
+        self.shared.start()
+        self.shared.last_seen = self.clock()
+        return self.shared
+
+    def touch(self, entry: HostSession, streams: int = 0) -> None:
+        entry.last_seen = self.clock()
+        entry.streams += streams
+
+    def idle(self) -> list[str]:
+        """Sessions with no request and no open stream for `idle_s`."""
+        cutoff = self.clock() - self.idle_s
+        return [sid for sid, e in self.sessions.items() if e.streams <= 0 and e.last_seen <= cutoff]
+
+    async def end(self, session_id: str, why: str, *, expired: bool = False) -> bool:
+        entry = self.sessions.pop(session_id, None)
+        if entry is None:
+            return False
+        self.expired += expired
+        await entry.stop(why)
+        for name, value in entry.core.counters.to_dict().items():
+            setattr(self.retired, name, getattr(self.retired, name) + value)
+        return True
+
+    def all(self) -> list[HostSession]:
+        started = [self.shared] if self.shared.task is not None else []
+        return [*self.sessions.values(), *started]
+
+    def shutdown(self, why: str) -> None:
+        for entry in self.all():
+            entry.core.shutdown(why)
+
+    async def close(self, why: str) -> None:
+        await asyncio.gather(*(self.end(sid, why) for sid in list(self.sessions)))
+        if self.shared.task is not None:
+            await self.shared.stop(why)
