@@ -14,6 +14,8 @@ import httpx2
 import pytest
 from front_tools import INIT, Host, listening_wrapper, rpc, served_throughout
 
+from wraptools import Operator, registry_entry
+
 pytestmark = pytest.mark.anyio
 
 
@@ -96,3 +98,36 @@ async def test_a_dying_upstream_of_one_host_does_not_touch_another_hosts_session
                     await asyncio.wait_for(victim.ping(), 15)  # its handshake replayed on the new process
                 assert other_upstream in children(pid)
                 await other.ping()
+
+
+async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_path, isolated_state):
+    """Two hosts both call with id 1: status lists both calls apart, cancel ends only the one named, every event
+    names its host session, and the console's keys (request ids) never collide."""
+    async with listening_wrapper(tmp_path) as front:
+        operator = Operator(registry_entry(isolated_state))
+        async with Host(front) as first, Host(front) as second:
+            call = rpc(1, "tools/call", {"name": "sleep", "arguments": {"seconds": 30, "steps": 1}})
+            calls = [asyncio.ensure_future(host.post(call)) for host in (first, second)]
+            for _ in range(200):
+                status = await operator.tool("status")
+                if len(status["in_flight"]) == 2:
+                    break
+                await asyncio.sleep(0.05)
+            sessions = status["wrapper"]["host_sessions"]
+            assert sessions["open"] == 2 and sessions["upstreams_ready"] == 2 and sessions["max"] == 16
+            assert len({row["upstream_pid"] for row in sessions["sessions"]}) == 2
+            keys = sorted(call["request_id"] for call in status["in_flight"])
+            tags = sorted(call["host_session"] for call in status["in_flight"])
+            assert keys == [f"{tag}/1" for tag in tags] and len(set(tags)) == 2
+            first_tag = first.headers["Mcp-Session-Id"][:8]
+            await operator.tool("cancel", request_id=f"{first_tag}/1")
+            cut = await asyncio.wait_for(calls[0], 10)
+            assert "cancel" in cut.text.lower()
+            status = await operator.tool("status")
+            assert [call["host_session"] for call in status["in_flight"]] == [second.headers["Mcp-Session-Id"][:8]]
+            assert (await operator.tool("health_check"))["ok"] is True
+            calls[1].cancel()
+        events = (await operator.tool("events", after=0, limit=1000))["events"]
+        starts = [e for e in events if e["kind"] == "request_start" and e["data"].get("method") == "tools/call"]
+        assert sorted(e["request_id"] for e in starts) == keys
+        assert all(e["data"]["host_session"] == e["request_id"].split("/")[0] for e in starts)

@@ -5,8 +5,10 @@ capability-dependent tools the server would give it alone, and a host that never
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -188,8 +190,6 @@ async def raw_initialize(url: str, version: str) -> tuple[str, dict[str, Any]]:
 
 
 def parse_reply(reply: httpx2.Response) -> dict[str, Any]:
-    import json
-
     if reply.headers.get("content-type", "").startswith("application/json"):
         return reply.json()
     data = [line[5:].strip() for line in reply.text.splitlines() if line.startswith("data:")]
@@ -232,6 +232,50 @@ async def silent_sampling_host(url: str, asked: anyio.Event) -> None:
             async for line in stream.aiter_lines():
                 if "sampling/createMessage" in line:
                     asked.set()  # and never answered
+
+
+OLD_TS_SDK = "@modelcontextprotocol/sdk@1.12"
+OLD_TS_CLIENT = Path(__file__).parent.parent / "fixtures" / "ts_old_client.mjs"
+
+
+@pytest.fixture(scope="session")
+def old_ts_sdk() -> Path:
+    """The 1.12 TypeScript SDK (protocol 2025-03-26), installed once into a cache folder."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("node and npm are needed for the TypeScript SDK host")
+    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / "npm-ts-sdk-1.12"
+    modules = prefix / "node_modules"
+    if not (modules / "@modelcontextprotocol" / "sdk" / "package.json").exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        install = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), OLD_TS_SDK],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert install.returncode == 0, install.stderr[-2000:]
+    return modules
+
+
+async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, old_ts_sdk, tmp_path):  # noqa: F811
+    """A current SDK host is connected first; then TypeScript SDK 1.12 (which refuses any version newer than
+    2025-03-26) connects, lists and calls, as it does directly."""
+    seen = {}
+    for arrangement in ("direct", "wrapped"):
+        context = (
+            everything_direct(npm_bin)
+            if arrangement == "direct"
+            else everything_wrapped(npm_bin, tmp_path, over_http=False)
+        )
+        async with context as url, host_client(url, HostRecord("a")) as current:
+            assert current.protocol_version == "2025-11-25"
+            old = await anyio.run_process(["node", str(OLD_TS_CLIENT), url], env={**os.environ, "NODE_PATH": str(
+                old_ts_sdk)}, check=False)  # fmt: skip
+            seen[arrangement] = json.loads(old.stdout.decode().strip().splitlines()[-1])
+    assert seen["direct"]["connected"] is True and seen["direct"]["echo"] == "Echo: old"
+    assert "trigger-sampling-request" not in seen["direct"]["tools"]  # it offered no sampling
+    assert seen["wrapped"] == seen["direct"]
 
 
 async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, tmp_path):  # noqa: F811
