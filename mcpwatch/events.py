@@ -5,6 +5,11 @@ contract between the wrapper that emits, the log and its SQL views, the console'
 (`console.sample`, `bench.replay`). Replay rebuilds the console from these alone, so anything the console shows must
 be derivable from them. `payload_problems` checks one payload against its type; the round-trip tests run every kind
 through a real log into the console's model. The operator's `status` answer is `Status`.
+
+On an HTTP front every event caused by a host session (requests, progress, models, ends, tombstones, late frames,
+upstream states, host_info, warnings, operator calls) also carries host_session (a short name of the session;
+"sessionless" for the upstream 2026-era requests share). Each session has its own upstream and numbers its own
+up_ids, so an up_id is named by (host_session, up_id); its request ids are "<host_session>/<host id>".
 """
 
 from __future__ import annotations
@@ -111,7 +116,12 @@ class Event:
 
 TombstoneReason = Literal["deadline", "host_cancel", "operator_cancel", "upstream_lost", "shutdown"]
 UnknownReason = Literal[
-    "unknown_id", "stale_generation", "expired_tombstone", "unknown_progress_token", "unknown_subscription"
+    "unknown_id",
+    "stale_generation",
+    "expired_tombstone",
+    "unknown_progress_token",
+    "unknown_subscription",
+    "no_host_for_notification",  # a notification on the upstream 2026-era requests share that no one host owns
 ]
 ModelStatusValue = Literal["pending", "ok", "timeout", "rate_limited", "auth_error", "error"]
 
@@ -212,7 +222,7 @@ class HostInfoData(TypedDict):
     known: NotRequired[bool]
     clocks: NotRequired[list[HostClock]]
     deciding_clock: NotRequired[HostClock | None]
-    host_session: NotRequired[str]  # the HTTP front's session id, when there is one
+    host_session: NotRequired[str]  # the HTTP front's host session (its short name), when there is one
 
 
 class HeartbeatData(TypedDict):
@@ -326,8 +336,9 @@ class LateReuseData(TypedDict):
 class UnknownResponseData(TypedDict):
     """A response or progress from the upstream that matches no call: dropped and counted."""
 
-    up_id: Any  # whatever id or progress token the upstream sent
+    up_id: Any  # whatever id or progress token the upstream sent (null for a notification)
     reason: UnknownReason
+    method: NotRequired[str]  # a dropped notification's method
 
 
 class InvalidationData(TypedDict):
@@ -404,6 +415,12 @@ def payload_problems(kind: str, data: Any) -> list[str]:
     payload = PAYLOADS.get(kind)  # type: ignore[call-overload]
     if payload is None:
         return [f"{kind!r} is not an event kind"]
+    if isinstance(data, dict) and "host_session" in data and "host_session" not in get_type_hints(payload):
+        # an HTTP front's host session, on every kind it causes (see the module's docstring)
+        session = data["host_session"]
+        data = {k: v for k, v in data.items() if k != "host_session"}
+        if not isinstance(session, str):
+            return [f"{kind}.host_session: expected str, got {session!r}", *typed_dict_problems(payload, data, kind)]
     return typed_dict_problems(payload, data, kind)
 
 

@@ -217,7 +217,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             if event.tool:
                 tools.setdefault(event.tool, _ToolStats()).calls += 1
                 if data.get("up_id") is not None:
-                    tool_by_up_id[_key(data["up_id"])] = event.tool
+                    tool_by_up_id[_key(data["up_id"], data.get("host_session"))] = event.tool
         elif kind == Kind.REQUEST_END:
             _method, tool = open_requests.pop(event.request_id or "", (None, None))
             tool = event.tool or tool
@@ -234,7 +234,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
                 key = (event.request_id, event.model, data.get("stage"))
                 model_finals[key] = (event.model, status, _number(data.get("latency_ms")))
         elif kind == Kind.TOMBSTONE_HIT:
-            tool = event.tool or tool_by_up_id.get(_key(data.get("up_id")))
+            tool = event.tool or tool_by_up_id.get(_key(data.get("up_id"), data.get("host_session")))
             tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
         elif kind == Kind.UNKNOWN_RESPONSE:
             unknown_dropped += 1
@@ -312,6 +312,9 @@ def _count_end(stats: _ToolStats, outcome: str, data: dict[str, Any]) -> None:
         stats.durations.append(duration)
 
 
-def _key(value: Any) -> Any:
-    """Upstream ids may be logged as numbers or text; compare them as text."""
-    return None if value is None else str(value)
+def _key(value: Any, host_session: Any = None) -> Any:
+    """Upstream ids may be logged as numbers or text; compare them as text. Each host session of an HTTP front
+    numbers its own upstream ids, so they are told apart by session."""
+    if value is None:
+        return None
+    return str(value) if host_session is None else f"{host_session}/{value}"

@@ -48,7 +48,7 @@ OPERATOR_PATH = "/mcp"
 class UpstreamStatus(TypedDict):
     kind: Literal["stdio", "http"] | None
     target: str | None
-    state: Literal["connecting", "ready", "backoff", "closed"]
+    state: Literal["connecting", "ready", "backoff", "closed", "idle"]  # idle: an HTTP front with no host session
     generation: int
     stuck: NotRequired[bool]  # writes to it blocked for longer than upstream.write_timeout_s
     restarts: NotRequired[int]
@@ -69,13 +69,41 @@ class HostStatus(TypedDict, total=False):
     protocol_version: str | None
 
 
+class HostSessionRow(TypedDict):
+    host_session: str  # the session's short name, as its events carry it
+    host: HostStatus
+    upstream_state: str
+    upstream_pid: int | None  # stdio
+    upstream_session: str | None  # http: the upstream's Mcp-Session-Id
+    generation: int
+    in_flight: int
+    open_streams: int
+    idle_s: float
+
+
+class HostSessionsStatus(TypedDict):
+    """An HTTP front's host sessions, each with its own upstream (absent on the stdio front)."""
+
+    open: int
+    max: int  # [front] max_sessions
+    idle_expiry_s: float  # [front] session_idle_s
+    upstreams_open: int  # not closed (including the one 2026-era requests share, once started)
+    upstreams_ready: int
+    sessionless_upstream: bool  # whether the upstream 2026-era requests share is running
+    opened: int
+    expired: int
+    refused: int  # initialize refused at the cap
+    sessions: list[HostSessionRow]
+
+
 class WrapperStatus(TypedDict):
     name: str
     pid: int
     version: str
-    upstream: UpstreamStatus
+    upstream: UpstreamStatus  # on an HTTP front: the first ready upstream's
     host: HostStatus
     uptime_s: float
+    host_sessions: NotRequired[HostSessionsStatus]
 
 
 class TombstoneItem(TypedDict):
@@ -86,6 +114,7 @@ class TombstoneItem(TypedDict):
     age_s: float
     expires_in_s: float
     hits: int
+    host_session: NotRequired[str]  # an HTTP front's: its keys are numbered per host session
 
 
 class TombstonesStatus(TypedDict):
@@ -108,6 +137,7 @@ class InFlightStatus(TypedDict):
     total: float | None
     message: str | None
     sent: bool  # forwarded to the upstream (else queued until it is ready)
+    host_session: NotRequired[str]  # an HTTP front's
 
 
 class LogStatus(TypedDict):

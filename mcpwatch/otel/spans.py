@@ -236,7 +236,7 @@ class SpanBuilder:
             span.add_event("mcpwatch.cancel_sent", event.ts, {"mcpwatch.reason": attributes["mcpwatch.reason"]})
             span.add_event("mcpwatch.tombstone", event.ts, attributes)
             if "up_id" in data:
-                self._by_up_id[data["up_id"]] = span
+                self._by_up_id[(data.get("host_session"), data["up_id"])] = span
         return [Measure("mcpwatch.tombstones", 1, {})]
 
     def _tombstone_expire(self, event: Event, data: dict[str, Any]) -> list[Output]:
@@ -247,7 +247,7 @@ class SpanBuilder:
         what = str(data.get("what") or "response")
         tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
         outputs: list[Output] = [Measure("mcpwatch.late_answers", 1, {**tool, "mcpwatch.late.what": what})]
-        span = self._by_up_id.get(data.get("up_id"))
+        span = self._by_up_id.get((data.get("host_session"), data.get("up_id")))
         if span is not None and what == "response":
             attributes: dict[str, AttributeValue] = {}
             if isinstance(data.get("age_s"), int | float):

@@ -71,6 +71,39 @@ LEFT JOIN hits AS h ON h.session_id = a.session_id AND h.up_id = a.up_id
 LEFT JOIN expiries AS x ON x.session_id = a.session_id AND x.up_id = a.up_id
 """.strip()
 
+# Each host session of an HTTP front has its own upstream and id space: a tombstone is (session_id, host_session,
+# up_id), host_session null on the stdio front.
+TOMBSTONES_VIEW_BY_HOST = """
+WITH
+  adds AS (
+    SELECT session_id, seq, ts, mono, request_id, tool,
+      json_extract(data, '$.host_session') AS host_session,
+      json_extract(data, '$.up_id') AS up_id,
+      json_extract(data, '$.ttl_s') AS ttl_s,
+      json_extract(data, '$.reason') AS reason,
+      json_extract(data, '$.expires_mono') AS expires_mono
+    FROM events WHERE kind = 'tombstone_add'
+  ),
+  hits AS (
+    SELECT session_id, json_extract(data, '$.host_session') AS host_session, json_extract(data, '$.up_id') AS up_id,
+      count(*) AS hits, max(ts) AS last_hit_ts
+    FROM events WHERE kind = 'tombstone_hit' GROUP BY 1, 2, 3
+  ),
+  expiries AS (
+    SELECT session_id, json_extract(data, '$.host_session') AS host_session, json_extract(data, '$.up_id') AS up_id,
+      min(ts) AS expired_ts, min(json_extract(data, '$.age_s')) AS expired_age_s
+    FROM events WHERE kind = 'tombstone_expire' GROUP BY 1, 2, 3
+  )
+SELECT
+  a.session_id AS session_id, a.seq AS seq, a.ts AS added_ts, a.mono AS added_mono, a.request_id AS request_id,
+  a.tool AS tool, a.up_id AS up_id, a.ttl_s AS ttl_s, a.reason AS reason, a.expires_mono AS expires_mono,
+  coalesce(h.hits, 0) AS hits, h.last_hit_ts AS last_hit_ts,
+  x.expired_ts AS expired_ts, x.expired_age_s AS expired_age_s, a.host_session AS host_session
+FROM adds AS a
+LEFT JOIN hits AS h ON h.session_id = a.session_id AND h.host_session IS a.host_session AND h.up_id = a.up_id
+LEFT JOIN expiries AS x ON x.session_id = a.session_id AND x.host_session IS a.host_session AND x.up_id = a.up_id
+""".strip()
+
 INVALIDATIONS_VIEW = """
 SELECT
   session_id, seq, ts, mono, request_id,
@@ -164,8 +197,14 @@ def _v2_late_results(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE VIEW IF NOT EXISTS late_reuses AS {LATE_REUSES_VIEW}")
 
 
+def _v3_host_sessions(conn: sqlite3.Connection) -> None:
+    """Tombstones told apart by host session (an HTTP front's sessions each number their upstream ids)."""
+    conn.execute("DROP VIEW IF EXISTS tombstones")
+    conn.execute(f"CREATE VIEW tombstones AS {TOMBSTONES_VIEW_BY_HOST}")
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
-MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results)
+MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -108,7 +108,11 @@ class PoolActions:
             {**call, "host_session": entry.tag} for entry, part in parts for call in part["in_flight"]
         ]
         status["counters"] = _summed([part["counters"] for _, part in parts] + [pool.retired.to_dict()])
-        status["tombstones"] = _tombstones([part["tombstones"] for _, part in parts], status["tombstones"])
+        tagged = [
+            {**part["tombstones"], "items": [{**item, "host_session": e.tag} for item in part["tombstones"]["items"]]}
+            for e, part in parts
+        ]
+        status["tombstones"] = _tombstones(tagged, status["tombstones"])
         return status
 
 

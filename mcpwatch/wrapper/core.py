@@ -121,18 +121,11 @@ class WrapperCore:
     def count_frame_error(self) -> None:
         self.counters.host_frame_errors += 1
 
-    def handshake_result(self) -> dict[str, Any] | None:
-        return self.session.init_result
-
     def frame_limit(self) -> int:
         return self.settings.limits.max_frame_bytes
 
     def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
         oversize.host_frame_over_cap(self, link, size, head)
-
-    def host_joined(self, link: HostLink, params: Any) -> None:
-        params = params if isinstance(params, dict) else {}
-        self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
 
     def serve_front(self, front: str) -> None:
         self.hosts.front = front

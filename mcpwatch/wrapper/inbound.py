@@ -181,7 +181,10 @@ class UpstreamInbound:
             owner.send(message)
         else:
             self.counters.unknown_dropped += 1
-            self.recorder.emit(Kind.UNKNOWN_RESPONSE, method=message["method"], reason="no_host_for_notification")
+            self.recorder.emit(
+                Kind.UNKNOWN_RESPONSE,
+                **UnknownResponseData(up_id=None, reason="no_host_for_notification", method=message["method"]),
+            )
 
     def _subscription_frame(self, message: dict[str, Any], params: dict[str, Any], meta: dict[str, Any]) -> None:
         """A frame of a 2026-era `subscriptions/listen` stream (its acknowledgement or an event): upstream it is

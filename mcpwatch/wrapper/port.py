@@ -41,14 +41,6 @@ class HostPort(LinkPort, Protocol):
 
     def detach_link(self, link: HostLink) -> None: ...
 
-    def handshake_result(self) -> dict[str, Any] | None:
-        """The upstream's answer to the first host's initialize, for a later host session, once there is one."""
-        ...
-
-    def host_joined(self, link: HostLink, params: Any) -> None:
-        """A later host session's initialize, answered with `handshake_result`: its host is still noted."""
-        ...
-
     def serve_front(self, front: str) -> None:
         """The kind of front hosts use ("stdio" or "http"): host profiles may have clocks for one front only."""
         ...

@@ -719,3 +719,30 @@ def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
         "host x (unknown host 'x')  │  stdio "
         in render.top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain
     )
+
+
+def test_two_host_sessions_with_equal_upstream_ids_stay_apart(model: ConsoleModel, f: EventFactory) -> None:
+    """An HTTP front numbers each host session's upstream ids on its own: the same up_id in two sessions is two
+    calls and two tombstones, each late response counted on its own call."""
+    for tag in ("aaaa", "bbbb"):
+        model.apply(
+            f.make(
+                Kind.REQUEST_START,
+                0.0,
+                request_id=f"{tag}/1",
+                tool="slow",
+                method="tools/call",
+                up_id=5,
+                budget_s=110.0,
+                host_session=tag,
+            )  # fmt: skip
+        )
+    for tag in ("aaaa", "bbbb"):
+        model.apply(end(f, f"{tag}/1", 10.0, outcome="deadline", host_session=tag))
+        model.apply(f.make(Kind.TOMBSTONE_ADD, 10.0, up_id=5, ttl_s=20.0, reason="deadline", host_session=tag))
+    model.apply(f.make(Kind.TOMBSTONE_HIT, 12.0, up_id=5, what="response", age_s=2.0, host_session="bbbb"))
+    items = {item.request_id: item for item in model.view(13.0).tombstones.items}
+    assert set(items) == {"aaaa/1", "bbbb/1"}
+    assert items["aaaa/1"].hits == 0 and items["bbbb/1"].hits == 1
+    assert model.request_detail("bbbb/1", 13.0).timeline[-1].kind == "tombstone_hit"
+    assert model.request_detail("aaaa/1", 13.0).timeline[-1].kind == "tombstone_add"

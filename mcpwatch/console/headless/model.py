@@ -380,6 +380,14 @@ def _clock_text(clock: Any) -> str | None:
     return f"{setting} {seconds:g} s"
 
 
+def _up_key(data: Mapping[str, Any], field: str = "up_id") -> str | None:
+    """An upstream id as the model keys it: each HTTP host session has its own upstream and id space, so its ids
+    are qualified by the session (`<host_session>/<up_id>`); the stdio front's are plain."""
+    up_id = _text(data.get(field))
+    session = _text(data.get("host_session"))
+    return up_id if up_id is None or session is None else f"{session}/{up_id}"
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -725,7 +733,7 @@ class ConsoleModel:
             if not isinstance(item, Mapping):
                 continue
             request_id = _text(item.get("request_id"))
-            key = _text(item.get("key")) or f"req:{request_id}"  # the up_id, as tombstone events name it
+            key = _up_key(item, "key") or f"req:{request_id}"  # the up_id, as tombstone events name it
             if key in s.tombstones or any(t.request_id == request_id for t in s.tombstones.values()):
                 continue
             age = _num(item.get("age_s")) or 0.0
@@ -900,7 +908,7 @@ class ConsoleModel:
             request_id,
             method,
             _text(event.tool),
-            _text(data.get("up_id")),
+            _up_key(data),
             mono,
             budget,
             source,
@@ -996,7 +1004,7 @@ class ConsoleModel:
 
     def _tombstone_add(self, event: Event, mono: float, data: TombstoneAddData) -> None:
         s = self._s
-        up_id = _text(data.get("up_id"))
+        up_id = _up_key(data)
         request_id = _text(event.request_id)
         if request_id is None and up_id is not None:
             request_id = s.by_up_id.get(up_id)
@@ -1027,7 +1035,7 @@ class ConsoleModel:
 
     def _tombstone(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> _Tombstone | None:
         s = self._s
-        up_id = _text(data.get("up_id"))
+        up_id = _up_key(data)
         if up_id is not None and up_id in s.tombstones:
             return s.tombstones[up_id]
         request_id = _text(event.request_id)
