@@ -735,7 +735,7 @@ def test_two_host_sessions_with_equal_upstream_ids_stay_apart(model: ConsoleMode
                 up_id=5,
                 budget_s=110.0,
                 host_session=tag,
-            )  # fmt: skip
+            )
         )
     for tag in ("aaaa", "bbbb"):
         model.apply(end(f, f"{tag}/1", 10.0, outcome="deadline", host_session=tag))
