@@ -67,3 +67,12 @@ def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
     for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
         assert stdio[path]["calls"] == 200 and stdio[path]["median_ratio"] > 0
     assert stdio["concurrent_32"]["throughput_ratio"] > 0 and report["http"]["wrapped"]["median_ratio"] > 0
+
+
+def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
+    done = subprocess.run(mcpwatch_cmd("bench", "sessions", "--quick"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [s["sessions"] for s in report["samples"]] == [1, 2, 4]
+    assert [s["upstreams"] for s in report["samples"]] == [1, 2, 4]
+    assert report["wrapper_mb_per_session"] < report["upstream_mb_per_session"]  # far less than a process
