@@ -147,9 +147,8 @@ class HostSessionRecorder(Recorder):
         model: str | None = None,
         **data: Any,
     ) -> Event:
-        return self.base.emit(
-            kind, request_id=request_id, tool=tool, model=model, host_session=self.host_session, **data
-        )
+        data["host_session"] = self.host_session  # the short name, even where a part knows the whole session id
+        return self.base.emit(kind, request_id=request_id, tool=tool, model=model, **data)
 
     def since(self, after: int, limit: int) -> list[Event]:
         return self.base.since(after, limit)
