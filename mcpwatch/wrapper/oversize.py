@@ -90,7 +90,7 @@ def host_frame_over_cap(core: Any, link: Any, size: int, head: bytes) -> None:
     request_id = read_id(head)
     request_id = None if request_id is UNKNOWN else request_id
     text = f"Invalid Request: the frame is {describe(size, cap)}"
-    if request_id is not None and core.session.take_server_request(request_id):
+    if request_id is not None and core.session.take_server_request(request_id, link):
         # it was the host's answer to the upstream's own request: the upstream is told instead
         core.session.send_direct(frames.error_response(request_id, frames.INTERNAL_ERROR, text))
         return
