@@ -126,6 +126,9 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
             status = await operator.tool("status")
             assert [call["host_session"] for call in status["in_flight"]] == [second.headers["Mcp-Session-Id"][:8]]
             assert (await operator.tool("health_check"))["ok"] is True
+            called = await operator.tool("call_upstream", name="echo", arguments={"text": "admin"})
+            # every host session has its own server process: an operator's call reaches each of them
+            assert called["ok"] is True and sorted(row["host_session"] for row in called["sessions"]) == tags
             calls[1].cancel()
         events = (await operator.tool("events", after=0, limit=1000))["events"]
         starts = [e for e in events if e["kind"] == "request_start" and e["data"].get("method") == "tools/call"]
