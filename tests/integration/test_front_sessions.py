@@ -14,6 +14,9 @@ import httpx2
 import pytest
 from front_tools import INIT, Host, listening_wrapper, rpc, served_throughout
 
+from mcpwatch.events import payload_problems
+from mcpwatch.operator import status_problems
+
 from wraptools import Operator, registry_entry
 
 pytestmark = pytest.mark.anyio
@@ -113,6 +116,7 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
                 if len(status["in_flight"]) == 2:
                     break
                 await asyncio.sleep(0.05)
+            assert status_problems(status) == []
             sessions = status["wrapper"]["host_sessions"]
             assert sessions["open"] == 2 and sessions["upstreams_ready"] == 2 and sessions["max"] == 16
             assert len({row["upstream_pid"] for row in sessions["sessions"]}) == 2
@@ -134,3 +138,4 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
         starts = [e for e in events if e["kind"] == "request_start" and e["data"].get("method") == "tools/call"]
         assert sorted(e["request_id"] for e in starts) == keys
         assert all(e["data"]["host_session"] == e["request_id"].split("/")[0] for e in starts)
+        assert [(e["kind"], p) for e in events for p in payload_problems(e["kind"], e["data"])] == []

@@ -396,7 +396,12 @@ def test_each_kind_round_trips_through_the_log_into_the_console(tmp_path: Path, 
 def test_the_checker_names_what_breaks_a_payload() -> None:
     assert payload_problems(Kind.UNKNOWN_RESPONSE, {"up_id": 3, "reason": "gone"}) == [
         "unknown_response.reason: 'gone' is not one of ('unknown_id', 'stale_generation', 'expired_tombstone', "
-        "'unknown_progress_token', 'unknown_subscription')"
+        "'unknown_progress_token', 'unknown_subscription', 'no_host_for_notification')"
+    ]
+    # an HTTP front's host session may ride on any kind, as text
+    assert payload_problems(Kind.UNKNOWN_RESPONSE, {"up_id": 3, "reason": "unknown_id", "host_session": "ab12"}) == []
+    assert payload_problems(Kind.UNKNOWN_RESPONSE, {"up_id": 3, "reason": "unknown_id", "host_session": 7}) == [
+        "unknown_response.host_session: expected str, got 7"
     ]
     assert payload_problems(Kind.REQUEST_START, {"method": "ping", "up_id": "1", "extra": 1}) == [
         "request_start: missing budget_s",
