@@ -86,7 +86,8 @@ def _send_otlp(args: argparse.Namespace) -> int:
         env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
     settings = load_settings(args.config).otel
     try:
-        target = resolve(env, dataclasses.replace(settings, enabled=True))  # asked for on the command line
+        # asked for on the command line: on wherever an endpoint is given, even if the file turns live export off
+        target = resolve(env, dataclasses.replace(settings, enabled=None))
     except OtelConfigError as exc:
         raise UserError(f"cannot export over OTLP: {exc}") from None
     if target is None or target.traces_url is None:

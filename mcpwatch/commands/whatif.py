@@ -35,7 +35,7 @@ def _seconds_arg(text: str) -> float:
     from mcpwatch.reliability.seconds import InvalidValue, check_seconds
 
     try:
-        return check_seconds(text, "the value", allow_negative=True)
+        return check_seconds(text, "the value", allow_negative=True, budget=True)
     except InvalidValue as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -30,6 +30,7 @@ def apply_budget_options(args: argparse.Namespace) -> None:
     """Check the budget flags (a clear error for a bad value) and set the variables they stand for."""
     import os
 
+    from mcpwatch.reliability.deadline import SET_BY_FLAG
     from mcpwatch.reliability.seconds import InvalidValue, check_seconds
 
     for attribute, (flag, variable) in BUDGET_FLAGS.items():
@@ -44,6 +45,7 @@ def apply_budget_options(args: argparse.Namespace) -> None:
         except InvalidValue as exc:
             raise UserError(str(exc)) from None
         os.environ[variable] = repr(number)
+        SET_BY_FLAG[variable] = flag
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

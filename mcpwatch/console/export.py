@@ -110,12 +110,19 @@ def _fence_safe(text: str) -> str:
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def write_export(text: str, request_id: str, suffix: str, folder: Path | None = None) -> Path:
-    """Write an export as a private file named after the request; returns its path."""
+def write_export(text: str, request_id: str, suffix: str, folder: Path | None = None, session_id: str = "") -> Path:
+    """Write an export as a new private file named after the session and request; returns its path. An earlier
+    export is never overwritten (ids repeat across sessions): a taken name gets -2, -3, …"""
     target = folder or export_dir()
-    name = f"request-{_UNSAFE.sub('_', request_id)[:40]}{suffix}"
-    path = target / name
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    return path
+    stem = "-".join(_UNSAFE.sub("_", part)[:40] for part in (session_id[:12], request_id) if part)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for n in range(1, 1000):
+        path = target / f"request-{stem}{'' if n == 1 else f'-{n}'}{suffix}"
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        return path
+    raise OSError(f"no free export file name for request {request_id} in {target}")

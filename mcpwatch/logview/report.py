@@ -87,6 +87,7 @@ class _HostStats(_ToolStats):
     budgets: set[float] = field(default_factory=set)
     names: set[str] = field(default_factory=set)
     clock: str | None = None
+    sources: set[str] = field(default_factory=set)  # where the calls' budgets came from
 
     def host_row(self, label: str) -> dict[str, Any]:
         row = self.row(label)
@@ -96,7 +97,8 @@ class _HostStats(_ToolStats):
             **row,
             "client_names": sorted(self.names),
             "budgets_s": sorted(self.budgets),
-            "clock": self.clock,
+            # the host's deciding clock explains the budgets only where they were derived from it
+            "clock": self.clock if self.sources == {"derived"} else None,
         }
 
 
@@ -212,6 +214,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
                 budget = _number(data.get("budget_s"))
                 if budget is not None:
                     stats.budgets.add(budget)
+                    stats.sources.add(str(data.get("budget_source")))
                 if event.request_id is not None:
                     host_of[event.request_id] = label
             if event.tool:

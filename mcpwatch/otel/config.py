@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from mcpwatch.config import OtelSettings
 
@@ -31,6 +32,11 @@ class OtelTarget:
 
 class OtelConfigError(ValueError):
     """Export was asked for in a way mcpwatch cannot honour; the message says why and what to do."""
+
+
+def _is_http_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _signal_url(env: Mapping[str, str], base: str | None, signal: str) -> str | None:
@@ -61,6 +67,9 @@ def resolve(env: Mapping[str, str], settings: OtelSettings) -> OtelTarget | None
             f"OTLP protocol {protocol.strip()!r} is not supported: mcpwatch exports OTLP over HTTP "
             "(set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and the collector's HTTP port, usually 4318)"
         )
+    for url in (traces, metrics):
+        if url is not None and not _is_http_url(url):
+            raise OtelConfigError(f"the OTLP endpoint {url!r} is not an http:// or https:// URL with a host")
     from_env = bool(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
     return OtelTarget(
         traces_url=traces,

@@ -9,6 +9,7 @@ fills the queue: what does not fit is counted as dropped, in `status` and in the
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -30,6 +31,12 @@ from mcpwatch import __version__
 from mcpwatch.events import Event
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
+
+# The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
+# hosts keep as the server's log. mcpwatch says it once itself and counts the rest (status, the log).
+_SDK_LOG = logging.getLogger("opentelemetry")
+_SDK_LOG.addHandler(logging.NullHandler())
+_SDK_LOG.propagate = False
 
 BATCH_MAX = 512
 EXPORT_INTERVAL_S = 1.0

@@ -48,6 +48,13 @@ if TYPE_CHECKING:
 ENV_HOST_TIMEOUT = "MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC"
 ENV_MARGIN = "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC"
 ENV_EXPLICIT = "MCPWATCH_TOOL_CALL_DEADLINE_SEC"
+SET_BY_FLAG: dict[str, str] = {}
+"""Variables `mcpwatch wrap` set from its own flags (`--deadline` …), so explanations name the flag a person typed."""
+
+
+def _said(variable: str) -> str:
+    return SET_BY_FLAG.get(variable, variable)
+
 
 DEFAULT_HOST_TIMEOUT_S = 120.0
 DEFAULT_MARGIN_S = 10.0
@@ -300,7 +307,7 @@ class DeadlinePolicy:
             fallback, note = default, _DEFAULT
         parsed = self._env_number(env, env_name, f"using {what} {fmt_seconds(fallback)} s", rules)
         if parsed is not None:
-            return parsed[0], f" ({env_name})"
+            return parsed[0], f" ({_said(env_name)})"
         return fallback, "" if note is _DEFAULT else note
 
     def _explicit(
@@ -317,8 +324,8 @@ class DeadlinePolicy:
         parsed = self._env_number(env, ENV_EXPLICIT, "ignoring it", _EXPLICIT_RULES)
         if parsed is not None:
             number, text = parsed
-            return number, "explicit", f"{ENV_EXPLICIT}={text}"
-        if host_from == f" ({ENV_HOST_TIMEOUT})":
+            return number, "explicit", f"{_said(ENV_EXPLICIT)}={text}"
+        if host_from == f" ({_said(ENV_HOST_TIMEOUT)})":
             return None
         tools = self._settings.tools
         if tool is not None and tool in tools:

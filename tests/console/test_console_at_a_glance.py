@@ -395,10 +395,13 @@ async def test_detail_copies_and_exports_the_request(tmp_path: Path, monkeypatch
         assert copied[1].startswith("### #20 ") and "**timeline**" in copied[1]
         await pilot.press("x")
         await pilot.pause(0.3)
-    files = sorted(p.name for p in tmp_path.rglob("request-20.*"))
-    assert files == ["request-20.json", "request-20.md"]
-    assert json.loads(next(tmp_path.rglob("request-20.json")).read_text())["request_id"] == "20"
-    assert (next(tmp_path.rglob("request-20.md")).stat().st_mode & 0o077) == 0  # private
+        await pilot.press("x")  # a second export never overwrites the first
+        await pilot.pause(0.3)
+    stem = f"request-{record['session_id'][:12]}-20"
+    files = sorted(p.name for p in tmp_path.rglob("request-*"))
+    assert files == [f"{stem}-2.json", f"{stem}-2.md", f"{stem}.json", f"{stem}.md"]
+    assert json.loads(next(tmp_path.rglob(f"{stem}.json")).read_text())["request_id"] == "20"
+    assert (next(tmp_path.rglob(f"{stem}.md")).stat().st_mode & 0o077) == 0  # private
 
 
 async def test_screenshot_without_a_downloads_folder_saves_elsewhere_and_says_where(
@@ -502,15 +505,15 @@ async def test_console_keys_rebind_an_action() -> None:
     from mcpwatch.console.headless.session import WatchSession
 
     feed = StaticFeed(sample_session(), SAMPLE_NOW)
-    app = ConsoleApp(session=WatchSession(feed, RecordingControls()), keys={"main.set_margin": "M", "nope.x": "z"})
+    app = ConsoleApp(session=WatchSession(feed, RecordingControls()), keys={"main.set_margin": "f6", "nope.x": "z"})
     async with app.run_test(size=WIDE, notifications=True) as pilot:
         await ready(pilot)
         assert any("nope.x" in n.message for n in app._notifications)  # an unknown id is named
         await pilot.press("m")
         await pilot.pause(0.2)
         assert isinstance(app.screen, MainScreen)  # m no longer opens the margin prompt
-        await pilot.press("M")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the margin prompt on M")
+        await pilot.press("f6")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the margin prompt on f6")
         assert "Set the deadline margin" in str(app.screen.query_one(".dialog-title").render())
 
 

@@ -512,3 +512,14 @@ def test_operator_accepts_numeric_text_and_a_week_exactly():
 @pytest.mark.parametrize(("value", "text"), [(120.0, "120"), (0.5, "0.5"), (1e20, "1e+20"), (-5.0, "-5")])
 def test_fmt_seconds(value, text):
     assert fmt_seconds(value) == text
+
+
+def test_a_budget_set_by_a_wrap_flag_is_explained_by_the_flag(monkeypatch):
+    from mcpwatch.reliability import deadline
+
+    monkeypatch.setattr(deadline, "SET_BY_FLAG", {ENV_EXPLICIT: "--deadline"})
+    explained = DeadlinePolicy(DeadlineSettings(), environ={ENV_EXPLICIT: "1.0"}).budget(None)
+    assert (explained.seconds, explained.explanation) == (1.0, "--deadline=1.0")
+    monkeypatch.setattr(deadline, "SET_BY_FLAG", {ENV_HOST_TIMEOUT: "--host-timeout"})
+    derived = DeadlinePolicy(DeadlineSettings(), environ={ENV_HOST_TIMEOUT: "30"}).budget(None)
+    assert "(--host-timeout)" in derived.explanation and ENV_HOST_TIMEOUT not in derived.explanation

@@ -53,6 +53,8 @@ def test_grpc_and_an_endpointless_enable_are_refused_with_the_reason():
         resolve({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, OtelSettings())
     with pytest.raises(OtelConfigError, match="endpoint"):
         resolve({}, OtelSettings(enabled=True))
+    with pytest.raises(OtelConfigError, match="not an http"):
+        resolve({"OTEL_EXPORTER_OTLP_ENDPOINT": "not a url"}, OtelSettings())
 
 
 def test_the_otel_table_is_validated_and_its_header_values_never_reach_the_log():
