@@ -240,8 +240,8 @@ def test_writes_that_start_failing_are_reported_once_and_counted(tmp_path: Path)
     sid = writer.start_session(name="n", upstream="u", pid=1, config={})
     for seq in range(1, 6):
         writer.emit(Event("progress", sid, 1000.0 + seq, float(seq), seq))
-        writer.flush(5)
-    writer.close()
+        writer.flush(0.2)  # never flushes: the log refuses every insert
+    writer.close(timeout=1)
     assert writer.dropped >= 5 and writer.events_written == 0
     assert said == [f"{path}: events cannot be written (IntegrityError: disk says no); they are counted as lost"]
 
