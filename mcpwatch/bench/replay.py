@@ -20,7 +20,6 @@ import asyncio
 import gc
 import heapq
 import itertools
-import json
 import os
 import random
 import statistics
@@ -31,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench import synthetic_traffic as traffic
 from mcpwatch.bench.procstat import rss_mb
-from mcpwatch.events import CountersBlock, DeadlineBlock, Event, HealthCheckData, Kind, SessionEndData
+from mcpwatch.events import CountersBlock, DeadlineBlock, Event, Kind, SessionEndData
 
 HELP = "replay of a 1,000,000-event recording: open + first frame ≤ 1.5 s, seek ≤ 150 ms, RSS ≤ 300 MB"
 
@@ -42,14 +42,6 @@ SEEKS = 60
 TARGET_OPEN_S = 1.5
 TARGET_SEEK_MS = 150.0
 TARGET_RSS_MB = 300.0
-
-MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro", "x-ai/grok-4")
-TIERS = {
-    "quick": {"total_s": 30, "per_model_s": 20, "models": ["openai/gpt-4o-mini", "anthropic/claude-haiku-4.5"]},
-    "balanced": {"total_s": 90, "per_model_s": 45, "models": list(MODELS[:3])},
-    "high": {"total_s": 180, "per_model_s": 90, "models": list(MODELS)},
-}
-QUICK_TOOLS = ("countries.lookup", "tasks.update", "tasks.list", "sprints.get")
 
 
 # --- the synthetic session ------------------------------------------------------------------------------------
@@ -96,15 +88,20 @@ class SyntheticSession:
         self.margin = 10.0
         self.host_timeout = 120.0
 
+    def new_call_ids(self) -> tuple[str, int]:
+        """The next host request id and upstream request id."""
+        return str(next(self._host_id)), next(self._up_id)
+
     @property
     def budget(self) -> float:
         return self.host_timeout - self.margin
 
-    def _at(self, mono: float, kind: str, **fields: Any) -> None:
+    def at(self, mono: float, kind: str, **fields: Any) -> None:
+        """Schedule one event at session time `mono`."""
         data = fields.pop("data", None) or {}
         heapq.heappush(self._queue, _Due(mono, next(self._order), kind, data=data, **fields))
 
-    def _deadline_block(self) -> DeadlineBlock:
+    def deadline_block(self) -> DeadlineBlock:
         return DeadlineBlock(
             host_timeout_s=self.host_timeout,
             margin_s=self.margin,
@@ -114,251 +111,13 @@ class SyntheticSession:
             explanation=f"host timeout {self.host_timeout:g} s − margin {self.margin:g} s",
         )
 
-    def _ttl(self) -> float:
+    def tombstone_ttl(self) -> float:
         return self.budget + 10.0 + 30.0 + 5.0
-
-    def _start(self) -> None:
-        self._at(
-            0.0,
-            Kind.SESSION_START,
-            data={
-                "name": "council",
-                "pid": 40100,
-                "version": "0.1.0",
-                "front": "stdio",
-                "upstream": {"kind": "stdio", "target": "mcpwatch council --scenario default"},
-                "config": {},
-                "deadline": self._deadline_block(),
-                "tombstone_ttl": {
-                    "request_timeout_s": self.budget,
-                    "init_timeout_s": 10.0,
-                    "backoff_max_s": 30.0,
-                    "epsilon_s": 5.0,
-                    "total_s": self._ttl(),
-                },
-                "state_sync": {"policies": 2, "overlaps": []},
-            },
-        )
-        self._at(0.05, Kind.UPSTREAM_STATE, data={"state": "connecting", "generation": 1})
-        self._at(0.4, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": 1})
-        self._at(
-            0.5, Kind.HOST_INFO, data={"name": "claude-code", "version": "2.1.3", "protocol_version": "2025-11-25"}
-        )
-
-    def _health(self, mono: float) -> None:
-        ok = self.rng.random() > 0.02
-        ping_ms = round(self.rng.uniform(1.5, 9.0), 2)
-        self._at(
-            mono,
-            Kind.HEALTH_CHECK,
-            tool="council_health_check",
-            data=HealthCheckData(
-                ok=ok,
-                ping_ms=ping_ms,
-                tool="council_health_check",
-                result={"tiers": TIERS, "timeout_multiplier": 1.0},
-                error=None if ok else "health tool timed out",
-                latency_ms=round(ping_ms + 12.5, 2),  # the ping, then the health tool's call
-            ),
-        )
-
-    def _quick_call(self, mono: float) -> None:
-        rng = self.rng
-        rid, up = str(next(self._host_id)), next(self._up_id)
-        tool = rng.choice(QUICK_TOOLS)
-        self._at(
-            mono,
-            Kind.REQUEST_START,
-            request_id=rid,
-            tool=tool,
-            data={
-                "method": "tools/call",
-                "up_id": up,
-                "budget_s": self.budget,
-                "budget_source": "host_timeout-margin",
-                "arguments": json.dumps({"id": rng.randrange(10_000)}),
-            },
-        )
-        took = rng.lognormvariate(0.0, 0.8)
-        for step in range(1, rng.randrange(0, 4) + 1):
-            self._at(
-                mono + took * step / 4,
-                Kind.PROGRESS,
-                request_id=rid,
-                tool=tool,
-                data={"progress": step, "total": 3, "message": f"page {step} of 3"},
-            )
-        roll = rng.random()
-        end = mono + took
-        if roll < 0.04:
-            data = {"outcome": "tool_error", "duration_s": round(took, 6), "error": "task not found"}
-        elif roll < 0.05:
-            data = {"outcome": "error", "duration_s": round(took, 6), "error": "-32603: internal error"}
-        else:
-            data = {"outcome": "ok", "duration_s": round(took, 6), "result_preview": '{"ok": true}'}
-        self._at(end, Kind.REQUEST_END, request_id=rid, tool=tool, data={"method": "tools/call", **data})
-        if tool == "tasks.update" and data["outcome"] == "ok":
-            self._at(
-                end,
-                Kind.INVALIDATION,
-                tool=tool,
-                data={"caused_by": tool, "patterns": ["tasks.*", "sprints.*"]},
-            )
-
-    def _council_call(self, mono: float) -> None:
-        rng = self.rng
-        rid, up = str(next(self._host_id)), next(self._up_id)
-        tool = "consult_council"
-        tier = rng.choice(("balanced", "high", "high"))
-        models = TIERS[tier]["models"]
-        per_model = float(TIERS[tier]["per_model_s"])
-        budget = self.budget
-        self._at(
-            mono,
-            Kind.REQUEST_START,
-            request_id=rid,
-            tool=tool,
-            data={
-                "method": "tools/call",
-                "up_id": up,
-                "budget_s": budget,
-                "budget_source": "host_timeout-margin",
-                "arguments": json.dumps({"query": f"question {rid}", "confidence": tier}),
-            },
-        )
-        for model in models:
-            self._at(
-                mono + 0.05,
-                Kind.MODEL_STATUS,
-                request_id=rid,
-                tool=tool,
-                model=model,
-                data={"stage": 1, "status": "pending", "latency_ms": None, "per_model_s": per_model, "tier": tier},
-            )
-        slow = rng.random() < 0.06  # this run will miss the budget
-        latencies = sorted((rng.uniform(4.0, per_model * (1.6 if slow else 0.9)), m) for m in models)
-        finished = 0
-        last = mono
-        for latency, model in latencies:
-            at = mono + 0.05 + latency
-            if at - mono >= budget:
-                break
-            finished += 1
-            status = "ok" if latency <= per_model else "timeout"
-            if status == "ok" and rng.random() < 0.03:
-                status = "rate_limited"
-            self._at(
-                at,
-                Kind.MODEL_STATUS,
-                request_id=rid,
-                tool=tool,
-                model=model,
-                data={
-                    "stage": 1,
-                    "status": status,
-                    "latency_ms": int(latency * 1000),
-                    "per_model_s": per_model,
-                    "tier": tier,
-                },
-            )
-            waiting = ", ".join(m.split("/")[-1] for _, m in latencies[finished:])
-            self._at(
-                at,
-                Kind.PROGRESS,
-                request_id=rid,
-                tool=tool,
-                data={
-                    "progress": finished,
-                    "total": len(models),
-                    "message": f"✓ {model.split('/')[-1]} ({finished}/{len(models)}) | waiting: {waiting}",
-                },
-            )
-            last = at
-        if finished == len(models) and last - mono + 2.0 < budget:
-            end = last + rng.uniform(0.5, 2.0)
-            self._at(
-                end,
-                Kind.REQUEST_END,
-                request_id=rid,
-                tool=tool,
-                data={
-                    "method": "tools/call",
-                    "outcome": "ok",
-                    "duration_s": round(end - mono, 6),
-                    "result_preview": '{"synthesis": "…"}',
-                },
-            )
-            return
-        end = mono + budget
-        ttl = self._ttl()
-        self._at(
-            end,
-            Kind.TOMBSTONE_ADD,
-            request_id=rid,
-            tool=tool,
-            data={"up_id": up, "ttl_s": ttl, "reason": "deadline", "expires_mono": round(end + ttl, 3)},
-        )
-        self._at(
-            end,
-            Kind.REQUEST_END,
-            request_id=rid,
-            tool=tool,
-            data={
-                "method": "tools/call",
-                "outcome": "deadline",
-                "duration_s": round(budget, 6),
-                "partial": finished > 0,
-                "error": "deadline",
-            },
-        )
-        if rng.random() < 0.7:  # the upstream ignored the cancel and answered anyway
-            late = rng.uniform(2.0, 40.0)
-            self._at(
-                end + late,
-                Kind.TOMBSTONE_HIT,
-                request_id=rid,
-                tool=tool,
-                data={"up_id": up, "what": "response", "age_s": round(late, 3)},
-            )
-        self._at(
-            end + ttl + rng.uniform(0.0, 60.0),
-            Kind.TOMBSTONE_EXPIRE,
-            request_id=rid,
-            tool=tool,
-            data={"up_id": up, "age_s": round(ttl, 3)},
-        )
-
-    def _margin_change(self, mono: float) -> None:
-        old = self.margin
-        self.margin = self.rng.choice([m for m in (5.0, 10.0, 15.0, 20.0) if m != old])
-        self._at(
-            mono,
-            Kind.CONFIG_CHANGE,
-            data={
-                "key": "margin_s",
-                "old": old,
-                "new": self.margin,
-                "source": "operator",
-                "deadline": self._deadline_block(),
-            },
-        )
-
-    def _restart(self, mono: float) -> None:
-        self.generation += 1
-        self._at(
-            mono,
-            Kind.UPSTREAM_STATE,
-            data={"state": "backoff", "generation": self.generation - 1, "exit_code": 1, "retry_in_s": 0.5,
-                  "stderr_tail": ["Traceback (most recent call last):", "MemoryError"]},
-        )  # fmt: skip
-        self._at(mono + 0.5, Kind.UPSTREAM_STATE, data={"state": "connecting", "generation": self.generation})
-        self._at(mono + 1.1, Kind.UPSTREAM_STATE, data={"state": "ready", "generation": self.generation})
-        self._at(mono + 1.2, Kind.WARNING, data={"message": f"upstream restarted (generation {self.generation})"})
 
     def events(self, count: int) -> Iterator[Event]:
         """Exactly `count` events (the last one a session_end), in time order."""
         rng = self.rng
-        self._start()
+        traffic.session_opening(self)
         next_call = 1.0
         next_health = 2.0
         rare = self.rare_every_s
@@ -396,18 +155,18 @@ class SyntheticSession:
                     return
             if horizon == next_call:
                 if rng.random() < 0.3:
-                    self._council_call(next_call)
+                    traffic.council_call(self, next_call)
                 else:
-                    self._quick_call(next_call)
+                    traffic.quick_call(self, next_call)
                 next_call += rng.expovariate(self.calls_per_s)
             elif horizon == next_health:
-                self._health(next_health)
+                traffic.health_check(self, next_health)
                 next_health += 60.0
             elif horizon == next_margin:
-                self._margin_change(next_margin)
+                traffic.margin_change(self, next_margin)
                 next_margin += rng.uniform(0.5 * rare, 2.0 * rare)
             else:
-                self._restart(next_restart)
+                traffic.upstream_restart(self, next_restart)
                 next_restart += rng.uniform(0.8 * rare, 2.5 * rare)
 
 
