@@ -20,7 +20,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,52 +27,32 @@ from mcpwatch import __version__
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.errors import UserError
 from mcpwatch.events import Event
+from mcpwatch.store.availability import LogAvailability, keeps_connection, retriable
+from mcpwatch.store.batch import (
+    BATCH_MAX,
+    Batch,
+    FlushMarker,
+    SessionEnd,
+    commit_batch,
+    event_row,
+    event_rows,
+    take_batch,
+)
 from mcpwatch.store.db import (
     BUSY_ATTEMPTS,
     BUSY_TIMEOUT_MS,
     LogError,
     connect_writer,
     immediate,
-    is_busy,
     problem_text,
     translate_errors,
 )
-from mcpwatch.store.encoding import coerce_row, encode_json
+from mcpwatch.store.encoding import encode_json
 from mcpwatch.store.losses import LossLedger
 
 INSERT_SESSION = "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)"
-INSERT_EVENT = (
-    "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
-)
-BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
 WRITE_ATTEMPTS = 10  # each attempt may wait the whole busy timeout
 DEFERRED_BUSY_MS = 1000  # a writer that must never hold up its caller waits this long per try for the lock
-# SQLite result codes after which the file may become writable again (the lock freed, space or permission given,
-# the file replaced): the batch is kept and retried rather than lost.
-_RETRIABLE = frozenset(
-    (
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_CANTOPEN,
-        sqlite3.SQLITE_CORRUPT,
-        sqlite3.SQLITE_NOTADB,
-        sqlite3.SQLITE_PERM,
-        sqlite3.SQLITE_PROTOCOL,
-    )
-)
-_KEEP_CONNECTION = frozenset((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL))
-
-
-def _retriable(exc: BaseException) -> bool:
-    if isinstance(exc, UserError):
-        return True
-    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.IntegrityError):
-        return False
-    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    return code in _RETRIABLE or is_busy(exc)
 
 
 def new_session_id(now: float | None = None) -> str:
@@ -81,36 +60,6 @@ def new_session_id(now: float | None = None) -> str:
     millis = round((time.time() if now is None else now) * 1000)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(millis // 1000))
     return f"{stamp}{millis % 1000:03d}-{secrets.token_hex(3)}"
-
-
-class _Marker:
-    """A flush request travelling through the queue: set once everything before it is committed."""
-
-    __slots__ = ("done",)
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-
-
-@dataclass(slots=True)
-class _EndSession:
-    session_id: str
-    reason: str
-    ended_at: float
-
-
-@dataclass(slots=True)
-class _Batch:
-    """Items taken off the queue for one transaction; kept whole while the log cannot be written."""
-
-    events: list[Event] = field(default_factory=list)
-    ends: list[_EndSession] = field(default_factory=list)
-    markers: list[_Marker] = field(default_factory=list)
-
-    def release(self) -> None:
-        for marker in self.markers:
-            marker.done.set()
-        self.markers.clear()
 
 
 class EventWriter:
@@ -140,11 +89,14 @@ class EventWriter:
         self.retry_interval = max(0.01, float(retry_interval))
         self.events_written = 0
         self.last_error: str | None = None
-        self.problem: str | None = None  # why the log cannot be written right now; None while it can
+        self._availability = LogAvailability(
+            self.path,
+            queue_max=queue_max,
+            retry_interval=self.retry_interval,
+            on_error=on_error,
+            on_notice=on_notice,
+        )
         self._ledger = LossLedger()
-        self._on_error = on_error
-        self._on_notice = on_notice
-        self._reported: set[str] = set()
         self._clock = clock
         self._busy_ms = BUSY_TIMEOUT_MS if open_now else DEFERRED_BUSY_MS
         self._busy_attempts = BUSY_ATTEMPTS if open_now else 1
@@ -152,7 +104,7 @@ class EventWriter:
         self._conn: sqlite3.Connection | None = connect_writer(self.path) if open_now else None
         self._conn_lock = threading.Lock()
         self._queue: deque[Any] = deque()
-        self._held: _Batch | None = None  # a batch the log refused for now, retried before anything else
+        self._held: Batch | None = None  # a batch the log refused for now, retried before anything else
         self._starts: list[tuple[Any, ...]] = []  # session rows not yet written (open_now=False)
         self._limit = queue_max  # set to -1 on close, so late emits take the (counted) drop path
         self._wake_at = min(max(queue_max // 4, 1), BATCH_MAX)
@@ -165,6 +117,11 @@ class EventWriter:
         atexit.register(self.close)
 
     # -- caller side -------------------------------------------------------------------------------------------
+
+    @property
+    def problem(self) -> str | None:
+        """Why the log cannot be written right now; None while it can."""
+        return self._availability.problem
 
     @property
     def dropped(self) -> int:
@@ -222,7 +179,7 @@ class EventWriter:
         if self._closed:
             self.last_error = f"end_session({session_id!r}) after close() was ignored"
             return
-        self._queue.append(_EndSession(session_id, reason, self._clock.time()))
+        self._queue.append(SessionEnd(session_id, reason, self._clock.time()))
         self._wake.set()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -230,7 +187,7 @@ class EventWriter:
         counted in `dropped` and reported in a warning. False when `timeout` passed first."""
         if self._closed or not self._thread.is_alive():
             return not self._queue
-        marker = _Marker()
+        marker = FlushMarker()
         self._queue.append(marker)
         self._wake.set()
         return marker.done.wait(timeout)
@@ -268,7 +225,7 @@ class EventWriter:
         for item in list(self._queue):
             if isinstance(item, Event):
                 events.append(item)
-            elif isinstance(item, _Marker):
+            elif isinstance(item, FlushMarker):
                 item.done.set()
         return events
 
@@ -318,7 +275,7 @@ class EventWriter:
         try:
             self._conn = connect_writer(self.path, busy_timeout_ms=self._busy_ms, busy_attempts=self._busy_attempts)
         except (UserError, sqlite3.Error, OSError) as exc:
-            self._set_problem(problem_text(self.path, exc))
+            self._availability.unavailable(problem_text(self.path, exc))
             return False
         return True
 
@@ -332,7 +289,7 @@ class EventWriter:
                     except sqlite3.IntegrityError:
                         self.last_error = f"a session with id {row[0]!r} already exists"
         except Exception as exc:
-            if _retriable(exc):
+            if retriable(exc):
                 return self._failed(exc)
             self.last_error = f"session rows not written: {type(exc).__name__}: {exc}"  # never block the events
         del self._starts[: len(rows)]
@@ -346,149 +303,51 @@ class EventWriter:
             return False
         batch, self._held = self._held, None
         if batch is None:
-            batch = self._take_batch()
+            batch = take_batch(self._queue)
         losses = self._ledger.take()
-        rows = self._rows(batch.events)
-        rows.extend(self._row(loss.warning()) for loss in losses)
-        error = self._commit(rows, batch.ends)
+        rows = event_rows(batch.events, self._unusable)
+        rows.extend(event_row(loss.warning()) for loss in losses)
+        error = commit_batch(
+            self._conn,  # type: ignore[arg-type]
+            self._conn_lock,
+            rows,
+            batch.ends,
+            write_attempts=self._write_attempts,
+            busy_attempts=self._busy_attempts,
+            note_error=self._note_error,
+        )
         if error is None:
             self.events_written += len(rows)
             self._ledger.mark_recorded(losses)
             batch.release()
-            self._recovered()
+            self._availability.available(self.events_written, self._ledger.dropped)
             return True
         self._ledger.restore(losses)
-        if _retriable(error):
+        if retriable(error):
             self._held = batch
             self._failed(error)
             return False
         self._ledger.lose(batch.events, f"the log could not be written ({self.last_error})")
         batch.release()
-        self._report(f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost")
+        self._availability.report(
+            f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost"
+        )
         return False
 
-    def _take_batch(self) -> _Batch:
-        batch = _Batch()
-        pop = self._queue.popleft
-        append = batch.events.append
-        try:
-            for _ in range(BATCH_MAX):
-                item = pop()
-                if item.__class__ is Event:
-                    append(item)
-                elif isinstance(item, _Marker):
-                    batch.markers.append(item)
-                    break  # commit now, so the flush returns as early as it can
-                elif isinstance(item, _EndSession):
-                    batch.ends.append(item)
-                else:
-                    append(item)
-        except IndexError:
-            pass
-        return batch
+    def _note_error(self, exc: BaseException) -> None:
+        self.last_error = f"{type(exc).__name__}: {exc}"
 
     def _failed(self, exc: BaseException) -> bool:
         """Note a failure that may pass; drop a connection that will not recover by itself. Always False."""
-        self.last_error = f"{type(exc).__name__}: {exc}"
-        if _retriable(exc):
-            self._set_problem(problem_text(self.path, exc))
-            code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-            if self._conn is not None and code not in _KEEP_CONNECTION and not is_busy(exc):
+        self._note_error(exc)
+        if retriable(exc):
+            self._availability.unavailable(problem_text(self.path, exc))
+            if self._conn is not None and not keeps_connection(exc):
                 with self._conn_lock:
                     self._conn.close()
                 self._conn = None  # reopened (and the file checked again) on the next try
         return False
 
-    def _set_problem(self, problem: str) -> None:
-        first = self.problem is None
-        self.problem = problem
-        if first or problem not in self._reported:
-            self._report(
-                f"{problem}; serving on without it: up to {self.queue_max} events wait in memory and the log is "
-                f"retried every {self.retry_interval:g}s (events beyond that are counted as lost)"
-            )
-            self._reported.add(problem)
-
-    def _recovered(self) -> None:
-        if self.problem is None:
-            return
-        self.problem = None
-        if self._on_notice is not None:
-            lost = self._ledger.dropped
-            self._on_notice(
-                f"{self.path}: the event log can be written again; {self.events_written} events written so far, "
-                f"{lost} lost (recorded in the log as a warning)"
-            )
-
-    def _report(self, message: str) -> None:
-        if self._on_error is not None and message not in self._reported:
-            self._reported.add(message)
-            self._on_error(message)
-
-    def _rows(self, events: list[Event]) -> list[tuple[Any, ...]]:
-        """Rows for the batch; an item that is not a usable event is counted as dropped, not allowed to sink it."""
-        row = self._row
-        try:
-            return [row(e) for e in events]
-        except Exception:
-            rows = []
-            for e in events:
-                try:
-                    rows.append(row(e))
-                except Exception as exc:
-                    self.last_error = f"unusable event {type(e).__name__}: {exc}"
-                    self._ledger.count_unusable()
-            return rows
-
-    @staticmethod
-    def _row(e: Event) -> tuple[Any, ...]:
-        data = e.data
-        return (
-            e.session_id,
-            e.seq,
-            e.ts,
-            e.mono,
-            e.kind,
-            e.request_id,
-            e.tool,
-            e.model,
-            encode_json(data) if data else "{}",
-        )
-
-    def _commit(self, rows: list[tuple[Any, ...]], ends: list[_EndSession]) -> BaseException | None:
-        """Insert rows and session ends in one transaction; retry while the file is busy. The error if not."""
-        if not rows and not ends:
-            return None
-        conn = self._conn
-        assert conn is not None
-        for attempt in range(self._write_attempts):
-            try:
-                with self._conn_lock, immediate(conn, self._busy_attempts):
-                    conn.execute("SAVEPOINT batch")
-                    try:
-                        conn.executemany(INSERT_EVENT, rows)
-                    except (
-                        sqlite3.InterfaceError,
-                        sqlite3.ProgrammingError,
-                        sqlite3.IntegrityError,
-                        ValueError,
-                        OverflowError,
-                    ):
-                        # something unbindable or missing (an odd type, a huge int, a lone surrogate, a None
-                        # timestamp): undo the rows inserted before it, then store the whole batch with odd values
-                        # made text
-                        conn.execute("ROLLBACK TO batch")
-                        conn.executemany(INSERT_EVENT, [coerce_row(r) for r in rows])
-                    conn.execute("RELEASE batch")
-                    for end in ends:
-                        conn.execute(
-                            "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-                            (end.ended_at, end.reason, end.session_id),
-                        )
-                return None
-            except Exception as exc:
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                if not is_busy(exc) or attempt == self._write_attempts - 1:
-                    return exc
-                time.sleep(0.05 * (attempt + 1))
-        return None  # pragma: no cover - the loop always returns
+    def _unusable(self, item: object, exc: Exception) -> None:
+        self.last_error = f"unusable event {type(item).__name__}: {exc}"
+        self._ledger.count_unusable()

@@ -1,0 +1,152 @@
+"""What the writer thread commits in one transaction: the items taken off the writer's queue, and the commit.
+
+A batch is kept whole while the log cannot be written, so it is retried as it was, markers and all; a flush
+marker ends a batch early so the flush returns as soon as everything before it is committed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.events import Event
+from mcpwatch.store.db import immediate, is_busy
+from mcpwatch.store.encoding import coerce_row, encode_json
+
+INSERT_EVENT = (
+    "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+END_SESSION = "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?"
+BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
+
+
+class FlushMarker:
+    """A flush request travelling through the queue: set once everything before it is committed."""
+
+    __slots__ = ("done",)
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+@dataclass(slots=True)
+class SessionEnd:
+    session_id: str
+    reason: str
+    ended_at: float
+
+
+@dataclass(slots=True)
+class Batch:
+    """Items taken off the queue for one transaction; kept whole while the log cannot be written."""
+
+    events: list[Event] = field(default_factory=list)
+    ends: list[SessionEnd] = field(default_factory=list)
+    markers: list[FlushMarker] = field(default_factory=list)
+
+    def release(self) -> None:
+        for marker in self.markers:
+            marker.done.set()
+        self.markers.clear()
+
+
+def take_batch(queue: deque[Any]) -> Batch:
+    """Up to BATCH_MAX items off the queue, stopping after a flush marker."""
+    batch = Batch()
+    pop = queue.popleft
+    append = batch.events.append
+    try:
+        for _ in range(BATCH_MAX):
+            item = pop()
+            if item.__class__ is Event:
+                append(item)
+            elif isinstance(item, FlushMarker):
+                batch.markers.append(item)
+                break  # commit now, so the flush returns as early as it can
+            elif isinstance(item, SessionEnd):
+                batch.ends.append(item)
+            else:
+                append(item)
+    except IndexError:
+        pass
+    return batch
+
+
+def event_row(e: Event) -> tuple[Any, ...]:
+    """The `events` row for one event."""
+    data = e.data
+    return (
+        e.session_id,
+        e.seq,
+        e.ts,
+        e.mono,
+        e.kind,
+        e.request_id,
+        e.tool,
+        e.model,
+        encode_json(data) if data else "{}",
+    )
+
+
+def event_rows(events: list[Event], on_unusable: Callable[[object, Exception], None]) -> list[tuple[Any, ...]]:
+    """Rows for the batch; an item that is not a usable event goes to `on_unusable`, not allowed to sink it."""
+    try:
+        return [event_row(e) for e in events]
+    except Exception:
+        rows = []
+        for e in events:
+            try:
+                rows.append(event_row(e))
+            except Exception as exc:
+                on_unusable(e, exc)
+        return rows
+
+
+def commit_batch(
+    conn: sqlite3.Connection,
+    conn_lock: threading.Lock,
+    rows: list[tuple[Any, ...]],
+    ends: list[SessionEnd],
+    *,
+    write_attempts: int,
+    busy_attempts: int,
+    note_error: Callable[[BaseException], None],
+) -> BaseException | None:
+    """Insert rows and session ends in one transaction; retry while the file is busy. The error if not.
+
+    `note_error` hears every failed attempt, a busy one that a retry then overcomes included."""
+    if not rows and not ends:
+        return None
+    for attempt in range(write_attempts):
+        try:
+            with conn_lock, immediate(conn, busy_attempts):
+                conn.execute("SAVEPOINT batch")
+                try:
+                    conn.executemany(INSERT_EVENT, rows)
+                except (
+                    sqlite3.InterfaceError,
+                    sqlite3.ProgrammingError,
+                    sqlite3.IntegrityError,
+                    ValueError,
+                    OverflowError,
+                ):
+                    # something unbindable or missing (an odd type, a huge int, a lone surrogate, a None
+                    # timestamp): undo the rows inserted before it, then store the whole batch with odd values
+                    # made text
+                    conn.execute("ROLLBACK TO batch")
+                    conn.executemany(INSERT_EVENT, [coerce_row(r) for r in rows])
+                conn.execute("RELEASE batch")
+                for end in ends:
+                    conn.execute(END_SESSION, (end.ended_at, end.reason, end.session_id))
+            return None
+        except Exception as exc:
+            note_error(exc)
+            if not is_busy(exc) or attempt == write_attempts - 1:
+                return exc
+            time.sleep(0.05 * (attempt + 1))
+    return None  # pragma: no cover - the loop always returns
