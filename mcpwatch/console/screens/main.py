@@ -148,9 +148,10 @@ class MainScreen(WatchScreen):
             q("#health", Panel).show(lambda: render.health_panel(view.health, p), health_key)
             q("#counters", Panel).show(lambda: render.counters_panel(view.counters, p), (theme, view.counters))
             tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
-            inflight.set_width("tool", tool_width)
+            resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
-            inflight.show([(r.request_id, render.in_flight_row(r, p, width, tool_width)) for r in view.in_flight])
+            rows = [(r.request_id, render.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
+            inflight.show(rows, force=resized)
             title = f"In flight {len(view.in_flight)}"
             if view.in_flight and view.in_flight[0].unfinished:
                 title += " · unfinished: the session ended"
