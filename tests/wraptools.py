@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx2
 from mcp import Client, StdioServerParameters
 
-from conftest import REPO
+from mcpwatch.ports import free_port, wait_for_port
+
+from conftest import REPO, mcpwatch_cmd
 
 FIXTURES = REPO / "tests" / "fixtures"
 RAW_SERVER = str(FIXTURES / "raw_server.py")
@@ -84,3 +88,28 @@ class Operator:
         result = await self.call(tool, **arguments)
         assert not result.get("isError"), result
         return result["structuredContent"]
+
+
+@contextmanager
+def sdk_server_behind_http_front() -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    """The SDK fixture server over Streamable HTTP and `mcpwatch wrap --listen … --url …` in front of it:
+    (the front's URL, the server's own URL, the wrapper process, whose stderr is piped)."""
+    up_port, front_port = free_port(), free_port()
+    direct, front = f"http://127.0.0.1:{up_port}/mcp", f"http://127.0.0.1:{front_port}/mcp"
+    upstream = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(up_port)], stderr=subprocess.DEVNULL)
+    wrapper = None
+    try:
+        wait_for_port(up_port)
+        wrapper = subprocess.Popen(
+            mcpwatch_cmd("wrap", "--no-log", "--listen", front, "--url", direct),
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_for_port(front_port)
+        yield front, direct, wrapper
+    finally:
+        for process in (wrapper, upstream):
+            if process is not None:
+                process.terminate()
+                process.wait(10)

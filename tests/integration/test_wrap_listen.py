@@ -5,7 +5,6 @@ waits for an acknowledgement that never comes (Claude Code waited ~27 s, then ga
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import anyio
@@ -13,10 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-from mcpwatch.ports import free_port, wait_for_port
-
-from conftest import REPO, mcpwatch_cmd
-from wraptools import SDK_SERVER, wrap_params, wrapped_client
+from wraptools import SDK_SERVER, sdk_server_behind_http_front, wrap_params, wrapped_client
 
 pytestmark = pytest.mark.anyio
 
@@ -43,26 +39,9 @@ async def test_listen_over_stdio():
 
 
 async def test_listen_over_http_front_and_http_upstream():
-    up_port, front_port = free_port(), free_port()
-    upstream = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(up_port)], stderr=subprocess.DEVNULL)
-    listen = f"http://127.0.0.1:{front_port}/mcp"
-    wrapper = None
-    try:
-        wait_for_port(up_port)
-        wrapper = subprocess.Popen(
-            mcpwatch_cmd("wrap", "--no-log", "--listen", listen, "--url", f"http://127.0.0.1:{up_port}/mcp"),
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_port(front_port)
-        async with Client(listen, mode="auto") as client:
+    with sdk_server_behind_http_front() as (front, _direct, _wrapper):
+        async with Client(front, mode="auto") as client:
             await listen_and_see_a_change(client)
-    finally:
-        for process in (wrapper, upstream):
-            if process is not None:
-                process.terminate()
-                process.wait(10)
 
 
 async def test_the_acknowledgement_carries_the_hosts_id_on_the_wire(tmp_path):

@@ -14,7 +14,7 @@ from mcp import Client
 from mcpwatch.ports import free_port, wait_for_port
 
 from conftest import REPO, mcpwatch_cmd
-from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, wrapped_client
+from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, sdk_server_behind_http_front, wrapped_client
 
 pytestmark = pytest.mark.anyio
 
@@ -135,20 +135,8 @@ async def test_http_upstream_and_http_front(tmp_path):
 async def test_the_2026_era_over_http_front_and_upstream(tmp_path):
     # An auto-mode SDK client negotiates 2026-07-28 through the wrapper as it does directly: sessionless POSTs at
     # the front, routing headers (MCP-Protocol-Version, Mcp-Method, Mcp-Name) on the way upstream.
-    up_port, front_port = free_port(), free_port()
-    upstream = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(up_port)], stderr=subprocess.DEVNULL)
-    listen = f"http://127.0.0.1:{front_port}/mcp"
-    wrapper = None
-    try:
-        wait_for_port(up_port)
-        wrapper = subprocess.Popen(
-            mcpwatch_cmd("wrap", "--no-log", "--listen", listen, "--url", f"http://127.0.0.1:{up_port}/mcp"),
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        wait_for_port(front_port)
-        async with Client(f"http://127.0.0.1:{up_port}/mcp", mode="auto") as direct:
+    with sdk_server_behind_http_front() as (listen, direct_url, wrapper):
+        async with Client(direct_url, mode="auto") as direct:
             assert direct.protocol_version == "2026-07-28"
         async with Client(listen, mode="auto") as client:
             assert client.protocol_version == "2026-07-28"
@@ -164,9 +152,4 @@ async def test_the_2026_era_over_http_front_and_upstream(tmp_path):
             for body in (b"7", b'[{"jsonrpc":"2.0","id":5,"method":"ping"},7]', b"[]"):
                 reply = await http.post(listen, content=body, headers={"Content-Type": "application/json"})
                 assert reply.status_code == 400 and reply.json()["error"]["code"] == -32600, body
-    finally:
-        for process in (wrapper, upstream):
-            if process is not None:
-                process.terminate()
-                process.wait(10)
-    assert wrapper is not None and b"Traceback" not in wrapper.stderr.read()
+    assert wrapper.stderr is not None and b"Traceback" not in wrapper.stderr.read()
