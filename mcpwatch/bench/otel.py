@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcpwatch.bench.wrap import SERVER, _latency, _open, _ratios, _stdio, _wrap
+from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
 
 HELP = "OpenTelemetry export on vs off: latency ratio of the wrapped no-op call (needs mcpwatch[otel])"
 
@@ -33,14 +33,17 @@ class _Accepting(BaseHTTPRequestHandler):
 
 
 async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict[str, str]) -> dict[str, Any]:
+    pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
-        clients = {
-            "direct": await _open(stack, _stdio(SERVER, env)),
-            "wrapped": await _open(stack, _stdio(_wrap("--no-log", "--", *SERVER), env)),
-            "wrapped_otel": await _open(stack, _stdio(_wrap("--no-log", "--", *SERVER), exporting)),
-        }
+        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
+        clients["wrapped"] = await _open_tracked(stack, _stdio(_wrap("--no-log", "--", *SERVER), env), pids, "wrapped")
+        exported = _stdio(_wrap("--no-log", "--", *SERVER), exporting)
+        clients["wrapped_otel"] = await _open_tracked(stack, exported, pids, "wrapped_otel")
         await _latency(clients, warmup, 50)
-        figures = _ratios(await _latency(clients, calls, 100), "direct")
+        samples, cpu_per_call = await _latency(clients, calls, 100, pids)
+        figures = _ratios(samples, "direct")
+        for name, seconds in cpu_per_call.items():
+            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
         figures["otel_cost_ratio"] = round(figures["wrapped_otel"]["median_us"] / figures["wrapped"]["median_us"], 3)
         return figures
 
