@@ -76,3 +76,11 @@ def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
     assert [s["sessions"] for s in report["samples"]] == [1, 2, 4]
     assert [s["upstreams"] for s in report["samples"]] == [1, 2, 4]
     assert report["wrapper_mb_per_session"] < report["upstream_mb_per_session"]  # far less than a process
+
+
+def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
+    done = subprocess.run(mcpwatch_cmd("bench", "otel", "--quick"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stdio = json.loads(done.stdout)["stdio"]
+    assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == 200
+    assert stdio["otel_cost_ratio"] > 0 and stdio["wrapped_otel"]["cpu_us_per_call"] > 0
