@@ -1,0 +1,203 @@
+"""Event handlers for requests: start, progress, the council's per-model status, end; and the what-if call list."""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.state import _OUTCOME_COUNTER, ModelCore, _int, _ModelRun, _num, _Request, _text, _up_key
+from mcpwatch.events import (
+    Event,
+    ModelStatusData,
+    Outcome,
+    ProgressData,
+    RequestEndData,
+    RequestStartData,
+)
+from mcpwatch.logview.whatif import CallTiming, call_timing
+
+
+class RequestEvents(ModelCore):
+    """Folds request_start, progress, model_status and request_end into per-request state."""
+
+    def _new_request(
+        self,
+        request_id: str,
+        method: str,
+        tool: str | None,
+        up_id: str | None,
+        start: float,
+        budget: float | None,
+        budget_source: str | None,
+        arguments: str | None,
+    ) -> _Request:
+        s = self._s
+        old = s.requests.get(request_id)
+        if old is not None:
+            # A reused host id: forget the earlier request so the two never mix.
+            if old.end_mono is not None and request_id in s.finished:
+                s.finished.remove(request_id)
+            if old.up_id is not None and s.by_up_id.get(old.up_id) == request_id:
+                del s.by_up_id[old.up_id]
+        if request_id not in s.in_flight and len(s.in_flight) >= s.limits.in_flight:
+            oldest = next(iter(s.in_flight))
+            self._forget_in_flight(oldest)
+        request = _Request(
+            request_id,
+            method,
+            tool,
+            up_id,
+            start,
+            budget,
+            budget_source,
+            arguments,
+            deque(maxlen=s.limits.timeline),
+        )
+        s.requests[request_id] = request
+        s.in_flight[request_id] = None
+        if up_id is not None:
+            s.by_up_id[up_id] = request_id
+        return request
+
+    def _forget_in_flight(self, request_id: str) -> None:
+        s = self._s
+        s.in_flight.pop(request_id, None)
+        request = s.requests.pop(request_id, None)
+        if request is not None and request.up_id is not None:
+            s.by_up_id.pop(request.up_id, None)
+
+    def _request_start(self, event: Event, mono: float, data: RequestStartData) -> None:
+        if event.request_id is None:
+            raise ValueError("request_start without a request id")
+        request_id = str(event.request_id)
+        method = _text(data.get("method")) or "tools/call"
+        budget = _num(data.get("budget_s"))
+        source = _text(data.get("budget_source"))
+        request = self._new_request(
+            request_id,
+            method,
+            _text(event.tool),
+            _up_key(data),
+            mono,
+            budget,
+            source,
+            _text(data.get("arguments")),
+        )
+        self._s.counters["requests"] += 1
+        what = f"{method} {event.tool}" if event.tool else method
+        budget_text = "no budget" if budget is None else f"budget {budget:g}s" + (f" ({source})" if source else "")
+        request.note(mono, "request_start", f"started {what}, {budget_text}")
+
+    def _progress(self, event: Event, mono: float, data: ProgressData) -> None:
+        request = self._request(event)
+        if request is None:
+            return
+        request.progress = _num(data.get("progress"))
+        request.total = _num(data.get("total"))
+        request.message = _text(data.get("message"))
+        # The stage the council put in the progress's _meta (the wrapper passes it on); a stage never goes back.
+        stage = _int(data.get("stage"))
+        if stage is not None:
+            request.stage = stage if request.stage is None else max(request.stage, stage)
+        amount = fmt.progress(request.progress, request.total)
+        request.note(mono, "progress", " ".join(p for p in (amount, request.message or "") if p) or "progress")
+
+    def _model_status(self, event: Event, mono: float, data: ModelStatusData) -> None:
+        request = self._request(event)
+        if request is None or not event.model:
+            return
+        model = str(event.model)
+        status = _text(data.get("status")) or "pending"
+        stage = _int(data.get("stage"))
+        latency = _int(data.get("latency_ms"))
+        per_model = _num(data.get("per_model_s"))
+        run = request.models.get(model)
+        if run is None or (status == "pending" and run.status != "pending"):
+            run = _ModelRun(model, status, stage, latency, per_model, mono, mono)
+            request.models[model] = run
+        else:
+            run.status, run.updated_mono = status, mono
+            run.stage = stage if stage is not None else run.stage
+            run.latency_ms = latency if latency is not None else run.latency_ms
+            run.per_model_s = per_model if per_model is not None else run.per_model_s
+        if per_model is not None:
+            request.per_model_s = per_model
+        if stage is not None:  # stages only move on: a late model_status of stage 1 does not take it back
+            request.stage = stage if request.stage is None else max(request.stage, stage)
+        tier = _text(data.get("tier"))
+        if tier:
+            request.tier = tier
+        self._s.council_request = request.request_id
+        if status != "pending":
+            took = "" if latency is None else f" in {latency} ms"
+            request.note(mono, "model_status", f"{model}: {status}{took}")
+
+    def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
+        s = self._s
+        outcome = _text(data.get("outcome")) or Outcome.ERROR
+        s.counters[_OUTCOME_COUNTER.get(outcome, "errors")] += 1
+        request = self._request(event)
+        if request is None or request.end_mono is not None:
+            return
+        duration = _num(data.get("duration_s"))
+        request.end_mono = mono
+        request.outcome = outcome
+        request.duration_s = duration if duration is not None else max(0.0, mono - request.start_mono)
+        request.error = _text(data.get("error"))
+        request.result_preview = _text(data.get("result_preview"))
+        request.partial = bool(data.get("partial"))
+        request.degraded = degraded_note(request.result_preview) if outcome == Outcome.OK else None
+        detail = f"{outcome} after {request.duration_s:.2f}s"
+        if request.partial:
+            detail += " (partial result)"
+        if request.error:
+            detail += f": {request.error}"
+        request.note(mono, "request_end", detail)
+        s.in_flight.pop(request.request_id, None)
+        if request.method == "tools/call":
+            s.latencies.append(request.duration_s)
+            s.tool_stats.record(request.tool or "?", outcome, request.duration_s)
+        if len(s.finished) == s.finished.maxlen:
+            evicted = s.finished[0]
+            old = s.requests.get(evicted)
+            if old is not None and old.end_mono is not None:
+                del s.requests[evicted]
+                if old.up_id is not None and s.by_up_id.get(old.up_id) == evicted:
+                    del s.by_up_id[old.up_id]
+        s.finished.append(request.request_id)
+
+    def recent_calls(self, last: int = 50) -> list[CallTiming]:
+        """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
+        calls: list[CallTiming] = []
+        margin = _num(self._s.deadline.get("margin_s"))  # the margin now (a change in between is rare)
+        for request_id in reversed(self._s.finished):
+            r = self._s.requests.get(request_id)
+            if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":
+                continue
+            calls.append(call_timing(r.request_id, r.tool, r.start_mono, r.budget_s, r.outcome, r.duration_s,
+                                     r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
+                                     r.tier, r.budget_source, margin))  # fmt: skip
+            if len(calls) >= last:
+                break
+        return calls[::-1]
+
+
+_DEGRADED = re.compile(
+    r'\\?"(?:status|synthesis_type)\\?"\s*:\s*\\?"(partial|failed|insufficient|degraded)\\?"'
+    r'|\\?"synthesized_by\\?"\s*:\s*\\?"(fallback)\\?"'
+)
+
+
+def degraded_note(preview: str | None) -> str | None:
+    """Why an ok result is not the whole answer, when it says so itself (a council's fallback summary or a run
+    with models missing report `status: partial` / `synthesized_by: fallback`, even inside a content text)."""
+    if not preview:
+        return None
+    found = {m.group(1) or m.group(2) for m in _DEGRADED.finditer(preview)}
+    if "fallback" in found:
+        return "fallback summary"
+    for word in ("failed", "insufficient", "partial", "degraded"):
+        if word in found:
+            return f"{word} answer"
+    return None
