@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.text import Text
+
 from mcpwatch.console import render_tools, request_filter
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless import render
@@ -100,10 +102,10 @@ class RequestsView:
             recent = view.latencies[-width:]
         what = "matching calls" if self.filter_text else "calls"
 
-        def make() -> render.Text:
+        def make() -> Text:
             if not recent:
-                return render.Text(f"latency: no finished tool {what} yet", style=p.dim)
-            return render.Text.assemble(
+                return Text(f"latency: no finished tool {what} yet", style=p.dim)
+            return Text.assemble(
                 ("latency ", p.dim),
                 (render.sparkline(recent, width), p("gauge-fill")),
                 (f"  last {len(recent)} {what}, max {fmt.duration(max(recent))}", p.dim),
