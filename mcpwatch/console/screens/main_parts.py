@@ -57,7 +57,7 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
     if banner.display != bool(message):
         banner.display = bool(message)
     if message:
-        banner.show(lambda: render.Text(f" {message}", style=p(style, "bold")), (theme, message))
+        banner.show(lambda: Text(f" {message}", style=p(style, "bold")), (theme, message))
 
 
 def announce(screen: MainScreen, view: ViewState, toasted: int) -> int:
