@@ -18,6 +18,7 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
@@ -109,10 +110,14 @@ class MetricRecorder:
         self.duration = meter.create_histogram(
             DURATION_METRIC, unit="s", description="Duration of MCP requests the wrapper forwarded, until answered"
         )
-        self.instruments: dict[str, Any] = {
-            name: meter.create_up_down_counter(name, unit="{call}" if "calls" in name else "{tombstone}")
-            for name in self.UP_DOWN
-        }
+        # Levels (calls in flight, live tombstones) are summed here and read by the SDK when it exports: two
+        # additions per call instead of two SDK operations on the export thread.
+        self.levels: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
+        for name in self.UP_DOWN:
+            meter.create_observable_up_down_counter(
+                name, callbacks=[self._observe(name)], unit="{call}" if "calls" in name else "{tombstone}"
+            )
+        self.instruments: dict[str, Any] = {}
         for name, description in (
             ("mcpwatch.deadlines", "Calls cut at their deadline budget"),
             ("mcpwatch.late_answers", "Responses and progress that arrived after their call was cut (dropped)"),
@@ -123,9 +128,19 @@ class MetricRecorder:
         ):
             self.instruments[name] = meter.create_counter(name, description=description)
 
+    def _observe(self, name: str) -> Callable[[Any], list[Observation]]:
+        def observe(_options: Any) -> list[Observation]:
+            levels = list(self.levels.items())  # one atomic copy: the export thread goes on adding
+            return [Observation(value, dict(attrs)) for (kind, attrs), value in levels if kind == name]
+
+        return observe
+
     def record(self, measure: Measure) -> None:
         if measure.name == DURATION_METRIC:
             self.duration.record(measure.value, measure.attributes)
+        elif measure.name in self.UP_DOWN:
+            key = (measure.name, frozenset(measure.attributes.items()))
+            self.levels[key] = self.levels.get(key, 0) + measure.value
         elif (instrument := self.instruments.get(measure.name)) is not None:
             instrument.add(measure.value, measure.attributes)
 

@@ -198,6 +198,8 @@ def test_calls_become_spans_and_metrics_with_the_trace_passed_to_the_upstream(tm
     assert durations and all(m["bounds"] == list(DURATION_BUCKETS) and m["unit"] == "s" for m in durations)
     by_tool = {m["attributes"].get("gen_ai.tool.name"): m for m in durations}
     assert by_tool["slow"]["attributes"]["error.type"] == "timeout" and by_tool["slow"]["count"] == 1
+    levels = {m["name"]: m["value"] for m in receiver.metrics if m["kind"] == "sum" and "mcpwatch." in m["name"]}
+    assert levels["mcpwatch.calls.in_flight"] == 0 and levels["mcpwatch.tombstones"] == 1  # the cut call's, still live
     deadlines = [m for m in receiver.metrics if m["name"] == "mcpwatch.deadlines"]
     assert deadlines[-1]["value"] == 1 and deadlines[-1]["attributes"] == {"gen_ai.tool.name": "slow"}
 
