@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
@@ -122,3 +123,22 @@ def generic_session(calls: int = 12) -> tuple[EventFactory, list[Event]]:
         events.append(f.make(Kind.REQUEST_END, t + took, request_id=rid, outcome=outcome, duration_s=took))
         t += 2.0
     return f, events
+
+
+def council_replay_app(tmp_path: Path) -> Any:
+    """A replay console over a generated council session (6,000 events), paused at 80 % of it."""
+    from mcpwatch.bench.replay import write_session
+    from mcpwatch.replay.app import ReplayApp
+    from mcpwatch.replay.clock import ReplayClock
+    from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
+    from mcpwatch.replay.feed import ReplayFeed
+    from mcpwatch.replay.recording import Recording
+
+    path = tmp_path / "replay.db"
+    write_session(path, 6000, seed=5, rare_every_s=60.0)
+    recording = Recording(path)
+    engine = ReplayEngine(recording, every=250)
+    ThreadIndexer(recording, engine.index).run()
+    clock = ReplayClock(recording.end_mono, wall=lambda: 1000.0, playing=False)
+    feed = ReplayFeed(engine, clock, indexer="none", start_at=recording.end_mono * 0.8)
+    return ReplayApp(feed, title="council")

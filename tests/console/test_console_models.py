@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from console_helpers import SIZE as MAIN_SIZE
-from console_helpers import RecordingControls, ready, until
+from console_helpers import RecordingControls, council_replay_app, ready, until
 from trends_helpers import ORIGIN, LoggedFeed, Script
 
 from mcpwatch.clock import ManualClock
@@ -187,20 +187,6 @@ def test_models_snapshot_live(snap_compare: Any, logged: tuple[Path, str]) -> No
 
 
 def test_models_snapshot_replay(snap_compare: Any, tmp_path: Path) -> None:
-    from mcpwatch.bench.replay import write_session
-    from mcpwatch.replay.app import ReplayApp
-    from mcpwatch.replay.clock import ReplayClock
-    from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
-    from mcpwatch.replay.feed import ReplayFeed
-    from mcpwatch.replay.recording import Recording
-
-    path = tmp_path / "replay.db"
-    write_session(path, 6000, seed=5, rare_every_s=60.0)
-    recording = Recording(path)
-    engine = ReplayEngine(recording, every=250)
-    ThreadIndexer(recording, engine.index).run()
-    clock = ReplayClock(recording.end_mono, wall=lambda: 1000.0, playing=False)
-    feed = ReplayFeed(engine, clock, indexer="none", start_at=recording.end_mono * 0.8)
 
     async def open_models(pilot: Any) -> None:
         await _models_drawn(pilot)
@@ -208,7 +194,7 @@ def test_models_snapshot_replay(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.press("s", "s", "s")  # sorted by p95
         await pilot.pause(0.3)
 
-    assert snap_compare(ReplayApp(feed, title="council"), terminal_size=SIZE, run_before=open_models)
+    assert snap_compare(council_replay_app(tmp_path), terminal_size=SIZE, run_before=open_models)
 
 
 # -- against a real council behind a real wrapper ------------------------------------------------------------

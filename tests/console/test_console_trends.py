@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, until
+from console_helpers import RecordingControls, council_replay_app, until
 from trends_helpers import ORIGIN, LoggedFeed, Script, standard_script
 
 from mcpwatch.clock import ManualClock
@@ -229,20 +229,6 @@ def test_trends_snapshot_live(snap_compare: Any, logged: tuple[Path, str]) -> No
 
 
 def test_trends_snapshot_replay(snap_compare: Any, tmp_path: Path) -> None:
-    from mcpwatch.bench.replay import write_session
-    from mcpwatch.replay.app import ReplayApp
-    from mcpwatch.replay.clock import ReplayClock
-    from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
-    from mcpwatch.replay.feed import ReplayFeed
-    from mcpwatch.replay.recording import Recording
-
-    path = tmp_path / "replay.db"
-    write_session(path, 6000, seed=5, rare_every_s=60.0)
-    recording = Recording(path)
-    engine = ReplayEngine(recording, every=250)
-    ThreadIndexer(recording, engine.index).run()
-    clock = ReplayClock(recording.end_mono, wall=lambda: 1000.0, playing=False)
-    feed = ReplayFeed(engine, clock, indexer="none", start_at=recording.end_mono * 0.8)
 
     async def open_trends(pilot: Any) -> None:
         await pilot.pause(0.3)
@@ -253,4 +239,4 @@ def test_trends_snapshot_replay(snap_compare: Any, tmp_path: Path) -> None:
         await until(pilot, lambda: pilot.app.screen.drawn_key[0] == "session", what="session window")
         await pilot.pause(0.1)
 
-    assert snap_compare(ReplayApp(feed, title="council"), terminal_size=SIZE, run_before=open_trends)
+    assert snap_compare(council_replay_app(tmp_path), terminal_size=SIZE, run_before=open_trends)
