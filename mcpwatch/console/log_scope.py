@@ -25,8 +25,10 @@ class NoLog(Exception):
     """The session has no log these views can read (said in one line)."""
 
 
-def scope_of(feed: Any, model: Any = None, clock: Clock = SYSTEM_CLOCK) -> LogScope:
-    """The log scope of a live or replay feed; `NoLog` with the reason when there is none."""
+def scope_of(feed: Any, model: Any = None, clock: Clock | None = None) -> LogScope:
+    """The log scope of a live or replay feed; `NoLog` with the reason when there is none. `clock`: the app's,
+    where it has one (tests), else the system's."""
+    clock = SYSTEM_CLOCK if clock is None else clock
     engine = getattr(feed, "engine", None)
     recording = getattr(engine, "recording", None)
     if recording is not None:  # replay

@@ -123,9 +123,8 @@ class ModelsScreen(WatchScreen):
     # -- reading -----------------------------------------------------------------------------------------
 
     def _scope(self) -> LogScope | None:
-        clock = getattr(self.app, "clock", None)
         try:
-            self.scope = scope_of(self.session.feed, clock=clock) if clock is not None else scope_of(self.session.feed)
+            self.scope = scope_of(self.session.feed, clock=getattr(self.app, "clock", None))
         except NoLog as exc:
             self.problem = str(exc)
             return None
@@ -182,8 +181,7 @@ class ModelsScreen(WatchScreen):
 
     def _scope_quietly(self) -> None:
         try:
-            clock = getattr(self.app, "clock", None)
-            self.scope = scope_of(self.session.feed, clock=clock) if clock is not None else scope_of(self.session.feed)
+            self.scope = scope_of(self.session.feed, clock=getattr(self.app, "clock", None))
         except NoLog:
             pass
 

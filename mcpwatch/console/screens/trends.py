@@ -68,9 +68,6 @@ class TrendsScreen(WatchScreen):
 
     # -- reading -----------------------------------------------------------------------------------------
 
-    def _clock(self) -> object:
-        return getattr(self.app, "clock", None)
-
     @work(thread=True, exclusive=True, group="trends-read", exit_on_error=False)
     def _read_log(self) -> None:
         """Resolve the log and read what is new (everything, the first time) into the shared `TrendLog`."""
@@ -100,8 +97,7 @@ class TrendsScreen(WatchScreen):
 
     def _scope(self) -> LogScope | None:
         try:
-            clock = self._clock()
-            scope = scope_of(self.session.feed, clock=clock) if clock is not None else scope_of(self.session.feed)
+            scope = scope_of(self.session.feed, clock=getattr(self.app, "clock", None))
         except NoLog as exc:
             self.problem = str(exc)
             return None
@@ -120,8 +116,7 @@ class TrendsScreen(WatchScreen):
 
     def _scope_quietly(self) -> None:
         try:
-            clock = self._clock()
-            self.scope = scope_of(self.session.feed, clock=clock) if clock is not None else scope_of(self.session.feed)
+            self.scope = scope_of(self.session.feed, clock=getattr(self.app, "clock", None))
         except NoLog:
             pass
 
