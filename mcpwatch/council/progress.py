@@ -105,7 +105,10 @@ class ProgressReporter:
     # --- events ---------------------------------------------------------------------------------------
 
     def _waiting(self, stage: int) -> list[str]:
-        plan, told = self.run.plan, self._reported[stage]
+        """Who this stage still waits for; stage 3 is the chairman alone (a retry there names no one else)."""
+        plan, told = self.run.plan, self._reported.get(stage)
+        if told is None:
+            return []
         if stage == 1:
             return [s.name for s in plan.queried if s.id not in told]
         return [s.name for s in plan.queried if s.id in self.run.reviews and s.id not in told]
