@@ -35,6 +35,7 @@ class Kind(StrEnum):
     TOMBSTONE_HIT = "tombstone_hit"  # a late response (or progress) dropped
     TOMBSTONE_EXPIRE = "tombstone_expire"
     LATE_RESULT = "late_result"  # a cut call's response, kept (bounded)
+    CANCEL_ACK = "cancel_ack"  # a cut call's error answer that only acknowledges mcpwatch's cancel
     LATE_REUSE = "late_reuse"  # a call answered with a kept late result
     UNKNOWN_RESPONSE = "unknown_response"
     INVALIDATION = "invalidation"
@@ -324,6 +325,19 @@ class LateResultData(TypedDict):
     error: NotRequired[str]  # an error response's text
 
 
+class CancelAckData(TypedDict):
+    """A call mcpwatch cancelled upstream answered with an error that only says so (code 0 or -32800, or a message
+    about cancelling; MCP SDK 1.x and FastMCP 2.x servers send `{"code": 0, "message": "Request cancelled"}`). The
+    call never finished: its true duration stays unknown, so it is no late result."""
+
+    up_id: int
+    reason: TombstoneReason  # the tombstone's: why the call was cut
+    cut_after_s: float
+    delay_s: float  # after the cut
+    code: Any  # the error's code as the server sent it
+    error: str  # the error's text, ≤ 1000 characters
+
+
 class LateReuseData(TypedDict):
     """A call answered at once with a stored late result (between its request_start and request_end)."""
 
@@ -399,6 +413,7 @@ PAYLOADS: dict[Kind, type] = {
     Kind.TOMBSTONE_EXPIRE: TombstoneExpireData,
     Kind.LATE_RESULT: LateResultData,
     Kind.LATE_REUSE: LateReuseData,
+    Kind.CANCEL_ACK: CancelAckData,
     Kind.UNKNOWN_RESPONSE: UnknownResponseData,
     Kind.INVALIDATION: InvalidationData,
     Kind.HEALTH_CHECK: HealthCheckData,

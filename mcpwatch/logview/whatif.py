@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
 
 ANSWERED = frozenset(o.value for o in (Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR))
@@ -108,8 +109,8 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
             starts[rid]["outcome"] = str(data.get("outcome") or "?")
             starts[rid]["elapsed"] = _number(data.get("duration_s"))
             starts[rid]["reused"] = starts[rid]["reused"] or data.get("late_reuse") is True
-        elif kind == Kind.LATE_RESULT:
-            starts[rid]["late"] = data
+        elif kind == Kind.LATE_RESULT and not is_cancel_ack_text(data.get("outcome"), data.get("error")):
+            starts[rid]["late"] = data  # (an older log's cancel acknowledgement is no answer: left out)
         elif kind == Kind.MODEL_STATUS and isinstance(data.get("tier"), str):
             starts[rid]["tier"] = data["tier"]
     return [_timing(call) for call in order if not call["reused"]]

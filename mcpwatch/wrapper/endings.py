@@ -53,7 +53,7 @@ class Endings:
             cancel_reason = reason_text if isinstance(reason_text, str) else f"mcpwatch: {reason.replace('_', ' ')}"
             params = {"requestId": pending.up_id, "reason": cancel_reason}
             self.session.send_direct({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
-            self._bury(pending, reason, elapsed)
+            self._bury(pending, reason, elapsed, cancelled=True)
         detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason}
         reply = None
         if reason != "host_cancel":  # a host that cancelled is owed nothing
@@ -66,7 +66,7 @@ class Endings:
         """Answer a call that cannot complete (upstream gone or stuck) at once, with a clear error."""
         elapsed = self.table.elapsed(pending)
         if pending.sent:
-            self._bury(pending, reason, elapsed)
+            self._bury(pending, reason, elapsed, cancelled=False)
         reply = failed_reply(pending, text, self._modern())
         detail = {"error": text, "partial": pending.last_progress is not None}
         detail["result_preview"] = frames.text_of(reply, 4096)
@@ -79,8 +79,8 @@ class Endings:
         detail = {"error": text, "partial": pending.last_progress is not None, "result_preview": frames.text_of(reply)}
         self.table.finish(pending, Outcome.ERROR, reply, detail)
 
-    def _bury(self, pending: Pending, reason: str, elapsed: float) -> None:
+    def _bury(self, pending: Pending, reason: str, elapsed: float, *, cancelled: bool) -> None:
         # The call's own budget is its request timeout (a long per-tool budget must be covered too); a call without
         # one (not a tools/call) gets the current budget.
         self.session.late.bury(pending, reason, pending.budget or self.deadline.budget(None))
-        self.late_results.note_cut(pending, reason, elapsed)
+        self.late_results.note_cut(pending, reason, elapsed, cancelled=cancelled)

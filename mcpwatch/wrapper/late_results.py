@@ -13,7 +13,17 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData, WarningData
+from mcpwatch.events import (
+    CancelAckData,
+    Kind,
+    LateResultData,
+    LateReuseData,
+    Outcome,
+    RequestEndData,
+    RequestStartData,
+    WarningData,
+)
+from mcpwatch.reliability.cancel_ack import is_cancel_ack
 from mcpwatch.reliability.reuse import LateResultReuse
 from mcpwatch.wrapper import frames
 
@@ -36,6 +46,7 @@ class CutCall:
     cut_after_s: float
     reason: str
     reuse_key: tuple[Any, str, str] | None
+    cancelled: bool = True  # mcpwatch sent notifications/cancelled for it (not so when the upstream was lost)
 
 
 class LateResults:
@@ -59,7 +70,7 @@ class LateResults:
 
     # ------------------------------------------------------------------ cut
 
-    def note_cut(self, pending: Any, reason: str, elapsed_s: float) -> None:
+    def note_cut(self, pending: Any, reason: str, elapsed_s: float, *, cancelled: bool = True) -> None:
         """Remember a tools/call the core gave up on (a `Pending`: its up_id, tool, link and forwarded message)."""
         if pending.method != "tools/call":
             return
@@ -71,7 +82,7 @@ class LateResults:
         if key is not None and self._key_bytes + len(key[2]) > CUT_KEYS_BYTES_MAX:
             key = None
         self._key_bytes += len(key[2]) if key is not None else 0
-        self._cuts[pending.up_id] = CutCall(pending.tool, pending.request_key, elapsed_s, reason, key)
+        self._cuts[pending.up_id] = CutCall(pending.tool, pending.request_key, elapsed_s, reason, key, cancelled)
         while len(self._cuts) > self._cap:
             self._pop(next(iter(self._cuts)))
 
@@ -93,6 +104,17 @@ class LateResults:
         if cut is None:
             return  # not a tools/call (or its note was evicted): the tombstone_hit says enough
         delay = max(0.0, tombstone.age(self.recorder.clock.monotonic()))
+        if cut.cancelled and is_cancel_ack(message.get("error")):
+            ack = CancelAckData(
+                up_id=tombstone.key,
+                reason=cut.reason,  # type: ignore[typeddict-item]
+                cut_after_s=round(cut.cut_after_s, 6),
+                delay_s=round(delay, 6),
+                code=message["error"].get("code"),
+                error=frames.text_of(message["error"], 1000),
+            )
+            self.recorder.emit(Kind.CANCEL_ACK, request_id=cut.request_id, tool=cut.tool, **ack)
+            return
         encoded = frames.encode(message.get("error") if "error" in message else message.get("result"))
         size = len(encoded) - encoded.endswith(b"\n")  # the payload's bytes, not the frame's line end
         body: dict[str, Any] = {}

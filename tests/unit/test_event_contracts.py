@@ -20,6 +20,7 @@ from mcpwatch.console.headless.sample import EventFactory, flood, sample_session
 from mcpwatch.console.models import ModelLog
 from mcpwatch.events import (
     PAYLOADS,
+    CancelAckData,
     ConfigChangeData,
     CountersBlock,
     DeadlineBlock,
@@ -201,6 +202,13 @@ def _check_late_result(m: ConsoleModel, v: ViewState) -> None:
     assert late.result == '{"answer": 42}' and late.truncated is False
 
 
+def _check_cancel_ack(m: ConsoleModel, v: ViewState) -> None:
+    assert v.counters.late_results == 0  # the call never finished: no late result
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and detail.late is None
+    assert detail.timeline[-1].text == "the server acknowledged the cancel 0.0s after the cut: it never finished"
+
+
 def _check_late_reuse(m: ConsoleModel, v: ViewState) -> None:
     assert v.counters.late_reused == 1
     detail = m.request_detail("h-1", v.now_mono)
@@ -288,6 +296,19 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
             result={"answer": 42},
         ),
         _check_late_result,
+        (Kind.REQUEST_START, Kind.TOMBSTONE_ADD, Kind.REQUEST_END),
+    ),
+    Kind.CANCEL_ACK: (
+        CALL_COLUMNS,
+        CancelAckData(
+            up_id=7,
+            reason="deadline",
+            cut_after_s=110.0,
+            delay_s=0.004,
+            code=0,
+            error='{"code":0,"message":"Request cancelled"}',
+        ),
+        _check_cancel_ack,
         (Kind.REQUEST_START, Kind.TOMBSTONE_ADD, Kind.REQUEST_END),
     ),
     Kind.LATE_REUSE: (

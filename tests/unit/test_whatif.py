@@ -19,6 +19,7 @@ from mcpwatch.logview.whatif import (
     hypothetical_budget,
     whatif,
 )
+from mcpwatch.reliability.cancel_ack import is_cancel_ack, is_cancel_ack_text
 from mcpwatch.store.writer import EventWriter
 
 from conftest import REPO, mcpwatch_cmd
@@ -284,3 +285,33 @@ def test_a_new_margin_applies_to_each_calls_own_host_clock(tmp_path: Path) -> No
     writer.close()
     figures = json.loads(run("whatif", str(path), "--margin", "5", "--json").stdout)
     assert figures["saved"] == 1 and figures["budget_s"] == 115.0
+
+
+def test_an_older_logs_cancel_acknowledgement_is_no_answer() -> None:
+    # Logs written before `cancel_ack` hold a FastMCP 2.x acknowledgement as a late_result with outcome error: the
+    # call never finished, so it stays unknown and no budget "would have saved" it.
+    events = constructed_session()
+    ack_text = '{"code":0,"message":"Request cancelled"}'
+    data = {"delay_s": 0.01, "cut_after_s": 20.0, "duration_s": 20.01, "outcome": "error", "error": ack_text}
+    r5_ack = Event(Kind.LATE_RESULT, "s", 1026.0, 25.01, 99, "r5", "consult", None, data)
+    figures = whatif(calls_from_events([*events, r5_ack]), 25.0)
+    r5 = next(i for i in figures["items"] if i["request_id"] == "r5")
+    assert (r5["verdict"], r5["true_s"], r5["late"]) == ("unknown", None, False)
+    assert figures["saved"] == 1  # r3 alone, as without the acknowledgement
+
+
+@pytest.mark.parametrize(
+    ("error", "ack"),
+    [
+        ({"code": 0, "message": "Request cancelled"}, True),  # MCP SDK 1.x, FastMCP 2.x
+        ({"code": -32800, "message": "Request cancelled"}, True),  # MCP SDK 2.x over Streamable HTTP
+        ({"code": -32603, "message": "Operation was cancelled by the client"}, True),
+        ({"code": -32603, "message": "Internal error"}, False),
+        ({"code": -32602, "message": "cancelable must be a boolean"}, False),
+        ("Request cancelled", False),  # not an error object
+    ],
+)
+def test_what_counts_as_a_cancel_acknowledgement(error: object, ack: bool) -> None:
+    assert is_cancel_ack(error) is ack
+    assert is_cancel_ack_text("error", json.dumps(error)) is (ack or error == "Request cancelled")
+    assert is_cancel_ack_text("ok", json.dumps(error)) is False

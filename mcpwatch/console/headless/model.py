@@ -112,6 +112,7 @@ class ConsoleModel(SessionEvents, RequestEvents, TombstoneEvents, ViewBuilder):
             Kind.TOMBSTONE_EXPIRE: self._tombstone_expire,
             Kind.LATE_RESULT: self._late_result,
             Kind.LATE_REUSE: self._late_reuse,
+            Kind.CANCEL_ACK: self._cancel_ack,
             Kind.UNKNOWN_RESPONSE: self._unknown_response,
             Kind.INVALIDATION: self._invalidation,
             Kind.HEALTH_CHECK: self._health_check,

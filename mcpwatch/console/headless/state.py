@@ -122,6 +122,7 @@ class _Request:
     per_model_s: float | None = None
     stage: int | None = None
     late: LateView | None = None
+    cancel_acked: bool = False  # the server answered the cancel with an error saying so: it never finished
 
     def note(self, mono: float, kind: str, text: str) -> None:
         if len(self.timeline) == self.timeline.maxlen:

@@ -7,6 +7,7 @@ import json
 from mcpwatch.console.headless.state import ModelCore, _int, _num, _text, _Tombstone, _up_key
 from mcpwatch.console.headless.views import LATE_TEXT_MAX, LateView
 from mcpwatch.events import (
+    CancelAckData,
     Event,
     LateResultData,
     LateReuseData,
@@ -14,6 +15,7 @@ from mcpwatch.events import (
     TombstoneExpireData,
     TombstoneHitData,
 )
+from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 
 
 class TombstoneEvents(ModelCore):
@@ -84,7 +86,19 @@ class TombstoneEvents(ModelCore):
         if request is not None and request.tombstone is tomb:
             request.note(mono, "tombstone_expire", "tombstone expired")
 
+    def _cancel_ack(self, event: Event, mono: float, data: CancelAckData) -> None:
+        request = self._request(event)
+        if request is None:
+            return
+        delay = _num(data.get("delay_s"))
+        after = "" if delay is None else f" {delay:.1f}s after the cut"
+        request.cancel_acked = True
+        request.note(mono, "cancel_ack", f"the server acknowledged the cancel{after}: it never finished")
+
     def _late_result(self, event: Event, mono: float, data: LateResultData) -> None:
+        if is_cancel_ack_text(data.get("outcome"), data.get("error")):  # an older log's acknowledgement
+            self._cancel_ack(event, mono, data)  # type: ignore[arg-type]
+            return
         s = self._s
         s.counters["late_results"] += 1
         s.notable.late_result(mono, _text(event.request_id), _text(event.tool), data)
