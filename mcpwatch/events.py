@@ -162,7 +162,8 @@ class StateSyncSummary(TypedDict):
 
 class CountersBlock(TypedDict):
     requests: int
-    ok: int
+    ok: int  # whole answers (degraded ones are counted apart)
+    degraded: NotRequired[int]  # ok answers that say they are not whole (logs before it: counted in ok)
     errors: int
     timeouts: int
     cancelled: int
@@ -287,6 +288,7 @@ class RequestEndData(TypedDict):
     result_preview: NotRequired[str]  # tools/call: the answer the host got, ≤ 4 KiB of text
     partial: NotRequired[bool]  # the wrapper answered with the progress seen so far
     late_reuse: NotRequired[bool]  # answered at once with a stored late result (see late_reuse)
+    degraded: NotRequired[str]  # ok, but the answer says it is not whole (e.g. "fallback summary"): its own outcome
     delivered: NotRequired[bool]  # False: the host's request was closed, so the answer could not be delivered
 
 

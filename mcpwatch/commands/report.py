@@ -66,12 +66,24 @@ def _render(console: Any, report: dict[str, Any]) -> None:
         console.print(f"outcomes: {outcomes}; unfinished {requests['unfinished']}")
 
     tools = Table(title="tools", title_justify="left")
-    for header in ("tool", "calls", "ok", "errors", "deadlines", "cancelled", "p50", "p95", "max", "late drops"):
+    for header in (
+        "tool",
+        "calls",
+        "ok",
+        "degraded",
+        "errors",
+        "deadlines",
+        "cancelled",
+        "p50",
+        "p95",
+        "max",
+        "late drops",
+    ):
         tools.add_column(header, justify="left" if header == "tool" else "right")
     for t in report["tools"]:
         tools.add_row(
             escape(t["tool"]),
-            *(str(t[k]) for k in ("calls", "ok", "errors", "deadlines", "cancelled")),
+            *(str(t[k]) for k in ("calls", "ok", "degraded", "errors", "deadlines", "cancelled")),
             _seconds(t["p50_s"]),
             _seconds(t["p95_s"]),
             _seconds(t["max_s"]),
@@ -81,7 +93,18 @@ def _render(console: Any, report: dict[str, Any]) -> None:
 
     if report.get("hosts"):
         hosts = Table(title="hosts", title_justify="left")
-        for header in ("host", "client names", "calls", "ok", "errors", "deadlines", "cancelled", "p95", "budgets"):
+        for header in (
+            "host",
+            "client names",
+            "calls",
+            "ok",
+            "degraded",
+            "errors",
+            "deadlines",
+            "cancelled",
+            "p95",
+            "budgets",
+        ):
             hosts.add_column(header, justify="left" if header in ("host", "client names", "budgets") else "right")
         for h in report["hosts"]:
             budgets = ", ".join(_seconds(b) for b in h["budgets_s"]) or "-"
@@ -90,7 +113,7 @@ def _render(console: Any, report: dict[str, Any]) -> None:
             hosts.add_row(
                 escape(h["host"]),
                 escape(", ".join(h["client_names"]) or "-"),
-                *(str(h[k]) for k in ("calls", "ok", "errors", "deadlines", "cancelled")),
+                *(str(h[k]) for k in ("calls", "ok", "degraded", "errors", "deadlines", "cancelled")),
                 _seconds(h["p95_s"]),
                 escape(budgets),
             )

@@ -17,6 +17,7 @@ from typing import Any
 from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.logview.late_report import finished_late
 from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events
+from mcpwatch.reliability.degraded import DEGRADED, end_outcome
 
 # Only these kinds feed the report, so a reader can skip the (many) progress events.
 REPORT_KINDS = frozenset(
@@ -59,6 +60,7 @@ def _number(value: Any) -> float | None:
 class _ToolStats:
     calls: int = 0
     ok: int = 0
+    degraded: int = 0  # ok answers that say they are not whole
     errors: int = 0
     deadlines: int = 0
     cancelled: int = 0
@@ -66,11 +68,12 @@ class _ToolStats:
     durations: list[float] = field(default_factory=list)
 
     def row(self, name: str) -> dict[str, Any]:
-        ended = self.ok + self.errors + self.deadlines + self.cancelled
+        ended = self.ok + self.degraded + self.errors + self.deadlines + self.cancelled
         return {
             "tool": name,
             "calls": self.calls,
             "ok": self.ok,
+            "degraded": self.degraded,
             "errors": self.errors,
             "deadlines": self.deadlines,
             "cancelled": self.cancelled,
@@ -224,7 +227,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         elif kind == Kind.REQUEST_END:
             _method, tool = open_requests.pop(event.request_id or "", (None, None))
             tool = event.tool or tool
-            outcome = str(data.get("outcome") or "?")
+            outcome = end_outcome(data)
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
             label = host_of.pop(event.request_id or "", None)
             if label in hosts:
@@ -304,6 +307,8 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
 def _count_end(stats: _ToolStats, outcome: str, data: dict[str, Any]) -> None:
     if outcome == Outcome.OK:
         stats.ok += 1
+    elif outcome == DEGRADED:
+        stats.degraded += 1
     elif outcome in ERROR_OUTCOMES:
         stats.errors += 1
     elif outcome == Outcome.DEADLINE:

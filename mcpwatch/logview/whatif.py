@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.logview.estimate import Estimate, estimates
 from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
+from mcpwatch.reliability.degraded import DEGRADED, end_degraded
 
 ANSWERED = frozenset(o.value for o in (Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR))
 WHATIF_KINDS = frozenset(
@@ -30,9 +32,13 @@ WHATIF_KINDS = frozenset(
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
         Kind.LATE_RESULT,
+        Kind.HEALTH_CHECK,  # the council's own per-tier estimates (see `estimate`)
     )
 )
 FINISHES, CUT, UNKNOWN = "finishes", "cut", "unknown"
+LIKELY_FINISHES, LIKELY_CUT = "likely_finishes", "likely_cut"  # no true duration: by the estimate
+LIKELY = ("likely_saved", "likely_cut", "likely_whole")
+CHANGES = ("saved", "newly_cut", *LIKELY, UNKNOWN)
 # Budget sources that margin and host timeout do not move (any other, "derived" and "clamped" above all, they do)
 FIXED_SOURCES = frozenset({"explicit", "tool", "override", "disabled", "operator"})
 
@@ -53,6 +59,11 @@ class CallTiming:
     tier: str | None = None
     budget_source: str | None = None  # how its budget was reached ("derived", "tool", "explicit", …)
     margin_s: float | None = None  # the margin in force when it started
+    degraded: str | None = None  # an ok answer that says it is not whole (why), e.g. "fallback summary"
+    stage: int | None = None  # a council call's furthest stage reached
+    models_ok: int | None = None  # stage 1 answers that arrived
+    models_total: int | None = None  # models asked in stage 1
+    answer_latencies_s: tuple[float, ...] = ()  # the stage 1 answers' latencies
 
     def budget_under(
         self, budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None
@@ -107,13 +118,25 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
             continue
         elif kind == Kind.REQUEST_END and "outcome" not in starts[rid]:
             starts[rid]["outcome"] = str(data.get("outcome") or "?")
+            starts[rid]["degraded"] = end_degraded(data)
             starts[rid]["elapsed"] = _number(data.get("duration_s"))
             starts[rid]["reused"] = starts[rid]["reused"] or data.get("late_reuse") is True
         elif kind == Kind.LATE_RESULT and not is_cancel_ack_text(data.get("outcome"), data.get("error")):
             starts[rid]["late"] = data  # (an older log's cancel acknowledgement is no answer: left out)
-        elif kind == Kind.MODEL_STATUS and isinstance(data.get("tier"), str):
-            starts[rid]["tier"] = data["tier"]
+        elif kind == Kind.MODEL_STATUS:
+            if isinstance(data.get("tier"), str):
+                starts[rid]["tier"] = data["tier"]
+            _note_model(starts[rid], event.model, data)
     return [_timing(call) for call in order if not call["reused"]]
+
+
+def _note_model(call: dict[str, Any], model: str | None, data: dict[str, Any]) -> None:
+    """Progress reached: the furthest stage, and each model's latest stage 1 status and latency."""
+    stage = data.get("stage")
+    if type(stage) is int:
+        call["stage"] = max(call.get("stage") or 0, stage)
+    if stage == 1 and model is not None:
+        call.setdefault("models", {})[model] = (data.get("status"), _number(data.get("latency_ms")))
 
 
 def call_timing(
@@ -128,12 +151,14 @@ def call_timing(
     tier: str | None = None,
     budget_source: str | None = None,
     margin_s: float | None = None,
+    **progress: Any,
 ) -> CallTiming:
-    """A call's timing from what a view of it holds (the console's requests)."""
+    """A call's timing from what a view of it holds (the console's requests); `progress`: CallTiming's degraded,
+    stage, models_ok, models_total and answer_latencies_s."""
     true_s = late_duration_s if late_duration_s is not None else elapsed_s if outcome in ANSWERED else None
     return CallTiming(
         request_id, tool, start_mono, budget_s, outcome, elapsed_s, true_s, late_delay_s, None, tier, budget_source,
-        margin_s,
+        margin_s, **progress,
     )  # fmt: skip
 
 
@@ -141,6 +166,8 @@ def _timing(call: dict[str, Any]) -> CallTiming:
     outcome, elapsed = call.get("outcome"), call.get("elapsed")
     late = call.get("late")
     true_s = elapsed if outcome in ANSWERED else None
+    models = call.get("models") or {}
+    latencies = tuple(ms / 1000 for status, ms in models.values() if status == "ok" and ms is not None)
     delay = late_outcome = None
     if late is not None:
         delay = _number(late.get("delay_s"))
@@ -150,7 +177,8 @@ def _timing(call: dict[str, Any]) -> CallTiming:
             true_s = elapsed + delay
     return CallTiming(
         call["rid"], call["tool"], call["mono"], call["budget"], outcome, elapsed, true_s, delay, late_outcome,
-        call.get("tier"), call.get("source"), call.get("margin"),
+        call.get("tier"), call.get("source"), call.get("margin"), call.get("degraded"), call.get("stage"),
+        sum(1 for status, _ in models.values() if status == "ok") if models else None, len(models) or None, latencies,
     )  # fmt: skip
 
 
@@ -223,72 +251,95 @@ def final_deadline(events: Iterable[Event]) -> dict[str, Any] | None:
 
 
 def whatif(
-    calls: Sequence[CallTiming], budget_s: float | None, *, keep_fixed: bool = False, margin_s: float | None = None
+    calls: Sequence[CallTiming],
+    budget_s: float | None,
+    *,
+    keep_fixed: bool = False,
+    margin_s: float | None = None,
+    by_tier: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """The `mcpwatch whatif --json` object for these calls under this budget (`keep_fixed`: a margin or host-timeout
-    change, which leaves per-tool and explicit budgets as they were; `margin_s`: a new margin on each call's clock)."""
+    change, which leaves per-tool and explicit budgets as they were; `margin_s`: a new margin on each call's clock;
+    `by_tier`: the council's own per-tier estimates, a basis for calls whose duration is not known).
+
+    Three grades: *known* (true durations: saved, newly_cut), *likely* (estimated, each with its basis:
+    likely_saved, likely_cut, and likely_whole for a degraded answer a whole one would fit), *unknown* (no basis)."""
+    guesses = estimates(calls, by_tier or {})
     per_tool: dict[str, dict[str, int]] = {}
     rows = []
-    totals = {"saved": 0, "newly_cut": 0, "unknown": 0}
-    for call in calls:
-        verdict = call.verdict(call.budget_under(budget_s, keep_fixed, margin_s))
-        change = None
-        if call.cut and verdict == FINISHES:
-            change = "saved"
-        elif call.outcome in ANSWERED and verdict == CUT:
-            change = "newly_cut"
-        tool = per_tool.setdefault(call.tool, {"calls": 0, "cut_now": 0, "saved": 0, "newly_cut": 0, "unknown": 0})
+    totals = dict.fromkeys(CHANGES, 0)
+    for index, call in enumerate(calls):
+        budget = call.budget_under(budget_s, keep_fixed, margin_s)
+        verdict = call.verdict(budget)
+        guess = guesses.get(index)
+        change = _change(call, verdict, guess, budget)
+        if verdict == UNKNOWN and guess is not None:
+            verdict = LIKELY_FINISHES if budget is None or guess.seconds <= budget else LIKELY_CUT
+        tool = per_tool.setdefault(call.tool, {"calls": 0, "cut_now": 0, "degraded": 0, **dict.fromkeys(CHANGES, 0)})
         tool["calls"] += 1
         tool["cut_now"] += call.cut
-        if change is not None:
-            tool[change] += 1
-            totals[change] += 1
-        if verdict == UNKNOWN:
-            tool["unknown"] += 1
-            totals["unknown"] += 1
+        tool["degraded"] += call.degraded is not None
+        for name in (change, UNKNOWN if verdict == UNKNOWN else None):
+            if name is not None:
+                tool[name] += 1
+                totals[name] += 1
         rows.append(
             {
                 "request_id": call.request_id,
                 "tool": call.tool,
-                "outcome": call.outcome,
+                "outcome": DEGRADED if call.degraded is not None and call.outcome == "ok" else call.outcome,
+                "degraded": call.degraded,
+                "tier": call.tier,
                 "budget_s": call.budget_s,
                 "true_s": call.true_s,
                 "at_least_s": None if call.true_s is not None else call.at_least_s,
                 "late": call.late_delay_s is not None,
                 "verdict": verdict,
                 "change": change,
+                "estimate": None if guess is None else guess.to_dict(),
             }
         )
     return {
         "budget_s": budget_s,
         "calls": len(calls),
         "cut_now": sum(1 for c in calls if c.cut),
+        "degraded": sum(1 for c in calls if c.degraded is not None),
         **totals,
         "kept_own_budget": sum(1 for c in calls if keep_fixed and c.budget_source in FIXED_SOURCES),
         "per_tool": dict(sorted(per_tool.items())),
         "budget_to_save": budget_to_save(calls),
+        "likely_budget_to_save": budget_to_save(calls, guesses),
         "items": rows,
     }
 
 
-def budget_to_save(calls: Sequence[CallTiming]) -> dict[str, float | None]:
+def _change(call: CallTiming, verdict: str, guess: Estimate | None, budget: float | None) -> str | None:
+    """How this call's fate changes under the budget, and how sure that is."""
+    if call.cut and verdict == FINISHES:
+        return "saved"
+    if call.outcome in ANSWERED and verdict == CUT:
+        return "newly_cut"
+    fits = guess is not None and (budget is None or guess.seconds <= budget)
+    if call.cut and verdict == UNKNOWN and guess is not None:
+        return "likely_saved" if fits else "likely_cut"
+    if call.degraded is not None and fits:
+        return "likely_whole"
+    return None
+
+
+def budget_to_save(calls: Sequence[CallTiming], guesses: dict[int, Estimate] | None = None) -> dict[str, float | None]:
     """The smallest budget that would have saved 50 %, 90 % and all of the cut calls (None: not known, because too
-    many of them never answered)."""
-    cut = [c for c in calls if c.cut]
-    known = sorted(c.true_s for c in cut if c.true_s is not None)
+    many of them never answered). With `guesses`, estimated durations count too (the *likely* figure)."""
+    guesses = guesses or {}
+    cut = [(i, c) for i, c in enumerate(calls) if c.cut]
+    known = sorted(
+        c.true_s if c.true_s is not None else guesses[i].seconds for i, c in cut if c.true_s is not None or i in guesses
+    )
     figures: dict[str, float | None] = {}
     for name, share in (("p50", 0.5), ("p90", 0.9), ("all", 1.0)):
         needed = math.ceil(share * len(cut) - 1e-9)
-        figures[name] = known[needed - 1] if cut and 0 < needed <= len(known) else None
+        figures[name] = round(known[needed - 1], 3) if cut and 0 < needed <= len(known) else None
     return figures
-
-
-def cut_under(
-    calls: Sequence[CallTiming], budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None
-) -> tuple[int, int, int]:
-    """(cut under this budget, cut now, unknown) for these calls."""
-    verdicts = [c.verdict(c.budget_under(budget_s, keep_fixed, margin_s)) for c in calls]
-    return verdicts.count(CUT), sum(1 for c in calls if c.cut), verdicts.count(UNKNOWN)
 
 
 def effect_line(
@@ -297,20 +348,24 @@ def effect_line(
     last: int = 50,
     keep_fixed: bool = False,
     margin_s: float | None = None,
+    by_tier: dict[str, float] | None = None,
 ) -> str:
-    """One line for a budget prompt: "budget 20 s → 7 of the last 50 calls would have been cut, 2 more than now"."""
+    """One line for a budget prompt, counted as `whatif` counts (known, likely with basis, unknown), e.g. "budget
+    18 s → of the last 50 calls, 43 cut now: known 0 saved; likely 40 saved (median of 12 whole consult_council
+    answers …); 3 unknown (never answered)". An unknown call is never presented as saved."""
     recent = list(calls)[-last:]
     if not recent:
         return "no finished tool call yet to test this budget against"
     label = "no budget" if budget_s is None else f"budget {fmt_seconds(budget_s)} s"
-    cut, now, unknown = cut_under(recent, budget_s, keep_fixed, margin_s)
-    difference = cut - now
-    if difference == 0:
-        compare = "as many as now"
-    else:
-        compare = f"{abs(difference)} {'more' if difference > 0 else 'fewer'} than now"
+    figures = whatif(recent, budget_s, keep_fixed=keep_fixed, margin_s=margin_s, by_tier=by_tier)
     noun = "call" if len(recent) == 1 else "calls"
-    line = f"{label} → {cut} of the last {len(recent)} {noun} would have been cut, {compare}"
-    if unknown:
-        line += f"; {unknown} unknown (never answered)"
+    line = f"{label} → of the last {len(recent)} {noun}, {figures['cut_now']} cut now"
+    known = [f"{figures[k]} {k.replace('_', ' ')}" for k in ("saved", "newly_cut") if figures[k]]
+    line += "; known: " + (", ".join(known) if known else "none change")
+    likely = [f"{figures[k]} {k.removeprefix('likely_').replace('_', ' ')}" for k in LIKELY if figures[k]]
+    if likely:
+        bases = sorted({i["estimate"]["basis"] for i in figures["items"] if i["change"] in LIKELY and i["estimate"]})
+        line += f"; likely: {', '.join(likely)} (estimated from {'; '.join(bases)})"
+    if figures["unknown"]:
+        line += f"; {figures['unknown']} unknown (never answered: not counted as saved)"
     return line

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpwatch.events import HealthCheckData, InvalidationData, Kind, Outcome, UnknownResponseData
+from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
 from mcpwatch.wire import SUBSCRIPTION_ID_META
 from mcpwatch.wrapper import frames
@@ -133,7 +134,12 @@ class UpstreamInbound:
             elif pending.method == "initialize" and isinstance(result, dict):
                 self.session.init_result = result
             reply["result"] = result
-            detail = {"result_preview": frames.text_of(result, 4096)} if pending.method == "tools/call" else {}
+            detail = {}
+            if pending.method == "tools/call":
+                detail["result_preview"] = frames.text_of(result, 4096)
+                degraded = degraded_of_result(result, detail["result_preview"]) if outcome is Outcome.OK else None
+                if degraded is not None:
+                    detail["degraded"] = degraded
         elapsed = self.table.finish(pending, outcome, reply, detail)
         if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
             self._note_host_health_check(pending, message, elapsed)

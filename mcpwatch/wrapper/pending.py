@@ -55,7 +55,8 @@ class Pending:
 @dataclass
 class Counters:
     requests: int = 0
-    ok: int = 0
+    ok: int = 0  # whole answers
+    degraded: int = 0  # ok answers that say they are not whole (a fallback summary, a partial run)
     errors: int = 0
     timeouts: int = 0
     cancelled: int = 0
@@ -147,7 +148,7 @@ class PendingTable:
         if elapsed is None:
             elapsed = self._scheduler.time() - pending.started
         counters = self._counters
-        name = _COUNTER_OF[outcome]
+        name = "degraded" if outcome is Outcome.OK and "degraded" in detail else _COUNTER_OF[outcome]
         setattr(counters, name, getattr(counters, name) + 1)
         if reply is not None and pending.link.send(reply) is False:  # the host's request is closed: not a plain "ok"
             detail = {**detail, "delivered": False}

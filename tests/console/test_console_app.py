@@ -112,7 +112,8 @@ async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
         prompt.query_one("Input").value = "500"
         await pilot.press("enter")
         await pilot.pause()
-        assert "leaves no budget under the 120s host timeout" in prompt.query_one("#problem").render().plain
+        problem = prompt.query_one("#problem").render().plain
+        assert "Enter sets a budget of 1s: host timeout 120s − margin 500s is under 1s" in problem
         assert controls.calls == []
         await pilot.press("enter")
         await until(pilot, lambda: controls.calls, what="the second enter to send")

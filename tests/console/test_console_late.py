@@ -91,14 +91,15 @@ async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> 
         def effect() -> str:
             return prompt.query_one("#effect").render().plain
 
-        assert effect() == "budget 20 s → 2 of the last 4 calls would have been cut, as many as now"
+        assert effect() == "budget 20 s → of the last 4 calls, 2 cut now; known: none change"
         prompt.query_one("Input").value = "15"
         await until(pilot, lambda: effect().startswith("budget 15 s"))
-        assert effect() == "budget 15 s → 3 of the last 4 calls would have been cut, 1 more than now"
+        assert effect() == "budget 15 s → of the last 4 calls, 2 cut now; known: 1 newly cut"
         prompt.query_one("Input").value = "5"
         await until(pilot, lambda: effect().startswith("budget 25 s"))
         assert effect() == (
-            "budget 25 s → 0 of the last 4 calls would have been cut, 2 fewer than now; 1 unknown (never answered)"
+            "budget 25 s → of the last 4 calls, 2 cut now; known: 1 saved; 1 unknown (never answered: not counted as"
+            " saved)"
         )
         prompt.query_one("Input").value = "abc"
         await until(pilot, lambda: effect() == "")
@@ -116,7 +117,8 @@ async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
         prompt.query_one("Input").value = "0"
         await until(pilot, lambda: prompt.query_one("#effect").render().plain.startswith("no budget"))
         assert prompt.query_one("#effect").render().plain == (
-            "no budget → 0 of the last 4 calls would have been cut, 2 fewer than now; 1 unknown (never answered)"
+            "no budget → of the last 4 calls, 2 cut now; known: 1 saved; 1 unknown (never answered: not counted as"
+            " saved)"
         )
         await pilot.press("escape")
         await pilot.press("t")

@@ -485,7 +485,7 @@ def test_a_stream_of_well_typed_events_folds_without_a_malformed_one_and_counts_
         count[Kind.UNKNOWN_RESPONSE],
         count[Kind.INVALIDATION],
     )
-    assert c.ok + c.errors + c.timeouts + c.cancelled == count[Kind.REQUEST_END]
+    assert c.ok + c.degraded + c.errors + c.timeouts + c.cancelled == count[Kind.REQUEST_END]
 
 
 def test_seed_fills_what_the_events_do_not_know(f: EventFactory) -> None:

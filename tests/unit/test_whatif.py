@@ -76,9 +76,10 @@ def test_whatif_a_larger_budget_saves_the_call_that_finished_late() -> None:
     assert {k: figures[k] for k in ("budget_s", "calls", "cut_now", "saved", "newly_cut", "unknown")} == {
         "budget_s": 25.0, "calls": 8, "cut_now": 3, "saved": 1, "newly_cut": 0, "unknown": 3,
     }  # fmt: skip
+    none = {"degraded": 0, "likely_saved": 0, "likely_cut": 0, "likely_whole": 0}
     assert figures["per_tool"] == {
-        "consult": {"calls": 3, "cut_now": 2, "saved": 0, "newly_cut": 0, "unknown": 1},
-        "search": {"calls": 5, "cut_now": 1, "saved": 1, "newly_cut": 0, "unknown": 2},
+        "consult": {"calls": 3, "cut_now": 2, "saved": 0, "newly_cut": 0, "unknown": 1, **none},
+        "search": {"calls": 5, "cut_now": 1, "saved": 1, "newly_cut": 0, "unknown": 2, **none},
     }
     verdicts = {i["request_id"]: (i["verdict"], i["change"]) for i in figures["items"]}
     assert verdicts == {
@@ -127,12 +128,14 @@ def test_the_hypothetical_budget_follows_the_session_and_clamps() -> None:
 def test_the_prompt_line_counts_the_recent_calls() -> None:
     calls = calls_from_events(constructed_session())
     assert effect_line(calls, 15.0) == (
-        "budget 15 s → 4 of the last 8 calls would have been cut, 1 more than now; 2 unknown (never answered)"
+        "budget 15 s → of the last 8 calls, 3 cut now; known: 1 newly cut; 2 unknown (never answered: not counted"
+        " as saved)"
     )
     assert effect_line(calls, 25.0, last=4) == (
-        "budget 25 s → 0 of the last 4 calls would have been cut, 1 fewer than now; 3 unknown (never answered)"
+        "budget 25 s → of the last 4 calls, 1 cut now; known: none change; 3 unknown (never answered: not counted"
+        " as saved)"
     )
-    assert effect_line(calls[:2], 20.0) == "budget 20 s → 0 of the last 2 calls would have been cut, as many as now"
+    assert effect_line(calls[:2], 20.0) == "budget 20 s → of the last 2 calls, 0 cut now; known: none change"
     assert effect_line([], 20.0) == "no finished tool call yet to test this budget against"
 
 
@@ -232,8 +235,8 @@ def test_a_margin_leaves_per_tool_and_explicit_budgets_alone() -> None:
     assert as_margin["per_tool"]["slow"]["newly_cut"] == 0 and as_margin["kept_own_budget"] == 1
     as_budget = whatif(calls, 25.0)  # `--budget 25`: every call gets 25 s
     assert as_budget["per_tool"]["slow"]["newly_cut"] == 1 and as_budget["kept_own_budget"] == 0
-    assert effect_line(calls[-2:], 25.0, keep_fixed=True).startswith("budget 25 s → 0 of the last 2 calls")
-    assert effect_line(calls[-2:], 25.0).startswith("budget 25 s → 1 of the last 2 calls")
+    assert "known: none change" in effect_line(calls[-2:], 25.0, keep_fixed=True)
+    assert "known: 1 newly cut" in effect_line(calls[-2:], 25.0)
 
 
 def test_whatif_for_a_host_uses_its_profiles_clock_and_the_sessions_margin(tmp_path: Path) -> None:

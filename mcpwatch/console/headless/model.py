@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from mcpwatch.console.headless.request_events import RequestEvents, degraded_note
+from mcpwatch.console.headless.request_events import RequestEvents
 from mcpwatch.console.headless.session_events import SessionEvents
 from mcpwatch.console.headless.state import _COUNTER_NAMES, _clock_text, _int, _num, _State, _text, _Tombstone, _up_key
 from mcpwatch.console.headless.tombstone_events import TombstoneEvents
@@ -49,6 +49,7 @@ from mcpwatch.console.headless.views import (
 )
 from mcpwatch.events import Event, Kind
 from mcpwatch.operator import Status
+from mcpwatch.reliability.degraded import degraded_note
 
 __all__ = [
     "COUNCIL_TOOL_HINT",
@@ -283,7 +284,7 @@ class ConsoleModel(SessionEvents, RequestEvents, TombstoneEvents, ViewBuilder):
             request.note(now_mono, "seed", f"already running for {elapsed:.1f}s when the console attached")
         counters = status.get("counters")
         if isinstance(counters, Mapping) and not s.session_started:
-            for name in _COUNTER_NAMES:
+            for name in _COUNTER_NAMES:  # (a wrapper before `degraded` counted those as ok)
                 value = _int(counters.get(name))
                 if value is not None:
                     s.counters[name] = max(s.counters[name], value)

@@ -147,7 +147,9 @@ def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> Ren
     if d.unfinished:
         outcome = Text("⊘ unfinished: the session ended while it ran", style=p("status-warn"))
     else:
-        outcome = status_text(r.outcome, p)
+        outcome = status_text("degraded" if r.degraded and r.outcome == "ok" else r.outcome, p)
+        if r.degraded and r.outcome == "ok":
+            outcome.append(f"  {r.degraded}", style=p("status-warn"))
     if r.partial:
         outcome.append("  partial result", style=p("status-warn"))
     _kv(g, "outcome", outcome, p)

@@ -211,4 +211,6 @@ def counters_panel(c: Counters, p: Palette) -> RenderableType:
         Text("invalidate", style=p.dim),
         n(c.invalidations, "status-pending"),
     )
+    if c.degraded:  # ok answers that say they are not whole (fallback summaries): never counted as ok
+        g.add_row(Text("degraded", style=p.dim), n(c.degraded, "status-warn"))
     return g

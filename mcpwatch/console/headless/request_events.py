@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import deque
 
 from mcpwatch.console.headless import format as fmt
@@ -16,6 +15,7 @@ from mcpwatch.events import (
     RequestStartData,
 )
 from mcpwatch.logview.whatif import CallTiming, call_timing
+from mcpwatch.reliability.degraded import end_degraded
 
 
 class RequestEvents(ModelCore):
@@ -136,7 +136,8 @@ class RequestEvents(ModelCore):
     def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
         s = self._s
         outcome = _text(data.get("outcome")) or Outcome.ERROR
-        s.counters[_OUTCOME_COUNTER.get(outcome, "errors")] += 1
+        degraded = end_degraded(data)  # type: ignore[arg-type]
+        s.counters["degraded" if degraded else _OUTCOME_COUNTER.get(outcome, "errors")] += 1
         request = self._request(event)
         if request is None or request.end_mono is not None:
             return
@@ -147,7 +148,7 @@ class RequestEvents(ModelCore):
         request.error = _text(data.get("error"))
         request.result_preview = _text(data.get("result_preview"))
         request.partial = bool(data.get("partial"))
-        request.degraded = degraded_note(request.result_preview) if outcome == Outcome.OK else None
+        request.degraded = degraded
         detail = f"{outcome} after {request.duration_s:.2f}s"
         if request.partial:
             detail += " (partial result)"
@@ -167,6 +168,10 @@ class RequestEvents(ModelCore):
                     del s.by_up_id[old.up_id]
         s.finished.append(request.request_id)
 
+    def tier_estimates(self) -> dict[str, float]:
+        """The council's own per-tier duration estimates, from the latest health check (a basis for advice)."""
+        return dict(self._s.tier_estimates)
+
     def recent_calls(self, last: int = 50) -> list[CallTiming]:
         """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
         calls: list[CallTiming] = []
@@ -175,29 +180,13 @@ class RequestEvents(ModelCore):
             r = self._s.requests.get(request_id)
             if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":
                 continue
+            answers = [m for m in r.models.values() if m.stage == 1 or m.stage is None]
+            latencies = tuple(m.latency_ms / 1000 for m in answers if m.status == "ok" and m.latency_ms is not None)
             calls.append(call_timing(r.request_id, r.tool, r.start_mono, r.budget_s, r.outcome, r.duration_s,
                                      r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
-                                     r.tier, r.budget_source, margin))  # fmt: skip
+                                     r.tier, r.budget_source, margin, degraded=r.degraded, stage=r.stage,
+                                     models_ok=sum(m.status == "ok" for m in answers) if answers else None,
+                                     models_total=len(answers) or None, answer_latencies_s=latencies))  # fmt: skip
             if len(calls) >= last:
                 break
         return calls[::-1]
-
-
-_DEGRADED = re.compile(
-    r'\\?"(?:status|synthesis_type)\\?"\s*:\s*\\?"(partial|failed|insufficient|degraded)\\?"'
-    r'|\\?"synthesized_by\\?"\s*:\s*\\?"(fallback)\\?"'
-)
-
-
-def degraded_note(preview: str | None) -> str | None:
-    """Why an ok result is not the whole answer, when it says so itself (a council's fallback summary or a run
-    with models missing report `status: partial` / `synthesized_by: fallback`, even inside a content text)."""
-    if not preview:
-        return None
-    found = {m.group(1) or m.group(2) for m in _DEGRADED.finditer(preview)}
-    if "fallback" in found:
-        return "fallback summary"
-    for word in ("failed", "insufficient", "partial", "degraded"):
-        if word in found:
-            return f"{word} answer"
-    return None

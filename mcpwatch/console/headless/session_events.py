@@ -22,6 +22,7 @@ from mcpwatch.events import (
     UpstreamStateData,
     WarningData,
 )
+from mcpwatch.logview.estimate import council_estimates
 
 
 class SessionEvents(ModelCore):
@@ -65,10 +66,13 @@ class SessionEvents(ModelCore):
         s.header["retry_in_s"] = None
         counters = data.get("counters")
         if isinstance(counters, Mapping):
+            degraded = s.counters["degraded"]
             for name in _COUNTER_NAMES:
                 value = _int(counters.get(name))
                 if value is not None:
                     s.counters[name] = value
+            if "degraded" not in counters:  # an older wrapper counted its degraded answers as ok
+                s.counters["ok"] = max(0, s.counters["ok"] - degraded)
 
     def _host_info(self, event: Event, mono: float, data: HostInfoData) -> None:
         self._s.header.update(
@@ -122,6 +126,7 @@ class SessionEvents(ModelCore):
         if ping is not None:
             s.health_history.append(ping)
         result = data.get("result")
+        s.tier_estimates = council_estimates([event]) or s.tier_estimates
         if isinstance(result, Mapping):
             tiers = result.get("tiers")
             if isinstance(tiers, Mapping):

@@ -143,6 +143,7 @@ class _Request:
 _COUNTER_NAMES = (
     "requests",
     "ok",
+    "degraded",
     "errors",
     "timeouts",
     "cancelled",
@@ -178,6 +179,7 @@ class _State:
     health: dict[str, Any] = field(default_factory=dict)
     health_history: deque[float] = field(default_factory=deque)
     tiers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tier_estimates: dict[str, float] = field(default_factory=dict)  # the council's own, from its health check
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTER_NAMES, 0))
     state_sync_policies: int | None = None
     council_request: str | None = None  # the latest request that reported per-model status

@@ -222,6 +222,7 @@ class HealthView:
 class Counters:
     requests: int = 0
     ok: int = 0
+    degraded: int = 0  # ok answers that say they are not whole: their own outcome
     errors: int = 0
     timeouts: int = 0
     cancelled: int = 0

@@ -196,6 +196,7 @@ class WatchScreen(Screen[None]):
         model = self.session.model
         current = model.deadline_view()
         calls = model.recent_calls()
+        by_tier = model.tier_estimates()
 
         def effect(value: float | None) -> str:
             budget = budget_after_change(
@@ -208,7 +209,7 @@ class WatchScreen(Screen[None]):
             )
             # an override applies to every call; a margin to each call's own host clock
             margin = value if key == "margin_s" else None
-            return effect_line(calls, budget, keep_fixed=key != "override_s", margin_s=margin)
+            return effect_line(calls, budget, keep_fixed=key != "override_s", margin_s=margin, by_tier=by_tier)
 
         return effect
 
@@ -223,10 +224,7 @@ class WatchScreen(Screen[None]):
             return "margin set to " + fmt.seconds(value) + " · " + describe_deadline(await controls.set_margin(value))
 
         def caution(value: float | None) -> str | None:
-            host = current.host_timeout_s
-            if value is not None and host is not None and value >= host:
-                return f"a {fmt.seconds(value)} margin leaves no budget under the {fmt.seconds(host)} host timeout"
-            return None
+            return clamp_caution(current.host_timeout_s, value, current.source)
 
         self._prompt(
             "Set the deadline margin",
@@ -252,10 +250,7 @@ class WatchScreen(Screen[None]):
             return "host timeout set to " + fmt.seconds(value) + " · " + describe_deadline(block)
 
         def caution(value: float | None) -> str | None:
-            margin = current.margin_s
-            if value is not None and margin is not None and value <= margin:
-                return f"a {fmt.seconds(value)} host timeout is not above the {fmt.seconds(margin)} margin: no budget"
-            return None
+            return clamp_caution(value, current.margin_s, current.source)
 
         self._prompt(
             "Set the host's tools/call timeout",
@@ -368,3 +363,18 @@ class WatchScreen(Screen[None]):
             self._report(exc, f"cancel #{request_id}")
             return
         self.notify(f"cancelled #{request_id}", timeout=4)
+
+
+def clamp_caution(host_s: float | None, margin_s: float | None, source: str | None) -> str | None:
+    """What Enter does when the host timeout is not above the margin by a second: the wrapper clamps a derived budget
+    to 1 s (it never leaves calls without one), so every call would be cut after 1 s."""
+    from mcpwatch.logview.whatif import FIXED_SOURCES
+    from mcpwatch.reliability.deadline import CLAMP_S
+
+    if host_s is None or margin_s is None or source in FIXED_SOURCES or host_s - margin_s >= CLAMP_S:
+        return None
+    return (
+        f"Enter sets a budget of {fmt.seconds(CLAMP_S)}: host timeout {fmt.seconds(host_s)} − margin "
+        f"{fmt.seconds(margin_s)} is under {fmt.seconds(CLAMP_S)}, so the wrapper clamps it and cuts every call "
+        f"after {fmt.seconds(CLAMP_S)}"
+    )

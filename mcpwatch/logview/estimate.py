@@ -1,0 +1,128 @@
+"""What a call whose true duration is unknown likely needed, from what the log knows, with the basis and confidence.
+
+A server that honours cancellation (the council does) never answers a cut call late, and a council that fits its
+answer into the deadline returns a degraded one (a fallback summary) instead: either way the log has no true
+duration for a whole answer, only a lower bound (how long the call ran). Advice must still be possible, so each
+such call gets an estimate from, in this order:
+
+1. whole answers of the same tool (and council tier) that ran at least as long: their median (≥ 3 of them;
+   high confidence from 10);
+2. the council's own estimate for the tier (`council_health_check`'s `estimated_duration_seconds_by_tier`, as
+   logged by a health check), when the call had not already run past it (medium);
+3. the progress the call reached before it ended (stage, models answered, their latencies): the stages left at
+   the pace of the answers so far (low).
+
+Otherwise it stays unknown. Pure: no Textual, no transport; `whatif`, the report and the console's prompts share it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.reliability.deadline import fmt_seconds
+
+if TYPE_CHECKING:
+    from mcpwatch.logview.whatif import CallTiming
+
+PEERS_MIN = 3  # whole answers needed before their median is a basis
+PEERS_HIGH = 10
+COUNCIL_STAGES = 3  # answers, peer review, synthesis
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What a call likely needed in all (seconds from its start), why we think so, and how sure that is."""
+
+    seconds: float
+    basis: str
+    confidence: str  # "high" | "medium" | "low"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seconds": round(self.seconds, 3), "basis": self.basis, "confidence": self.confidence}
+
+
+def council_estimates(events: Iterable[Event]) -> dict[str, float]:
+    """The latest health check's per-tier duration estimates (seconds), if the log has one."""
+    found: dict[str, float] = {}
+    for event in events:
+        if event.kind != Kind.HEALTH_CHECK or not isinstance(event.data, dict):
+            continue
+        result = event.data.get("result")
+        by_tier = result.get("estimated_duration_seconds_by_tier") if isinstance(result, dict) else None
+        if isinstance(by_tier, dict):
+            numbers = {str(t): float(v) for t, v in by_tier.items() if _finite(v) and v > 0}
+            if numbers:
+                found = numbers
+    return found
+
+
+def needs_estimate(call: CallTiming) -> bool:
+    """A call whose whole answer's duration the log does not know: cut and never answered, or answered degraded."""
+    return (call.cut and call.true_s is None) or (call.degraded is not None and call.outcome == "ok")
+
+
+def _whole(call: CallTiming) -> bool:
+    if call.true_s is None:
+        return False
+    if call.late_outcome is not None:
+        return call.late_outcome == "ok"
+    return call.outcome == "ok" and call.degraded is None
+
+
+def estimate_for(call: CallTiming, calls: Sequence[CallTiming], by_tier: dict[str, float]) -> Estimate | None:
+    """What `call` likely needed for a whole answer (None: nothing in the log to go on)."""
+    ran = call.at_least_s or 0.0
+    where = f"{call.tool}" + (f" ({call.tier} tier)" if call.tier else "")
+    peers = sorted(
+        c.true_s  # type: ignore[misc]
+        for c in calls
+        if c is not call and c.tool == call.tool and c.tier == call.tier and _whole(c) and c.true_s >= ran  # type: ignore[operator]
+    )
+    if len(peers) >= PEERS_MIN:
+        return Estimate(
+            statistics.median(peers),
+            f"median of {len(peers)} whole {where} answers that took ≥ {fmt_seconds(round(ran, 1))} s",
+            "high" if len(peers) >= PEERS_HIGH else "medium",
+        )
+    own = by_tier.get(call.tier or "")
+    if own is not None and own > ran:
+        return Estimate(own, f"council_health_check's estimate for the {call.tier} tier", "medium")
+    return _from_progress(call, ran)
+
+
+def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
+    """The council stages left at the pace of its answers so far (per-model latencies of stage 1)."""
+    if not call.stage or not call.answer_latencies_s:
+        return None
+    pace = statistics.median(call.answer_latencies_s)
+    stage1 = max(call.answer_latencies_s)
+    left = COUNCIL_STAGES - call.stage + (0.5 if call.stage > 1 else 0.0)  # the stage it was in, half done
+    seconds = max(ran, stage1 if call.stage > 1 else ran) + left * pace
+    if seconds <= ran:
+        return None
+    answered = f"{call.models_ok} of {call.models_total} models answered" if call.models_total else "answers"
+    return Estimate(
+        seconds,
+        f"progress at the cut: stage {call.stage}, {answered} (median {fmt_seconds(round(pace, 1))} s each)",
+        "low",
+    )
+
+
+def estimates(calls: Sequence[CallTiming], by_tier: dict[str, float]) -> dict[int, Estimate]:
+    """An estimate per call that needs one and has a basis, keyed by the call's index in `calls`."""
+    out: dict[int, Estimate] = {}
+    for index, call in enumerate(calls):
+        if needs_estimate(call):
+            found = estimate_for(call, calls, by_tier)
+            if found is not None:
+                out[index] = found
+    return out
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
