@@ -171,25 +171,42 @@ def _render(console: Any, report: dict[str, Any]) -> None:
 
 
 def _render_finished_late(console: Any, rows: list[dict[str, Any]]) -> None:
-    """Cut calls that answered after all: how many, how late, and the change that would have saved them."""
+    """Calls cut short (cut, or answered degraded): how many, what they needed (known, likely, unknown) and the
+    change that would have saved them."""
     from rich.markup import escape
     from rich.table import Table
 
     if not rows:
         return
-    table = Table(title="finished late (cut by the budget, answered later)", title_justify="left")
-    for header in ("tool", "tier", "cut", "finished late", "p50 delay", "p95 delay"):
+    table = Table(
+        title="cut short (cut by the budget or degraded; finished late: answered later)", title_justify="left"
+    )
+    for header in (
+        "tool",
+        "tier",
+        "cut",
+        "degraded",
+        "finished late",
+        "p50 delay",
+        "p95 delay",
+        "known",
+        "likely",
+        "unknown",
+    ):
         table.add_column(header, justify="left" if header in ("tool", "tier") else "right")
     for row in rows:
         table.add_row(
             escape(row["tool"]),
             escape(row["tier"] or "-"),
             str(row["cut"]),
+            str(row["degraded"]),
             str(row["finished_late"]),
             "+" + _seconds(row["p50_delay_s"]) if row["p50_delay_s"] is not None else "-",
             "+" + _seconds(row["p95_delay_s"]) if row["p95_delay_s"] is not None else "-",
+            *(str(row[k]) for k in ("known", "likely", "unknown")),
         )
     console.print(table)
-    for row in rows:
-        if row["tier"] is None or row.get("faster_tier"):
+    with_tiers = {row["tool"] for row in rows if row["tier"] is not None}
+    for row in rows:  # a council's advice is per tier: each tier needs its own time
+        if (row["tier"] is None) != (row["tool"] in with_tiers):
             console.print(escape(row["advice"]))

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from mcpwatch.errors import UserError
+    from mcpwatch.logview.estimate import council_estimates
     from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events, final_deadline, hypothetical_budget, whatif
     from mcpwatch.store import EventReader, log_path
 
@@ -69,7 +70,13 @@ def run(args: argparse.Namespace) -> int:
     # a margin or host timeout moves only the budgets derived from them: per-tool and explicit ones stay
     # with no host timeout given, a new margin applies to each call's own host clock (each host its own)
     per_clock_margin = args.margin if args.host_timeout is None else None
-    figures = whatif(calls_from_events(events), budget, keep_fixed=args.budget is None, margin_s=per_clock_margin)
+    figures = whatif(
+        calls_from_events(events),
+        budget,
+        keep_fixed=args.budget is None,
+        margin_s=per_clock_margin,
+        by_tier=council_estimates(events),
+    )
     figures["session_id"] = session.id
     if host is not None:
         figures["host"] = host
@@ -143,32 +150,43 @@ def _render(console: Any, figures: dict[str, Any], deadline: dict[str, Any] | No
         console.print("no tool calls in this session")
         return
     console.print(
-        f"saved {figures['saved']}, newly cut {figures['newly_cut']}, unknown {figures['unknown']} "
-        "(unknown: never answered, so how long they needed is not known)"
+        f"known (true durations): saved {figures['saved']}, newly cut {figures['newly_cut']}; "
+        f"likely (estimated, basis per call below): saved {figures['likely_saved']}, still cut "
+        f"{figures['likely_cut']}, whole instead of degraded {figures['likely_whole']}; unknown {figures['unknown']} "
+        "(never answered and no basis for an estimate: not counted as saved)"
     )
     tools = Table(title="per tool", title_justify="left")
-    for header in ("tool", "calls", "cut now", "saved", "newly cut", "unknown"):
-        tools.add_column(header, justify="left" if header == "tool" else "right")
+    columns = ("calls", "cut_now", "degraded", "saved", "newly_cut", "likely_saved", "likely_cut", "likely_whole")
+    for header in ("tool", *columns, "unknown"):
+        tools.add_column(header.replace("_", " "), justify="left" if header == "tool" else "right")
     for name, row in figures["per_tool"].items():
-        tools.add_row(escape(name), *(str(row[k]) for k in ("calls", "cut_now", "saved", "newly_cut", "unknown")))
+        tools.add_row(escape(name), *(str(row[k]) for k in (*columns, "unknown")))
     console.print(tools)
     items = figures["items"]
     shown = items if len(items) <= ALL_CALLS_SHOWN else [i for i in items if i["change"] or i["verdict"] == "unknown"]
     calls = Table(title="calls" if shown is items else "calls whose fate changes or is unknown", title_justify="left")
-    for header in ("request", "tool", "now", "true duration", "under this budget"):
+    for header in ("request", "tool", "now", "true duration", "under this budget", "estimate (basis, confidence)"):
         calls.add_column(header, justify="right" if header == "true duration" else "left")
     for item in shown:
         if item["true_s"] is not None:
             true = format_duration(item["true_s"]) + (" (late)" if item["late"] else "")
         else:
             true = f"> {format_duration(item['at_least_s'])}, never answered" if item["at_least_s"] else "unknown"
-        verdict = {"finishes": "finishes", "cut": "cut", "unknown": "unknown"}[item["verdict"]]
+        verdict = item["verdict"].replace("_", " ")
         if item["change"]:
             verdict += f" ({item['change'].replace('_', ' ')})"
-        cells = (str(item["request_id"]), item["tool"], str(item["outcome"] or "unfinished"), true, verdict)
+        guess = item["estimate"]
+        about = (
+            "-" if guess is None else f"{format_duration(guess['seconds'])}: {guess['basis']}, {guess['confidence']}"
+        )
+        cells = (str(item["request_id"]), item["tool"], str(item["outcome"] or "unfinished"), true, verdict, about)
         calls.add_row(*(escape(cell) for cell in cells))
     console.print(calls)
     save = figures["budget_to_save"]
     if figures["cut_now"]:
         parts = [f"{name} {format_duration(save[name]) if save[name] is not None else 'unknown'}" for name in save]
-        console.print(f"smallest budget saving the cut calls: {', '.join(parts)}")
+        console.print(f"smallest budget saving the cut calls (known): {', '.join(parts)}")
+        likely = figures["likely_budget_to_save"]
+        if likely != save:
+            parts = [f"{k} {format_duration(likely[k]) if likely[k] is not None else 'unknown'}" for k in likely]
+            console.print(f"with the estimates (likely): {', '.join(parts)}")

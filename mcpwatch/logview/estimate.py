@@ -29,6 +29,8 @@ from mcpwatch.reliability.deadline import fmt_seconds
 if TYPE_CHECKING:
     from mcpwatch.logview.whatif import CallTiming
 
+DELIVERY_SHARE = 0.1  # a server reading dev.mcpwatch/deadline_ms (the council) keeps this much back to deliver
+DELIVERY_MAX_S = 3.0
 PEERS_MIN = 3  # whole answers needed before their median is a basis
 PEERS_HIGH = 10
 COUNCIL_STAGES = 3  # answers, peer review, synthesis
@@ -44,6 +46,20 @@ class Estimate:
 
     def to_dict(self) -> dict[str, Any]:
         return {"seconds": round(self.seconds, 3), "basis": self.basis, "confidence": self.confidence}
+
+
+def budget_needed(need_s: float, council: bool) -> float:
+    """The budget (whole seconds) a call needing `need_s` should get: a server that reads the deadline (the council)
+    keeps back 10 % of it (at most 3 s) to deliver its answer, so the budget must cover that too."""
+    if council:
+        scaled = need_s / (1 - DELIVERY_SHARE)
+        need_s = scaled if scaled * DELIVERY_SHARE <= DELIVERY_MAX_S else need_s + DELIVERY_MAX_S
+    return float(math.ceil(need_s - 1e-9))
+
+
+def fits(estimate: Estimate, call: CallTiming, budget_s: float | None) -> bool:
+    """Whether a call that likely needs `estimate` would get it under this budget (None: no budget)."""
+    return budget_s is None or budget_needed(estimate.seconds, call.tier is not None) <= budget_s
 
 
 def council_estimates(events: Iterable[Event]) -> dict[str, float]:

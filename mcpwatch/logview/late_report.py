@@ -1,5 +1,11 @@
-"""The report's "finished late" section: per tool (and per council tier) how many cut calls finished later, how late,
-and the change that would have saved them. Built on `whatif`'s call timings, so both always agree."""
+"""The report's advice: per tool (and per council tier), the calls the budget cut short, what they needed, and the
+change that would have saved them. Built on `whatif`'s call timings and `estimate`, so all three always agree.
+
+"Cut short" is a call cut by its budget, or an answer that came back degraded (a council that fit a fallback
+summary into the deadline). What such a call needed is *known* when it answered late, else *likely* (an estimate,
+with its basis and confidence), else *unknown*; the advice names a budget covering every known and likely need and
+how to get it: a smaller margin, a longer host timeout (the host's own setting), or a faster council tier.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mcpwatch.logview.estimate import Estimate, budget_needed, estimates
 from mcpwatch.logview.whatif import FIXED_SOURCES, CallTiming
 from mcpwatch.reliability.deadline import fmt_seconds
 
 MIN_MARGIN_S = 1.0  # the least margin advised: the host must still get the wrapper's answer before it gives up
+CONFIDENCE_ORDER = ("high", "medium", "low")
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -21,92 +29,170 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 
 def finished_late(
-    calls: Sequence[CallTiming], deadline: dict[str, Any] | None, tiers: dict[str, Any] | None = None
+    calls: Sequence[CallTiming],
+    deadline: dict[str, Any] | None,
+    tiers: dict[str, Any] | None = None,
+    by_tier: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per tool with cut calls, then one per (tool, tier) where the council's tier is known."""
-    groups: dict[tuple[str, str | None], list[CallTiming]] = {}
-    for call in calls:
-        if call.cut:
-            groups.setdefault((call.tool, None), []).append(call)
+    """One row per tool with calls cut short, then one per (tool, tier) where the council's tier is known."""
+    guesses = estimates(calls, by_tier or {})
+    groups: dict[tuple[str, str | None], list[tuple[CallTiming, Estimate | None]]] = {}
+    for index, call in enumerate(calls):
+        if call.cut or call.degraded is not None:
+            entry = (call, guesses.get(index))
+            groups.setdefault((call.tool, None), []).append(entry)
             if call.tier is not None:
-                groups.setdefault((call.tool, call.tier), []).append(call)
-    rows = [_row(tool, tier, group, deadline or {}, tiers) for (tool, tier), group in groups.items()]
+                groups.setdefault((call.tool, call.tier), []).append(entry)
+    rows = [_row(tool, tier, group, deadline or {}, tiers, by_tier or {}) for (tool, tier), group in groups.items()]
     return sorted(rows, key=lambda r: (r["tool"], r["tier"] is not None, r["tier"] or ""))
 
 
 def _row(
-    tool: str, tier: str | None, cut: list[CallTiming], deadline: dict[str, Any], tiers: dict[str, Any] | None
+    tool: str,
+    tier: str | None,
+    short: list[tuple[CallTiming, Estimate | None]],
+    deadline: dict[str, Any],
+    tiers: dict[str, Any] | None,
+    by_tier: dict[str, float],
 ) -> dict[str, Any]:
+    cut = [c for c, _ in short if c.cut]
     late = [c for c in cut if c.late_delay_s is not None]
     delays = [c.late_delay_s for c in late if c.late_delay_s is not None]
+    known = [c.true_s for c in cut if c.true_s is not None]
+    likely = [(c, e) for c, e in short if e is not None and not (c.cut and c.true_s is not None)]
     row: dict[str, Any] = {
         "tool": tool,
         "tier": tier,
         "cut": len(cut),
+        "degraded": sum(1 for c, _ in short if c.degraded is not None),
         "finished_late": len(late),
         "p50_delay_s": _percentile(delays, 0.50),
         "p95_delay_s": _percentile(delays, 0.95),
         "max_delay_s": max(delays) if delays else None,
+        "known": len(known),
+        "likely": len(likely),
+        "unknown": len(short) - len(known) - len(likely),
+        "bases": _bases([e for _, e in likely if e is not None]),
     }
-    row.update(_advice(row, [c.true_s for c in late if c.true_s is not None], deadline, tier, tiers))
+    needs = sorted([*known, *(e.seconds for _, e in likely if e is not None)])
+    council = any(c.tier is not None for c, _ in short)  # it reads the deadline and keeps some back to deliver
+    row.update(_advice(row, needs, len(known), deadline, tier, tiers, by_tier, council))
     return row
+
+
+def _bases(found: list[Estimate]) -> list[dict[str, Any]]:
+    """Each distinct basis once, with how many calls it estimated and its confidence (surest first)."""
+    counted: dict[tuple[str, str], int] = {}
+    for estimate in found:
+        key = (estimate.basis, estimate.confidence)
+        counted[key] = counted.get(key, 0) + 1
+    ordered = sorted(counted.items(), key=lambda kv: (CONFIDENCE_ORDER.index(kv[0][1]), -kv[1]))
+    return [{"basis": basis, "confidence": confidence, "calls": n} for (basis, confidence), n in ordered]
 
 
 def _advice(
     row: dict[str, Any],
-    durations: list[float],
+    needs: list[float],
+    known: int,
     deadline: dict[str, Any],
     tier: str | None,
     tiers: dict[str, Any] | None,
+    by_tier: dict[str, float],
+    council: bool,
 ) -> dict[str, Any]:
     """What change would have saved how many, as figures and as one sentence."""
     name = row["tool"] if row["tier"] is None else f"{row['tool']} ({row['tier']} tier)"
-    if not row["finished_late"]:
-        text = f"{name}: none of {row['cut']} cut calls answered later, so how long they needed is not known"
-        return {
-            "advice": text,
-            "suggested_margin_s": None,
-            "suggested_budget_s": None,
-            "would_save": 0,
-            "faster_tier": None,
-        }
-    text = f"{name}: {row['finished_late']} of {row['cut']} cut calls finished within +{_s(row['max_delay_s'])}"
+    short = row["cut"] + row["degraded"]
+    what = ", ".join(p for p in (_n(row["cut"], "cut"), _n(row["degraded"], "degraded")) if p)
+    figures: dict[str, Any] = {
+        "need_s": None,
+        "suggested_budget_s": None,
+        "suggested_margin_s": None,
+        "suggested_host_timeout_s": None,
+        "would_save": 0,
+        "would_likely_save": 0,
+        "faster_tier": None,
+    }
+    text = f"{name}: {short} call{'s' if short != 1 else ''} cut short ({what})"
+    if row["cut"]:
+        text += f"; {row['finished_late']} of {row['cut']} cut answered later"
+        if row["finished_late"]:
+            text += f" (within +{_s(row['max_delay_s'])})"
     host, margin = _num(deadline.get("host_timeout_s")), _num(deadline.get("margin_s"))
     budget = _num(deadline.get("budget_s"))
-    limit = host - MIN_MARGIN_S if host is not None else None
-    savable = sorted(d for d in durations if limit is None or d <= limit)
-    suggested_margin = suggested_budget = None
-    if not savable:
-        text += f"; none could finish within the host timeout ({_s(host)}) less a {_s(MIN_MARGIN_S)} margin"
-    elif deadline.get("source") not in FIXED_SOURCES and host is not None and margin is not None:
-        suggested_margin = float(max(MIN_MARGIN_S, math.floor(host - savable[-1])))
-        text += f"; a margin of {_s(suggested_margin)} instead of {_s(margin)} would have saved {len(savable)}"
+    faster = _fitting_tier(tier, tiers, budget, by_tier)
+    figures["faster_tier"] = faster
+    if not needs:
+        text += "; what they needed is not known (no true duration, and the log has no basis for an estimate)"
+        return {"advice": text + _tier_text(faster, budget, by_tier), **figures}
+    need = needs[-1]
+    target = budget_needed(need, council)
+    figures.update(need_s=round(need, 3), suggested_budget_s=target, would_save=known)
+    figures["would_likely_save"] = len(needs) - known
+    if row["likely"]:
+        bases = "; ".join(f"{b['basis']}, {b['confidence']} confidence" for b in row["bases"])
+        text += f"; likely needed up to {_s(need)} ({bases})"
     else:
-        suggested_budget = float(math.ceil(savable[-1]))
+        text += f"; they needed up to {_s(need)} (known)"
+    change = _change(target, host, margin, deadline.get("source"), budget, figures)
+    saves = [f"{known} known" if known else "", f"{figures['would_likely_save']} likely" if row["likely"] else ""]
+    unknown = f", {row['unknown']} unknown (not counted)" if row["unknown"] else ""
+    text += f" — {change}: saves {' + '.join(s for s in saves if s)} of {short}{unknown}"
+    return {"advice": text + _tier_text(faster, budget, by_tier), **figures}
+
+
+def _change(
+    target: float,
+    host: float | None,
+    margin: float | None,
+    source: Any,
+    budget: float | None,
+    figures: dict[str, Any],
+) -> str:
+    """The one change that gives calls a budget of `target`: a smaller margin when the host timeout allows it, else
+    a longer host timeout; an explicit budget is advised as a budget."""
+    if source in FIXED_SOURCES or host is None or margin is None:
         now = "none" if budget is None else _s(budget)
-        text += f"; a budget of {_s(suggested_budget)} instead of {now} would have saved {len(savable)}"
-    faster = _fitting_tier(tier, tiers, budget)
-    if faster is not None:
-        text += f" — or use the {faster} tier"
-    return {
-        "advice": text,
-        "suggested_margin_s": suggested_margin,
-        "suggested_budget_s": suggested_budget,
-        "would_save": len(savable),
-        "faster_tier": faster,
-    }
+        return f"give a budget of {_s(target)} instead of {now}"
+    if host - target >= MIN_MARGIN_S:
+        lower = figures["suggested_margin_s"] = float(math.floor(host - target))
+        return f"lower the margin to {_s(lower)} (budget {_s(host - lower)})"
+    figures["suggested_host_timeout_s"] = target + margin
+    return (
+        f"raise the host's timeout to {_s(target + margin)} (budget {_s(target)} with the {_s(margin)} margin; "
+        f"it is the host's own setting, then --host-timeout {fmt_seconds(target + margin)})"
+    )
 
 
-def _fitting_tier(tier: str | None, tiers: dict[str, Any] | None, budget: float | None) -> str | None:
-    """The slowest council tier that fits the budget, when the call's own tier does not."""
-    if tier is None or not tiers or budget is None:
+def _tier_text(faster: str | None, budget: float | None, by_tier: dict[str, float]) -> str:
+    if faster is None:
+        return ""
+    estimate = by_tier.get(faster)
+    about = f"estimated {_s(estimate)}, " if estimate is not None else ""
+    return f" — or ask for the {faster} tier ({about}fits the {_s(budget)} budget)"
+
+
+def _fitting_tier(
+    tier: str | None, tiers: dict[str, Any] | None, budget: float | None, by_tier: dict[str, float]
+) -> str | None:
+    """The slowest council tier that fits the budget (by the council's own estimate, else by its total), when the
+    call's own tier does not."""
+    if tier is None or budget is None:
         return None
-    totals = {name: _num(spec.get("total_s")) for name, spec in tiers.items() if isinstance(spec, dict)}
-    own = totals.get(tier)
-    if own is None or own <= budget:
+    sizes = dict(by_tier)
+    for name, spec in (tiers or {}).items():
+        total = _num(spec.get("total_s")) if isinstance(spec, dict) else None
+        if name not in sizes and total is not None:
+            sizes[name] = total
+    own = sizes.get(tier)
+    if own is None or budget_needed(own, True) <= budget:
         return None
-    fitting = [(total, name) for name, total in totals.items() if total is not None and total <= budget]
+    fitting = [(size, name) for name, size in sizes.items() if budget_needed(size, True) <= budget]
     return max(fitting)[1] if fitting else None
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count else ""
 
 
 def _num(value: Any) -> float | None:

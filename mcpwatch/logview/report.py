@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.logview.estimate import council_estimates
 from mcpwatch.logview.late_report import finished_late
 from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events
 from mcpwatch.reliability.degraded import DEGRADED, end_outcome
@@ -298,7 +299,9 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
         "deadline": {"initial": deadline_initial, "final": deadline},
         "tiers": tiers_block,
-        "finished_late": finished_late(calls_from_events(timings), deadline, health[1] if health else None),
+        "finished_late": finished_late(
+            calls_from_events(timings), deadline, health[1] if health else None, council_estimates(timings)
+        ),
         "config_changes": config_changes,
         "warnings": {"count": warning_count, "first": warnings},
     }

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
-from mcpwatch.logview.estimate import Estimate, estimates
+from mcpwatch.logview.estimate import Estimate, estimates, fits
 from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
 from mcpwatch.reliability.degraded import DEGRADED, end_degraded
@@ -274,7 +274,7 @@ def whatif(
         guess = guesses.get(index)
         change = _change(call, verdict, guess, budget)
         if verdict == UNKNOWN and guess is not None:
-            verdict = LIKELY_FINISHES if budget is None or guess.seconds <= budget else LIKELY_CUT
+            verdict = LIKELY_FINISHES if fits(guess, call, budget) else LIKELY_CUT
         tool = per_tool.setdefault(call.tool, {"calls": 0, "cut_now": 0, "degraded": 0, **dict.fromkeys(CHANGES, 0)})
         tool["calls"] += 1
         tool["cut_now"] += call.cut
@@ -319,10 +319,11 @@ def _change(call: CallTiming, verdict: str, guess: Estimate | None, budget: floa
         return "saved"
     if call.outcome in ANSWERED and verdict == CUT:
         return "newly_cut"
-    fits = guess is not None and (budget is None or guess.seconds <= budget)
-    if call.cut and verdict == UNKNOWN and guess is not None:
-        return "likely_saved" if fits else "likely_cut"
-    if call.degraded is not None and fits:
+    if guess is None:
+        return None
+    if call.cut and verdict == UNKNOWN:
+        return "likely_saved" if fits(guess, call, budget) else "likely_cut"
+    if call.degraded is not None and fits(guess, call, budget):
         return "likely_whole"
     return None
 
@@ -338,7 +339,7 @@ def budget_to_save(calls: Sequence[CallTiming], guesses: dict[int, Estimate] | N
     figures: dict[str, float | None] = {}
     for name, share in (("p50", 0.5), ("p90", 0.9), ("all", 1.0)):
         needed = math.ceil(share * len(cut) - 1e-9)
-        figures[name] = round(known[needed - 1], 3) if cut and 0 < needed <= len(known) else None
+        figures[name] = known[needed - 1] if cut and 0 < needed <= len(known) else None
     return figures
 
 

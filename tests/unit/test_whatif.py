@@ -172,7 +172,7 @@ def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
     assert figures["budget_to_save"] == {"p50": 30.0, "p90": None, "all": None}
     text = run("whatif", str(path), "--budget", "15")
     assert text.returncode == 0, text.stderr
-    assert "saved 0, newly cut 1, unknown 2" in text.stdout
+    assert "known (true durations): saved 0, newly cut 1; likely" in text.stdout
     assert "r2" in text.stdout and "newly cut" in text.stdout
     assert "p50 30.0s, p90 unknown, all unknown" in text.stdout
 
@@ -209,17 +209,22 @@ def test_finished_late_section_figures_and_advice() -> None:
         ("search", None, 1, 1, 4.0, 4.0),
     ]
     assert [r["advice"] for r in rows] == [
-        "consult: 1 of 2 cut calls finished within +10 s; none could finish within the host timeout (30 s) less a"
-        " 1 s margin",
-        "consult (high tier): 1 of 1 cut calls finished within +10 s; none could finish within the host timeout"
-        " (30 s) less a 1 s margin — or use the balanced tier",
-        "search: 1 of 1 cut calls finished within +4 s; a margin of 6 s instead of 10 s would have saved 1",
+        # a council (its calls have a tier) keeps 10 % of its deadline back to deliver: 30 s of work needs 33 s
+        "consult: 2 calls cut short (2 cut); 1 of 2 cut answered later (within +10 s); they needed up to 30 s (known)"
+        " — raise the host's timeout to 43 s (budget 33 s with the 10 s margin; it is the host's own setting, then"
+        " --host-timeout 43): saves 1 known of 2, 1 unknown (not counted)",
+        "consult (high tier): 1 call cut short (1 cut); 1 of 1 cut answered later (within +10 s); they needed up to"
+        " 30 s (known) — raise the host's timeout to 43 s (budget 33 s with the 10 s margin; it is the host's own"
+        " setting, then --host-timeout 43): saves 1 known of 1 — or ask for the quick tier (fits the 20 s budget)",
+        "search: 1 call cut short (1 cut); 1 of 1 cut answered later (within +4 s); they needed up to 24 s (known)"
+        " — lower the margin to 6 s (budget 24 s): saves 1 known of 1",
     ]
     assert rows[2]["suggested_margin_s"] == 6.0 and rows[2]["would_save"] == 1
+    assert (rows[0]["suggested_host_timeout_s"], rows[0]["would_save"], rows[0]["unknown"]) == (43.0, 1, 1)
     # an explicit budget is advised as a budget, not a margin
     explicit = {**DEADLINE, "source": "explicit", "budget_s": 20.0}
     (search,) = [r for r in finished_late(calls_from_events(events), explicit) if r["tool"] == "search"]
-    assert search["advice"].endswith("a budget of 24 s instead of 20 s would have saved 1")
+    assert search["advice"].endswith("give a budget of 24 s instead of 20 s: saves 1 known of 1")
 
 
 def test_a_margin_leaves_per_tool_and_explicit_budgets_alone() -> None:

@@ -1,0 +1,167 @@
+"""Advice for servers that honour cancel: a cut call that never answered (or a degraded answer) gets an estimate of
+what it needed, with its basis and confidence: whole answers of the same tool and tier, the council's own per-tier
+estimate, or the progress it reached; else it stays unknown and is never counted as saved. `whatif`, the report and
+the console's prompts count alike (one function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.logview.estimate import budget_needed, council_estimates, estimate_for
+from mcpwatch.logview.late_report import finished_late
+from mcpwatch.logview.whatif import calls_from_events, effect_line, final_deadline, whatif
+
+DEADLINE = {"host_timeout_s": 20.0, "margin_s": 10.0, "override_s": None, "budget_s": 10.0, "source": "derived"}
+HEALTH = {"estimated_duration_seconds_by_tier": {"quick": 8.0, "high": 14.0}, "tiers": {"quick": {"total_s": 30.0}}}
+
+
+class Log:
+    """A council session written event by event, as the wrapper logs it."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.n = 0
+
+    def ev(self, kind: str, mono: float, rid: str | None = None, model: str | None = None, **data: Any) -> None:
+        tool = "consult_council" if rid else None
+        self.events.append(Event(kind, "s", 1000.0 + mono, mono, len(self.events) + 1, rid, tool, model, data))
+
+    def call(self, start: float, took: float, outcome: str, tier: str, *, stage: int = 1, answers=(), **end) -> str:
+        self.n += 1
+        rid = f"r{self.n}"
+        self.ev(Kind.REQUEST_START, start, rid, method="tools/call", up_id=self.n, budget_s=10.0,
+                budget_source="derived")  # fmt: skip
+        for i, latency in enumerate(answers):  # stage 1 answers that arrived, then the stage reached
+            self.ev(Kind.MODEL_STATUS, start + latency, rid, f"m{i}", stage=1, status="ok",
+                    latency_ms=latency * 1000, per_model_s=9.0, tier=tier)  # fmt: skip
+        self.ev(Kind.MODEL_STATUS, start + took, rid, "m9", stage=stage, status="pending", latency_ms=None,
+                per_model_s=9.0, tier=tier)  # fmt: skip
+        self.ev(Kind.REQUEST_END, start + took, rid, outcome=outcome, duration_s=took, method="tools/call", **end)
+        return rid
+
+
+def session(health: bool = True) -> Log:
+    log = Log()
+    log.ev(Kind.SESSION_START, 0.0, deadline=DEADLINE)
+    if health:
+        log.ev(Kind.HEALTH_CHECK, 0.5, ok=True, ping_ms=1.0, result=HEALTH, error=None, latency_ms=3.0)
+    return log
+
+
+def items(figures: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
+    return {i["request_id"]: (i["verdict"], i["change"]) for i in figures["items"]}
+
+
+def test_a_cut_call_is_estimated_from_whole_answers_of_its_tier_that_ran_as_long() -> None:
+    log = session(health=False)
+    for took in (6.0, 7.0, 9.0):  # quick, whole, in time
+        log.call(took, took, "ok", "quick")
+    for took in (12.0, 13.0, 14.0):  # high, whole: they ran long enough to be a basis for a 10 s cut
+        log.call(took, took, "ok", "high")
+    log.call(30.0, 5.0, "ok", "high")  # too quick to say anything about a call that ran 10 s
+    cut = log.call(40.0, 10.0, "deadline", "high")
+    calls = calls_from_events(log.events)
+    (call,) = [c for c in calls if c.request_id == cut]
+    estimate = estimate_for(call, calls, {})
+    assert estimate is not None and estimate.seconds == 13.0 and estimate.confidence == "medium"
+    assert estimate.basis == "median of 3 whole consult_council (high tier) answers that took ≥ 10 s"
+    figures = whatif(calls, 15.0)  # 13 s needs 15 s from a council (10 % kept to deliver)
+    assert items(figures)[cut] == ("likely_finishes", "likely_saved")
+    assert (figures["saved"], figures["likely_saved"], figures["unknown"]) == (0, 1, 0)
+    assert items(whatif(calls, 14.0))[cut] == ("likely_cut", "likely_cut")
+
+
+def test_the_councils_own_estimate_then_the_progress_at_the_cut() -> None:
+    log = session()
+    by_health = log.call(1.0, 10.0, "deadline", "high")  # health: high 14 s
+    by_progress = log.call(2.0, 10.0, "deadline", "balanced", stage=2, answers=(3.0, 4.0, 5.0))
+    nothing = log.call(3.0, 10.0, "deadline", "reasoning")  # no health figure, no progress
+    calls = calls_from_events(log.events)
+    by_tier = council_estimates(log.events)
+    assert by_tier == {"quick": 8.0, "high": 14.0}
+    guesses = {c.request_id: estimate_for(c, calls, by_tier) for c in calls}
+    assert guesses[by_health] is not None and guesses[by_health].to_dict() == {
+        "seconds": 14.0,
+        "basis": "council_health_check's estimate for the high tier",
+        "confidence": "medium",
+    }
+    progress = guesses[by_progress]
+    # stage 2 of 3 at 10 s, answers 3-5 s each: review half done and the synthesis to come, at 4 s a stage
+    assert progress is not None and progress.confidence == "low" and progress.seconds == pytest.approx(16.0)
+    assert progress.basis == "progress at the cut: stage 2, 3 of 3 models answered (median 4 s each)"
+    assert guesses[nothing] is None
+    figures = whatif(calls, 30.0, by_tier=by_tier)
+    assert items(figures) == {
+        by_health: ("likely_finishes", "likely_saved"),
+        by_progress: ("likely_finishes", "likely_saved"),
+        nothing: ("unknown", None),  # never shown as saved
+    }
+    assert (figures["saved"], figures["likely_saved"], figures["unknown"]) == (0, 2, 1)
+
+
+def test_an_estimate_the_call_already_outran_is_not_used() -> None:
+    log = session()
+    rid = log.call(1.0, 20.0, "deadline", "quick")  # health says 8 s, but it ran 20 s and was still going
+    calls = calls_from_events(log.events)
+    assert estimate_for(calls[0], calls, council_estimates(log.events)) is None
+    assert items(whatif(calls, 60.0, by_tier=council_estimates(log.events)))[rid] == ("unknown", None)
+
+
+def test_a_degraded_answer_is_likely_whole_under_a_budget_that_fits_the_tier() -> None:
+    log = session()
+    rid = log.call(1.0, 9.0, "ok", "high", result_preview='{"metadata": {"synthesized_by": "fallback"}}')
+    calls = calls_from_events(log.events)
+    assert calls[0].degraded == "fallback summary"
+    figures = whatif(calls, 16.0, by_tier=council_estimates(log.events))  # 14 s needs 16 s
+    assert items(figures)[rid] == ("finishes", "likely_whole") and figures["degraded"] == 1
+    assert items(whatif(calls, 15.0, by_tier=council_estimates(log.events)))[rid] == ("finishes", None)
+
+
+def test_the_report_names_the_change_with_its_basis_and_the_calls_it_would_likely_save() -> None:
+    log = session()
+    for _ in range(3):
+        log.call(1.0, 10.0, "deadline", "high")
+    log.call(2.0, 7.0, "ok", "quick", result_preview='{"synthesized_by": "fallback"}')
+    log.call(3.0, 10.0, "deadline", "reasoning")  # unknown
+    rows = finished_late(calls_from_events(log.events), final_deadline(log.events), None, council_estimates(log.events))
+    by_tier = {r["tier"]: r for r in rows}
+    assert by_tier["high"]["advice"] == (
+        "consult_council (high tier): 3 calls cut short (3 cut); 0 of 3 cut answered later; likely needed up to 14 s"
+        " (council_health_check's estimate for the high tier, medium confidence) — lower the margin to 4 s (budget"
+        " 16 s): saves 3 likely of 3 — or ask for the quick tier (estimated 8 s, fits the 10 s budget)"
+    )
+    assert by_tier["quick"]["advice"] == (
+        "consult_council (quick tier): 1 call cut short (1 degraded); likely needed up to 8 s (council_health_check's"
+        " estimate for the quick tier, medium confidence) — lower the margin to 11 s (budget 9 s): saves 1 likely of 1"
+    )
+    assert by_tier["reasoning"]["advice"].endswith("what they needed is not known (no true duration, and the log"
+                                                   " has no basis for an estimate)")  # fmt: skip
+    tool = by_tier[None]
+    assert (tool["known"], tool["likely"], tool["unknown"], tool["suggested_margin_s"]) == (0, 4, 1, 4.0)
+    assert tool["advice"].endswith(
+        "lower the margin to 4 s (budget 16 s): saves 4 likely of 5, 1 unknown (not counted)"
+    )
+
+
+def test_the_prompt_line_counts_as_whatif_and_never_shows_an_unknown_call_as_saved() -> None:
+    log = session()
+    log.call(1.0, 10.0, "deadline", "high")
+    log.call(2.0, 10.0, "deadline", "reasoning")
+    calls = calls_from_events(log.events)
+    by_tier = council_estimates(log.events)
+    # margin 10 → 2 under a 20 s host timeout: an 18 s budget
+    assert effect_line(calls, 18.0, keep_fixed=True, by_tier=by_tier) == (
+        "budget 18 s → of the last 2 calls, 2 cut now; known: none change; likely: 1 saved (estimated from"
+        " council_health_check's estimate for the high tier); 1 unknown (never answered: not counted as saved)"
+    )
+    assert "saved" not in effect_line(calls[1:], 18.0, by_tier=by_tier).split(";")[1]
+
+
+@pytest.mark.parametrize(
+    ("need", "council", "budget"), [(14.0, True, 16.0), (27.0, True, 30.0), (40.0, True, 43.0), (14.0, False, 14.0)]
+)
+def test_a_council_keeps_a_tenth_of_its_deadline_to_deliver(need: float, council: bool, budget: float) -> None:
+    assert budget_needed(need, council) == budget
