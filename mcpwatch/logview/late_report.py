@@ -19,6 +19,7 @@ from mcpwatch.reliability.deadline import fmt_seconds
 
 MIN_MARGIN_S = 1.0  # the least margin advised: the host must still get the wrapper's answer before it gives up
 CONFIDENCE_ORDER = ("high", "medium", "low")
+BASES_SHOWN = 2  # in the sentence; --json lists every basis
 
 
 def _percentile(values: list[float], q: float) -> float | None:
@@ -112,6 +113,7 @@ def _advice(
         "would_save": 0,
         "would_likely_save": 0,
         "faster_tier": None,
+        "at_most_s": None,
     }
     text = f"{name}: {short} call{'s' if short != 1 else ''} cut short ({what})"
     if row["cut"]:
@@ -130,8 +132,15 @@ def _advice(
     figures.update(need_s=round(need, 3), suggested_budget_s=target, would_save=known)
     figures["would_likely_save"] = len(needs) - known
     if row["likely"]:
-        bases = "; ".join(f"{b['basis']}, {b['confidence']} confidence" for b in row["bases"])
+        bases = "; ".join(f"{b['basis']}, {b['confidence']} confidence" for b in row["bases"][:BASES_SHOWN])
+        if len(row["bases"]) > BASES_SHOWN:
+            bases += f"; {len(row['bases']) - BASES_SHOWN} more in --json"
         text += f"; likely needed up to {_s(need)} ({bases})"
+        spec = (tiers or {}).get(tier or "")
+        total = _num(spec.get("total_s")) if isinstance(spec, dict) else None
+        if total is not None and total > need:  # the council's window: it never runs longer
+            figures["at_most_s"] = total
+            text += f", at most {_s(total)} (the tier's total)"
     else:
         text += f"; they needed up to {_s(need)} (known)"
     change = _change(target, host, margin, deadline.get("source"), budget, figures)

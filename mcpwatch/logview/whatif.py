@@ -363,10 +363,12 @@ def effect_line(
     line = f"{label} → of the last {len(recent)} {noun}, {figures['cut_now']} cut now"
     known = [f"{figures[k]} {k.replace('_', ' ')}" for k in ("saved", "newly_cut") if figures[k]]
     line += "; known: " + (", ".join(known) if known else "none change")
-    likely = [f"{figures[k]} {k.removeprefix('likely_').replace('_', ' ')}" for k in LIKELY if figures[k]]
+    words = {"likely_saved": "saved", "likely_cut": "still cut", "likely_whole": "whole instead of degraded"}
+    likely = [f"{figures[k]} {words[k]}" for k in LIKELY if figures[k]]
     if likely:
         bases = sorted({i["estimate"]["basis"] for i in figures["items"] if i["change"] in LIKELY and i["estimate"]})
-        line += f"; likely: {', '.join(likely)} (estimated from {'; '.join(bases)})"
+        more = f"; +{len(bases) - 2} more" if len(bases) > 2 else ""
+        line += f"; likely: {', '.join(likely)} (estimated from {'; '.join(bases[:2])}{more})"
     if figures["unknown"]:
         line += f"; {figures['unknown']} unknown (never answered: not counted as saved)"
     return line
