@@ -114,6 +114,7 @@ def _advice(
         "would_likely_save": 0,
         "faster_tier": None,
         "at_most_s": None,
+        "sure_budget_s": None,
     }
     text = f"{name}: {short} call{'s' if short != 1 else ''} cut short ({what})"
     if row["cut"]:
@@ -147,6 +148,13 @@ def _advice(
     saves = [f"{known} known" if known else "", f"{figures['would_likely_save']} likely" if row["likely"] else ""]
     unknown = f", {row['unknown']} unknown (not counted)" if row["unknown"] else ""
     text += f" — {change}: saves {' + '.join(s for s in saves if s)} of {short}{unknown}"
+    if figures["at_most_s"] is not None:  # a budget over the tier's total leaves the council its whole window
+        sure: dict[str, Any] = {}
+        sure_budget = budget_needed(figures["at_most_s"], council)
+        text += f"; to be sure of all {short}, " + _change(
+            sure_budget, host, margin, deadline.get("source"), budget, sure
+        )
+        figures["sure_budget_s"] = sure_budget
     return {"advice": text + _tier_text(faster, budget, by_tier), **figures}
 
 

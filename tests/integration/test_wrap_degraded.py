@@ -17,6 +17,7 @@ from rich.console import Console
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.render import Palette
 from mcpwatch.console.headless.render_detail import detail_summary
+from mcpwatch.console.headless.render_status import counters_panel
 from mcpwatch.events import payload_problems
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.store import EventReader
@@ -74,6 +75,9 @@ async def test_fallback_summaries_are_degraded_in_every_count_and_view(isolated_
     model.apply_many(events)
     view = model.view(events[-1].mono)
     assert (view.counters.degraded, view.counters.ok) == (2, whole)
+    counts = io.StringIO()
+    Console(file=counts, width=60, color_system=None).print(counters_panel(view.counters, Palette({})))
+    assert "degraded 2" in " ".join(counts.getvalue().split())
     detail = model.request_detail(ends[0].request_id, events[-1].mono)
     assert detail is not None
     out = io.StringIO()

@@ -165,3 +165,20 @@ def test_the_prompt_line_counts_as_whatif_and_never_shows_an_unknown_call_as_sav
 )
 def test_a_council_keeps_a_tenth_of_its_deadline_to_deliver(need: float, council: bool, budget: float) -> None:
     assert budget_needed(need, council) == budget
+
+
+def test_the_tiers_total_is_the_bound_that_makes_sure() -> None:
+    # The council never runs past its tier's total: a budget covering it (plus the delivery share) saves every call.
+    log = session()
+    for _ in range(2):
+        log.call(1.0, 10.0, "deadline", "high")
+    events = log.events
+    tiers = {"high": {"total_s": 30.0}}
+    rows = finished_late(calls_from_events(events), final_deadline(events), tiers, council_estimates(events))
+    (high,) = [r for r in rows if r["tier"] == "high"]
+    assert (high["at_most_s"], high["sure_budget_s"], high["suggested_budget_s"]) == (30.0, 33.0, 16.0)
+    assert (
+        "at most 30 s (the tier's total) — lower the margin to 4 s (budget 16 s): saves 2 likely of 2; to be sure of"
+        " all 2, raise the host's timeout to 43 s (budget 33 s with the 10 s margin; it is the host's own setting,"
+        " then --host-timeout 43) — or ask for the quick tier" in high["advice"]
+    )
