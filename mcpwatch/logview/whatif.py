@@ -1,12 +1,12 @@
 """What if the budget had been different: which tools/calls of a session would have finished, which been cut.
 
-One computation for `mcpwatch whatif`, the report's "finished late" section and the console's budget prompts. Pure:
-events in, figures out; no Textual, no transport.
+One computation for `mcpwatch whatif`, the report's advice and the console's budget prompts. Pure: events in,
+figures out; no Textual, no transport.
 
 A call's true duration is known when the server answered: in time (its request_end) or late (its late_result:
 cut + delay). A call cut by its budget that never answered has no known duration, only a lower bound (the time it
-ran before the cut): under a budget at or below that bound it would be cut again; above it the answer is "unknown".
-Calls answered from a stored late result never went upstream and are left out.
+ran before the cut): under a budget at or below that bound it would be cut again; above it the answer is *likely*
+when `estimate` finds a basis (reported with it), else "unknown", never counted as saved. Calls answered from a stored late result never went upstream and are left out.
 """
 
 from __future__ import annotations
