@@ -182,3 +182,17 @@ def post_bytes(path: str, port: int, body: bytes, extra: str = "", host_header: 
         f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
     )
     return head.encode() + body
+
+
+def closed(sock: socket.socket) -> bool:
+    """Whether the server has closed the connection (after, at most, a 408 saying the request came too slowly)."""
+    sock.settimeout(0.5)
+    received = b""
+    try:
+        while chunk := sock.recv(1024):
+            received += chunk
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return received == b"" or received.startswith(b"HTTP/1.1 408 ")

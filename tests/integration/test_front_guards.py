@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from front_tools import (
     Host,
+    closed,
     listening_wrapper,
     post_bytes,
     raw_request,
@@ -277,15 +278,6 @@ async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(
             await newcomer.ping()
         # ...and once idle_timeout_s (1 s) passes, idle and stalled clients are disconnected
         await asyncio.sleep(2.5)
-
-        def closed(sock: socket.socket) -> bool:
-            sock.settimeout(0.5)
-            try:
-                return sock.recv(1024) == b""
-            except ConnectionResetError:
-                return True
-            except TimeoutError:
-                return False
 
         assert all(await asyncio.to_thread(lambda: [closed(s) for s in idle]))
         assert await asyncio.to_thread(closed, stalled)

@@ -11,7 +11,7 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
-from front_tools import Host, listening_wrapper, raw_request, rpc, served_throughout, status_of
+from front_tools import Host, closed, listening_wrapper, raw_request, rpc, served_throughout, status_of
 
 from wraptools import Operator, registry_entry
 
@@ -39,16 +39,6 @@ def still_open(socks: list[socket.socket]) -> int:
         poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
     time.sleep(0.3)
     return len(socks) - len(poller.poll(0))
-
-
-def closed(sock: socket.socket) -> bool:
-    sock.settimeout(0.5)
-    try:
-        return sock.recv(1024) == b""
-    except ConnectionResetError:
-        return True
-    except TimeoutError:
-        return False
 
 
 async def test_1100_idle_operator_clients_cannot_starve_the_operator_host_or_upstream(tmp_path, isolated_state):
