@@ -67,10 +67,17 @@ def fleet_row(
     host_text = " ".join(str(host.get(k)) for k in ("name", "version") if host.get(k)) if isinstance(host, dict) else ""
     in_flight = status.get("in_flight") if status else None
     generation = upstream.get("generation")
+    host_text = host_text or ("—" if status else "?")
+    sessions = wrapper.get("host_sessions")
+    if isinstance(sessions, dict):  # an HTTP front: its host sessions, and how many were reclaimed or refused
+        host_text += (
+            f" · sessions {sessions.get('open')}/{sessions.get('max')}: {sessions.get('opened')} opened,"
+            f" {sessions.get('reclaimed', 0)} reclaimed, {sessions.get('refused')} refused"
+        )
     return FleetRow(
         pid=entry.pid,
         name=entry.name,
-        host=host_text or ("—" if status else "?"),
+        host=host_text,
         upstream=str(upstream.get("state") or "unknown") if status else "unreachable",
         generation=generation if isinstance(generation, int) else None,
         in_flight=len(in_flight) if isinstance(in_flight, list) else None,

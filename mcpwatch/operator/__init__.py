@@ -92,6 +92,7 @@ class HostSessionsStatus(TypedDict):
     sessionless_upstream: bool  # whether the upstream 2026-era requests share is running
     opened: int
     expired: int
+    reclaimed: int  # idle sessions ended to make room for a newcomer at the cap
     refused: int  # initialize refused at the cap
     sessions: list[HostSessionRow]
 

@@ -100,6 +100,7 @@ class PoolActions:
             "sessionless_upstream": pool.shared.task is not None,
             "opened": pool.opened,
             "expired": pool.expired,
+            "reclaimed": pool.reclaimed,
             "refused": pool.refused,
             "sessions": sessions,
         }

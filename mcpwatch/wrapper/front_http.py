@@ -142,15 +142,20 @@ class HttpFront:
         while True:
             await asyncio.sleep(every)
             for session_id in self.pool.idle():
-                await self._end_session(session_id, f"the host session was idle for {self.pool.idle_s:g} s")
+                why = f"the host session was idle for {self.pool.idle_s:g} s"
+                await self._end_session(session_id, why, cause="expired")
 
-    async def _end_session(self, session_id: str, why: str) -> bool:
+    def _unlink(self, session_id: str) -> bool:
+        """Detach a host session from the front: its streams end, its id answers 404 from now on."""
         session = self.sessions.pop(session_id, None)
         if session is None:
             return False
         session.end_streams()
         session.port.detach_link(session)
-        return await self.pool.end(session_id, why, expired=why.startswith("the host session was idle"))
+        return True
+
+    async def _end_session(self, session_id: str, why: str, *, cause: str = "ended") -> bool:
+        return self._unlink(session_id) and await self.pool.end(session_id, why, cause=cause)
 
     async def close(self) -> None:
         """End every open stream, then let the server finish its responses (bounded) before the loop stops."""
@@ -206,7 +211,13 @@ class HttpFront:
                 return bytes(body)
 
     def _open_session(self) -> HttpSession | None:
-        """A host's `initialize`: a new session with its own upstream, unless `max_sessions` are open."""
+        """A host's `initialize`: a new session with its own upstream. At the `max_sessions` cap the session idle
+        longest is reclaimed for it; None when every session is busy (a call in flight or a stream open)."""
+        if self.pool.full() and (victim := self.pool.reclaimable()) is not None:
+            idle_s = self.pool.clock() - self.pool.sessions[victim].last_seen
+            self._unlink(victim)
+            why = f"reclaimed for a new host at the max_sessions cap ({self.pool.max_sessions}), idle {idle_s:.0f} s"
+            self.pool.reclaim(victim, why)
         session_id = uuid.uuid4().hex
         entry = self.pool.open(session_id)
         if entry is None:
@@ -243,8 +254,8 @@ class HttpFront:
             if session is None:
                 first_id = next((i.get("id") for i in items if i.get("method") == "initialize"), None)
                 text = (
-                    f"mcpwatch: too many host sessions ({self.pool.max_sessions} open, the [front] max_sessions "
-                    "limit); end one (DELETE) or wait for an idle one to expire"
+                    f"mcpwatch: every host session is busy ({self.pool.max_sessions} open, the [front] max_sessions "
+                    "limit, each with a call in flight or a stream open); try again when one is done"
                 )
                 await respond_json(send, 503, frames.error_response(first_id, frames.INTERNAL_ERROR, text))
                 return

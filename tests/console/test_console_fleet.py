@@ -63,6 +63,10 @@ def test_rows_and_trouble() -> None:
     assert bad.deadlines_5m == 2 and bad.errors_5m == 2 and bad.last_warning == "slow"
     assert bad.trouble == "2 deadlines and 2 errors in 5 min"
     assert fleet_row(_entry(3, "c"), _status("backoff", 4), {}, None).trouble == "upstream backoff"
+    front = _status()
+    front["wrapper"]["host_sessions"] = {"open": 3, "max": 16, "opened": 40, "reclaimed": 21, "refused": 2}
+    shown = fleet_row(_entry(5, "e"), front, {}, None).host
+    assert shown == "claude-code 2.1.3 · sessions 3/16: 40 opened, 21 reclaimed, 2 refused"
     gone = fleet_row(_entry(4, "d"), None, None, None, "connection refused")
     assert gone.upstream == "unreachable" and gone.trouble == "unreachable" and gone.in_flight is None
 

@@ -9,10 +9,11 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
-from front_tools import INIT, Host, listening_wrapper, rpc, served_throughout
+from front_tools import ACCEPT, INIT, Host, listening_wrapper, rpc, served_throughout
 
 from mcpwatch.events import payload_problems
 from mcpwatch.operator import status_problems
@@ -43,7 +44,7 @@ async def wait_until(predicate, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_the_cap_refuses_the_next_host_and_delete_ends_a_session_and_its_upstream(tmp_path):
+async def test_delete_ends_a_session_and_its_upstream(tmp_path):
     async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 2\n") as front:
         pid = front.process.pid
         async with Host(front) as first, Host(front) as second:
@@ -51,12 +52,6 @@ async def test_the_cap_refuses_the_next_host_and_delete_ends_a_session_and_its_u
             await second.ping()
             await wait_until(lambda: len(children(pid)) == 2)
             async with httpx2.AsyncClient(timeout=20) as http, served_throughout(second):
-                refused = await http.post(front.url, json=rpc(0, "initialize", INIT), headers=first.headers | {
-                    "Mcp-Session-Id": ""})  # fmt: skip
-                assert refused.status_code == 503
-                error = refused.json()["error"]
-                assert error["code"] == -32603 and "max_sessions" in error["message"] and "2 open" in error["message"]
-                assert "mcp-session-id" not in refused.headers
                 ended = await http.delete(front.url, headers=first.headers)
                 assert ended.status_code == 200
                 await wait_until(lambda: len(children(pid)) == 1)
@@ -66,6 +61,56 @@ async def test_the_cap_refuses_the_next_host_and_delete_ends_a_session_and_its_u
                 async with Host(front) as third:  # room again
                     await third.ping()
                     await wait_until(lambda: len(children(pid)) == 2)
+
+
+async def initialize(front: Any, http: httpx2.AsyncClient) -> httpx2.Response:
+    return await http.post(front.url, json=rpc(0, "initialize", INIT), headers=ACCEPT)
+
+
+async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_never(tmp_path, isolated_state):
+    """Hosts that exit without DELETE, many times over, never lock a new host out: at the cap the session idle
+    longest makes room (its upstream stopped, a 404 afterwards, logged); only when every session has a call in
+    flight or a stream open is a newcomer refused."""
+    async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 3\n") as front:
+        pid = front.process.pid
+        operator = Operator(registry_entry(isolated_state))
+        async with httpx2.AsyncClient(timeout=20) as http:
+            abandoned = []
+            for _ in range(12):  # initialize, call, exit without DELETE
+                opened = await initialize(front, http)
+                assert opened.status_code == 200, opened.text
+                abandoned.append(opened.headers["mcp-session-id"])
+            await wait_until(lambda: len(children(pid)) == 3)  # never more upstreams than the cap
+            for session_id in abandoned[:-3]:  # the oldest were reclaimed: 404, as after DELETE
+                gone = await http.post(front.url, json=rpc(1, "ping"), headers=ACCEPT | {"Mcp-Session-Id": session_id})
+                assert gone.status_code == 404
+            sessions = (await operator.tool("status"))["wrapper"]["host_sessions"]
+            assert (sessions["opened"], sessions["reclaimed"], sessions["refused"]) == (12, 9, 0)
+            async with Host(front) as busy_a, Host(front) as busy_b, Host(front) as busy_c:
+                # every session busy: one has a call in flight, one a GET stream, one both
+                call = rpc("long", "tools/call", {"name": "sleep", "arguments": {"seconds": 30}})
+                calls = [asyncio.ensure_future(host.post(call)) for host in (busy_a, busy_c)]
+                async with busy_b.http.stream("GET", front.url, headers=busy_b.headers) as stream:
+                    assert stream.status_code == 200
+                    await wait_until(lambda: len(children(pid)) == 3)
+                    await asyncio.sleep(0.5)  # the calls are in flight
+                    refused = await initialize(front, http)
+                    assert refused.status_code == 503 and "every host session is busy" in refused.text
+                    assert "mcp-session-id" not in refused.headers
+                    calls[0].cancel()
+                    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}}
+                    await busy_a.post(cancel)
+                    await asyncio.sleep(0.5)
+                    newcomer = await initialize(front, http)  # busy_a is idle again: it makes room
+                    assert newcomer.status_code == 200
+                    assert (await busy_a.post(rpc("after", "ping"))).status_code == 404
+                    await busy_c.ping()  # the busy ones were left alone
+                calls[1].cancel()
+            sessions = (await operator.tool("status"))["wrapper"]["host_sessions"]
+            assert (sessions["reclaimed"], sessions["refused"]) == (13, 1), sessions  # 9, 3 for busy_*, 1
+        events = (await operator.tool("events", after=0, limit=5000))["events"]
+        ends = [e["data"]["message"] for e in events if e["kind"] == "warning" and "ended:" in e["data"]["message"]]
+        assert sum("reclaimed for a new host at the max_sessions cap (3)" in text for text in ends) == 13, ends
 
 
 async def test_an_idle_session_expires_with_its_upstream_while_a_busy_one_stays(tmp_path):
