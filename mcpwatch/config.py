@@ -82,6 +82,8 @@ class OperatorSettings:
     port: int = 0
     max_connections: int = 64  # beyond it the longest-idle connection is closed (or the newcomer refused)
     idle_timeout_s: float = 30.0  # a client that owes a request (or the rest of one) this long is disconnected
+    head_timeout_s: float = 5.0  # a request head begun must be complete this soon (else 408)
+    min_body_kib_s: float = 16.0  # a body must arrive at least this fast on average, after head_timeout_s (else 408)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ class FrontSettings:
     max_header_kb: int = 64
     max_connections: int = 256
     idle_timeout_s: float = 30.0
+    head_timeout_s: float = 5.0  # a request head begun must be complete this soon (else 408)
+    min_body_kib_s: float = 16.0  # a body must arrive at least this fast on average, after head_timeout_s (else 408)
     max_sessions: int = 16  # host sessions at once, each with its own upstream; the next host is refused
     session_idle_s: float = 1800.0  # a host session with no request and no open stream this long is ended
 
@@ -182,6 +186,13 @@ def _megabytes(value: Any) -> float:
     return float(value)
 
 
+def _rate(value: Any) -> float:
+    """A rate in KiB/s: positive and finite (a minimum a client must keep up)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024 * 1024:
+        raise _Problem(f"must be a number of KiB/s above 0 and at most 1048576, got {shown(value)}")
+    return float(value)
+
+
 def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise _Problem(f"must be true or false, got {value!r}")
@@ -257,12 +268,16 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "port": lambda v: _whole(v, 0, 65535),
         "max_connections": lambda v: _whole(v, 1, 10_000),
         "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "head_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "min_body_kib_s": _rate,
     },
     "front": {
         "max_body_mb": _megabytes,
         "max_header_kb": lambda v: _whole(v, 1, 1024 * 1024),
         "max_connections": lambda v: _whole(v, 1, 10_000),
         "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "head_timeout_s": lambda v: _seconds(v, allow_zero=False),
+        "min_body_kib_s": _rate,
         "max_sessions": lambda v: _whole(v, 1, 10_000),
         "session_idle_s": lambda v: _seconds(v, allow_zero=False),
     },

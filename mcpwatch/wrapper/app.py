@@ -24,7 +24,7 @@ from mcpwatch.events import Kind, SessionEndData, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.http_limits import ConnectionLimits, within_descriptors
+from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
 
@@ -126,12 +126,7 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
         print(f"mcpwatch: hosts must send the header 'Authorization: Bearer {token}'", file=sys.stderr, flush=True)
     if options.token_file and not token_file_is_private(options.token_file):
         on_warning(f"--token-file {options.token_file} can be read by other users (chmod 600 it)")
-    limits = ConnectionLimits(
-        max_head_bytes=settings.max_header_kb * 1024,
-        max_connections=settings.max_connections,
-        idle_timeout_s=settings.idle_timeout_s,
-    )
-    limits = within_descriptors(limits, share=1 / 2)
+    limits = within_descriptors(timed_limits(settings, max_head_bytes=settings.max_header_kb * 1024), share=1 / 2)
     guard = FrontGuard.for_listen(host, remote=options.allow_remote, token=token)
     return HttpFront(pool, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
 
@@ -308,12 +303,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         health_tool=settings.upstream.health_tool,
         otel_info=lambda: None if otel is None else otel.status(),
     )
-    operator_limits = within_descriptors(
-        ConnectionLimits(
-            max_connections=settings.operator.max_connections, idle_timeout_s=settings.operator.idle_timeout_s
-        ),
-        share=1 / 8,
-    )
+    operator_limits = within_descriptors(timed_limits(settings.operator), share=1 / 8)
     operator = OperatorServer(
         operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits
     )

@@ -40,6 +40,19 @@ class ConnectionLimits:
         return started + self.body_grace_s + received / self.min_body_bytes_s
 
 
+def timed_limits(settings: Any, **bounds: Any) -> ConnectionLimits:
+    """ConnectionLimits from a config section with `idle_timeout_s`, `head_timeout_s` and `min_body_kib_s` (the
+    front's and the operator's): a body's grace is the head's time."""
+    return ConnectionLimits(
+        idle_timeout_s=settings.idle_timeout_s,
+        head_timeout_s=settings.head_timeout_s,
+        min_body_bytes_s=settings.min_body_kib_s * 1024,
+        body_grace_s=settings.head_timeout_s,
+        max_connections=settings.max_connections,
+        **bounds,
+    )
+
+
 RESERVED_DESCRIPTORS = 64  # the log, the upstream's pipes (and a respawn's), sockets to an HTTP upstream, the loop
 RECHECK_S = 1.0  # while reading is paused by us (the app has not taken the body yet), the rate is not the client's
 

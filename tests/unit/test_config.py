@@ -30,6 +30,7 @@ def test_the_readme_example_loads_with_every_key(tmp_path: Path) -> None:
     assert len(settings.state_sync.policies) == 2 and settings.log.flush_interval_ms == 100
     assert settings.console.theme == "mcpwatch-dark" and settings.source == str(tmp_path / "mcpwatch.toml")
     assert settings.limits.max_frame_mb == 16 and settings.limits.max_frame_bytes == 16 * 1024 * 1024
+    assert (settings.front.head_timeout_s, settings.operator.min_body_kib_s) == (5.0, 16.0)
 
 
 def test_search_order_explicit_then_env_then_cwd_then_user_dir(
@@ -128,3 +129,9 @@ def test_a_file_that_cannot_be_read_as_text(tmp_path: Path) -> None:
         load_settings(not_utf8)
     with pytest.raises(UserError, match="config file not found"):
         load_settings(tmp_path)  # a directory
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "true", '"fast"', "2e6"])
+def test_a_minimum_body_rate_must_be_a_positive_rate(tmp_path: Path, value: str) -> None:
+    with pytest.raises(UserError, match=r"front.min_body_kib_s must be a number of KiB/s above 0"):
+        load_settings(write(tmp_path / "mcpwatch.toml", f"[front]\nmin_body_kib_s = {value}\n"))
