@@ -113,6 +113,7 @@ class LimitsSettings:
 class ConsoleSettings:
     theme: str = "mcpwatch-dark"
     refresh_ms: int = 100
+    serve_max_consoles: int = 8  # `watch --serve`: consoles (each a process) at once; the next browser gets 503
     keys: dict[str, str] = field(default_factory=dict)  # binding id -> keys, e.g. "main.set_margin" = "M"
 
 
@@ -281,7 +282,12 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "max_sessions": lambda v: _whole(v, 1, 10_000),
         "session_idle_s": lambda v: _seconds(v, allow_zero=False),
     },
-    "console": {"theme": _text, "refresh_ms": lambda v: _whole(v, 10, 60_000), "keys": _keymap},
+    "console": {
+        "theme": _text,
+        "refresh_ms": lambda v: _whole(v, 10, 60_000),
+        "serve_max_consoles": lambda v: _whole(v, 1, 1000),
+        "keys": _keymap,
+    },
     "otel": {
         "enabled": _bool,
         "endpoint": _http_url,

@@ -46,7 +46,7 @@ def launch(
         for flag, value in (("--theme", theme), ("--token", token), ("--config", config)):
             if value:
                 argv += [flag, str(value)]
-        serve(argv, serve_port)
+        serve(argv, serve_port, max_consoles=settings.console.serve_max_consoles)
         return 0
     log_to_file()
 

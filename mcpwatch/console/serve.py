@@ -3,14 +3,17 @@
 Each browser connection runs its own `mcpwatch watch` (same target, theme and config) behind textual-serve's page
 and websocket. The server listens on 127.0.0.1 only and guards every request: a loopback Host header (421 else), a
 loopback Origin when one is sent (403 else), and a token printed at start, given once as `?token=` and then held in
-a private cookie (401 without it). The token is compared in constant time.
+a private cookie (401 without it). The token is compared in constant time. A request must arrive within a few
+seconds and at most `[console] serve_max_consoles` consoles run at once (serve_limits).
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import secrets
 import shlex
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -62,11 +65,15 @@ def console_command(argv: list[str]) -> str:
     return shlex.join([sys.executable, "-m", "mcpwatch", "watch", *argv])
 
 
-def serve(argv: list[str], port: int, token: str | None = None, *, title: str = "mcpwatch") -> None:
+def serve(
+    argv: list[str], port: int, token: str | None = None, *, title: str = "mcpwatch", max_consoles: int = 8
+) -> None:
     """Serve the console until interrupted (prints the URL with its token first)."""
     try:
         from aiohttp import web
         from textual_serve.server import Server
+
+        from mcpwatch.console.serve_limits import KEEPALIVE_S, ConsoleCap, TimedRequestHandler
     except ImportError:
         raise UserError(
             "the console in a browser needs textual-serve: pip install 'mcpwatch[serve]' (or textual-serve)"
@@ -74,12 +81,22 @@ def serve(argv: list[str], port: int, token: str | None = None, *, title: str = 
     if not 0 < port < 65536:
         raise UserError(f"--port must be from 1 to 65535, got {port}")
     token = token or secrets.token_urlsafe(24)
+    consoles = ConsoleCap(max_consoles)
 
     @web.middleware
     async def guard(request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         refused = check_request(request.headers, request.query, request.cookies, token, port)
         if refused is not None:
             return web.Response(status=refused[0], text=refused[1] + "\n")
+        if request.path == "/ws":  # a console process for as long as the websocket is open
+            full = consoles.refusal()
+            if full is not None:
+                return web.Response(status=503, text=full + "\n")
+            consoles.running += 1
+            try:
+                return await handler(request)
+            finally:
+                consoles.running -= 1
         response = await handler(request)
         if request.query.get("token") and isinstance(response, web.StreamResponse) and not response.prepared:
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict", path="/")
@@ -92,8 +109,34 @@ def serve(argv: list[str], port: int, token: str | None = None, *, title: str = 
             return app
 
         async def on_startup(self, app: Any) -> None:
-            print(f"mcpwatch console on http://{LOOPBACK}:{port}/?token={token}", flush=True)
-            print("(loopback only; the token is required; Ctrl+C stops)", flush=True)
+            pass  # the URL is printed once the port listens (below)
+
+        def serve(self, debug: bool = False) -> None:
+            """textual-serve's serve, with connections handled by TimedRequestHandler (aiohttp's run_app takes
+            no handler class)."""
+            self.debug = debug
+            self.initialize_logging()
+            asyncio.run(self._run())
+
+        async def _run(self) -> None:
+            runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None)
+            await runner.setup()
+            loop = asyncio.get_running_loop()
+            stop = asyncio.Event()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            try:
+                listening = await loop.create_server(
+                    lambda: TimedRequestHandler(runner.server, loop=loop, keepalive_timeout=KEEPALIVE_S),
+                    LOOPBACK,
+                    port,
+                )
+                print(f"mcpwatch console on http://{LOOPBACK}:{port}/?token={token}", flush=True)
+                print("(loopback only; the token is required; Ctrl+C stops)", flush=True)
+                async with listening:
+                    await stop.wait()
+            finally:
+                await runner.cleanup()
 
     server = GuardedServer(console_command(argv), host=LOOPBACK, port=port, title=title)
     server.public_url = f"http://{LOOPBACK}:{port}"
