@@ -6,7 +6,8 @@ Tools return JSON as structured content:
 - `status()` → `Status` (below): the wrapper, its upstream and host, the deadline block, tombstones, calls in
   flight, counters, State Sync and the log
 - `events(after=0, limit=1000, wait_ms=0)` → {"events": [Event.to_dict()...], "next": seq} (long poll; `after` and
-  `next` are session sequence numbers, `Event.seq`)
+  `next` are session sequence numbers, `Event.seq`; after 0..2^53, limit 1..10000, wait_ms 0..30000, else a tool
+  error saying the range)
 - `health_check()` → `HealthCheckData`; also logged as a `health_check` event
 - `set_margin(seconds)`, `set_host_timeout(seconds)`, `set_deadline(seconds | null)` → the new `deadline` block;
   bad values are refused with a tool error (isError) whose text says why, and nothing changes

@@ -71,9 +71,9 @@ TOOLS: list[dict[str, Any]] = [
             "Events after a sequence number (long poll with wait_ms).",
             _schema(
                 {
-                    "after": {"type": "integer", "default": 0},
-                    "limit": {"type": "integer", "default": 1000},
-                    "wait_ms": {"type": "integer", "default": 0},
+                    "after": {"type": "integer", "default": 0, "minimum": 0, "maximum": MAX_WHOLE},
+                    "limit": {"type": "integer", "default": 1000, "minimum": 1, "maximum": MAX_LIMIT},
+                    "wait_ms": {"type": "integer", "default": 0, "minimum": 0, "maximum": MAX_WAIT_MS},
                 }
             ),
         ),
@@ -124,21 +124,29 @@ class Refused(Exception):
     """A tool said no: its message goes back to the operator as the tool's error text."""
 
 
-def _whole(arguments: dict[str, Any], name: str, default: int) -> int:
+def _whole(arguments: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
+    """A whole-number argument within [low, high]; else Refused, saying the range (nothing is clamped quietly)."""
+    span = f"{name} must be a whole number from {_shown(low)} to {_shown(high)}"
     value = arguments.get(name, default)
     digits = value.strip().removeprefix("-") if isinstance(value, str) else ""
     if digits.isascii() and digits.isdigit():  # "12" yes; "¹²" (a digit to isdigit) no
         if len(digits) > MAX_DIGITS:
-            raise Refused(f"{name} must be a whole number from -2^53 to 2^53, got a {len(digits)}-digit number")
+            raise Refused(f"{span}, got a {len(digits)}-digit number")
         value = int(value)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise Refused(f"{name} must be a whole number, got {frames.text_of(value, 80)}")
-    if abs(value) > MAX_WHOLE:
-        digits_told = f"{len(str(abs(value)))}-digit" if value.bit_length() < 13_000 else "many-thousand-digit"
-        raise Refused(f"{name} must be a whole number from -2^53 to 2^53, got a {digits_told} number")
+        raise Refused(f"{span}, got {frames.text_of(value, 80)}")
+    if not low <= value <= high:
+        shown = f"a {len(str(abs(value)))}-digit number" if abs(value) > MAX_WHOLE else str(value)
+        if value.bit_length() >= 13_000:
+            shown = "a many-thousand-digit number"
+        raise Refused(f"{span}, got {shown}")
     return value
+
+
+def _shown(bound: int) -> str:
+    return "2^53" if bound == MAX_WHOLE else str(bound)
 
 
 def build_operator_app(
@@ -158,13 +166,13 @@ def build_operator_app(
         return contract.Status(**actions.status(), log=log_info(), otel=otel_info())  # type: ignore[typeddict-item]
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
-        after = _whole(arguments, "after", 0)
-        limit = max(1, min(_whole(arguments, "limit", 1000), MAX_LIMIT))
-        wait_s = max(0, min(_whole(arguments, "wait_ms", 0), MAX_WAIT_MS)) / 1000
+        after = _whole(arguments, "after", 0, 0, MAX_WHOLE)
+        limit = _whole(arguments, "limit", 1000, 1, MAX_LIMIT)
+        wait_s = _whole(arguments, "wait_ms", 0, 0, MAX_WAIT_MS) / 1000
         batch = await recorder.wait_for(after, limit, wait_s)
         return {
             "events": [e.to_dict() for e in batch],
-            "next": batch[-1].seq if batch else max(after, 0),
+            "next": batch[-1].seq if batch else after,
             "latest": recorder.seq,
         }
 

@@ -124,13 +124,21 @@ async def test_huge_operator_headers_are_refused_at_64_kib(tmp_path, isolated_st
 
 
 ABSURD = [
-    ({"after": 10**30}, "after must be a whole number from -2^53 to 2^53, got a 31-digit number"),
-    ({"after": -(10**30)}, "after must be a whole number from -2^53 to 2^53"),
-    ({"after": "9" * 5000}, "after must be a whole number from -2^53 to 2^53, got a 5000-digit number"),
-    ({"limit": 10**100}, "limit must be a whole number from -2^53 to 2^53"),
-    ({"wait_ms": 1e300}, "wait_ms must be a whole number from -2^53 to 2^53, got a 301-digit number"),
-    ({"after": [1]}, "after must be a whole number, got [1]"),
-    ({"after": {"a": 1}}, "after must be a whole number"),
+    ({"after": 10**30}, "after must be a whole number from 0 to 2^53, got a 31-digit number"),
+    ({"after": -(10**30)}, "after must be a whole number from 0 to 2^53"),
+    ({"after": "9" * 5000}, "after must be a whole number from 0 to 2^53, got a 5000-digit number"),
+    ({"after": -1}, "after must be a whole number from 0 to 2^53, got -1"),
+    ({"limit": 10**100}, "limit must be a whole number from 1 to 10000, got a 101-digit number"),
+    ({"limit": -1}, "limit must be a whole number from 1 to 10000, got -1"),
+    ({"limit": 0}, "limit must be a whole number from 1 to 10000, got 0"),
+    ({"limit": 10001}, "limit must be a whole number from 1 to 10000, got 10001"),
+    ({"wait_ms": -5}, "wait_ms must be a whole number from 0 to 30000, got -5"),
+    ({"wait_ms": 86_400_000}, "wait_ms must be a whole number from 0 to 30000, got 86400000"),
+    ({"wait_ms": 1e300}, "wait_ms must be a whole number from 0 to 30000, got a 301-digit number"),
+    ({"wait_ms": 2.5}, "wait_ms must be a whole number from 0 to 30000, got 2.5"),
+    ({"after": [1]}, "after must be a whole number from 0 to 2^53, got [1]"),
+    ({"after": {"a": 1}}, "after must be a whole number from 0 to 2^53"),
+    ({"limit": True}, "limit must be a whole number from 1 to 10000, got true"),
 ]
 
 
@@ -141,6 +149,8 @@ async def test_absurd_event_arguments_are_clear_errors(tmp_path, isolated_state)
             result = await operator.call("events", **arguments)  # HTTP 200 (asserted inside), a tool error
             assert result["isError"] is True and text in result["content"][0]["text"], (arguments, result)
         assert (await operator.tool("events", after=0, limit=1))["events"]
+        edges = await operator.tool("events", after=0, limit=10000, wait_ms=0)  # the bounds themselves pass
+        assert edges["events"] and (await operator.tool("events", after=2**53, limit=1))["events"] == []
     assert "Traceback" not in front.stderr
 
 
