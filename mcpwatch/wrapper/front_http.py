@@ -52,6 +52,15 @@ class _Stream:
         self.request_ids = request_ids
         self.tokens = tokens
         self.queue = HostQueue(pressure)  # bounded by the backpressure on the upstream
+        self.shutdown = False  # ended because the wrapper stops (503), not because the session did (a clean end)
+
+    def release(self, request_id: Any) -> None:
+        """The host cancelled this request: no answer is owed (MCP), so once none is left the stream ends."""
+        key = frames.id_key(request_id)
+        if key in self.request_ids:
+            self.request_ids.discard(key)
+            if not self.request_ids:
+                self.queue.put_nowait(None)
 
 
 class HttpSession:
@@ -100,8 +109,10 @@ class HttpSession:
                     return True
         return False
 
-    def end_streams(self) -> None:
+    def end_streams(self, *, shutdown: bool = False) -> None:
+        """End every open stream: cleanly when only the session ends, with 503 when the wrapper stops."""
         for stream in self.streams:
+            stream.shutdown = shutdown
             stream.queue.put_nowait(None)
         if self.get_queue is not None:
             self.get_queue.put_nowait(None)
@@ -160,7 +171,7 @@ class HttpFront:
     async def close(self) -> None:
         """End every open stream, then let the server finish its responses (bounded) before the loop stops."""
         for session in self.sessions.values():
-            session.end_streams()
+            session.end_streams(shutdown=True)
         if self._server is not None:
             self._server.should_exit = True
             with contextlib.suppress(TimeoutError):
@@ -269,6 +280,10 @@ class HttpFront:
             )
             return
         self.pool.touch(session.entry)
+        for item in items:
+            if item.get("method") == "notifications/cancelled" and isinstance(item.get("params"), dict):
+                for open_stream in list(session.streams):
+                    open_stream.release(item["params"].get("requestId"))
         requests = [i for i in items if frames.kind_of(i) == frames.REQUEST]
         extra = {SESSION_HEADER: session.session_id} if session.session_id else {}
         port = session.port
@@ -292,8 +307,10 @@ class HttpFront:
         watcher = asyncio.ensure_future(self._on_disconnect(session, stream, receive, cancel=ephemeral is not None))
         try:
             first = await stream.queue.get()
-            if first is None:
+            if first is None and stream.shutdown:
                 await _plain(send, 503, "Service Unavailable: mcpwatch is shutting down", extra)
+            elif first is None:  # cancelled by the host, or its session ended: an event stream that ends
+                await _sse(send, stream.queue, extra, [None])
             elif isinstance(payload, list) and "method" not in first:
                 await self._answer_batch(send, stream, first, extra)
             elif "method" not in first and not stream.request_ids:

@@ -184,3 +184,24 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
         assert sorted(e["request_id"] for e in starts) == keys
         assert all(e["data"]["host_session"] == e["request_id"].split("/")[0] for e in starts)
         assert [(e["kind"], p) for e in events for p in payload_problems(e["kind"], e["data"])] == []
+
+
+async def test_a_held_request_ends_cleanly_when_cancelled_or_when_its_session_ends(tmp_path):
+    """Nothing streamed yet, and no answer will come: the POST ends as an empty event stream (no 503 saying that
+    mcpwatch is shutting down, which it is not)."""
+    async with listening_wrapper(tmp_path) as front, Host(front) as host:
+        for ending in ("cancel", "delete"):
+            call = rpc(f"held-{ending}", "tools/call", {"name": "sleep", "arguments": {"seconds": 30}})
+            held = asyncio.ensure_future(host.post(call))
+            await asyncio.sleep(0.5)
+            assert not held.done()
+            if ending == "cancel":
+                params = {"requestId": f"held-{ending}", "reason": "the user pressed Esc"}
+                note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+                assert (await host.post(note)).status_code == 202
+            else:
+                assert (await host.http.delete(front.url, headers=host.headers)).status_code == 200
+            reply = await asyncio.wait_for(held, 10)
+            assert reply.status_code == 200 and reply.headers["content-type"] == "text/event-stream", reply.text
+            assert reply.text == ""
+    assert "Traceback" not in front.stderr
