@@ -5,6 +5,10 @@ copies of the server. The run opens 1, 2, 4, 8 and 16 sessions (raw HTTP hosts, 
 calls, the event log on) against the raw upstream (`mcpwatch.bench.raw_upstream`) and samples the wrapper's RSS
 and its upstream processes' RSS; the figures per session are the slopes from 1 to 16 sessions. Target: the
 wrapper's own share at most 1 MB per session (its state per session is a core, a pending table and a link).
+
+Then 100 hosts that each open a session, make a call and go without DELETE (as many hosts do), on the default
+`[front] max_sessions`: the sessions idle longest are reclaimed, so the upstreams stay at the cap and the
+wrapper's RSS after the hundredth is the figure (target: upstreams never above the cap).
 """
 
 from __future__ import annotations
@@ -69,14 +73,13 @@ async def _drive(url: str, pid: int, counts: list[int], calls: int) -> list[dict
     return samples
 
 
-def run(quick: bool = False) -> dict[str, Any]:
-    counts = [1, 2, 4] if quick else [1, 2, 4, 8, 16]
-    calls = 10 if quick else 50
+def _measure(config_text: str, drive: Any) -> Any:
+    """Run `drive(url, pid)` against a wrapper of the raw upstream with `config_text`, the event log on."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "mcpwatch.toml"
-        config.write_text("[front]\nmax_sessions = 64\n")
+        config.write_text(config_text)
         upstream = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
         wrap = ["wrap", "--config", str(config), "--log", str(Path(tmp) / "bench.db"), "--listen", url]
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
@@ -85,10 +88,21 @@ def run(quick: bool = False) -> dict[str, Any]:
         )
         try:
             wait_for_port(port, 30)
-            samples = asyncio.run(_drive(url, process.pid, counts, calls))
+            return asyncio.run(drive(url, process.pid))
         finally:
             process.terminate()
             process.wait(15)
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    from mcpwatch.config import FrontSettings
+
+    counts = [1, 2, 4] if quick else [1, 2, 4, 8, 16]
+    calls = 10 if quick else 50
+    samples = _measure("[front]\nmax_sessions = 64\n", lambda url, pid: _drive(url, pid, counts, calls))
+    hosts = 30 if quick else 100
+    cap = FrontSettings().max_sessions
+    (abandoned,) = _measure("", lambda url, pid: _drive(url, pid, [hosts], 1))
     first, last = samples[0], samples[-1]
     span = last["sessions"] - first["sessions"]
     wrapper_per = round((last["wrapper_mb"] - first["wrapper_mb"]) / span, 3)
@@ -100,6 +114,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         "wrapper_mb_per_session": wrapper_per,
         "upstream_mb_per_session": upstream_per,
         "total_mb_per_session": round(wrapper_per + upstream_per, 3),
-        "targets": {"wrapper_mb_per_session": TARGET_WRAPPER_MB_PER_SESSION},
-        "pass": wrapper_per <= TARGET_WRAPPER_MB_PER_SESSION and all(s["upstreams"] == s["sessions"] for s in samples),
+        "abandoned": {**abandoned, "max_sessions": cap},  # `sessions` hosts gone without DELETE
+        "targets": {"wrapper_mb_per_session": TARGET_WRAPPER_MB_PER_SESSION, "abandoned_upstreams": cap},
+        "pass": wrapper_per <= TARGET_WRAPPER_MB_PER_SESSION
+        and all(s["upstreams"] == s["sessions"] for s in samples)
+        and abandoned["upstreams"] <= cap,
     }

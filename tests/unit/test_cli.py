@@ -76,6 +76,8 @@ def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
     assert [s["sessions"] for s in report["samples"]] == [1, 2, 4]
     assert [s["upstreams"] for s in report["samples"]] == [1, 2, 4]
     assert report["wrapper_mb_per_session"] < report["upstream_mb_per_session"]  # far less than a process
+    abandoned = report["abandoned"]  # 30 hosts gone without DELETE: reclaimed at the cap, none refused
+    assert abandoned["sessions"] == 30 and 0 < abandoned["upstreams"] <= abandoned["max_sessions"] == 16
 
 
 def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
