@@ -122,14 +122,16 @@ class SessionPool:
         return [sid for sid, e in self.sessions.items() if e.streams <= 0 and e.last_seen <= cutoff]
 
     def retire(self, session_id: str, why: str, *, cause: str = "ended") -> HostSession | None:
-        """Take a session out of the pool at once (its id answers 404 from now on), logging why; `stop` it next.
-        `cause` is counted: "expired" (idle), "reclaimed" (room for a newcomer), or "ended" (DELETE, shutdown)."""
+        """Take a session out of the pool at once (its id answers 404 from now on); `stop` it next. `cause` is
+        counted: "expired" (idle) or "reclaimed" (room for a newcomer), both logged as a warning saying why, since
+        the host did not ask for them; or "ended" (DELETE, shutdown)."""
         entry = self.sessions.pop(session_id, None)
         if entry is None:
             return None
         self.expired += cause == "expired"
         self.reclaimed += cause == "reclaimed"
-        entry.core.warn(f"host session {entry.tag} ended: {why}")
+        if cause != "ended":
+            entry.core.warn(f"host session {entry.tag} ended: {why}")
         return entry
 
     async def stop(self, entry: HostSession, why: str) -> None:
