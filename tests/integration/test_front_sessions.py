@@ -63,6 +63,13 @@ async def test_delete_ends_a_session_and_its_upstream(tmp_path):
                     await wait_until(lambda: len(children(pid)) == 2)
 
 
+async def calls_in_flight(operator: Operator, count: int) -> None:
+    deadline = time.monotonic() + 15
+    while len((await operator.tool("status"))["in_flight"]) != count:
+        assert time.monotonic() < deadline, f"never {count} calls in flight"
+        await asyncio.sleep(0.05)
+
+
 async def initialize(front: Any, http: httpx2.AsyncClient) -> httpx2.Response:
     return await http.post(front.url, json=rpc(0, "initialize", INIT), headers=ACCEPT)
 
@@ -93,14 +100,14 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
                 async with busy_b.http.stream("GET", front.url, headers=busy_b.headers) as stream:
                     assert stream.status_code == 200
                     await wait_until(lambda: len(children(pid)) == 3)
-                    await asyncio.sleep(0.5)  # the calls are in flight
+                    await calls_in_flight(operator, 2)
                     refused = await initialize(front, http)
                     assert refused.status_code == 503 and "every host session is busy" in refused.text
                     assert "mcp-session-id" not in refused.headers
                     calls[0].cancel()
                     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}}
                     await busy_a.post(cancel)
-                    await asyncio.sleep(0.5)
+                    await calls_in_flight(operator, 1)
                     newcomer = await initialize(front, http)  # busy_a is idle again: it makes room
                     assert newcomer.status_code == 200
                     assert (await busy_a.post(rpc("after", "ping"))).status_code == 404
@@ -186,14 +193,15 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
         assert [(e["kind"], p) for e in events for p in payload_problems(e["kind"], e["data"])] == []
 
 
-async def test_a_held_request_ends_cleanly_when_cancelled_or_when_its_session_ends(tmp_path):
+async def test_a_held_request_ends_cleanly_when_cancelled_or_when_its_session_ends(tmp_path, isolated_state):
     """Nothing streamed yet, and no answer will come: the POST ends as an empty event stream (no 503 saying that
     mcpwatch is shutting down, which it is not)."""
     async with listening_wrapper(tmp_path) as front, Host(front) as host:
+        operator = Operator(registry_entry(isolated_state))
         for ending in ("cancel", "delete"):
             call = rpc(f"held-{ending}", "tools/call", {"name": "sleep", "arguments": {"seconds": 30}})
             held = asyncio.ensure_future(host.post(call))
-            await asyncio.sleep(0.5)
+            await calls_in_flight(operator, 1)
             assert not held.done()
             if ending == "cancel":
                 params = {"requestId": f"held-{ending}", "reason": "the user pressed Esc"}
