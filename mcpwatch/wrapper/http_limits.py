@@ -12,7 +12,8 @@ protocol bounds what a client owes us, in size and in time:
   seconds is disconnected, whatever the gaps between its bytes;
 - `idle_timeout_s` without a byte from a client that owes one closes the connection;
 - at most `max_connections` open at once: a newcomer closes the connection quiet longest among those that owe us
-  bytes (between requests, in a head, in a body), and gets 503 only when every connection waits on the wrapper.
+  bytes (between requests, in a head, in a body), sparing those that were answered before (a real client's
+  kept-alive connections), and gets 503 only when every connection waits on the wrapper.
 
 A connection waiting on the wrapper — a long call, an event stream — owes nothing and is never timed out.
 """
@@ -95,6 +96,7 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         _heads_in_chunk = 0
         _ended_in_chunk = 0
         _head_too_large = False
+        _answered = 0  # responses completed on this connection
         _timer: asyncio.TimerHandle | None = None
         _closed = False
 
@@ -166,6 +168,7 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
 
         def on_response_complete(self) -> None:
             self._last_active = self.loop.time()  # quiet while the wrapper worked is not the client's silence
+            self._answered += 1
             super().on_response_complete()
             self._arm()
 
@@ -218,11 +221,12 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             self._refuse(408, "Request Timeout", f"the {what} did not arrive in time")
 
         def _make_room(self) -> bool:
-            """Close the connection quiet longest among those that owe us bytes; False if there is none."""
+            """Close a connection that owes us bytes, one never answered before one a client has used (a host's
+            kept-alive connection, which it may reuse at any moment), the quietest first; False if none owes."""
             owing = [c for c in open_connections if c is not self and not c._closed and c.owes_bytes()]
             if not owing:
                 return False
-            oldest = min(owing, key=lambda c: c._last_active)
+            oldest = min(owing, key=lambda c: (c._answered > 0, c._last_active))
             oldest._closed = True
             open_connections.discard(oldest)
             oldest.transport.close()
