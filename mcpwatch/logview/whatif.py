@@ -6,7 +6,8 @@ figures out; no Textual, no transport.
 A call's true duration is known when the server answered: in time (its request_end) or late (its late_result:
 cut + delay). A call cut by its budget that never answered has no known duration, only a lower bound (the time it
 ran before the cut): under a budget at or below that bound it would be cut again; above it the answer is *likely*
-when `estimate` finds a basis (reported with it), else "unknown", never counted as saved. Calls answered from a stored late result never went upstream and are left out.
+when `estimate` finds a basis (reported with it), else "unknown", never counted as saved. Calls answered from a
+stored late result never went upstream and are left out.
 """
 
 from __future__ import annotations
