@@ -15,6 +15,7 @@ from types import ModuleType
 
 from mcpwatch import __version__
 from mcpwatch.errors import UserError
+from mcpwatch.terminal import safe
 
 # Listed in the order `--help` shows them; a name appears only when its module exists.
 COMMAND_NAMES = (
@@ -39,7 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {safe(message)} (see --help)\n")
 
 
 def available_commands() -> dict[str, ModuleType]:
@@ -87,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         return 0  # `mcpwatch report | head`: the reader has seen enough, as with `git log | head`
     except UserError as exc:
-        print(f"mcpwatch: {exc}", file=sys.stderr)
+        print(f"mcpwatch: {safe(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         return 130

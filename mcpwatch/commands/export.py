@@ -37,13 +37,14 @@ def run(args: argparse.Namespace) -> int:
     from mcpwatch.errors import UserError
     from mcpwatch.logview.export import COLUMNS, csv_row, export_record
     from mcpwatch.store import EventReader, log_path
+    from mcpwatch.terminal import SafeStream, safe
 
     if args.format == "otlp":
         return _send_otlp(args)
     with EventReader(log_path(args.db)) as reader:
         session = reader.session(args.session) if args.session else reader.latest_session()
         with contextlib.ExitStack() as stack:
-            out: TextIO = sys.stdout
+            out: TextIO = SafeStream(sys.stdout)  # type: ignore[assignment]  # names may hold escape sequences
             if args.output:
                 try:
                     out = stack.enter_context(open(args.output, "w", encoding="utf-8", newline=""))
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                     count += 1
             out.flush()
     if args.output:
-        print(f"exported {count} events of session {session.id} to {args.output}", file=sys.stderr)
+        print(f"exported {count} events of session {safe(session.id)} to {safe(args.output)}", file=sys.stderr)
     return 0
 
 
@@ -77,6 +78,7 @@ def _send_otlp(args: argparse.Namespace) -> int:
     from mcpwatch.otel.config import OtelConfigError, resolve
     from mcpwatch.otel.spans import session_spans
     from mcpwatch.store import EventReader, log_path
+    from mcpwatch.terminal import safe
 
     if args.output:
         raise UserError("--format otlp sends to a collector (--endpoint URL); it writes no file")
@@ -107,5 +109,5 @@ def _send_otlp(args: argparse.Namespace) -> int:
         sender.shutdown()
     if sent < len(spans):
         raise UserError(f"the collector at {target.traces_url} took {sent} of {len(spans)} spans")
-    print(f"sent {sent} spans of session {session.id} to {target.traces_url}", file=sys.stderr)
+    print(f"sent {sent} spans of session {safe(session.id)} to {safe(target.traces_url)}", file=sys.stderr)
     return 0

@@ -15,15 +15,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from mcpwatch.config import load_settings
     from mcpwatch.reliability.hosts import catalog
 
     settings = load_settings(args.config)
     profiles = catalog(settings.hosts, settings.source or "mcpwatch.toml").profiles
     if args.json:
-        print(json.dumps([p.to_dict() for p in profiles], indent=2, ensure_ascii=False))
+        from mcpwatch.commands._output import print_json
+
+        print_json([p.to_dict() for p in profiles])
         return 0
     from rich.markup import escape
     from rich.table import Table

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from mcpwatch.errors import UserError
     from mcpwatch.logview.units import format_time, parse_age
     from mcpwatch.store import log_path, prune
+    from mcpwatch.terminal import safe
 
     try:
         age = parse_age(args.older_than)
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             last = (
                 f"ended {format_time(c.ended_at)}" if c.ended_at is not None else f"last event {format_time(c.last_at)}"
             )
-            print(f"  {c.id}  {c.name or '-'}  {last}  {_plural(c.events, 'event')}")
+            print(f"  {safe(c.id)}  {safe(c.name or '-')}  {last}  {_plural(c.events, 'event')}")
     else:
         print(f"pruned {_plural(result.removed, 'session')} {older} from {path}")
     if result.kept_running:

@@ -18,8 +18,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
+    from mcpwatch.commands._output import print_json, stdout_console
     from mcpwatch.logview.report import REPORT_KINDS, build_report
     from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
@@ -29,9 +28,8 @@ def run(args: argparse.Namespace) -> int:
         session = reader.session(args.session) if args.session else reader.latest_session()
         report = build_report(reader.events(session.id, kinds=REPORT_KINDS), session.to_dict())
     if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
+        print_json(report)
         return 0
-    from mcpwatch.commands._output import stdout_console
 
     _render(stdout_console(), report)
     return 0

@@ -41,8 +41,6 @@ def _seconds_arg(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
     from mcpwatch.errors import UserError
     from mcpwatch.logview.estimate import council_estimates
     from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events, final_deadline, hypothetical_budget, whatif
@@ -81,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
     if host is not None:
         figures["host"] = host
     if args.json:
-        print(json.dumps(figures, indent=2, ensure_ascii=False))
+        from mcpwatch.commands._output import print_json
+
+        print_json(figures)
         return 0
     from mcpwatch.commands._output import stdout_console
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from mcpwatch.events import Event, Outcome
@@ -45,12 +46,25 @@ def export_record(event: Event) -> dict[str, Any]:
     }
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula (`=`, `+`, `-`, `@` first) gets a leading `'`, as OWASP
+    advises; numbers, and text that is only a number ("-3"), stay as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _PLAIN_NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def csv_row(record: dict[str, Any]) -> list[Any]:
-    """The record's values in COLUMNS order, with `data` as compact JSON and missing values empty."""
+    """The record's values in COLUMNS order, with `data` as compact JSON, missing values empty and no text cell
+    a spreadsheet would take for a formula (names and ids are whatever a peer sent)."""
     row: list[Any] = []
     for column in COLUMNS:
         value = record.get(column)
         if column == "data":
             value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-        row.append("" if value is None else value)
+        row.append("" if value is None else spreadsheet_safe(value))
     return row

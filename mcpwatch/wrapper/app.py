@@ -23,6 +23,7 @@ from mcpwatch.errors import UserError
 from mcpwatch.events import Kind, SessionEndData, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
+from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
@@ -73,7 +74,7 @@ def startup_line(options: WrapOptions, log_path: Path | None) -> str:
 
 
 def warn(message: str) -> None:
-    print(f"mcpwatch: warning: {message}", file=sys.stderr, flush=True)
+    print(f"mcpwatch: warning: {safe_lines(message)}", file=sys.stderr, flush=True)
 
 
 INSTALL_OTEL = "pip install 'mcpwatch[otel]'"
@@ -132,7 +133,7 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
 
 
 def note(message: str) -> None:
-    print(f"mcpwatch: {message}", file=sys.stderr, flush=True)
+    print(f"mcpwatch: {safe_lines(message)}", file=sys.stderr, flush=True)
 
 
 LOG_CLOSE_WAIT_S = 3.0  # at exit, how long a log that refuses writes (locked, full) is retried before giving up

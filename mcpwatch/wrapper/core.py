@@ -21,6 +21,7 @@ from mcpwatch.reliability.hosts import catalog as host_catalog
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
+from mcpwatch.terminal import safe_lines
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, modern_version
 from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.actions import OperatorActions
@@ -306,7 +307,8 @@ class WrapperCore:
         if fail_queued:
             self.session.start_failure = text
         if not self.closing:
-            print(f"mcpwatch: {text}", file=sys.stderr, flush=True)  # the host keeps this as the server's log
+            # the host keeps this as the server's log; the upstream's stderr lines in it may hold escape sequences
+            print(f"mcpwatch: {safe_lines(text)}", file=sys.stderr, flush=True)
         for pending in [p for p in self.table if p.sent or fail_queued]:
             self.endings.fail(pending, Outcome.UPSTREAM_LOST, text)
 
