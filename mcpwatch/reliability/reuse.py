@@ -1,7 +1,10 @@
 """Opt-in reuse of late results: the next identical call to a safe tool gets a result that finished after its deadline.
 
 Pure: no I/O, no transport. An identical call is the same tool with the same arguments once canonicalised (keys
-sorted, no insignificant whitespace), from the same host connection (one host never sees another's results). Memory
+sorted, no insignificant whitespace), from the same host connection and the same host (name and version): one host
+never sees another's results. Every part of the key is a value the wrapper gave or read, never an object's identity
+(a freed object's id is soon another's). A request with no connection of its own (a sessionless 2026-era request)
+is never reused: nothing it sends proves it comes from the host whose call was cut. Memory
 is bounded: arguments over 64 KiB are never matched, and the store keeps at most 256 results and 32 MiB. Only
 successful results are kept; each answers at most one later call, within its policy's TTL counted from its arrival.
 A tool State Sync treats as a mutation (its policy has `invalidates`) is never reused, whatever the reuse policies say.
@@ -35,6 +38,16 @@ def canonical_arguments(arguments: Any) -> str | None:
     except (TypeError, ValueError, RecursionError):
         return None
     return text if len(text) <= ARGUMENTS_MAX else None
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseKey:
+    """What makes two calls identical for reuse."""
+
+    connection: str  # the host connection, named once by its front and never given to another (see HostLink)
+    host: tuple[str | None, str | None]  # the clientInfo name and version the host gave
+    tool: str
+    arguments: str  # canonical JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +120,7 @@ class LateResultReuse:
         self._store_max = store_max
         self._store_bytes_max = store_bytes_max
         self._store_bytes = 0
-        self._store: OrderedDict[tuple[Any, str, str], StoredResult] = OrderedDict()
+        self._store: OrderedDict[ReuseKey, StoredResult] = OrderedDict()
 
     @property
     def enabled(self) -> bool:
@@ -133,23 +146,25 @@ class LateResultReuse:
         segments = tool.split(SEPARATOR)
         return any(match_segments(pattern, segments) for _, pattern in self._segments)
 
-    def key(self, scope: Any, tool: str, arguments: Any) -> tuple[Any, str, str] | None:
-        """The identity of a call for reuse, or None when no policy allows it."""
-        if self.policy_for(tool) is None:
+    def key(
+        self, connection: str | None, host: tuple[str | None, str | None], tool: str, arguments: Any
+    ) -> ReuseKey | None:
+        """The identity of a call for reuse, or None when no policy allows it or it has no connection of its own."""
+        if connection is None or self.policy_for(tool) is None:
             return None
         canonical = canonical_arguments(arguments)
-        return None if canonical is None else (scope, tool, canonical)
+        return None if canonical is None else ReuseKey(connection, host, tool, canonical)
 
     def keep(
-        self, key: tuple[Any, str, str], result: Any, *, request_id: str | None, delay_s: float, size_bytes: int = 0
+        self, key: ReuseKey, result: Any, *, request_id: str | None, delay_s: float, size_bytes: int = 0
     ) -> StoredResult | None:
         """Store a late successful result (isError true is not a success); returns what was stored."""
-        policy = self.policy_for(key[1])
+        policy = self.policy_for(key.tool)
         if policy is None or not isinstance(result, dict) or result.get("isError") is True:
             return None
         if not math.isfinite(delay_s) or size_bytes > self._store_bytes_max:
             return None
-        stored = StoredResult(key[1], request_id, result, delay_s, self.clock.monotonic(), policy.ttl_s, size_bytes)
+        stored = StoredResult(key.tool, request_id, result, delay_s, self.clock.monotonic(), policy.ttl_s, size_bytes)
         self._drop(key)
         self._store[key] = stored
         self._store_bytes += size_bytes
@@ -157,12 +172,12 @@ class LateResultReuse:
             self._drop(next(iter(self._store)))
         return stored
 
-    def _drop(self, key: tuple[Any, str, str]) -> None:
+    def _drop(self, key: ReuseKey) -> None:
         stored = self._store.pop(key, None)
         if stored is not None:
             self._store_bytes -= stored.size_bytes
 
-    def take(self, key: tuple[Any, str, str] | None) -> Reuse | None:
+    def take(self, key: ReuseKey | None) -> Reuse | None:
         """The stored result for this call if one is still within its TTL; it answers this call only."""
         if key is None:
             return None
@@ -171,11 +186,11 @@ class LateResultReuse:
             return None
         age = self.clock.monotonic() - stored.arrived_at
         self._drop(key)
-        if age >= stored.ttl_s or self.policy_for(key[1]) is None:
+        if age >= stored.ttl_s or self.policy_for(key.tool) is None:
             return None
         return Reuse(stored, age, marked_result(stored, age))
 
-    def forget_scope(self, scope: Any) -> None:
+    def forget_connection(self, connection: str | None) -> None:
         """A host connection went away: its stored results can answer no one."""
-        for key in [k for k in self._store if k[0] == scope]:
+        for key in [k for k in self._store if k.connection == connection]:
             self._drop(key)

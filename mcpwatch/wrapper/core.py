@@ -195,14 +195,14 @@ class WrapperCore:
         if (version := modern_version(message)) is not None:
             self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
+        host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         late = self.late_results  # an identical call's late result, given at once (opt-in: [[late_results.reuse]])
         if (
             tool is not None
             and late.reuse.enabled
-            and late.answer_from_store(link, message["id"], tool, params.get("arguments"))
+            and late.answer_from_store(link, host, message["id"], tool, params.get("arguments"))
         ):
             return
-        host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         up_id = self.session.ids.allocate()
         host_id = message["id"]
         request_key = getattr(link, "key_prefix", "") + str(host_id)  # two hosts' equal ids stay apart in the log

@@ -71,6 +71,8 @@ class HttpSession:
         self.entry = entry
         self.port: HostPort = entry.core
         self.key_prefix = key_prefix  # request ids in the log: "<session>/<host id>", apart from other hosts'
+        # a session id is a fresh uuid4; a sessionless request (no id) proves no host, so nothing is reused for it
+        self.connection = f"session {session_id}" if session_id else None
         self.streams: list[_Stream] = []
         self.get_queue: HostQueue | None = None
 

@@ -70,6 +70,7 @@ def _is_pipe(fd: int) -> bool:
 
 class StdioFront:
     name = "stdio"
+    connection = "stdio"  # one host, on this process's stdin and stdout, for the wrapper's whole life
 
     def __init__(self, core: HostPort) -> None:
         self.core = core

@@ -24,7 +24,7 @@ from mcpwatch.events import (
     WarningData,
 )
 from mcpwatch.reliability.cancel_ack import is_cancel_ack
-from mcpwatch.reliability.reuse import LateResultReuse
+from mcpwatch.reliability.reuse import LateResultReuse, ReuseKey
 from mcpwatch.wrapper import frames
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class CutCall:
     request_id: str | None
     cut_after_s: float
     reason: str
-    reuse_key: tuple[Any, str, str] | None
+    reuse_key: ReuseKey | None
     cancelled: bool = True  # mcpwatch sent notifications/cancelled for it (not so when the upstream was lost)
 
 
@@ -78,10 +78,10 @@ class LateResults:
         if self.reuse.enabled and pending.tool is not None:
             params = pending.message.get("params")
             arguments = params.get("arguments") if isinstance(params, dict) else None
-            key = self.reuse.key(id(pending.link), pending.tool, arguments)
-        if key is not None and self._key_bytes + len(key[2]) > CUT_KEYS_BYTES_MAX:
+            key = self.reuse.key(pending.link.connection, host_identity(pending.host), pending.tool, arguments)
+        if key is not None and self._key_bytes + len(key.arguments) > CUT_KEYS_BYTES_MAX:
             key = None
-        self._key_bytes += len(key[2]) if key is not None else 0
+        self._key_bytes += len(key.arguments) if key is not None else 0
         self._cuts[pending.up_id] = CutCall(pending.tool, pending.request_key, elapsed_s, reason, key, cancelled)
         while len(self._cuts) > self._cap:
             self._pop(next(iter(self._cuts)))
@@ -93,7 +93,7 @@ class LateResults:
     def _pop(self, up_id: Any) -> CutCall | None:
         cut = self._cuts.pop(up_id, None)
         if cut is not None and cut.reuse_key is not None:
-            self._key_bytes -= len(cut.reuse_key[2])
+            self._key_bytes -= len(cut.reuse_key.arguments)
         return cut
 
     # ------------------------------------------------------------------ the late response
@@ -152,12 +152,12 @@ class LateResults:
 
     # ------------------------------------------------------------------ reuse
 
-    def answer_from_store(self, link: Any, host_id: Any, tool: str, arguments: Any) -> bool:
+    def answer_from_store(self, link: Any, host: Any, host_id: Any, tool: str, arguments: Any) -> bool:
         """Answer an identical call at once with a stored late result (marked); False sends it upstream as usual."""
         if self.reuse.refused_as_mutation(tool):
             self._warn_guard(tool)
             return False
-        reuse = self.reuse.take(self.reuse.key(id(link), tool, arguments))
+        reuse = self.reuse.take(self.reuse.key(link.connection, host_identity(host), tool, arguments))
         if reuse is None:
             return False
         request_id = str(host_id)
@@ -192,7 +192,15 @@ class LateResults:
         return True
 
     def forget_link(self, link: Any) -> None:
-        self.reuse.forget_scope(id(link))
+        """The host connection went away: its stored results, and the late results still due to it, answer no one."""
+        connection = getattr(link, "connection", None)
+        if connection is None or not self.reuse.enabled:
+            return
+        self.reuse.forget_connection(connection)
+        for cut in self._cuts.values():
+            if cut.reuse_key is not None and cut.reuse_key.connection == connection:
+                self._key_bytes -= len(cut.reuse_key.arguments)
+                cut.reuse_key = None
 
     def _warn_guard(self, tool: str) -> None:
         if tool in self._guard_warned or len(self._guard_warned) >= 100:
@@ -200,6 +208,11 @@ class LateResults:
         self._guard_warned.add(tool)
         text = f"late results of {tool} are never reused: State Sync treats it as a mutation (invalidates)"
         self.recorder.emit(Kind.WARNING, tool=tool, **WarningData(message=text))
+
+
+def host_identity(host: Any) -> tuple[str | None, str | None]:
+    """The name and version a host gave (a `DetectedHost`), part of the reuse key."""
+    return (getattr(host, "name", None), getattr(host, "version", None))
 
 
 def _mutation_test(state_sync: StateSync | None) -> Any:

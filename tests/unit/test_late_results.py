@@ -14,7 +14,7 @@ from mcpwatch.config import DeadlineSettings, LateResultSettings, ReusePolicy, S
 from mcpwatch.errors import UserError
 from mcpwatch.events import Event, UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.reliability.reuse import META_KEY, LateResultReuse, canonical_arguments, reuse_note
+from mcpwatch.reliability.reuse import META_KEY, LateResultReuse, ReuseKey, canonical_arguments, reuse_note
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.core import WrapperCore
@@ -40,8 +40,9 @@ class Link:
     kind = "fake"
     target = "fake upstream"
 
-    def __init__(self) -> None:
+    def __init__(self, connection: str | None = "host") -> None:
         self.sent: list[dict[str, Any]] = []
+        self.connection = connection
 
     def send(self, message: dict[str, Any]) -> str:
         self.sent.append(json.loads(frames.encode(message)))
@@ -246,7 +247,7 @@ def test_another_host_connection_never_gets_the_result(wrapper_factory) -> None:
     w = wrapper_factory(reuse=REUSE_SEARCH)
     up_id = w.cut("search", {"q": "x"})
     w.answer(up_id, **ok("found it"))
-    other = Link()
+    other = Link("another host")
     w.core.attach_link(other)
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": {"q": "x"}}}
     sent_before = len(w.upstream.sent)
@@ -256,12 +257,55 @@ def test_another_host_connection_never_gets_the_result(wrapper_factory) -> None:
     assert len(w.core.late_results.reuse) == 0
 
 
+def send_as(w: Wrapper, link: Link, request_id: Any, method: str, params: dict[str, Any]) -> None:
+    w.core.host_frame(
+        link, json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+    )
+
+
+def test_a_late_result_due_to_a_host_that_left_is_never_stored(wrapper_factory) -> None:
+    """The host left between the cut and the late answer: nothing may keep it, whatever link comes next."""
+    w = wrapper_factory(reuse=REUSE_SEARCH)
+    up_id = w.cut("search", {"q": "x"})
+    w.core.detach_link(w.host)
+    w.answer(up_id, **ok("found it"))
+    assert len(w.sink.of("late_result")) == 1 and len(w.core.late_results.reuse) == 0
+
+
+def test_a_link_without_a_connection_of_its_own_is_never_reused(wrapper_factory) -> None:
+    """A sessionless 2026-era request is its own link: even the same link asking again gets nothing stored."""
+    w = wrapper_factory(reuse=REUSE_SEARCH)
+    w.host.connection = None
+    up_id = w.cut("search", {"q": "x"})
+    w.answer(up_id, **ok("found it"))
+    sent_before = len(w.upstream.sent)
+    w.call("search", {"q": "x"})
+    assert len(w.upstream.sent) == sent_before + 1 and not w.sink.of("late_reuse")
+
+
+def test_another_host_on_the_same_connection_never_gets_the_result(wrapper_factory) -> None:
+    """The key holds the host's name and version: a host that initializes anew as another one starts afresh."""
+    w = wrapper_factory(reuse=REUSE_SEARCH)
+    info = {"protocolVersion": "2025-06-18", "capabilities": {}}
+    send_as(w, w.host, "i1", "initialize", {**info, "clientInfo": {"name": "claude-code", "version": "2"}})
+    up_id = w.cut("search", {"q": "x"})
+    w.answer(up_id, **ok("found it"))
+    send_as(w, w.host, "i2", "initialize", {**info, "clientInfo": {"name": "cursor-vscode", "version": "1"}})
+    sent_before = len(w.upstream.sent)
+    w.call("search", {"q": "x"})
+    assert len(w.upstream.sent) == sent_before + 1 and not w.sink.of("late_reuse")
+
+
 def test_the_reuse_store_rules() -> None:
     clock = ManualClock()
     reuse = LateResultReuse([ReusePolicy("docs.*", 30.0)], clock=clock, store_max=2)
-    assert reuse.key(1, "search", {}) is None  # no policy
-    key = reuse.key(1, "docs.get", {"b": [1, 2], "a": "é"})
-    assert key == (1, "docs.get", '{"a":"é","b":[1,2]}') == reuse.key(1, "docs.get", {"a": "é", "b": [1, 2]})
+    host = ("claude-code", "2")
+    assert reuse.key("c", host, "search", {}) is None  # no policy
+    assert reuse.key(None, host, "docs.get", {}) is None  # no connection of its own
+    key = reuse.key("c", host, "docs.get", {"b": [1, 2], "a": "é"})
+    assert key == ReuseKey("c", host, "docs.get", '{"a":"é","b":[1,2]}')
+    assert key == reuse.key("c", host, "docs.get", {"a": "é", "b": [1, 2]})
+    assert key != reuse.key("c", ("claude-code", "3"), "docs.get", {"a": "é", "b": [1, 2]})
     assert canonical_arguments(None) == "{}" and canonical_arguments({"x": float("nan")}) is not None
     assert reuse.keep(key, {"content": [], "isError": True}, request_id="a", delay_s=1.0) is None
     assert reuse.keep(key, {"content": []}, request_id="a", delay_s=1.0) is not None
@@ -273,16 +317,16 @@ def test_the_reuse_store_rules() -> None:
         == "[mcpwatch: result of an identical call that finished 1 s after its deadline, 30 s ago]"
     )
     assert reuse.take(key) is None  # consumed
-    keys = [reuse.key(1, "docs.get", {"n": n}) for n in range(3)]
+    keys = [reuse.key("c", host, "docs.get", {"n": n}) for n in range(3)]
     for k in keys:
         reuse.keep(k, {"content": []}, request_id=None, delay_s=0.5)
     assert len(reuse) == 2 and reuse.take(keys[0]) is None  # bounded: the oldest went first
-    assert reuse.key(1, "docs.get", {"text": "x" * 70_000}) is None  # huge arguments are never matched
+    assert reuse.key("c", host, "docs.get", {"text": "x" * 70_000}) is None  # huge arguments are never matched
 
 
 def test_the_reuse_store_is_bounded_in_bytes() -> None:
     reuse = LateResultReuse([ReusePolicy("**", 30.0)], clock=ManualClock(), store_bytes_max=1000)
-    keys = [reuse.key(1, "t", {"n": n}) for n in range(4)]
+    keys = [reuse.key("c", (None, None), "t", {"n": n}) for n in range(4)]
     for k in keys[:3]:
         assert reuse.keep(k, {"content": []}, request_id=None, delay_s=1.0, size_bytes=400) is not None
     assert len(reuse) == 2  # 1200 bytes > 1000: the oldest went
