@@ -221,9 +221,15 @@ def _keymap(value: Any) -> dict[str, str]:
 def _http_url(value: Any) -> str:
     from urllib.parse import urlsplit
 
-    if not isinstance(value, str) or urlsplit(value).scheme not in ("http", "https") or not urlsplit(value).netloc:
-        raise _Problem(f"must be an http:// or https:// URL, got {value!r}")
-    return value
+    if isinstance(value, str):
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises on a port out of range)
+        except ValueError:  # also "http://[::1": an unclosed IPv6 address
+            parts = None
+        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
+            return value
+    raise _Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
 
 
 def _headers(value: Any) -> dict[str, str]:
@@ -429,36 +435,81 @@ def _validate_state_sync(state_sync: StateSyncSettings, where: str) -> None:
         raise UserError(f"{where}: [state_sync] {exc}") from None
 
 
+CONFIG_BYTES_MAX = 1024 * 1024  # a config file is a few hundred bytes; anything this large is not one
+MESSAGE_CHARS_MAX = 400  # a value quoted in an error is cut to this, so the error stays one readable line
+
+
 def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """`--config PATH` (must exist), else `$MCPWATCH_CONFIG`, else `./mcpwatch.toml`, else the user config."""
+    """`--config PATH` (must exist), else `$MCPWATCH_CONFIG`, else `./mcpwatch.toml`, else the user config.
+
+    A candidate that exists but is not a regular file (a directory, a FIFO that would block the read, a device) is
+    an error, not skipped: the operator meant a file to be read there."""
     if explicit is not None:
         path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise UserError(f"config file not found: {path}")
+        _check_regular(path, "")
         return path
     env = os.environ.get("MCPWATCH_CONFIG")
     if env:
         path = Path(env).expanduser()
-        if not path.is_file():
-            raise UserError(f"config file not found: {path} (from MCPWATCH_CONFIG)")
+        _check_regular(path, " (from MCPWATCH_CONFIG)")
         return path
     for candidate in (Path.cwd() / "mcpwatch.toml", paths.user_config_path()):
-        if candidate.is_file():
+        if candidate.exists():
+            _check_regular(candidate, "")
             return candidate
     return None
+
+
+def _check_regular(path: Path, origin: str) -> None:
+    if not path.exists():
+        raise UserError(f"config file not found: {path}{origin}")
+    if path.is_dir():
+        raise UserError(f"{path}{origin} is a directory, not a config file")
+    if not path.is_file():
+        raise UserError(f"{path}{origin} is not a regular file (a FIFO or a device?): give an mcpwatch.toml file")
+
+
+def read_config_text(path: Path) -> str:
+    """The file's text: at most CONFIG_BYTES_MAX bytes (never more is read), UTF-8."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(CONFIG_BYTES_MAX + 1)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > CONFIG_BYTES_MAX:
+        raise UserError(f"{path}: larger than {CONFIG_BYTES_MAX // 1024} KiB, which no mcpwatch.toml is")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); TOML files are UTF-8") from None
 
 
 def load_settings(explicit: str | os.PathLike[str] | None = None) -> Settings:
     path = find_config_file(explicit)
     if path is None:
         return Settings()
+    text = read_config_text(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not valid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read: {exc}") from None
-    return settings_from_mapping(raw, str(path))
+    except RecursionError:
+        raise UserError(f"{path}: not usable TOML: arrays or tables nested too deeply") from None
+    try:
+        return settings_from_mapping(raw, str(path))
+    except UserError as exc:
+        raise UserError(_one_line(str(exc))) from None
+    except (RecursionError, ValueError, TypeError, OverflowError) as exc:  # a value no check foresaw: still one line
+        raise UserError(_one_line(f"{path}: cannot use this file: {type(exc).__name__}: {exc}")) from None
+
+
+def _one_line(message: str) -> str:
+    """A message that quotes a huge value is cut in the middle; it never spans lines."""
+    message = " ".join(message.splitlines())
+    if len(message) <= MESSAGE_CHARS_MAX:
+        return message
+    half = MESSAGE_CHARS_MAX // 2
+    return f"{message[:half]} … {message[-half:]}"
 
 
 def add_config_option(parser: Any) -> None:
