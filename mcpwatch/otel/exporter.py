@@ -20,7 +20,7 @@ from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExp
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.metrics import Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricExportResult, PeriodicExportingMetricReader
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SpanEvent
@@ -30,6 +30,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from mcpwatch import __version__
 from mcpwatch.events import Event
+from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
 
@@ -55,7 +56,10 @@ class SpanSender:
     def __init__(self, target: OtelTarget, url: str) -> None:
         self.resource = service_resource(target)
         self.scope = InstrumentationScope("mcpwatch", __version__)
-        self.exporter = OTLPSpanExporter(endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S)
+        self.session = BoundedSession()
+        self.exporter = OTLPSpanExporter(
+            endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S, session=self.session
+        )
 
     def convert(self, span: CallSpan) -> ReadableSpan:
         flags = TraceFlags(TraceFlags.SAMPLED)
@@ -82,6 +86,7 @@ class SpanSender:
         )
 
     def send(self, spans: list[CallSpan]) -> bool:
+        self.session.last_problem = None
         result = self.exporter.export([self.convert(span) for span in spans])
         return result.name == "SUCCESS"
 
@@ -89,14 +94,34 @@ class SpanSender:
         self.exporter.shutdown()
 
 
+class CountingMetricExporter(OTLPMetricExporter):
+    """The SDK's metric exporter, telling each push's outcome: the SDK's reader swallows failures silently, and a
+    trace-only engine (Phoenix, MLflow) refuses every metrics push."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None, on_push: Callable[[bool, str | None], None]) -> None:
+        self.session = BoundedSession()
+        super().__init__(endpoint=url, headers=headers, timeout=EXPORT_TIMEOUT_S, session=self.session)
+        self._on_push = on_push
+
+    def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        self.session.last_problem = None
+        try:
+            result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        except Exception as exc:  # boundary: counted like a refusal, never raised into the SDK's thread
+            self._on_push(False, f"{type(exc).__name__}: {exc}")
+            return MetricExportResult.FAILURE
+        self._on_push(result == MetricExportResult.SUCCESS, self.session.last_problem)
+        return result
+
+
 class MetricRecorder:
     """The convention's duration histogram and mcpwatch's counters, read and sent by the SDK periodically."""
 
     UP_DOWN = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
 
-    def __init__(self, target: OtelTarget, url: str) -> None:
+    def __init__(self, target: OtelTarget, url: str, on_push: Callable[[bool, str | None], None]) -> None:
         reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S),
+            CountingMetricExporter(url, target.headers or None, on_push),
             export_interval_millis=target.metrics_interval_ms,
         )
         buckets = View(
@@ -157,12 +182,14 @@ class OtelSink:
         self._queue: deque[Event] = deque()
         self._builder = SpanBuilder(target.late_window_s)
         self._spans = SpanSender(target, target.traces_url) if target.traces_url else None
-        self._metrics = MetricRecorder(target, target.metrics_url) if target.metrics_url else None
+        self._metrics = MetricRecorder(target, target.metrics_url, self._pushed) if target.metrics_url else None
         self.dropped = 0  # events that did not fit the queue
         self.spans_exported = 0
         self.spans_failed = 0
+        self.metric_pushes = 0
+        self.metric_pushes_failed = 0
         self.last_error: str | None = None
-        self._warned = False
+        self._warned = False  # the first failed export is told once; the rest are counted
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mcpwatch-otel", daemon=True)
         self._thread.start()
@@ -181,6 +208,8 @@ class OtelSink:
             "metrics_url": self.target.metrics_url,
             "spans_exported": self.spans_exported,
             "spans_failed": self.spans_failed,
+            "metric_pushes": self.metric_pushes,
+            "metric_pushes_failed": self.metric_pushes_failed,
             "events_dropped": self.dropped,
             "last_error": self.last_error,
         }
@@ -224,24 +253,42 @@ class OtelSink:
             return
         for start in range(0, len(spans), BATCH_MAX):
             chunk = spans[start : start + BATCH_MAX]
+            problem = None
             try:
                 ok = self._spans.send(chunk)
+                problem = self._spans.session.last_problem
             except Exception as exc:  # boundary: an exporter fault must never reach the wrapper
-                ok, self.last_error = False, f"{type(exc).__name__}: {exc}"
+                ok, problem = False, f"{type(exc).__name__}: {exc}"
             if ok:
                 self.spans_exported += len(chunk)
             else:
                 self.spans_failed += len(chunk)
-                self.last_error = self.last_error or f"the collector at {self.target.traces_url} did not take the spans"
-                if not self._warned and self._on_warning is not None:
-                    self._warned = True
-                    self._on_warning(f"OpenTelemetry: {self.last_error} (counted in status; the wrapper goes on)")
+                self._failed("traces", self.target.traces_url, problem)
 
-    def close(self, timeout_s: float = 3.0) -> None:
-        """Send what is left, within `timeout_s`; what cannot be sent by then is counted, never waited for."""
+    def _pushed(self, ok: bool, problem: str | None) -> None:
+        """A metrics push ended (on the SDK's reader thread)."""
+        self.metric_pushes += 1
+        if not ok:
+            self.metric_pushes_failed += 1
+            self._failed("metrics", self.target.metrics_url, problem)
+
+    def _failed(self, signal: str, url: str | None, problem: str | None) -> None:
+        """Keep the last error; tell the first failure once (a warning event and one stderr line)."""
+        self.last_error = f"{signal}: the collector at {url} did not take them ({problem or 'no answer in time'})"
+        if not self._warned and self._on_warning is not None:
+            self._warned = True
+            hint = " (a trace-only engine? OTEL_METRICS_EXPORTER=none switches metrics off)" * (signal == "metrics")
+            self._on_warning(f"OpenTelemetry {self.last_error}; counted in status, the wrapper goes on{hint}")
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Send what is left, within `timeout_s` in all; what cannot be sent by then is counted, never waited for.
+
+        The exporters are told to stop first: a retry's backoff ends at once, and a collector that does not answer
+        holds only the export thread, which is a daemon and is left behind."""
+        deadline = time.monotonic() + timeout_s
         self._stop.set()
-        self._thread.join(timeout_s)
-        if self._metrics is not None:
-            self._metrics.shutdown(timeout_s)
+        self._thread.join(max(0.0, deadline - time.monotonic() - (0.5 if self._metrics else 0.0)))
         if self._spans is not None:
             self._spans.shutdown()
+        if self._metrics is not None:
+            self._metrics.shutdown(max(0.0, deadline - time.monotonic()))

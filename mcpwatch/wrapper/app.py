@@ -99,8 +99,12 @@ def start_otel(
     except ImportError:
         warn(f"OpenTelemetry export is configured ({target.source}) but its packages are not installed: {INSTALL_OTEL}")
         return None
-    # the sink's thread reports problems through the loop: events are recorded on the loop only
-    return OtelSink(target, lambda message: loop.call_soon_threadsafe(on_warning, message))
+    try:
+        # the sink's thread reports problems through the loop: events are recorded on the loop only
+        return OtelSink(target, lambda message: loop.call_soon_threadsafe(on_warning, message))
+    except Exception as exc:  # boundary: whatever the SDK makes of a variable, the host is still served
+        warn(f"OpenTelemetry export is off: the exporter could not start ({type(exc).__name__}: {exc}); check OTEL_*")
+        return None
 
 
 def _make_upstream(options: WrapOptions, core: WrapperCore) -> Any:
@@ -136,7 +140,8 @@ def note(message: str) -> None:
     print(f"mcpwatch: {safe_lines(message)}", file=sys.stderr, flush=True)
 
 
-LOG_CLOSE_WAIT_S = 3.0  # at exit, how long a log that refuses writes (locked, full) is retried before giving up
+EXIT_WAIT_S = 3.0  # at exit, what the export and the log may take together before the wrapper goes anyway
+OTEL_CLOSE_WAIT_S = 2.0  # the export's share: a collector that does not answer is left behind after it
 
 
 def _state_dir_problem() -> str | None:
@@ -187,12 +192,12 @@ def _log_info(writer: Any, log_path: Path, session_id: str, off_reason: str | No
     }
 
 
-def _close_log(writer: Any, log_path: Path, session_id: str, reason: str) -> None:
-    """Write the end and whatever is queued, waiting at most LOG_CLOSE_WAIT_S; then say what was not written."""
+def _close_log(writer: Any, log_path: Path, session_id: str, reason: str, timeout_s: float) -> None:
+    """Write the end and whatever is queued, waiting at most `timeout_s`; then say what was not written."""
     if writer is None:
         return
     writer.end_session(session_id, reason)
-    writer.close(timeout=LOG_CLOSE_WAIT_S)
+    writer.close(timeout=timeout_s)
     lost, recorded = writer.dropped, writer.losses_recorded
     if lost:
         cause = (writer.problem or writer.last_error or "the memory queue was full").removeprefix(f"{log_path}: ")
@@ -373,14 +378,15 @@ async def run_wrapper(options: WrapOptions) -> int:
         for task in (sweeper, stopper, front_task, upstream_task):
             task.cancel()
         await operator.stop()
+        exit_by = time.monotonic() + EXIT_WAIT_S
         if otel is not None:
-            otel.close()
+            otel.close(OTEL_CLOSE_WAIT_S)
             if otel.dropped or otel.spans_failed:
                 lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
                 recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
         counters = core.counters.to_dict() if pool is None else actions.status()["counters"]
         recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=counters))
-        _close_log(writer, log_path, session_id, stop_reason[0])
+        _close_log(writer, log_path, session_id, stop_reason[0], max(0.5, exit_by - time.monotonic()))
         if state_problem is None:
             registry.unregister(os.getpid())
     return exit_code

@@ -1,0 +1,86 @@
+"""A real local HTTP server that misbehaves as an OTLP collector (or whatever else listens at its address) can.
+
+Modes: `huge` answers 200 with a body of `huge_bytes` (it counts how much it managed to send before the exporter
+closed the connection), `silent` reads the request and never answers, `429` always asks to retry later, `slow`
+answers 200 after `slow_s`, `refuse_metrics` takes traces and answers 405 to metrics (a trace-only engine such as
+Arize Phoenix or MLflow).
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+CHUNK = b"\0" * (1024 * 1024)
+
+
+class HostileCollector:
+    def __init__(self, mode: str, *, huge_bytes: int = 300 * 1024 * 1024, slow_s: float = 4.0) -> None:
+        self.mode = mode
+        self.requests: list[str] = []  # the paths posted to, in order
+        self.sent_per_answer: list[int] = []  # huge: body bytes sent before the exporter hung up
+        self._release = threading.Event()
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                collector.requests.append(self.path)
+                if mode == "silent" or (mode == "slow" and collector._release.wait(slow_s)):
+                    collector._release.wait()
+                    return
+                if mode == "huge":
+                    self._huge(huge_bytes)
+                elif mode == "429":
+                    self._plain(429, b"", {"Retry-After": "1"})
+                elif mode == "refuse_metrics" and self.path.endswith("/v1/metrics"):
+                    self._plain(405, b"Method Not Allowed", {})
+                else:
+                    self._plain(200, ExportTraceServiceResponse().SerializeToString(), {})
+
+            def _plain(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                for key, value in {"Content-Type": "application/x-protobuf", **headers}.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _huge(self, size: int) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(size))
+                self.end_headers()
+                sent = 0
+                try:
+                    while sent < size:
+                        piece = CHUNK[: size - sent]
+                        self.wfile.write(piece)
+                        sent += len(piece)
+                except OSError:
+                    pass
+                finally:
+                    collector.sent_per_answer.append(sent)
+                    self.close_connection = True
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> HostileCollector:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()

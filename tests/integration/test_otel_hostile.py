@@ -1,0 +1,149 @@
+"""A collector that misbehaves costs the wrapper neither memory nor its exit: a 300 MiB answer is read no further
+than a small cap (the wrapper and `mcpwatch export --format otlp`), a silent, a 429 and a slow collector all let the
+wrapper exit within its bound, and a refused metrics push is counted, logged once and said once on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hostile_collector import HostileCollector
+from test_wrap_otel import INIT, UPSTREAM, Host, call, wrapper_env
+
+from mcpwatch import paths
+
+from conftest import REPO, mcpwatch_cmd
+from wraptools import Operator, registry_entry
+
+SENT_MAX = 32 * 1024 * 1024  # the cap, plus what the two sockets' buffers hold before the exporter hangs up
+RSS_MAX_KB = 200 * 1024  # the wrapper idles at ~45 MB; reading 300 MiB whole took it past 600 MB
+EXIT_MAX_S = 5.0  # EXIT_WAIT_S (3 s) plus the time a loaded machine takes to start and end a process
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> list[str]:
+    script = tmp_path / "upstream.py"
+    script.write_text(UPSTREAM)
+    return [sys.executable, str(script)]
+
+
+def peak_rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_a_300_mib_answer_is_read_no_further_than_the_cap(tmp_path: Path, upstream: list[str]) -> None:
+    with HostileCollector("huge") as collector:
+        host = Host(mcpwatch_cmd("wrap", "--", *upstream), wrapper_env(tmp_path, collector.endpoint))
+        host.ask(INIT)
+        for n in range(1, 6):
+            assert host.ask(call(n, "meta"))["result"]["isError"] is False
+        wait_for(lambda: len(collector.sent_per_answer) >= 3)  # spans and metrics both answered, at least
+        peak = peak_rss_kb(host.process.pid)
+        assert host.ask(call(99, "meta"))["result"]["isError"] is False  # still serving
+        stderr = host.finish()
+    print(f"wrapper peak RSS under a 300 MiB collector answer: {peak / 1024:.1f} MB; sent {collector.sent_per_answer}")
+    assert "Traceback" not in stderr
+    assert max(collector.sent_per_answer) < SENT_MAX, collector.sent_per_answer
+    assert peak < RSS_MAX_KB, peak
+
+
+def test_export_otlp_reads_a_bounded_answer(tmp_path: Path, upstream: list[str]) -> None:
+    with HostileCollector("huge") as collector:
+        env = wrapper_env(tmp_path, collector.endpoint, OTEL_SDK_DISABLED="true")  # a session to export
+        host = Host(mcpwatch_cmd("wrap", "--", *upstream), env)
+        host.ask(INIT)
+        assert host.ask(call(1, "meta"))["result"]["isError"] is False
+        host.finish()
+        measure = "import resource, subprocess, sys; subprocess.run(sys.argv[1:]); "
+        measure += "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+        command = mcpwatch_cmd("export", "--format", "otlp", "--endpoint", collector.endpoint)
+        result = subprocess.run(
+            [sys.executable, "-c", measure, *command], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
+    peak = int(result.stdout.split()[-1])
+    print(f"export --format otlp peak RSS under a 300 MiB answer: {peak / 1024:.1f} MB")
+    assert "sent 2 spans" in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert collector.sent_per_answer and max(collector.sent_per_answer) < SENT_MAX
+    assert peak < RSS_MAX_KB, peak
+
+
+@pytest.mark.parametrize("mode", ["silent", "429", "slow"])
+def test_the_wrapper_exits_within_its_bound_whatever_the_collector(tmp_path, upstream, mode: str) -> None:
+    with HostileCollector(mode, slow_s=30.0) as collector:
+        host = Host(mcpwatch_cmd("wrap", "--", *upstream), wrapper_env(tmp_path, collector.endpoint))
+        host.ask(INIT)
+        assert host.ask(call(1, "meta"))["result"]["isError"] is False
+        wait_for(lambda: len(collector.requests) >= 1)  # an export is in flight (or retrying)
+        started = time.monotonic()
+        stderr = host.finish()
+        took = time.monotonic() - started
+    print(f"exit with a {mode} collector: {took:.2f} s")
+    assert "Traceback" not in stderr
+    assert took < EXIT_MAX_S, took
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_refused_metrics_push_is_counted_shown_and_told_once(
+    tmp_path, upstream, isolated_state, anyio_backend
+) -> None:
+    with HostileCollector("refuse_metrics") as collector:
+        host = Host(mcpwatch_cmd("wrap", "--", *upstream), wrapper_env(tmp_path, collector.endpoint))
+        host.ask(INIT)
+        for n in range(1, 4):
+            assert host.ask(call(n, "meta"))["result"]["isError"] is False
+        operator = Operator(registry_entry(isolated_state))
+        for _ in range(600):
+            otel = (await operator.tool("status"))["otel"]
+            if otel["metric_pushes_failed"] >= 2 and otel["spans_exported"] >= 3:
+                break
+            await asyncio.sleep(0.05)
+        stderr = host.finish()
+    assert otel["metric_pushes_failed"] >= 2 and otel["metric_pushes"] >= otel["metric_pushes_failed"]
+    assert otel["spans_failed"] == 0 and "metrics" in otel["last_error"] and "HTTP 405" in otel["last_error"]
+    told = [line for line in stderr.splitlines() if "OpenTelemetry" in line]
+    assert len(told) == 1 and "OTEL_METRICS_EXPORTER=none" in told[0], stderr
+    from mcpwatch.store import EventReader
+
+    with EventReader(paths.default_log_path()) as reader:
+        warnings = [e.data["message"] for e in reader.events(reader.latest_session().id, kinds=["warning"])]
+    assert len([w for w in warnings if "metrics: the collector" in w]) == 1, warnings
+
+
+def test_metrics_none_is_honoured(tmp_path: Path, upstream: list[str]) -> None:
+    """OTEL_METRICS_EXPORTER=none (any case): not one metrics push, the spans still go."""
+    with HostileCollector("refuse_metrics") as collector:
+        env = wrapper_env(tmp_path, collector.endpoint, OTEL_METRICS_EXPORTER=" None ")
+        host = Host(mcpwatch_cmd("wrap", "--", *upstream), env)
+        host.ask(INIT)
+        assert host.ask(call(1, "meta"))["result"]["isError"] is False
+        time.sleep(0.6)  # three metrics intervals of the test's config
+        stderr = host.finish()
+    assert "OpenTelemetry" not in stderr, stderr
+    assert "/v1/traces" in collector.requests and "/v1/metrics" not in collector.requests, collector.requests
+
+
+@pytest.mark.parametrize("name", ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+def test_an_unusable_endpoint_is_one_line_and_the_wrapper_serves_without_export(tmp_path, upstream, name) -> None:
+    env = wrapper_env(tmp_path, "http://127.0.0.1:9", **{name: "http://[::1"})
+    host = Host(mcpwatch_cmd("wrap", "--", *upstream), env)
+    host.ask(INIT)
+    assert host.ask(call(1, "meta"))["result"]["isError"] is False
+    stderr = host.finish()
+    told = [line for line in stderr.splitlines() if "OpenTelemetry" in line]
+    assert len(told) == 1 and f"{name}='http://[::1'" in told[0] and "export is off" in told[0], stderr
+    assert "Traceback" not in stderr
