@@ -29,6 +29,7 @@ class FakeOpenAI:
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
+        self.huge_sent: list[int] = []  # "huge" models: body bytes written before the client hung up
         self._lock = threading.Lock()
         fake = self
 
@@ -78,6 +79,25 @@ class FakeOpenAI:
         handler.end_headers()
         handler.wfile.write(data)
 
+    def _huge(self, handler: BaseHTTPRequestHandler, *, encoded: bool, size: int = 300 * 1024 * 1024) -> None:
+        """200 with a 300 MiB body (or a gzip one, which the client asked not to get), written until refused."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(size))
+        if encoded:
+            handler.send_header("Content-Encoding", "gzip")
+        handler.end_headers()
+        sent, chunk = 0, b" " * (1024 * 1024)
+        try:
+            while sent < size:
+                handler.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        finally:
+            self.huge_sent.append(sent)
+            handler.close_connection = True
+
     @staticmethod
     def _error(message: str, code: int) -> dict[str, Any]:
         return {"error": {"message": message, "code": code}}
@@ -122,6 +142,9 @@ class FakeOpenAI:
             return
         elif kind == "empty":
             self._send(handler, 200, {"choices": [{"message": {"content": ""}}]})
+            return
+        elif kind in ("huge", "gzip"):
+            self._huge(handler, encoded=kind == "gzip")
             return
         elif kind == "error-in-200":
             self._send(handler, 200, self._error("Provider rate limited", 429))

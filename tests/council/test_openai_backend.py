@@ -201,3 +201,18 @@ async def test_a_rejected_key_stops_the_council_at_once(fake: FakeOpenAI) -> Non
     assert result["model_responses"]["lab/slow-1"]["error"].startswith(
         "not completed: the API key was rejected (HTTP 401 on lab/ok-alpha)"
     )
+
+
+async def test_a_huge_or_compressed_reply_is_refused_without_reading_it(fake: FakeOpenAI) -> None:
+    """A peer answering 200 with 300 MiB (or gzip, which could expand without bound) is a bad_response; the
+    connection is dropped after the cap, so the rest is never read into memory."""
+    backend = OpenAIBackend(base_url=fake.base_url, api_key="test-key")
+    try:
+        huge = await failure(backend, "lab/huge", timeout_s=60.0)
+        assert (huge.kind, huge.status) == ("bad_response", 200) and "over 8 MiB" in str(huge)
+        packed = await failure(backend, "lab/gzip", timeout_s=60.0)
+        assert packed.kind == "bad_response" and "gzip" in str(packed)
+        assert await backend.complete(request("lab/ok-1")) == "lab/ok-1 says: it depends on the constraints."
+    finally:
+        await backend.aclose()
+    assert len(fake.huge_sent) == 2 and max(fake.huge_sent) < 32 * 1024 * 1024, fake.huge_sent

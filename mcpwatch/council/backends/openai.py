@@ -3,7 +3,9 @@
 Classification, so the council's taxonomy applies: 200 with content → the text; 429 → rate_limit with the
 Retry-After header (seconds or an HTTP date) when present; 401/403 → auth; 5xx (and 408) → server;
 other 4xx → client; connection failures → network; the per-call timeout → timeout. OpenRouter sometimes
-answers 200 with an `error` object; that is classified by its code the same way.
+answers 200 with an `error` object; that is classified by its code the same way. A reply is read up to
+REPLY_BYTES_MAX, uncompressed (the request asks for `identity`): a larger one is a bad_response, and the rest of it
+is never read.
 """
 
 from __future__ import annotations
@@ -24,6 +26,23 @@ from mcpwatch.council.catalog import guess_min_tier
 _TYPICAL_S = {"quick": 4.0, "balanced": 12.0, "high": 25.0, "reasoning": 90.0}
 _PURPOSE_FACTOR = {"answer": 1.0, "review": 0.6, "synthesis": 0.8, "probe": 0.1}
 MAX_RETRY_AFTER_S = 3600.0
+REPLY_BYTES_MAX = 8 * 1024 * 1024  # a chat completion is kilobytes; a peer sending more is not giving an answer
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_capped(response: httpx2.Response, limit: int) -> bytes:
+    """The raw body, at most `limit` bytes; a compressed body (asked not to be) could expand without bound."""
+    if response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+        raise _TooLarge(f"a {response.headers['content-encoding']}-encoded reply (identity was asked for)")
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        body += chunk
+        if len(body) > limit:
+            raise _TooLarge(f"a reply over {limit // (1024 * 1024)} MiB")
+    return bytes(body)
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
@@ -113,19 +132,24 @@ class OpenAIBackend:
             body["max_tokens"] = 1
         timeout = max(request.timeout_s, 0.001)
         try:
-            response = await self._http().post(
+            async with self._http().stream(
+                "POST",
                 f"{self.base_url}/chat/completions",
                 json=body,
-                headers={"Authorization": f"Bearer {self.api_key}"},
+                headers={"Authorization": f"Bearer {self.api_key}", "Accept-Encoding": "identity"},
                 timeout=httpx2.Timeout(timeout, connect=min(timeout, 10.0)),
-            )
+            ) as response:
+                data = await _read_capped(response, REPLY_BYTES_MAX)
         except httpx2.TimeoutException as exc:
             raise BackendError("timeout", f"no reply within {timeout:.3g}s ({type(exc).__name__})") from None
         except httpx2.TransportError as exc:
             raise BackendError("network", f"network error: {type(exc).__name__}: {exc}") from None
+        except _TooLarge as exc:
+            status = response.status_code
+            raise BackendError("bad_response", f"HTTP {status} with {exc}", status=status) from None
         try:
-            payload: Any = response.json()
-        except (json.JSONDecodeError, ValueError):
+            payload: Any = json.loads(data)
+        except ValueError:  # not JSON, or not UTF-8
             payload = None
         if response.status_code == 200 and payload is None:
             raise BackendError("bad_response", "HTTP 200 with a body that is not JSON", status=200)
