@@ -122,6 +122,37 @@ def test_check_hosts_and_usage_errors_show_names_visibly(tmp_path: Path) -> None
         assert b"\\x1b" in result.stdout + result.stderr or b"\\u001b" in result.stdout, args
 
 
+HOSTILE_SERVER = r"""
+import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+sys.stderr.write("server says \x1b]0;pwned\x07\x1b[2J\n"); sys.stderr.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        info = {"name": "\x1b[31mred\x9b", "version": "\x07"}
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": info}
+    elif message["method"] == "tools/list":
+        result = {"tools": [{"name": "ok\x1b]0;title\x07\r\u202e", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {}
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+"""
+
+
+def test_check_shows_a_servers_names_visibly(tmp_path: Path) -> None:
+    """`check` prints what the server says about itself (its name, its tools) and its stderr when a step fails."""
+    import sys
+
+    server = tmp_path / "server.py"
+    server.write_text(HOSTILE_SERVER)
+    result = run("check", "--timeout", "20", "--", sys.executable, str(server))
+    assert_no_raw_control(result, "check")
+    assert b"ok\\x1b]0;title" in result.stdout, result.stdout
+
+
 def test_csv_cells_never_start_a_formula(hostile_log: Path) -> None:
     rows = list(csv.reader(io.StringIO(run("export", str(hostile_log), "--format", "csv").stdout.decode())))
     cells = [cell for row in rows[1:] for cell in row]
