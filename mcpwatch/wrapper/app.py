@@ -329,7 +329,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             registry.register(entry)
         except (OSError, UserError) as exc:
             warn(f"the console will not find this wrapper: {exc}")
-    print(startup_line(options, None if writer is None else log_path), file=sys.stderr, flush=True)
+    print(safe_lines(startup_line(options, None if writer is None else log_path)), file=sys.stderr, flush=True)
 
     stop = asyncio.Event()
     stop_reason = ["host closed the connection"]
