@@ -40,6 +40,13 @@ class OtelConfigError(ValueError):
 
 SIGNALS = ("traces", "metrics")
 _PREFIXES = ("OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_", "OTEL_EXPORTER_OTLP_METRICS_")
+_METRIC_CHOICES = {
+    "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": ("cumulative", "delta", "lowmemory"),
+    "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION": (
+        "explicit_bucket_histogram",
+        "base2_exponential_bucket_histogram",
+    ),
+}
 
 
 def _url_problem(url: str) -> str | None:
@@ -112,15 +119,6 @@ def check_variables(env: Mapping[str, str]) -> None:
     for name, allowed in _METRIC_CHOICES.items():
         if (value := env.get(name, "").strip()) and value.lower() not in allowed:
             raise OtelConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
-
-
-_METRIC_CHOICES = {
-    "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": ("cumulative", "delta", "lowmemory"),
-    "OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION": (
-        "explicit_bucket_histogram",
-        "base2_exponential_bucket_histogram",
-    ),
-}
 
 
 def resolve(env: Mapping[str, str], settings: OtelSettings) -> OtelTarget | None:

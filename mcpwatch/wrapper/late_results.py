@@ -193,8 +193,7 @@ class LateResults:
 
     def forget_link(self, link: Any) -> None:
         """The host connection went away: its stored results, and the late results still due to it, answer no one."""
-        connection = getattr(link, "connection", None)
-        if connection is None or not self.reuse.enabled:
+        if not self.reuse.enabled or (connection := link.connection) is None:
             return
         self.reuse.forget_connection(connection)
         for cut in self._cuts.values():
