@@ -9,6 +9,7 @@ import io
 import json
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -144,8 +145,6 @@ for line in sys.stdin:
 
 def test_check_shows_a_servers_names_visibly(tmp_path: Path) -> None:
     """`check` prints what the server says about itself (its name, its tools) and its stderr when a step fails."""
-    import sys
-
     server = tmp_path / "server.py"
     server.write_text(HOSTILE_SERVER)
     result = run("check", "--timeout", "20", "--", sys.executable, str(server))
