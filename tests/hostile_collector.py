@@ -3,7 +3,7 @@
 Modes: `huge` answers 200 with a body of `huge_bytes` (it counts how much it managed to send before the exporter
 closed the connection), `silent` reads the request and never answers, `429` always asks to retry later, `slow`
 answers 200 after `slow_s`, `refuse_metrics` takes traces and answers 405 to metrics (a trace-only engine such as
-Arize Phoenix or MLflow).
+Arize Phoenix or MLflow), `refuse_all` answers 405 to everything.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class HostileCollector:
                     self._huge(huge_bytes)
                 elif mode == "429":
                     self._plain(429, b"", {"Retry-After": "1"})
-                elif mode == "refuse_metrics" and self.path.endswith("/v1/metrics"):
+                elif mode == "refuse_all" or (mode == "refuse_metrics" and self.path.endswith("/v1/metrics")):
                     self._plain(405, b"Method Not Allowed", {})
                 else:
                     self._plain(200, ExportTraceServiceResponse().SerializeToString(), {})

@@ -102,12 +102,17 @@ def _send_otlp(args: argparse.Namespace) -> int:
         session = reader.session(args.session) if args.session else reader.latest_session()
         spans = session_spans(reader.events(session.id))
     sender = SpanSender(target, target.traces_url)
+    sent = 0
     try:
-        batches = [spans[i : i + 512] for i in range(0, len(spans), 512)]
-        sent = sum(len(batch) for batch in batches if sender.send(batch))
+        for start in range(0, len(spans), 512):
+            batch = spans[start : start + 512]
+            if not sender.send(batch):
+                break  # a collector that refused (or did not answer) once is not asked 5 s per batch for the rest
+            sent += len(batch)
     finally:
         sender.shutdown()
     if sent < len(spans):
-        raise UserError(f"the collector at {target.traces_url} took {sent} of {len(spans)} spans")
+        why = sender.session.last_problem or "it did not take them"
+        raise UserError(f"the collector at {target.traces_url} took {sent} of {len(spans)} spans ({why})")
     print(f"sent {sent} spans of session {safe(session.id)} to {safe(target.traces_url)}", file=sys.stderr)
     return 0

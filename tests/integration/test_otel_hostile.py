@@ -147,3 +147,26 @@ def test_an_unusable_endpoint_is_one_line_and_the_wrapper_serves_without_export(
     told = [line for line in stderr.splitlines() if "OpenTelemetry" in line]
     assert len(told) == 1 and f"{name}='http://[::1'" in told[0] and "export is off" in told[0], stderr
     assert "Traceback" not in stderr
+
+
+def test_export_otlp_stops_at_the_first_refused_batch(tmp_path: Path) -> None:
+    """A collector that refuses (or does not answer) is asked once, not once per batch of 512 spans."""
+    from mcpwatch.clock import ManualClock
+    from mcpwatch.events import Event
+    from mcpwatch.store import EventWriter
+
+    log = tmp_path / "events.db"
+    writer = EventWriter(log, clock=ManualClock(wall=1_700_000_000.0))
+    sid = writer.start_session(name="many", upstream="stdio: x", pid=1, config={})
+    seq = 0
+    for n in range(1200):  # three batches of spans
+        for kind, data in (("request_start", {"method": "tools/call"}), ("request_end", {"outcome": "ok"})):
+            seq += 1
+            writer.emit(Event(kind, sid, 1_700_000_000.0 + seq, float(seq), seq, str(n), "t", None, data))
+    writer.close()
+    with HostileCollector("refuse_all") as collector:
+        command = mcpwatch_cmd("export", str(log), "--format", "otlp", "--endpoint", collector.endpoint)
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert "took 0 of 1200 spans (HTTP 405" in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
+    assert collector.requests == ["/v1/traces"]
