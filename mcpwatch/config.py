@@ -131,6 +131,14 @@ class OtelSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """`[metrics]`: the Prometheus scrape endpoint, off unless a port is given (here or `--metrics-port`)."""
+
+    port: int | None = None  # 0: any free port (said at start-up)
+    host: str = "127.0.0.1"  # another machine's reach needs --allow-remote (and then a bearer token)
+
+
+@dataclass(frozen=True)
 class Settings:
     deadline: DeadlineSettings = field(default_factory=DeadlineSettings)
     tombstones: TombstoneSettings = field(default_factory=TombstoneSettings)
@@ -142,6 +150,7 @@ class Settings:
     front: FrontSettings = field(default_factory=FrontSettings)
     console: ConsoleSettings = field(default_factory=ConsoleSettings)
     otel: OtelSettings = field(default_factory=OtelSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)  # [hosts.<client name>] profile overrides
     source: str | None = None  # the file these came from, if any
@@ -303,6 +312,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "metrics_interval_ms": lambda v: _whole(v, 100, 3_600_000),
         "late_window_s": _seconds,
     },
+    "metrics": {"port": lambda v: _whole(v, 0, 65535), "host": _text},
     "limits": {"max_frame_mb": lambda v: _whole(v, 1, 1024)},
 }
 
@@ -405,6 +415,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         front=FrontSettings(**sections.get("front", {})),
         console=ConsoleSettings(**sections.get("console", {})),
         otel=OtelSettings(**sections.get("otel", {})),
+        metrics=MetricsSettings(**sections.get("metrics", {})),
         limits=LimitsSettings(**sections.get("limits", {})),
         hosts=hosts,
         source=None if where == "mcpwatch.toml" else where,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from mcpwatch.config import add_config_option
 from mcpwatch.errors import UserError
@@ -60,12 +61,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help="let --listen use an address other machines reach (0.0.0.0, ::, a LAN address); hosts then need a token",
+        help="let --listen or [metrics] host use an address other machines reach (0.0.0.0, ::, a LAN address); "
+        "hosts and scrapers then need a token",
     )
     parser.add_argument(
         "--token-file",
         metavar="PATH",
-        help="the bearer token hosts must send to --listen (default with --allow-remote: generated, printed once)",
+        help="the bearer token hosts (and scrapers) must send (default with --allow-remote: generated, printed once)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="P",
+        help="serve Prometheus metrics at http://127.0.0.1:P/metrics ([metrics] host and port in mcpwatch.toml)",
     )
     parser.add_argument("--operator-port", type=int, metavar="P", help="operator endpoint port (default: ephemeral)")
     parser.add_argument("--url", help="an upstream MCP server over Streamable HTTP")
@@ -96,6 +104,14 @@ def _check_url(url: str) -> None:
         raise problem
 
 
+def _metrics_port(args: argparse.Namespace, settings: Any) -> int | None:
+    """`--metrics-port`, else `[metrics] port`; None: no scrape endpoint (the default)."""
+    port = args.metrics_port if args.metrics_port is not None else settings.metrics.port
+    if port is not None and not 0 <= port <= 65535:
+        raise UserError(f"--metrics-port must be 0-65535, got {port}")
+    return port
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     from pathlib import Path
@@ -114,24 +130,30 @@ def run(args: argparse.Namespace) -> int:
 
     if args.url:
         _check_url(args.url)
-    if (args.allow_remote or args.token_file) and not args.listen:
-        raise UserError("--allow-remote and --token-file only apply to --listen")
-    front_token = None
+    settings = load_settings(args.config)
+    metrics_port = _metrics_port(args, settings)
+    if (args.allow_remote or args.token_file) and not (args.listen or metrics_port is not None):
+        raise UserError("--allow-remote and --token-file only apply to --listen and --metrics-port")
+    from mcpwatch.wrapper.front_guard import check_listen_address, read_token_file
+
+    front_token = read_token_file(args.token_file) if args.token_file else None
     if args.listen:
-        from mcpwatch.wrapper.front_guard import check_listen_address, read_token_file
         from mcpwatch.wrapper.front_http import parse_listen
 
         host, port, _ = parse_listen(args.listen)
         check_listen_address(host, args.allow_remote)
-        front_token = read_token_file(args.token_file) if args.token_file else None
         check_can_listen(host, port, "--listen")
+    if metrics_port is not None:
+        metrics_host = settings.metrics.host
+        check_listen_address(metrics_host, args.allow_remote, "[metrics] host", "scrapers")
+        check_can_listen(metrics_host, metrics_port, "--metrics-port")
     if args.operator_port is not None:
         if not 0 <= args.operator_port <= 65535:
             raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
         check_can_listen("127.0.0.1", args.operator_port, "--operator-port")
     apply_budget_options(args)
     options = WrapOptions(
-        settings=load_settings(args.config),
+        settings=settings,
         command=command,
         url=args.url,
         headers=_headers(args.header),
@@ -143,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         front_token=front_token,
         token_file=args.token_file,
         operator_port=args.operator_port,
+        metrics_port=metrics_port,
     )
     try:  # uvloop's pipes and timers make the wrapper's per-frame cost smaller; plain asyncio works too
         import uvloop

@@ -47,6 +47,7 @@ class WrapOptions:
     front_token: str | None = None  # from --token-file; generated when serving remote hosts without one
     token_file: str | None = None
     operator_port: int | None = None
+    metrics_port: int | None = None  # the Prometheus scrape endpoint's ([metrics] host); None: off
 
     @property
     def upstream_target(self) -> str:
@@ -222,7 +223,12 @@ async def run_wrapper(options: WrapOptions) -> int:
     off_reason = "--no-log" if options.no_log else state_problem
     early_warnings: list[str] | None = []  # until session_start is recorded
     otel = start_otel(settings, loop, lambda message: on_warning(message))
-    sinks = [sink for sink in (writer, otel) if sink is not None]
+    fold = None
+    if options.metrics_port is not None:
+        from mcpwatch.prometheus.fold import MetricFold
+
+        fold = MetricFold()
+    sinks = [sink for sink in (writer, otel, fold) if sink is not None]
     recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
 
     def on_warning(message: str) -> None:
@@ -252,6 +258,8 @@ async def run_wrapper(options: WrapOptions) -> int:
             shared=shared,
         )
         made.trace_requests = otel is not None and otel.target.traces_url is not None
+        if fold is not None:
+            made.inbound.on_tools_listed = fold.tools.add_listed
         return made
 
     pool = None
@@ -314,6 +322,22 @@ async def run_wrapper(options: WrapOptions) -> int:
         operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits
     )
     operator_url = await operator.start()
+    metrics = None
+    if fold is not None:
+        from mcpwatch.prometheus.endpoint import start_metrics
+
+        def read_status() -> dict[str, Any]:
+            return {**actions.status(), "log": log_info(), "otel": None if otel is None else otel.status()}
+
+        metrics = await start_metrics(
+            settings.metrics.host,
+            options.metrics_port,
+            options.display_name,
+            fold,
+            read_status,
+            remote=options.allow_remote,
+            token=options.front_token,
+        )
     entry = registry.WrapperEntry(
         pid=os.getpid(),
         name=options.display_name,
@@ -378,6 +402,8 @@ async def run_wrapper(options: WrapOptions) -> int:
         for task in (sweeper, stopper, front_task, upstream_task):
             task.cancel()
         await operator.stop()
+        if metrics is not None:
+            await metrics.stop()
         exit_by = time.monotonic() + EXIT_WAIT_S
         if otel is not None:
             otel.close(OTEL_CLOSE_WAIT_S)

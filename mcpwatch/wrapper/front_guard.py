@@ -24,13 +24,13 @@ MAX_TOKEN_FILE_BYTES = 4096
 MIN_TOKEN_CHARS = 16
 
 
-def check_listen_address(host: str, allow_remote: bool) -> None:
+def check_listen_address(host: str, allow_remote: bool, option: str = "--listen", who: str = "hosts") -> None:
     """A one-line refusal for an address other machines can reach, unless the operator said so."""
     if is_loopback_name(host.lower()) or allow_remote:
         return
     shown = f"[{host}]" if ":" in host else host
     raise UserError(
-        f"--listen {shown} is reachable from other machines: add --allow-remote (hosts then need a bearer token)"
+        f"{option} {shown} is reachable from other machines: add --allow-remote ({who} then need a bearer token)"
         " or listen on 127.0.0.1"
     )
 

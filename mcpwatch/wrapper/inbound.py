@@ -52,6 +52,7 @@ class UpstreamInbound:
         self._on_progress = on_progress  # the upstream spoke for a call (heartbeats wait again)
         self._garbage_warnings = 0
         self._shared = shared
+        self.on_tools_listed: Callable[[Any], None] | None = None  # the scrape endpoint learns the tool names
 
     def _owner(self) -> HostLink | None:
         """The host an unattributed frame (a server request, a notification) belongs to: the one with calls in
@@ -129,8 +130,11 @@ class UpstreamInbound:
                     outcome = Outcome.TOOL_ERROR
                 elif self.state_sync is not None and pending.tool is not None:
                     result = self._invalidate(pending, result)
-            elif pending.method == "tools/list" and self.state_sync is not None and isinstance(result, dict):
-                result = self.state_sync.decorate_tools(result)
+            elif pending.method == "tools/list" and isinstance(result, dict):
+                if self.on_tools_listed is not None:
+                    self.on_tools_listed(result)
+                if self.state_sync is not None:
+                    result = self.state_sync.decorate_tools(result)
             elif pending.method == "initialize" and isinstance(result, dict):
                 self.session.init_result = result
             reply["result"] = result

@@ -1,0 +1,167 @@
+"""What a scrape reads: the folded counts and the levels of the wrapper's state at that moment, handed to
+`prometheus_client` as metric families (the library writes the text or OpenMetrics exposition).
+
+Names follow Prometheus's conventions and are the wrapper's OTLP instruments as Prometheus translates them
+(`mcpwatch.deadlines` → `mcpwatch_deadlines_total`); `OTLP_NAME` says which is which. Every series carries a
+`wrapper` label (`--name`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from mcpwatch import __version__
+from mcpwatch.prometheus.fold import METHODS, MetricFold, bounded
+
+DURATION = "mcp_client_operation_duration_seconds"
+OTLP_NAME = {
+    DURATION: "mcp.client.operation.duration",
+    "mcpwatch_deadlines_total": "mcpwatch.deadlines",
+    "mcpwatch_late_answers_total": "mcpwatch.late_answers",
+    "mcpwatch_late_results_total": "mcpwatch.late_results",
+    "mcpwatch_late_reuses_total": "mcpwatch.late_reuses",
+    "mcpwatch_upstream_restarts_total": "mcpwatch.upstream.restarts",
+    "mcpwatch_heartbeats_total": "mcpwatch.heartbeats",
+    "mcpwatch_calls_in_flight": "mcpwatch.calls.in_flight",
+    "mcpwatch_tombstones": "mcpwatch.tombstones",
+}
+"""Each exposed name that has an OTLP instrument, and that instrument's name (tested against the exporter)."""
+
+StatusReader = Callable[[], dict[str, Any]]
+"""The operator status with its `log` and `otel` blocks, as `status()` answers it: read once per scrape."""
+
+
+class WrapperCollector(Collector):
+    def __init__(self, wrapper: str, fold: MetricFold, read_status: StatusReader) -> None:
+        self.wrapper = wrapper
+        self.fold = fold
+        self.read_status = read_status
+
+    def collect(self) -> Iterator[Any]:
+        yield from self._counted()
+        yield from self._levels(self.read_status())
+
+    def _family(self, kind: type, name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
+        return kind(name, doc, labels=["wrapper", *labels])
+
+    def _counted(self) -> Iterator[Any]:
+        counts, w = self.fold.counts(), self.wrapper
+        info = InfoMetricFamily("mcpwatch_build", "The wrapper's version", labels=["wrapper"])
+        info.add_metric([w], {"version": __version__})
+        yield info
+        duration = self._family(
+            HistogramMetricFamily,
+            DURATION,
+            "Duration of MCP requests the wrapper forwarded, until answered (or cut)",
+            ("method", "tool", "outcome"),
+        )
+        for (method, tool, outcome), histogram in sorted(counts.durations.items()):
+            buckets = [(floatToGoString(bound), count) for bound, count in histogram.cumulative()]
+            duration.add_metric([w, method, tool, outcome], buckets, histogram.total)
+        yield duration
+        per_tool = (
+            ("deadlines", "Calls cut at their deadline budget", counts.deadlines),
+            ("late_reuses", "Calls answered at once with a stored late result", counts.late_reuses),
+        )
+        for name, doc, values in per_tool:
+            family = self._family(CounterMetricFamily, f"mcpwatch_{name}", doc, ("tool",))
+            for tool, value in sorted(values.items()):
+                family.add_metric([w, tool], value)
+            yield family
+        late_answers = self._family(
+            CounterMetricFamily,
+            "mcpwatch_late_answers",
+            "Responses and progress that arrived after their call was cut (dropped)",
+            ("tool", "what"),
+        )
+        for (tool, what), value in sorted(counts.late_answers.items()):
+            late_answers.add_metric([w, tool, what], value)
+        yield late_answers
+        late_results = self._family(
+            CounterMetricFamily,
+            "mcpwatch_late_results",
+            "Cut tools/calls that answered after all (kept in the log)",
+            ("tool", "outcome"),
+        )
+        for (tool, outcome), value in sorted(counts.late_results.items()):
+            late_results.add_metric([w, tool, outcome], value)
+        yield late_results
+        yield self._single(
+            CounterMetricFamily,
+            "mcpwatch_upstream_restarts",
+            "Times the upstream was started again after it was lost",
+            counts.upstream_restarts,
+        )
+        yield self._single(
+            CounterMetricFamily,
+            "mcpwatch_heartbeats",
+            "Progress sent by the wrapper to keep a host's idle clock alive",
+            counts.heartbeats,
+        )
+
+    def _single(self, kind: type, name: str, doc: str, value: float) -> Any:
+        family = self._family(kind, name, doc)
+        family.add_metric([self.wrapper], value)
+        return family
+
+    def _levels(self, status: dict[str, Any]) -> Iterator[Any]:
+        w = self.wrapper
+        in_flight = self._family(
+            GaugeMetricFamily, "mcpwatch_calls_in_flight", "Requests forwarded and not yet answered", ("method",)
+        )
+        by_method = Counter(bounded(call.get("method"), METHODS) for call in status.get("in_flight") or [])
+        for method, value in sorted(by_method.items()):
+            in_flight.add_metric([w, method], value)
+        yield in_flight
+        tombstones = (status.get("tombstones") or {}).get("count", 0)
+        yield self._single(
+            GaugeMetricFamily,
+            "mcpwatch_tombstones",
+            "Cut calls whose late answers are still awaited (live tombstones)",
+            tombstones,
+        )
+        sessions = (status.get("wrapper") or {}).get("host_sessions")
+        if sessions is not None:  # an HTTP front's
+            yield self._single(GaugeMetricFamily, "mcpwatch_host_sessions", "Host sessions open", sessions["open"])
+            yield self._single(
+                GaugeMetricFamily,
+                "mcpwatch_host_sessions_max",
+                "Host sessions allowed at once ([front] max_sessions)",
+                sessions["max"],
+            )
+            for key, doc in (
+                ("opened", "Host sessions opened"),
+                ("reclaimed", "Host sessions the wrapper reclaimed"),
+                ("refused", "Host sessions refused at the cap"),
+            ):
+                yield self._single(CounterMetricFamily, f"mcpwatch_host_sessions_{key}", doc, sessions.get(key, 0))
+        log = status.get("log") or {}
+        yield self._single(
+            CounterMetricFamily,
+            "mcpwatch_log_events_written",
+            "Events written to the log",
+            log.get("events_written", 0),
+        )
+        yield self._single(
+            CounterMetricFamily,
+            "mcpwatch_log_events_lost",
+            "Events that could not be written to the log",
+            log.get("events_dropped", 0),
+        )
+        otel = status.get("otel")
+        if otel is not None:  # OpenTelemetry export is on
+            dropped = self._family(
+                CounterMetricFamily,
+                "mcpwatch_otlp_dropped",
+                "What the OTLP export lost: events (its queue was full) and spans (the collector did not take them)",
+                ("what",),
+            )
+            dropped.add_metric([w, "events"], otel.get("events_dropped", 0))
+            dropped.add_metric([w, "spans"], otel.get("spans_failed", 0))
+            yield dropped

@@ -1,0 +1,122 @@
+"""The scrape endpoint: `GET /metrics` on the wrapper's own loop, behind the front's guard (one Host naming this
+machine, no foreign Origin, the bearer token when other machines may scrape).
+
+The exposition is `prometheus_client`'s: the text format by default, OpenMetrics when the scraper asks for it.
+Nothing is computed per call for it beyond the fold's append; the scrape folds and reads (see `collector`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import sys
+from typing import Any
+
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
+
+from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
+from mcpwatch.prometheus.fold import MetricFold
+from mcpwatch.wrapper.asgi import quiet_server, respond
+from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token
+from mcpwatch.wrapper.http_limits import ConnectionLimits
+
+PATH = "/metrics"
+TEXT = b"text/plain; charset=utf-8"
+
+
+def metrics_registry(wrapper: str, fold: MetricFold, read_status: StatusReader) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(WrapperCollector(wrapper, fold, read_status))
+    return registry
+
+
+class MetricsApp:
+    """The ASGI app: refusals in plain text with the guard's status (400, 421, 403, 401), then the exposition."""
+
+    def __init__(self, registry: CollectorRegistry, guard: FrontGuard) -> None:
+        self.registry = registry
+        self.guard = guard
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        headers = scope.get("headers") or []
+        refusal = self.guard.refusal(headers)
+        if refusal is not None:
+            extra = [*refusal.headers, (b"connection", b"close")]
+            await respond(send, refusal.status, f"{refusal.text}\n".encode(), TEXT, extra)
+            return
+        if scope.get("path") != PATH:
+            await respond(send, 404, f"Not Found: metrics are at {PATH}\n".encode(), TEXT)
+            return
+        if scope.get("method") != "GET":
+            await respond(send, 405, b"Method Not Allowed: GET /metrics\n", TEXT, [(b"allow", b"GET")])
+            return
+        accept = ",".join(value.decode("latin-1") for name, value in headers if name == b"accept")
+        encoder, content_type = choose_encoder(accept)
+        body = encoder(self.registry)
+        await respond(send, 200, body, content_type.encode())
+
+
+class MetricsServer:
+    """Runs the app with uvicorn on the wrapper's loop, on a socket bound here: a port that cannot be had is an
+    OSError from `start`, never a server's exit."""
+
+    def __init__(self, app: MetricsApp, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._server = quiet_server(app, host, port, ConnectionLimits(max_connections=16))
+        self._task: asyncio.Future[Any] | None = None
+
+    async def start(self) -> str:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+        except OSError:
+            sock.close()
+            raise
+        port = sock.getsockname()[1]
+        self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{port}{PATH}"
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._server.should_exit = True
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(self._task, 3)
+
+
+async def start_metrics(
+    host: str,
+    port: int,
+    wrapper: str,
+    fold: MetricFold,
+    read_status: StatusReader,
+    *,
+    remote: bool,
+    token: str | None,
+) -> MetricsServer | None:
+    """The endpoint, started, its URL said on stderr; a token when other machines may scrape (from --token-file,
+    else generated and printed once). A port taken since the command line was checked is one warning: the
+    wrapper serves its host without metrics rather than not at all."""
+    if remote and token is None:
+        token = new_front_token()
+        say(f"Prometheus must send the header 'Authorization: Bearer {token}' (its scrape config's authorization)")
+    guard = FrontGuard.for_listen(host, remote=remote, token=token if remote else None)
+    server = MetricsServer(MetricsApp(metrics_registry(wrapper, fold, read_status), guard), host, port)
+    try:
+        url = await server.start()
+    except OSError as exc:
+        say(f"warning: Prometheus metrics are off: cannot listen on {host}:{port} ({exc.strerror or exc})")
+        return None
+    say(f"Prometheus metrics at {url}")
+    return server
+
+
+def say(message: str) -> None:
+    print(f"mcpwatch: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,170 @@
+"""The wrapper's events → counts by bounded labels, for the scrape endpoint. No Prometheus import.
+
+Every label value comes from a closed set, so a host cannot grow the series without end: a method outside MCP's,
+or a tool the upstream never listed in a `tools/list` answer, is counted as `other`; request ids are never labels.
+Events are only queued on the message pump; they are folded when a scrape reads the counts (or when the queue is
+full), so the cost of a call is one append.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.events import Event, Kind, Outcome, UpstreamState
+from mcpwatch.otel.spans import DURATION_BUCKETS
+
+OTHER = "other"
+MAX_TOOLS = 1000  # tool names kept as label values; more than this many listed tools: the rest are `other`
+MAX_TOOL_NAME = 128
+FOLD_AT = 4096  # events queued before they are folded on the pump even without a scrape
+KINDS = frozenset(
+    {
+        Kind.REQUEST_END,
+        Kind.TOMBSTONE_HIT,
+        Kind.LATE_RESULT,
+        Kind.LATE_REUSE,
+        Kind.UPSTREAM_STATE,
+        Kind.HEARTBEAT,
+    }
+)
+METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    }
+)
+OUTCOMES = frozenset(o.value for o in Outcome)
+LATE_WHAT = frozenset({"response", "progress"})
+
+
+class ToolNames:
+    """The tool names the upstream listed (every host session's `tools/list` answers), at most MAX_TOOLS."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def add_listed(self, result: Any) -> None:
+        """Take the names of a `tools/list` result; anything that is not a short string is ignored."""
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if len(self.names) >= MAX_TOOLS:
+                return
+            if isinstance(name, str) and 0 < len(name) <= MAX_TOOL_NAME:
+                self.names.add(name)
+
+    def label(self, tool: str | None) -> str:
+        if tool is None:
+            return ""
+        return tool if tool in self.names else OTHER
+
+
+def bounded(value: Any, allowed: frozenset[str]) -> str:
+    return value if isinstance(value, str) and value in allowed else OTHER
+
+
+@dataclass
+class Histogram:
+    """Cumulative-ready bucket counts of one label set (`buckets[i]`: observations ≤ DURATION_BUCKETS[i] and
+    above the previous bound; the last slot is +Inf)."""
+
+    buckets: list[int] = field(default_factory=lambda: [0] * (len(DURATION_BUCKETS) + 1))
+    total: float = 0.0
+
+    def observe(self, seconds: float) -> None:
+        self.buckets[bisect_left(DURATION_BUCKETS, seconds)] += 1
+        self.total += seconds
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, observations at or below it), the last bound +Inf: the exposition's `le` buckets."""
+        running, out = 0, []
+        for bound, count in zip((*DURATION_BUCKETS, float("inf")), self.buckets, strict=True):
+            running += count
+            out.append((float(bound), running))
+        return out
+
+
+@dataclass
+class Counts:
+    """What the events have said so far, by bounded labels."""
+
+    durations: dict[tuple[str, str, str], Histogram] = field(default_factory=dict)  # (method, tool, outcome)
+    deadlines: dict[str, int] = field(default_factory=dict)  # tool
+    late_answers: dict[tuple[str, str], int] = field(default_factory=dict)  # (tool, what)
+    late_results: dict[tuple[str, str], int] = field(default_factory=dict)  # (tool, outcome)
+    late_reuses: dict[str, int] = field(default_factory=dict)  # tool
+    upstream_restarts: int = 0
+    heartbeats: int = 0
+
+
+def _add(counter: dict[Any, int], key: Any) -> None:
+    counter[key] = counter.get(key, 0) + 1
+
+
+class MetricFold:
+    """An event sink: `emit` queues (on the pump), `counts` folds what is queued and returns the totals."""
+
+    def __init__(self, tools: ToolNames | None = None) -> None:
+        self.tools = tools or ToolNames()
+        self._queue: deque[Event] = deque()
+        self._counts = Counts()
+
+    def emit(self, event: Event) -> None:
+        if event.kind in KINDS:
+            self._queue.append(event)
+            if len(self._queue) >= FOLD_AT:
+                self._fold()
+
+    def counts(self) -> Counts:
+        self._fold()
+        return self._counts
+
+    def _fold(self) -> None:
+        queue = self._queue
+        while queue:
+            self.feed(queue.popleft())
+
+    def feed(self, event: Event) -> None:
+        data, counts, tool = event.data, self._counts, self.tools.label(event.tool)
+        kind = event.kind
+        if kind == Kind.REQUEST_END:
+            key = (bounded(data.get("method"), METHODS), tool, bounded(data.get("outcome"), OUTCOMES))
+            histogram = counts.durations.get(key)
+            if histogram is None:
+                histogram = counts.durations[key] = Histogram()
+            duration = data.get("duration_s")
+            histogram.observe(float(duration) if isinstance(duration, int | float) else 0.0)
+            if data.get("outcome") == Outcome.DEADLINE:
+                _add(counts.deadlines, tool)
+        elif kind == Kind.TOMBSTONE_HIT:
+            _add(counts.late_answers, (tool, bounded(data.get("what") or "response", LATE_WHAT)))
+        elif kind == Kind.LATE_RESULT:
+            _add(counts.late_results, (tool, bounded(data.get("outcome"), OUTCOMES)))
+        elif kind == Kind.LATE_REUSE:
+            _add(counts.late_reuses, tool)
+        elif kind == Kind.HEARTBEAT:
+            counts.heartbeats += 1
+        elif kind == Kind.UPSTREAM_STATE:
+            generation = data.get("generation")
+            if data.get("state") == UpstreamState.READY and isinstance(generation, int) and generation > 1:
+                counts.upstream_restarts += 1
