@@ -29,6 +29,7 @@ COMMAND_NAMES = (
     "report",
     "whatif",
     "export",
+    "prometheus",
     "prune",
     "demo",
     "bench",

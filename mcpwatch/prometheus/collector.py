@@ -65,8 +65,13 @@ class WrapperCollector(Collector):
             buckets = [(floatToGoString(bound), count) for bound, count in histogram.cumulative()]
             duration.add_metric([w, method, tool, outcome], buckets, histogram.total)
         yield duration
+        # Every listed tool's alerting counters exist from its listing at 0, so that the first deadline is an
+        # increase a rate() sees rather than the first sample of a new series.
+        listed = sorted(self.fold.tools.names)
+        deadlines = {**dict.fromkeys(listed, 0), **counts.deadlines}
+        late = {**dict.fromkeys(((tool, "response") for tool in listed), 0), **counts.late_answers}
         per_tool = (
-            ("deadlines", "Calls cut at their deadline budget", counts.deadlines),
+            ("deadlines", "Calls cut at their deadline budget", deadlines),
             ("late_reuses", "Calls answered at once with a stored late result", counts.late_reuses),
         )
         for name, doc, values in per_tool:
@@ -80,7 +85,7 @@ class WrapperCollector(Collector):
             "Responses and progress that arrived after their call was cut (dropped)",
             ("tool", "what"),
         )
-        for (tool, what), value in sorted(counts.late_answers.items()):
+        for (tool, what), value in sorted(late.items()):
             late_answers.add_metric([w, tool, what], value)
         yield late_answers
         late_results = self._family(
