@@ -11,7 +11,7 @@ import sys
 HELP = "run a benchmark and print its figures as JSON (mcpwatch bench --list)"
 
 # name -> module in mcpwatch.bench; a benchmark is offered only when its module exists.
-BENCHMARKS = ("log", "core", "wrap", "otel", "memory", "sessions", "console", "replay", "trends")
+BENCHMARKS = ("log", "core", "wrap", "otel", "metrics", "memory", "sessions", "console", "replay", "trends")
 
 
 def _available() -> list[str]:

@@ -1,0 +1,91 @@
+"""The cost of the Prometheus scrape endpoint: the same no-op tools/call through a wrapper with `--metrics-port`,
+scraped all along by a loop, and through one without, against the direct path, interleaved in one run (`bench
+wrap`'s method). Also what one scrape costs the wrapper and how big its answer is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from contextlib import AsyncExitStack
+from typing import Any
+
+from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
+from mcpwatch.ports import free_port, wait_for_port
+
+HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
+SCRAPE_INTERVAL_S = 1.0  # the real-Prometheus tests' interval; Prometheus's default is 15 s
+
+
+class ScrapeLoop:
+    """Scrapes `url` every `interval` seconds on a thread, noting each scrape's time and size."""
+
+    def __init__(self, url: str, interval: float) -> None:
+        self.url, self.interval = url, interval
+        self.seconds: list[float] = []
+        self.size = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            started = time.perf_counter()
+            with urllib.request.urlopen(self.url, timeout=10) as reply:
+                self.size = len(reply.read())
+            self.seconds.append(time.perf_counter() - started)
+
+    def __enter__(self) -> ScrapeLoop:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
+async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float) -> dict[str, Any]:
+    pids: dict[str, int | None] = {}
+    port = free_port()
+    async with AsyncExitStack() as stack:
+        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
+        clients["wrapped"] = await _open_tracked(stack, _stdio(_wrap("--no-log", "--", *SERVER), env), pids, "wrapped")
+        scraped = _stdio(_wrap("--no-log", "--metrics-port", str(port), "--", *SERVER), env)
+        clients["wrapped_metrics"] = await _open_tracked(stack, scraped, pids, "wrapped_metrics")
+        for client in clients.values():
+            await client.list_tools()  # so the scraped wrapper labels the calls with the tool's name
+        wait_for_port(port)
+        with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:
+            await _latency(clients, warmup, 50)
+            samples, cpu_per_call = await _latency(clients, calls, 100, pids)
+        figures = _ratios(samples, "direct")
+        for name, seconds in cpu_per_call.items():
+            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+        figures["metrics_cost_ratio"] = round(
+            figures["wrapped_metrics"]["median_us"] / figures["wrapped"]["median_us"], 3
+        )
+        figures["scrapes"] = {
+            "interval_s": interval,
+            "count": len(loop.seconds),
+            "median_ms": round(statistics.median(loop.seconds) * 1000, 2) if loop.seconds else None,
+            "bytes": loop.size,
+        }
+        return figures
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    calls, warmup = (200, 50) if quick else (4000, 400)
+    interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
+        figures = asyncio.run(_figures(calls, warmup, env, interval))
+    return {
+        "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
+        "stdio": figures,
+        "targets": {"metrics_cost_ratio": 1.01},
+    }
