@@ -56,4 +56,4 @@ def test_every_alert_names_its_wrapper_and_points_at_a_playbook_entry_that_exist
     playbook = readme[readme.index("## On-call playbook") :]
     for runbook in runbooks:
         for entry in re.findall(r'"([^"]+)"', runbook):
-            assert f"**{entry}**" in playbook[: playbook.index("\n## ")], entry
+            assert f'**"{entry}"**' in playbook[: playbook.index("\n## ")], entry
