@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import socket
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client.exposition import choose_encoder
@@ -23,6 +25,7 @@ from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token
 from mcpwatch.wrapper.http_limits import ConnectionLimits
 
 PATH = "/metrics"
+MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s
 TEXT = b"text/plain; charset=utf-8"
 
 
@@ -33,11 +36,24 @@ def metrics_registry(wrapper: str, fold: MetricFold, read_status: StatusReader) 
 
 
 class MetricsApp:
-    """The ASGI app: refusals in plain text with the guard's status (400, 421, 403, 401), then the exposition."""
+    """The ASGI app: refusals in plain text with the guard's status (400, 421, 403, 401), then the exposition.
 
-    def __init__(self, registry: CollectorRegistry, guard: FrontGuard) -> None:
+    A scrape runs on the wrapper's loop, so scrapes closer together than `min_interval_s` get the last answer
+    again: a client scraping in a tight loop cannot take the loop from the hosts' calls."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        guard: FrontGuard,
+        min_interval_s: float = MIN_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.registry = registry
         self.guard = guard
+        self.min_interval_s = min_interval_s
+        self.clock = clock
+        self.collected = 0  # expositions built (the rest were served again)
+        self._last: dict[str, tuple[float, bytes]] = {}  # content type → (when built, body)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -56,7 +72,12 @@ class MetricsApp:
             return
         accept = ",".join(value.decode("latin-1") for name, value in headers if name == b"accept")
         encoder, content_type = choose_encoder(accept)
-        body = encoder(self.registry)
+        now = self.clock()
+        built, body = self._last.get(content_type, (None, b""))
+        if built is None or now - built >= self.min_interval_s:
+            body = encoder(self.registry)
+            self._last[content_type] = (now, body)
+            self.collected += 1
         await respond(send, 200, body, content_type.encode())
 
 

@@ -130,3 +130,37 @@ def test_an_http_front_exposes_its_host_sessions():
     values = {s.name: s.value for f in text_string_to_metric_families(body) for s in f.samples}
     assert status == 200 and values["mcpwatch_host_sessions"] == 0 and values["mcpwatch_host_sessions_max"] == 16
     assert values["mcpwatch_host_sessions_opened_total"] == 0 and "mcpwatch_host_sessions_refused_total" in values
+
+
+def test_a_port_taken_after_the_check_leaves_the_wrapper_serving_without_metrics(capsys):
+    import asyncio
+
+    from mcpwatch.prometheus.endpoint import start_metrics
+    from mcpwatch.prometheus.fold import MetricFold
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        server = asyncio.run(start_metrics("127.0.0.1", port, "w1", MetricFold(), dict, remote=False, token=None))
+    assert server is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"mcpwatch: warning: Prometheus metrics are off: cannot listen on 127.0.0.1:{port} (Address already in use)"
+    ]
+
+
+def test_port_0_takes_a_free_port_and_says_which():
+    host = RawHost(mcpwatch_cmd("wrap", "--name", "anyport", "--no-log", "--metrics-port", "0", *UPSTREAM))
+    try:
+        host.start()
+        assert host.process.stderr is not None
+        line = ""
+        while "Prometheus metrics at" not in line:
+            line = host.process.stderr.readline().decode()
+            assert line, "the wrapper said nothing about its metrics"
+        url = line.split("Prometheus metrics at ", 1)[1].strip()
+        status, body = get(url)
+        assert status == 200 and 'wrapper="anyport"' in body
+    finally:
+        host.finish()

@@ -56,8 +56,9 @@ def every_metric_fold() -> MetricFold:
 
 
 def scrape(fold: MetricFold, status: dict[str, Any] | None = None, **request: Any) -> tuple[int, dict, bytes]:
-    guard = request.pop("guard", FrontGuard())
-    app = MetricsApp(metrics_registry("w1", fold, lambda: status or STATUS), guard)
+    app = request.pop("app", None) or MetricsApp(
+        metrics_registry("w1", fold, lambda: status or STATUS), request.pop("guard", FrontGuard())
+    )
     given = request.pop("headers", [])
     headers = given if any(name == b"host" for name, _ in given) else [(b"host", b"127.0.0.1:9464"), *given]
     scope = {"type": "http", "method": request.pop("method", "GET"), "path": request.pop("path", "/metrics")}
@@ -211,3 +212,21 @@ def test_the_dashboard_and_the_rules_query_only_names_the_wrapper_exposes():
     assert "mcpwatch_deadlines_total" in dashboard and "mcp_client_operation_duration_seconds_bucket" in dashboard
     assert dashboard - exposed == set() and rules - exposed == set()
     assert {"mcpwatch_deadlines_total", "mcpwatch_late_answers_total", "mcpwatch_build_info"} <= rules
+
+
+def test_a_tight_scrape_loop_is_answered_from_the_last_exposition():
+    now = [100.0]
+    reads = []
+    fold = MetricFold()
+    app = MetricsApp(
+        metrics_registry("w1", fold, lambda: reads.append(1) or STATUS), FrontGuard(), 0.25, lambda: now[0]
+    )
+    for _ in range(500):  # a client hammering the endpoint within one quarter second
+        assert scrape(fold, app=app)[0] == 200
+    assert app.collected == 1 and len(reads) == 1
+    fold.emit(end(None))
+    now[0] += 0.25
+    _, _, body = scrape(fold, app=app)
+    assert app.collected == 2 and b'method="tools/call"' in body  # a scrape after the interval sees the new call
+    accept = [(b"accept", b"application/openmetrics-text;version=1.0.0")]
+    assert scrape(fold, app=app, headers=accept)[2].endswith(b"# EOF\n")  # each format has its own last answer
