@@ -9,7 +9,7 @@ Names follow Prometheus's conventions and are the wrapper's OTLP instruments as 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, InfoMetricFamily
@@ -47,13 +47,22 @@ class WrapperCollector(Collector):
         yield from self._counted()
         yield from self._levels(self.read_status())
 
-    def _family(self, kind: type, name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
-        return kind(name, doc, labels=["wrapper", *labels])
+    def _family(
+        self, kind: type, name: str, doc: str, labels: tuple[str, ...] = (), values: Mapping[Any, float] | None = None
+    ) -> Any:
+        """A family with the `wrapper` label first; `values` maps a label value (or a tuple of them) to a number."""
+        family = kind(name, doc, labels=["wrapper", *labels])
+        for key, value in sorted((values or {}).items()):
+            family.add_metric([self.wrapper, *(key if isinstance(key, tuple) else (key,))], value)
+        return family
+
+    def _single(self, kind: type, name: str, doc: str, value: float) -> Any:
+        return self._family(kind, name, doc, (), {(): value})
 
     def _counted(self) -> Iterator[Any]:
-        counts, w = self.fold.counts(), self.wrapper
+        counts = self.fold.counts()
         info = InfoMetricFamily("mcpwatch_build", "The wrapper's version", labels=["wrapper"])
-        info.add_metric([w], {"version": __version__})
+        info.add_metric([self.wrapper], {"version": __version__})
         yield info
         duration = self._family(
             HistogramMetricFamily,
@@ -63,67 +72,58 @@ class WrapperCollector(Collector):
         )
         for (method, tool, outcome), histogram in sorted(counts.durations.items()):
             buckets = [(floatToGoString(bound), count) for bound, count in histogram.cumulative()]
-            duration.add_metric([w, method, tool, outcome], buckets, histogram.total)
+            duration.add_metric([self.wrapper, method, tool, outcome], buckets, histogram.total)
         yield duration
         # Every listed tool's alerting counters exist from its listing at 0, so that the first deadline is an
         # increase a rate() sees rather than the first sample of a new series.
         listed = sorted(self.fold.tools.names)
         deadlines = {**dict.fromkeys(listed, 0), **counts.deadlines}
         late = {**dict.fromkeys(((tool, "response") for tool in listed), 0), **counts.late_answers}
-        per_tool = (
-            ("deadlines", "Calls cut at their deadline budget", deadlines),
-            ("late_reuses", "Calls answered at once with a stored late result", counts.late_reuses),
-        )
-        for name, doc, values in per_tool:
-            family = self._family(CounterMetricFamily, f"mcpwatch_{name}", doc, ("tool",))
-            for tool, value in sorted(values.items()):
-                family.add_metric([w, tool], value)
-            yield family
-        late_answers = self._family(
-            CounterMetricFamily,
+        counter = CounterMetricFamily
+        yield self._family(counter, "mcpwatch_deadlines", "Calls cut at their deadline budget", ("tool",), deadlines)
+        yield self._family(
+            counter,
             "mcpwatch_late_answers",
             "Responses and progress that arrived after their call was cut (dropped)",
             ("tool", "what"),
+            late,
         )
-        for (tool, what), value in sorted(late.items()):
-            late_answers.add_metric([w, tool, what], value)
-        yield late_answers
-        late_results = self._family(
-            CounterMetricFamily,
+        yield self._family(
+            counter,
             "mcpwatch_late_results",
             "Cut tools/calls that answered after all (kept in the log)",
             ("tool", "outcome"),
+            counts.late_results,
         )
-        for (tool, outcome), value in sorted(counts.late_results.items()):
-            late_results.add_metric([w, tool, outcome], value)
-        yield late_results
+        yield self._family(
+            counter,
+            "mcpwatch_late_reuses",
+            "Calls answered at once with a stored late result",
+            ("tool",),
+            counts.late_reuses,
+        )
         yield self._single(
-            CounterMetricFamily,
+            counter,
             "mcpwatch_upstream_restarts",
             "Times the upstream was started again after it was lost",
             counts.upstream_restarts,
         )
         yield self._single(
-            CounterMetricFamily,
+            counter,
             "mcpwatch_heartbeats",
             "Progress sent by the wrapper to keep a host's idle clock alive",
             counts.heartbeats,
         )
 
-    def _single(self, kind: type, name: str, doc: str, value: float) -> Any:
-        family = self._family(kind, name, doc)
-        family.add_metric([self.wrapper], value)
-        return family
-
     def _levels(self, status: dict[str, Any]) -> Iterator[Any]:
-        w = self.wrapper
-        in_flight = self._family(
-            GaugeMetricFamily, "mcpwatch_calls_in_flight", "Requests forwarded and not yet answered", ("method",)
-        )
         by_method = Counter(bounded(call.get("method"), METHODS) for call in status.get("in_flight") or [])
-        for method, value in sorted(by_method.items()):
-            in_flight.add_metric([w, method], value)
-        yield in_flight
+        yield self._family(
+            GaugeMetricFamily,
+            "mcpwatch_calls_in_flight",
+            "Requests forwarded and not yet answered",
+            ("method",),
+            by_method,
+        )
         tombstones = (status.get("tombstones") or {}).get("count", 0)
         yield self._single(
             GaugeMetricFamily,
@@ -161,12 +161,10 @@ class WrapperCollector(Collector):
         )
         otel = status.get("otel")
         if otel is not None:  # OpenTelemetry export is on
-            dropped = self._family(
+            yield self._family(
                 CounterMetricFamily,
                 "mcpwatch_otlp_dropped",
                 "What the OTLP export lost: events (its queue was full) and spans (the collector did not take them)",
                 ("what",),
+                {"events": otel.get("events_dropped", 0), "spans": otel.get("spans_failed", 0)},
             )
-            dropped.add_metric([w, "events"], otel.get("events_dropped", 0))
-            dropped.add_metric([w, "spans"], otel.get("spans_failed", 0))
-            yield dropped
