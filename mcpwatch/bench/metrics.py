@@ -21,6 +21,20 @@ from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
 SCRAPE_INTERVAL_S = 1.0  # the real-Prometheus tests' interval; Prometheus's default is 15 s
+BLOCK = 100
+
+
+def _block_ratio(measured: list[float], base: list[float], block: int) -> dict[str, float]:
+    """The ratio of medians block by block (each pair ran back to back), summarised by its median and quartiles:
+    steadier than the ratio of whole-run medians when the machine's load drifts during the run."""
+    ratios = sorted(
+        statistics.median(measured[i : i + block]) / statistics.median(base[i : i + block])
+        for i in range(0, min(len(measured), len(base)) - block + 1, block)
+    )
+    if not ratios:
+        return {}
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"median": round(quartiles[1], 3), "q1": round(quartiles[0], 3), "q3": round(quartiles[2], 3)}
 
 
 class ScrapeLoop:
@@ -62,13 +76,14 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
         wait_for_port(port)
         with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:
             await _latency(clients, warmup, 50)
-            samples, cpu_per_call = await _latency(clients, calls, 100, pids)
+            samples, cpu_per_call = await _latency(clients, calls, BLOCK, pids)
         figures = _ratios(samples, "direct")
         for name, seconds in cpu_per_call.items():
             figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
         figures["metrics_cost_ratio"] = round(
             figures["wrapped_metrics"]["median_us"] / figures["wrapped"]["median_us"], 3
         )
+        figures["metrics_cost_block_ratio"] = _block_ratio(samples["wrapped_metrics"], samples["wrapped"], BLOCK)
         figures["scrapes"] = {
             "interval_s": interval,
             "count": len(loop.seconds),
@@ -76,6 +91,35 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
             "bytes": loop.size,
         }
         return figures
+
+
+def _in_process(calls: int) -> dict[str, float]:
+    """CPU time (not wall time, so the machine's load does not move it) of what the endpoint adds: queueing and
+    folding one call's end event, and building one exposition of those calls over 20 tools."""
+    from mcpwatch.events import Event, Kind
+    from mcpwatch.prometheus.endpoint import metrics_registry
+    from mcpwatch.prometheus.fold import MetricFold
+
+    fold = MetricFold()
+    fold.tools.add_listed({"tools": [{"name": f"tool{n}"} for n in range(20)]})
+    data = [{"method": "tools/call", "outcome": "ok", "duration_s": 0.001 * (n % 50)} for n in range(calls)]
+    events = [Event(Kind.REQUEST_END, "s", 0.0, 0.0, n, str(n), f"tool{n % 20}", None, data[n]) for n in range(calls)]
+    started = time.process_time()
+    for event in events:
+        fold.emit(event)
+    fold.counts()
+    per_call = (time.process_time() - started) / calls
+    registry = metrics_registry("bench", fold, lambda: {"in_flight": [], "tombstones": {"count": 0}, "log": {}})
+    from prometheus_client.exposition import generate_latest
+
+    started = time.process_time()
+    for _ in range(20):
+        size = len(generate_latest(registry))
+    return {
+        "fold_us_per_call": round(per_call * 1e6, 2),
+        "exposition_ms": round((time.process_time() - started) / 20 * 1000, 2),
+        "exposition_bytes": size,
+    }
 
 
 def run(quick: bool = False) -> dict[str, Any]:
@@ -87,5 +131,6 @@ def run(quick: bool = False) -> dict[str, Any]:
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
         "stdio": figures,
-        "targets": {"metrics_cost_ratio": 1.01},
+        "in_process": _in_process(10_000 if quick else 200_000),
+        "targets": {"metrics_cost_ratio": 1.01, "metrics_cost_block_ratio": 1.01},
     }

@@ -3,6 +3,7 @@ always stopped; and a raw stdio host to drive a wrapper with exact frames."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -27,6 +28,15 @@ def binary(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} is not installed: {INSTALL}")
     return path
+
+
+def _die_with_parent() -> None:
+    """In the child: Linux ends it if the test process dies without stopping it (a killed pytest)."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class PrometheusServer:
@@ -55,6 +65,7 @@ class PrometheusServer:
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
         )
 
     def __enter__(self) -> PrometheusServer:

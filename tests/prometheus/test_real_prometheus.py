@@ -52,6 +52,7 @@ def scraped(tmp_path_factory):
             for _ in range(2):
                 assert host.call("sleepy", seconds=5)["result"]["isError"] is True  # mcpwatch's answer at 1 s
             yield prometheus
+        assert prometheus.process.poll() is not None  # stopped, whatever the tests did
     finally:
         host.finish()
 
