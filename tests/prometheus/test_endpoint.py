@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -164,3 +165,63 @@ def test_port_0_takes_a_free_port_and_says_which():
         assert status == 200 and 'wrapper="anyport"' in body
     finally:
         host.finish()
+
+
+LATE_UPSTREAM = r"""
+import json, sys, threading
+# slow: answers after `seconds` whatever the cancellation says, so its answer comes late
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    method, params, rid = message["method"], message.get("params") or {}, message["id"]
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": params["protocolVersion"],
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "late", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "slow", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call":
+        answer = {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "finally"}]}}
+        threading.Timer(params["arguments"]["seconds"], send, (answer,)).start()
+"""
+
+
+def test_a_late_answer_is_counted_by_tool_with_its_late_result_and_tombstone(tmp_path):
+    upstream = tmp_path / "late.py"
+    upstream.write_text(LATE_UPSTREAM)
+    port = free_port()
+    wrap = ("wrap", "--name", "late", "--no-log", "--deadline", "0.5", "--metrics-port", str(port))
+    host = RawHost(mcpwatch_cmd(*wrap, "--", sys.executable, str(upstream)))
+    try:
+        host.start()
+        host.ask("tools/list")
+        assert host.call("slow", seconds=1.0)["result"]["isError"] is True  # cut at 0.5 s
+        host.call("unlisted", seconds=0.1)  # a name the upstream never listed
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            values = {
+                (s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "wrapper"))): s.value
+                for f in text_string_to_metric_families(get(f"http://127.0.0.1:{port}/metrics")[1])
+                for s in f.samples
+            }
+            if values.get(("mcpwatch_late_results_total", (("outcome", "ok"), ("tool", "slow")))):
+                break
+            time.sleep(0.3)
+    finally:
+        host.finish()
+    assert values[("mcpwatch_late_answers_total", (("tool", "slow"), ("what", "response")))] == 1
+    assert values[("mcpwatch_late_results_total", (("outcome", "ok"), ("tool", "slow")))] == 1
+    assert values[("mcpwatch_deadlines_total", (("tool", "slow"),))] == 1
+    assert values[("mcpwatch_tombstones", ())] == 1  # still live: its TTL outlasts the test
+    calls = {k: v for k, v in values.items() if k[0] == "mcp_client_operation_duration_seconds_count"}
+    assert (
+        calls[
+            (
+                "mcp_client_operation_duration_seconds_count",
+                (("method", "tools/call"), ("outcome", "ok"), ("tool", "other")),
+            )
+        ]
+        == 1
+    )
