@@ -122,13 +122,13 @@ async def start_metrics(
     remote: bool,
     token: str | None,
 ) -> MetricsServer | None:
-    """The endpoint, started, its URL said on stderr; a token when other machines may scrape (from --token-file,
-    else generated and printed once). A port taken since the command line was checked is one warning: the
+    """The endpoint, started, its URL said on stderr; the token of --token-file, or one generated and printed once
+    when other machines may scrape. A port taken since the command line was checked is one warning: the
     wrapper serves its host without metrics rather than not at all."""
     if remote and token is None:
         token = new_front_token()
         say(f"Prometheus must send the header 'Authorization: Bearer {token}' (its scrape config's authorization)")
-    guard = FrontGuard.for_listen(host, remote=remote, token=token if remote else None)
+    guard = FrontGuard.for_listen(host, remote=remote, token=token)  # a token file guards loopback too, as on the front
     server = MetricsServer(MetricsApp(metrics_registry(wrapper, fold, read_status), guard), host, port)
     try:
         url = await server.start()

@@ -225,3 +225,19 @@ def test_a_late_answer_is_counted_by_tool_with_its_late_result_and_tombstone(tmp
         ]
         == 1
     )
+
+
+def test_a_token_file_guards_a_loopback_endpoint_too(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    token_file.chmod(0o600)
+    port = free_port()
+    wrap = ("wrap", "--no-log", "--metrics-port", str(port), "--token-file", str(token_file))
+    host = RawHost(mcpwatch_cmd(*wrap, *UPSTREAM))
+    try:
+        host.start()
+        wait_for_port(port)
+        assert get(f"http://127.0.0.1:{port}/metrics")[0] == 401
+        assert get(f"http://127.0.0.1:{port}/metrics", {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    finally:
+        host.finish()
