@@ -1,5 +1,5 @@
 """The scrape endpoint: `GET /metrics` on the wrapper's own loop, behind the front's guard (one Host naming this
-machine, no foreign Origin, the bearer token when other machines may scrape).
+machine, no foreign Origin, the bearer token when there is one).
 
 The exposition is `prometheus_client`'s: the text format by default, OpenMetrics when the scraper asks for it.
 Nothing is computed per call for it beyond the fold's append; the scrape folds and reads (see `collector`).
