@@ -94,8 +94,10 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
 
 
 def _in_process(calls: int) -> dict[str, float]:
-    """CPU time (not wall time, so the machine's load does not move it) of what the endpoint adds: queueing and
+    """CPU time (steadier than wall time when the machine is loaded) of what the endpoint adds: queueing and
     folding one call's end event, and building one exposition of those calls over 20 tools."""
+    from prometheus_client.exposition import generate_latest
+
     from mcpwatch.events import Event, Kind
     from mcpwatch.prometheus.endpoint import metrics_registry
     from mcpwatch.prometheus.fold import MetricFold
@@ -110,8 +112,6 @@ def _in_process(calls: int) -> dict[str, float]:
     fold.counts()
     per_call = (time.process_time() - started) / calls
     registry = metrics_registry("bench", fold, lambda: {"in_flight": [], "tombstones": {"count": 0}, "log": {}})
-    from prometheus_client.exposition import generate_latest
-
     started = time.process_time()
     for _ in range(20):
         size = len(generate_latest(registry))
