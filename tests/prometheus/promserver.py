@@ -43,6 +43,7 @@ class PrometheusServer:
     """`prometheus` scraping `targets` every second and evaluating `rule_files` every second."""
 
     def __init__(self, workdir: Path, targets: list[str], rule_files: list[Path] = (), headers: str = "") -> None:
+        self.host: RawHost | None = None  # a wrapper the tests drive, when they share one
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = workdir / "prometheus.yml"

@@ -51,6 +51,7 @@ def scraped(tmp_path_factory):
                 assert host.call("add", a=n, b=1)["result"]["structuredContent"] == {"result": n + 1}
             for _ in range(2):
                 assert host.call("sleepy", seconds=5)["result"]["isError"] is True  # mcpwatch's answer at 1 s
+            prometheus.host = host  # the last test stops the wrapper
             yield prometheus
         assert prometheus.process.poll() is not None  # stopped, whatever the tests did
     finally:
@@ -102,3 +103,17 @@ def test_the_shipped_deadline_alert_fires_for_the_tool_being_cut(scraped):
     assert float(alerts[0]["value"]) > 0.05  # the share cut (rate() extrapolates, so not exactly 2 of 2)
     assert "On-call playbook" in alerts[0]["annotations"]["runbook"]
     assert not [a for a in scraped.alerts() if a["labels"]["alertname"] == "McpwatchWrapperGone"]
+
+
+def test_the_shipped_wrapper_gone_alert_fires_with_the_wrapper_name_once_it_stops(scraped):
+    """Last in this module (pytest keeps file order): it stops the wrapper the tests above read."""
+    scraped.host.finish()  # the host closes: the wrapper exits and stops answering scrapes
+
+    def gone():
+        return [
+            a for a in scraped.alerts() if a["labels"]["alertname"] == "McpwatchWrapperGone" and a["state"] == "firing"
+        ]
+
+    alerts = scraped.wait(gone, 60, "McpwatchWrapperGone to fire")
+    assert [(a["labels"]["wrapper"], a["labels"]["job"]) for a in alerts] == [("w1", "mcpwatch")]
+    assert alerts[0]["annotations"]["summary"].startswith("Wrapper w1 at 127.0.0.1:")
