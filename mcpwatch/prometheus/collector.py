@@ -142,7 +142,7 @@ class WrapperCollector(Collector):
             )
             for key, doc in (
                 ("opened", "Host sessions opened"),
-                ("reclaimed", "Host sessions the wrapper reclaimed"),
+                ("reclaimed", "Idle host sessions ended to make room for a newcomer at the cap"),
                 ("refused", "Host sessions refused at the cap"),
             ):
                 yield self._single(CounterMetricFamily, f"mcpwatch_host_sessions_{key}", doc, sessions.get(key, 0))

@@ -97,6 +97,8 @@ def test_every_metric_is_exposed_with_the_wrapper_label():
     assert in_flight == {"tools/call": 2, "other": 1}
     assert got[("mcpwatch_host_sessions", None)] == 5 and got[("mcpwatch_host_sessions_max", None)] == 16
     assert got[("mcpwatch_host_sessions_refused_total", None)] == 2
+    assert got[("mcpwatch_host_sessions_reclaimed_total", None)] == 1
+    assert got[("mcpwatch_host_sessions_opened_total", None)] == 9
     assert got[("mcpwatch_log_events_lost_total", None)] == 4
     otlp = {dict(k)["what"]: v for (name, k), v in values.items() if name == "mcpwatch_otlp_dropped_total"}
     assert otlp == {"events": 7, "spans": 1}
