@@ -187,7 +187,7 @@ def test_the_names_are_the_otlp_instruments_as_prometheus_translates_them():
     from mcpwatch.otel.exporter import MetricRecorder
 
     url = "http://127.0.0.1:9/v1/metrics"
-    recorder = MetricRecorder(OtelTarget(traces_url=None, metrics_url=url), url)
+    recorder = MetricRecorder(OtelTarget(traces_url=None, metrics_url=url), url, lambda _ok, _error: None)
     try:
         counters = set(recorder.instruments)
         levels = set(recorder.UP_DOWN)
