@@ -64,6 +64,8 @@ def test_a_taken_port_is_one_line_naming_the_option():
 def test_a_host_other_machines_reach_needs_allow_remote(tmp_path):
     line = refused("--no-log", "--metrics-port", "0", env_config='[metrics]\nhost = "0.0.0.0"\n', tmp_path=tmp_path)
     assert "[metrics] host 0.0.0.0 is reachable from other machines: add --allow-remote" in line, line
+    line = refused("--no-log", env_config='[metrics]\nport = "x"\n', tmp_path=tmp_path)
+    assert "metrics.port must be a whole number from 0 to 65535, got 'x'" in line, line
     line = refused("--no-log", "--metrics-port", "70000")
     assert "--metrics-port must be 0-65535" in line, line
     line = refused("--no-log", "--allow-remote")
