@@ -250,14 +250,19 @@ class WrapperCore:
 
     # ------------------------------------------------------------------ upstream side
 
-    def upstream_frame(self, line: bytes) -> None:
-        self.inbound.frame(line)
+    def upstream_frame(self, line: bytes, fallback: Any = oversize.UNKNOWN) -> None:
+        try:
+            message = frames.decode(line)
+        except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
+            oversize.upstream_frame_unreadable(self, line, str(exc), fallback)
+            return
+        self.inbound.decoded(message)
 
     def upstream_message(self, message: Any) -> None:
         self.inbound.message(message)
 
-    def upstream_oversize(self, size: int, head: bytes = b"", up_id: Any = oversize.UNKNOWN) -> None:
-        oversize.upstream_frame_over_cap(self, size, head, up_id)
+    def upstream_oversize(self, size: int, head: bytes = b"", fallback: Any = oversize.UNKNOWN) -> None:
+        oversize.upstream_frame_over_cap(self, size, head, fallback)
 
     def is_waiting(self, up_id: Any) -> bool:
         """Whether a request sent upstream under this id still waits for its answer."""

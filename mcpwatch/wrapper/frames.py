@@ -33,7 +33,7 @@ MAX_DEPTH = 256  # JSON nesting accepted from a peer; MCP messages are nowhere n
 
 
 def _not_json(constant: str) -> Any:
-    raise ValueError(f"{constant} is not JSON")
+    raise ValueError(f"not JSON ({constant} is no JSON value)")
 
 
 def _float(text: str) -> float:
@@ -85,7 +85,8 @@ def finite(value: Any) -> Any:
 def decode(line: bytes | str) -> Any:
     """Raises ValueError on anything that is not JSON in UTF-8: bad syntax, bad bytes, `NaN`/`Infinity` (which
     Python's parser would otherwise accept), and nesting deeper than MAX_DEPTH (which could not be encoded again
-    within Python's recursion limit once wrapped in a reply)."""
+    within Python's recursion limit once wrapped in a reply). Its message says which, in words a peer's error can
+    carry."""
     if isinstance(line, bytes | bytearray) and (
         # a run of 19 digits needs 19 digits in all: counting them is ten times cheaper than the search
         len(line) - len(line.translate(None, _DIGITS)) < 19 or not _LONG_DIGITS.search(line)
@@ -105,11 +106,17 @@ def decode(line: bytes | str) -> Any:
 
 
 def _strict_decode(line: bytes | bytearray | str) -> Any:
-    text = line.decode("utf-8") if isinstance(line, bytes | bytearray) else line
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes | bytearray) else line
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start : exc.start + 1].hex()
+        raise ValueError(f"not valid UTF-8 (byte 0x{bad} at offset {exc.start})") from None
     try:
         value = _decoder.decode(text)
     except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
     return value
 
 

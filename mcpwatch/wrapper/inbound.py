@@ -64,12 +64,8 @@ class UpstreamInbound:
             return self.links[-1]
         return None
 
-    def frame(self, line: bytes) -> None:
-        try:
-            message = frames.decode(line)
-        except ValueError:
-            self.garbage(f"not JSON: {frames.text_of(line, 200)}")
-            return
+    def decoded(self, message: Any) -> None:
+        """One decoded frame: a message, or a batch of them."""
         if isinstance(message, list):
             for item in message:
                 self.message(item)

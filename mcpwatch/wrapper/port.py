@@ -49,12 +49,15 @@ class HostPort(LinkPort, Protocol):
 class UpstreamPort(LinkPort, Protocol):
     """An upstream connection: its frames in, its lifecycle reported."""
 
-    def upstream_frame(self, line: bytes) -> None: ...
+    def upstream_frame(self, line: bytes, fallback: Any = ...) -> None:
+        """One frame from the upstream; one that cannot be decoded answers the request it was for (the id its start
+        shows, else `fallback`) with an error at once."""
+        ...
 
     def upstream_message(self, message: Any) -> None: ...
 
-    def upstream_oversize(self, size: int, head: bytes = b"", up_id: Any = ...) -> None:
-        """An upstream frame over the cap: the request it answers (by `up_id`, else the id in `head`) is answered."""
+    def upstream_oversize(self, size: int, head: bytes = b"", fallback: Any = ...) -> None:
+        """An upstream frame over the cap: the request it answers (the id in `head`, else `fallback`) is answered."""
         ...
 
     def is_waiting(self, up_id: Any) -> bool:

@@ -2,9 +2,11 @@
 server-initiated messages, the session id and protocol-version headers, and reconnection with backoff.
 
 A connection error or an expired session (404) counts as losing the upstream: in-flight calls get a clear error
-at once, and the next connection replays the host's handshake to get a fresh session. Bodies and events are held
-only up to the frame cap (a larger one is dropped as it streams and answered as an error), and no response is read
-while the hosts have too much unsent (backpressure).
+at once, and the next connection replays the host's handshake to get a fresh session. Any other reply to a request's
+POST that does not carry its answer (a redirect, an HTTP error, a 2xx that is neither JSON nor an event stream, a
+JSON body that answers something else or cannot be decoded) answers the request at once with a JSON-RPC error saying
+what came instead. Bodies and events are held only up to the frame cap (a larger one is dropped as it streams and
+answered as an error), and no response is read while the hosts have too much unsent (backpressure).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from mcpwatch.wrapper.http11 import Client, EventStream, Response, TransportErro
 from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 
 ERROR_BODY_BYTES = 64 * 1024  # of an HTTP error's body, for the message
+ERROR_BODY_WAIT_S = 2.0  # an error's body that takes longer is not waited for: the request is answered without it
 
 
 def routing_headers(message: dict[str, Any], version: str) -> dict[str, str]:
@@ -116,25 +119,26 @@ class HttpUpstream:
         headers["Content-Type"] = "application/json"
         if version is not None:
             headers.update(routing_headers(message, version))
-        is_request = "id" in message and "method" in message
+        request_id = message["id"] if "id" in message and "method" in message else oversize.UNKNOWN
         try:
             reply = await self.client.request("POST", self.url, headers, frames.encode(message))
             try:
                 if reply.status == 404 and self.session_id:
-                    if is_request:
-                        self.core.requeue(message["id"])  # the server never saw it: it goes again, on the new session
+                    if request_id is not oversize.UNKNOWN:
+                        self.core.requeue(request_id)  # the server never saw it: it goes again, on the new session
                     self._lose("ended its session (HTTP 404); reconnecting with a new one")
                     return
-                if reply.status >= 400:
-                    body = (await reply.read_capped(ERROR_BODY_BYTES))[0].decode("utf-8", "replace")
-                    if is_request:
-                        text = f"upstream HTTP {reply.status}: {frames.text_of(body, 300)}"
-                        self.core.upstream_message(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
+                if not 200 <= reply.status < 300:
+                    if request_id is not oversize.UNKNOWN:
+                        self._answer(request_id, await _refusal(reply))
                     return
                 session = reply.headers.get("mcp-session-id")
                 if session:
                     self.session_id = session
-                await self._read_body(reply, message["id"] if is_request else oversize.UNKNOWN)
+                await self._read_body(reply, request_id)
+                if request_id is not oversize.UNKNOWN and not _streams(reply) and self.core.is_waiting(request_id):
+                    content_type = reply.headers.get("content-type") or "none"
+                    self._answer(request_id, f"upstream HTTP {reply.status} carried no answer to it ({content_type})")
             finally:
                 reply.close()
         except TransportError as exc:
@@ -144,19 +148,24 @@ class HttpUpstream:
         if message.get("method") == "notifications/initialized" and self._get_task is None:
             self._get_task = asyncio.ensure_future(self._listen())
 
+    def _answer(self, request_id: Any, text: str) -> None:
+        """The request a POST carried is answered with an error in the upstream's name: nothing else will answer it."""
+        self.core.upstream_message(frames.error_response(request_id, frames.INTERNAL_ERROR, text))
+
     async def _read_body(self, reply: Response, request_id: Any = oversize.UNKNOWN) -> None:
-        """Deliver what a response carries; a JSON body over the cap answers the request it was for."""
+        """Deliver what a response carries. An event or body over the cap, or one that cannot be decoded, answers the
+        request its start names; one whose id cannot be read, on a request's POST, is taken for that request's."""
         content_type = reply.headers.get("content-type", "")
         cap = self.settings.limits.max_frame_bytes
-        if content_type.startswith("text/event-stream"):
+        if _streams(reply):
+
+            def deliver(data: bytes) -> None:
+                self._deliver(data, request_id)
 
             def over_cap(size: int, head: bytes) -> None:
-                """An event over the cap answers the request its start names; one whose id cannot be read, on the
-                stream of a request's POST, is taken for that request's answer."""
-                found = oversize.read_id(head)
-                self.core.upstream_oversize(size, head, request_id if found is oversize.UNKNOWN else found)
+                self.core.upstream_oversize(size, head, request_id)
 
-            events = EventStream(self._deliver, over_cap, cap)
+            events = EventStream(deliver, over_cap, cap)
             async for chunk in reply.chunks():
                 events.feed(chunk)
                 if events.dropping and request_id is not oversize.UNKNOWN and not self.core.is_waiting(request_id):
@@ -166,9 +175,9 @@ class HttpUpstream:
             if size > cap:
                 self.core.upstream_oversize(size, body, request_id)
             elif body.strip():
-                self._deliver(body)
+                self._deliver(body, request_id)
 
-    def _deliver(self, data: bytes) -> None:
+    def _deliver(self, data: bytes, request_id: Any = oversize.UNKNOWN) -> None:
         if self._initialize_ids:
             with contextlib.suppress(ValueError):
                 message = frames.decode(data)
@@ -177,7 +186,7 @@ class HttpUpstream:
                     version = (message.get("result") or {}).get("protocolVersion")
                     if isinstance(version, str):
                         self.protocol_version = version
-        self.core.upstream_frame(data)
+        self.core.upstream_frame(data, request_id)
 
     async def _listen(self) -> None:
         """The standalone GET stream: server-initiated notifications and requests (optional for servers)."""
@@ -238,3 +247,21 @@ class HttpUpstream:
         if self._get_task is not None:
             self._get_task.cancel()
         self.client.close()
+
+
+def _streams(reply: Response) -> bool:
+    return reply.headers.get("content-type", "").startswith("text/event-stream")
+
+
+async def _refusal(reply: Response) -> str:
+    """What a POST's non-2xx reply said, as the error its request is answered with."""
+    status = reply.status
+    if 300 <= status < 400:
+        target = reply.headers.get("location") or "no Location given"
+        return f"upstream HTTP {status}: a redirect to {target}, not followed (give --url that address)"
+    try:
+        body, _ = await asyncio.wait_for(reply.read_capped(ERROR_BODY_BYTES), ERROR_BODY_WAIT_S)
+    except TimeoutError:
+        body = b""
+    text = body.decode("utf-8", "replace").strip()
+    return f"upstream HTTP {status}: {frames.text_of(text, 300)}" if text else f"upstream HTTP {status}"

@@ -12,7 +12,7 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http11 import EventStream
 from mcpwatch.wrapper.lines import LineSplitter
-from mcpwatch.wrapper.oversize import UNKNOWN, read_id
+from mcpwatch.wrapper.oversize import NOT_AN_ANSWER, UNKNOWN, read_id
 from mcpwatch.wrapper.pressure import Backpressure, Outbox
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import WAITING_MAX
@@ -27,6 +27,16 @@ def test_read_id_finds_only_the_top_level_id_of_a_frame_start() -> None:
     assert read_id(b'{"id":null,"x":1}') is UNKNOWN and read_id(b'{"id":true,"x":1}') is UNKNOWN
     assert read_id(b"[1,2,3") is UNKNOWN and read_id(b"not json") is UNKNOWN and read_id(b"") is UNKNOWN
     assert read_id('{"id":"\u00e9t\u00e9","x":1'.encode()) == "\u00e9t\u00e9"
+
+
+def test_read_id_of_an_answer_refuses_a_request_or_notification_that_shows_its_method_first() -> None:
+    """A server request whose id happens to equal one of the wrapper's must not be taken for that call's answer."""
+    assert read_id(b'{"jsonrpc":"2.0","method":"sampling/createMessage","id":3,"params":{"x":"', answer=True) is (
+        NOT_AN_ANSWER
+    )
+    assert read_id(b'{"method":"notifications/progress","params":{"x":"', answer=True) is NOT_AN_ANSWER
+    assert read_id(b'{"jsonrpc":"2.0","id":3,"result":{"x":"\xff', answer=True) == 3
+    assert read_id(b'{"jsonrpc":"2.0","result":{"x":"', answer=True) is UNKNOWN
 
 
 def test_a_line_over_the_cap_is_dropped_as_it_streams_and_reported_with_its_head() -> None:
