@@ -43,7 +43,7 @@ class TombstoneSettings:
 class UpstreamSettings:
     health_tool: str | None = None
     backoff_base_s: float = 0.5
-    write_timeout_s: float = 5.0  # a write towards the upstream blocked this long means "stuck"
+    write_timeout_s: float = 5.0  # an upstream that takes none of its input this long is stuck (and restarted)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """An upstream MCP server run as a child process over stdio: spawned, watched, respawned with backoff.
 
-Writes never block the wrapper: they go to the pipe's buffer, and a buffer that stops draining marks the
-upstream as stuck (the operator sees it) and, past a hard limit, further requests fail at once. Its stdout is not
-read while the hosts have too much unsent (backpressure). A process that closes its stdout is lost as one that
-exits is: it can answer nothing more. Whatever way it ends, its whole process group ends with it.
+Writes never block the wrapper: they go to the pipe's buffer; past a hard limit, further requests fail at once.
+A process that takes nothing from that buffer for `write_timeout_s` has stopped reading its input: it is stuck, and
+is lost as one that exits is (its calls answered, the process stopped, a new one started with backoff). Its stdout
+is not read while the hosts have too much unsent (backpressure). A process that closes its stdout is lost too: it
+can answer nothing more. Whatever way it ends, its whole process group ends with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
 STDOUT_CLOSED_GRACE_S = 0.25  # a process that closed its stdout and has not exited by then is lost all the same
+STDOUT_CLOSED = "closed its stdout but kept running; it was stopped"
 GROUP_GRACE_S = 1.0  # what is left of the process group after the server: SIGTERM, then SIGKILL after this
 # On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
 # dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
@@ -103,6 +105,9 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[None] = loop.create_future()
         self.stdout_closed: asyncio.Future[None] = loop.create_future()
+        self.stuck: asyncio.Future[str] = loop.create_future()  # why, once its input has not moved for too long
+        self._stall_check: asyncio.TimerHandle | None = None
+        self._taken_at_check = 0
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -124,10 +129,35 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
             self.exited.set_result(None)
 
     def pause_writing(self) -> None:
-        self.owner.paused_since = asyncio.get_running_loop().time()
+        """The process's stdin pipe is full: from now on, check that the process still takes from it."""
+        loop = asyncio.get_running_loop()
+        self.owner.paused_since = loop.time()
+        self._taken_at_check = self.owner.taken_bytes()
+        self._stall_check = loop.call_later(self._check_every(), self._check_stall)
 
     def resume_writing(self) -> None:
         self.owner.paused_since = None
+        if self._stall_check is not None:
+            self._stall_check.cancel()
+            self._stall_check = None
+
+    def _check_every(self) -> float:
+        return self.owner.settings.upstream.write_timeout_s / 4
+
+    def _check_stall(self) -> None:
+        """Blocked writes that still move are a slow reader; ones that have not moved for `write_timeout_s` are a
+        process that stopped reading (its time since the last move is what `describe` shows as stuck_for_s)."""
+        owner, loop = self.owner, asyncio.get_running_loop()
+        if owner.paused_since is None or self.stuck.done() or self.exited.done():
+            return
+        taken = owner.taken_bytes()
+        if taken > self._taken_at_check:
+            self._taken_at_check = taken
+            owner.paused_since = loop.time()
+        elif loop.time() - owner.paused_since >= owner.settings.upstream.write_timeout_s:
+            self.stuck.set_result(owner.stuck_reason())
+            return
+        self._stall_check = loop.call_later(self._check_every(), self._check_stall)
 
 
 class StdioUpstream:
@@ -143,6 +173,7 @@ class StdioUpstream:
         )
         self.transport: asyncio.SubprocessTransport | None = None
         self._stdin: asyncio.WriteTransport | None = None
+        self._written = 0  # bytes given to the current process's stdin pipe, buffered or taken
         self._stdout: asyncio.ReadTransport | None = None
         self.reading_paused = False
         self.paused_since: float | None = None
@@ -161,8 +192,23 @@ class StdioUpstream:
             return "down"
         if stdin.get_write_buffer_size() > HARD_UNSENT_LIMIT:
             return "stuck"
-        stdin.write(frames.encode(message))
+        data = frames.encode(message)
+        self._written += len(data)
+        stdin.write(data)
         return "sent"
+
+    def taken_bytes(self) -> int:
+        """What the current process has taken from its stdin so far (written, less what is still buffered)."""
+        stdin = self._stdin
+        return self._written - (stdin.get_write_buffer_size() if stdin is not None and not stdin.is_closing() else 0)
+
+    def stuck_reason(self) -> str:
+        unsent = self._stdin.get_write_buffer_size() if self._stdin is not None else 0
+        timeout = self.settings.upstream.write_timeout_s
+        return (
+            f"stopped reading its input ({unsent} bytes unsent, none taken for {timeout:g} s, "
+            "[upstream] write_timeout_s); it was stopped"
+        )
 
     def pause_reading(self) -> None:
         if not self.reading_paused and self._stdout is not None and not self._stdout.is_closing():
@@ -238,13 +284,17 @@ class StdioUpstream:
             self._spawned.set_result(None)
         self.transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        # Any byte its pipe does not take is noticed (pause_writing), not only a buffer past 64 KiB: a process that
+        # stopped reading may have been sent less than that since its pipe filled.
+        self._stdin.set_write_buffer_limits(high=0)  # type: ignore[union-attr]
         self._stdout = transport.get_pipe_transport(1)  # type: ignore[assignment]
+        self._written = 0
         self.reading_paused = False
         self.paused_since = None
         self.stderr_tail.clear()
         starting = asyncio.ensure_future(self.core.upstream_started())
         starting.add_done_callback(retrieve_exception)
-        ended = {protocol.exited, protocol.stdout_closed}
+        ended = {protocol.exited, protocol.stdout_closed, protocol.stuck}
         await asyncio.wait({starting, *ended}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
             starting.cancel()
@@ -253,11 +303,11 @@ class StdioUpstream:
             self._terminate()
         await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
         reason = "exited"
-        if not protocol.exited.done():  # its stdout closed: it may be on its way out
+        if not protocol.exited.done() and not protocol.stuck.done():  # its stdout closed: it may be on its way out
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(protocol.exited), STDOUT_CLOSED_GRACE_S)
         if not protocol.exited.done():
-            reason = "closed its stdout but kept running; it was stopped"
+            reason = protocol.stuck.result() if protocol.stuck.done() else STDOUT_CLOSED
             if not self.closing:
                 self.core.upstream_lost(reason=reason, stderr_tail=list(self.stderr_tail))
             await self._stop_process(protocol)
@@ -282,7 +332,8 @@ class StdioUpstream:
         return exit_code
 
     async def _stop_process(self, protocol: _ChildProtocol) -> None:
-        """SIGTERM the process group, then SIGKILL: a process that closed its stdout is of no more use."""
+        """SIGTERM the process group, then SIGKILL: a process that closed its stdout or stopped reading its stdin is
+        of no more use."""
         for sig in (signal.SIGTERM, signal.SIGKILL):
             self._terminate(sig)
             with contextlib.suppress(TimeoutError):

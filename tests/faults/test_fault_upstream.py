@@ -146,11 +146,12 @@ async def test_babble_and_huge_lines_while_calls_are_in_flight(tmp_path: Path, i
 
 @pytest.mark.slow
 async def test_an_upstream_that_stops_reading_with_many_calls_in_flight(tmp_path: Path, isolated_state: Path) -> None:
-    """Writes towards it stay bounded, calls past the bound fail at once, every deadline still fires, and the
-    operator sees it stuck. (tests/integration covers the single-call case.)"""
+    """Writes towards it stay bounded and calls past the bound fail at once; once nothing has moved for
+    write_timeout_s it is stuck: every call it held is answered with that, and calls go on on a new process. Each
+    call is answered exactly once. (test_fault_upstream_lifecycle covers the restart itself.)"""
     config = tmp_path / "mcpwatch.toml"
     config.write_text("[upstream]\nwrite_timeout_s = 0.3\n")
-    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "1.5"}
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "600"}
     async with raw_host(FAULT_SERVER, tmp_path, env=env, wrap_args=["--config", str(config)]) as host:
         await host.initialize()
         operator = Operator(await registry_of(isolated_state, host.pid))
@@ -158,35 +159,35 @@ async def test_an_upstream_that_stops_reading_with_many_calls_in_flight(tmp_path
         stopped = await host.tool("stop_reading")
         assert text_of(stopped) == "stopped reading"
         blob = "x" * (1024 * 1024)
-        started = time.monotonic()
         big = [host.request("tools/call", {"name": "echo", "arguments": {"blob": blob}}) for _ in range(40)]
         ping = host.request("ping", {})
-        status = await wait_status(operator, lambda s: s["wrapper"]["upstream"]["stuck"], 5, "the upstream stuck")
-        unsent = status["wrapper"]["upstream"]["unsent_bytes"]
-        assert 0 < unsent <= HARD_UNSENT_LIMIT + 2 * len(blob)  # bounded: past the limit nothing more is queued
-        answers = await asyncio.wait_for(asyncio.gather(*big, *hangs), 10)
-        for reply in answers[:40]:
-            arrived = host.responses[json.dumps(reply["id"])][0].at - started
-            outcome = reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"]
-            # (times count from the first byte of 40 MiB the host pushes through the pipe, not from each request)
-            if outcome == "error":  # refused at once, before any budget ran out: the buffer was full
-                assert "not reading its input" in text_of(reply) and arrived < 1.5, (arrived, text_of(reply))
-            else:
-                assert outcome == "deadline" and 1.5 <= arrived < 1.5 + 1.0, (arrived, outcome)
-        outcomes = [r["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] for r in answers[:40]]
-        assert 0 < outcomes.count("error") < 40 and outcomes.count("deadline") > 0
-        for reply in answers[40:]:  # the never-answered calls, sent before it stopped reading
-            key = json.dumps(reply["id"])
-            assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "deadline"
-            assert 1.5 <= host.responses[key][0].at - host.sent_at[key] < 1.5 + 0.5
-        pinged = await asyncio.wait_for(ping, 5)
-        assert "error" in pinged and "not reading its input" in pinged["error"]["message"]
-        status = await operator.tool("status")
-        assert status["wrapper"]["upstream"]["unsent_bytes"] <= HARD_UNSENT_LIMIT + 2 * len(blob)
-        assert status["counters"]["timeouts"] == outcomes.count("deadline") + 10
-        assert status["in_flight"] == []
+        answers = await asyncio.wait_for(asyncio.gather(*big, *hangs), 60)
+        kinds = []
+        for reply in answers:
+            text = text_of(reply)
+            if "is not reading its input" in text:  # refused at once: the buffer was past its bound
+                kinds.append("refused")
+            elif "stopped reading its input" in text:  # held when it was found stuck
+                kinds.append("stuck")
+            else:  # sent to the new process
+                assert json.loads(text)["args"] == {"blob": blob}, text[:200]
+                kinds.append("answered")
+                continue
+            assert reply["result"]["isError"] is True
+            unsent = int(text.split("its input (", 1)[1].split(" bytes unsent", 1)[0])
+            assert 0 < unsent <= HARD_UNSENT_LIMIT + 2 * len(blob), text  # bounded: past it nothing more is queued
+        assert kinds[40:] == ["stuck"] * 10, kinds  # the never-answered calls, held when it stopped reading
+        assert kinds.count("stuck") > 10, kinds
+        pinged = await asyncio.wait_for(ping, 30)
+        assert pinged.get("result") == {} or "reading its input" in pinged["error"]["message"], pinged
+        status = await wait_status(operator, lambda s: s["in_flight"] == [], 10, "no call in flight")
+        upstream = status["wrapper"]["upstream"]
+        assert upstream["restarts"] >= 1 and upstream["stuck"] is False and upstream["state"] == "ready", upstream
+        assert status["counters"]["timeouts"] == 0
+        again = await host.tool("echo", {"blob": blob}, timeout=30)  # the new process takes what the old one did not
+        assert json.loads(text_of(again))["args"] == {"blob": blob}
         closing = time.monotonic()
-        assert await host.close(timeout=15) == 0  # the stuck upstream is stopped, not waited for
+        assert await host.close(timeout=15) == 0
         assert time.monotonic() - closing < 8
     host.assert_clean_stderr()
     assert all(len(replies) == 1 for replies in host.responses.values())

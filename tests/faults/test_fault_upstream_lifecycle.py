@@ -5,12 +5,13 @@ upstream's process group outlives it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from faultkit import pid_alive, raw_host, registry_of, session_events, text_of
+from faultkit import FAULT_SERVER, pid_alive, raw_host, registry_of, session_events, text_of
 
 from wraptools import Operator
 
@@ -99,3 +100,44 @@ async def test_the_upstreams_whole_process_group_ends_with_it(tmp_path: Path, is
         assert await host.close() == 0  # the host goes away: the wrapper stops its upstream, and the group with it
         assert not pid_alive(upstream_pid)
         await wait_dead(second, 3, "the grandchild of an upstream stopped at shutdown")
+
+
+@pytest.mark.slow
+async def test_an_upstream_that_stops_reading_is_stuck_its_calls_answered_and_it_is_restarted(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """Its input blocked past write_timeout_s: every call it held is answered at once (not at the end of a 600 s
+    budget) with what happened, the process is stopped and a new one started, and later calls work on it."""
+    log = tmp_path / "events.db"
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[upstream]\nwrite_timeout_s = 0.5\n")
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "600"}
+    async with raw_host(FAULT_SERVER, tmp_path, log=log, env=env, wrap_args=["--config", str(config)]) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        first_pid = (await operator.tool("status"))["wrapper"]["upstream"]["pid"]
+        hangs = [host.request("tools/call", {"name": "hang", "arguments": {}}) for _ in range(3)]
+        assert text_of(await host.tool("stop_reading")) == "stopped reading"
+        blob = "x" * (256 * 1024)  # more than the pipe holds: the rest waits in the wrapper's buffer
+        blobs = [host.request("tools/call", {"name": "echo", "arguments": {"blob": blob}}) for _ in range(4)]
+        for reply in await asyncio.wait_for(asyncio.gather(*hangs, *blobs), 30):
+            assert reply["result"]["isError"] is True, reply
+            assert "stopped reading its input" in text_of(reply) and "write_timeout_s" in text_of(reply), reply
+        await wait_dead(first_pid, 5, "the stuck upstream")
+
+        echo = await host.tool("echo", {"n": 1}, timeout=15)  # the new process answers
+        assert json.loads(text_of(echo))["args"] == {"n": 1}
+        upstream = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert upstream["state"] == "ready" and upstream["pid"] != first_pid and upstream["restarts"] >= 1
+        assert upstream["stuck"] is False
+        session = (await registry_of(isolated_state, host.pid))["session_id"]
+        assert await host.close() == 0
+    host.assert_clean_stderr()
+    assert all(len(replies) == 1 for replies in host.responses.values()), "a request was answered twice"
+    events = session_events(log, session)
+    closed = [e for e in events if e.kind == "upstream_state" and e.data["state"] == "closed"]
+    assert "stopped reading its input" in closed[0].data["reason"], closed[0].data
+    states = [e.data["state"] for e in events if e.kind == "upstream_state"]
+    assert states[states.index("closed") :][:4] == ["closed", "backoff", "connecting", "ready"], states
+    buried = {e.request_id for e in events if e.kind == "tombstone_add"}
+    assert buried == {json.dumps(r.result()["id"]) for r in [*hangs, *blobs]}  # its late answers would be dropped
