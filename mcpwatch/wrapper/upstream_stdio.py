@@ -23,77 +23,12 @@ from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.lines import LineSplitter
 from mcpwatch.wrapper.port import UpstreamPort, retrieve_exception
+from mcpwatch.wrapper.upstream_process import GROUP_GRACE_S, Launch, end_process_group
 
 HARD_UNSENT_LIMIT = 16 * 1024 * 1024
 STDERR_TAIL = 20
 STDOUT_CLOSED_GRACE_S = 0.25  # a process that closed its stdout and has not exited by then is lost all the same
 STDOUT_CLOSED = "closed its stdout but kept running; it was stopped"
-GROUP_GRACE_S = 1.0  # what is left of the process group after the server: SIGTERM, then SIGKILL after this
-# On Linux the server is started through a tiny exec shim that asks the kernel to send it SIGTERM when the wrapper
-# dies, even by SIGKILL: a server that ignores the end of its stdin would otherwise outlive the wrapper. (A
-# preexec_fn cannot do it: Python code between fork and exec in a threaded process can deadlock or abort.) The
-# shim exec()s the server in place, so the server keeps the shim's pid and the wrapper stays its parent. It also
-# closes every descriptor but 0, 1 and 2, as a spawn with close_fds would.
-_EXEC_SHIM = (
-    "import ctypes,os,sys\n"
-    "ctypes.CDLL(None).prctl(1,15)\n"  # PR_SET_PDEATHSIG, SIGTERM
-    "if os.getppid()!=int(sys.argv[1]):os._exit(1)\n"  # the wrapper died before the signal was armed
-    "for f in map(int,os.listdir('/proc/self/fd')):\n"  # uvloop leaves copies of the pipes open in the child:
-    " if f>2:\n"  # with them a server that closes its stdout would not close it at all
-    "  try:os.close(f)\n"
-    "  except OSError:pass\n"
-    "os.execvp(sys.argv[2],sys.argv[2:])"
-)
-
-
-def spawn_argv(argv: list[str]) -> list[str]:
-    """The command line that starts `argv` as the wrapper's upstream (through the shim on Linux)."""
-    if not sys.platform.startswith("linux"):
-        return argv
-    return [sys.executable, "-I", "-S", "-c", _EXEC_SHIM, str(os.getpid()), *argv]
-
-
-async def end_process_group(pgid: int, grace_s: float = GROUP_GRACE_S) -> None:
-    """End what is left of a process group once its leader (the server) is gone: a grandchild must not outlive it.
-
-    The group's id is the server's pid (it was started in a session of its own); SIGTERM first, SIGKILL for what
-    is still there after `grace_s`."""
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return  # nothing left (or no longer ours)
-        if sig == signal.SIGKILL:
-            return
-        deadline = loop.time() + grace_s
-        while loop.time() < deadline:
-            await asyncio.sleep(0.02)
-            if not _group_alive(pgid):
-                return
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of the group is still running (zombies waiting for their reaper do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
@@ -268,19 +203,23 @@ class StdioUpstream:
             )
             return None
         self._spawned = loop.create_future()
+        launch = Launch(self.argv)
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ChildProtocol(self),
-                *spawn_argv(self.argv),
+                *launch.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=launch.pass_fds,
             )
         except OSError as exc:
+            launch.ended()
             self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}", fail_queued=True)
             return None
         finally:
+            launch.started()
             self._spawned.set_result(None)
         self.transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
@@ -328,6 +267,7 @@ class StdioUpstream:
         try:
             await end_process_group(pgid)
         finally:
+            launch.ended()
             self._group_ended.set()
         return exit_code
 

@@ -281,6 +281,26 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live processes of a process group, from /proc (zombies do not count)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+async def wait_group_gone(pgid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while members := group_members(pgid):
+        assert time.monotonic() < deadline, f"process group {pgid} still has {members}"
+        await asyncio.sleep(0.05)
+
+
 def integrity(path: Path) -> str:
     """SQLite's own verdict on the file ("ok" when intact)."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)

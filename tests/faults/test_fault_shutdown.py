@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from faultkit import (
     read_jsonl,
     registry_of,
     session_events,
+    text_of,
+    wait_group_gone,
 )
 
 from mcpwatch import registry
@@ -167,6 +170,25 @@ async def test_sigkill_of_the_wrapper_takes_an_upstream_that_ignores_its_stdin_w
         await host.signal(signal.SIGKILL)
         assert await host.wait_exit() == -signal.SIGKILL
     await wait_gone(upstream_pid, 5)  # the kernel told it its parent died: no orphan left running
+
+
+FLOOD_SERVER = [sys.executable, "-m", "mcpwatch.bench.flood_upstream", "stdio"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the keeper of the upstream's group is Linux-only")
+async def test_sigkill_of_the_wrapper_takes_the_upstreams_children_with_it(tmp_path: Path) -> None:
+    """The server dies of the kernel's SIGTERM, but a child it started (a `sleep` in its process group) would
+    outlive both: the group's keeper sees the wrapper's end of its lifeline close and ends the whole group."""
+    async with raw_host(FLOOD_SERVER, tmp_path, log=None) as host:
+        await host.initialize()
+        grandchild = int(text_of(await host.tool("grandchild")))
+        upstream_pid = await upstream_pid_of(host.pid)
+        assert pid_alive(grandchild) and os.getpgid(grandchild) == upstream_pid
+        await host.signal(signal.SIGKILL)
+        assert await host.wait_exit() == -signal.SIGKILL
+    await wait_gone(upstream_pid, 10)
+    await wait_gone(grandchild, 10)
+    await wait_group_gone(upstream_pid, 10)  # the keeper goes last, with its SIGKILL to the group
 
 
 async def upstream_pid_of(wrapper_pid: int, timeout: float = 10.0) -> int:

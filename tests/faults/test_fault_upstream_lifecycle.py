@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import FAULT_SERVER, pid_alive, raw_host, registry_of, session_events, text_of
+from faultkit import FAULT_SERVER, pid_alive, raw_host, registry_of, session_events, text_of, wait_group_gone
 
 from wraptools import Operator
 
@@ -100,6 +100,7 @@ async def test_the_upstreams_whole_process_group_ends_with_it(tmp_path: Path, is
         assert await host.close() == 0  # the host goes away: the wrapper stops its upstream, and the group with it
         assert not pid_alive(upstream_pid)
         await wait_dead(second, 3, "the grandchild of an upstream stopped at shutdown")
+        await wait_group_gone(upstream_pid, 3)  # its keeper too
 
 
 @pytest.mark.slow
