@@ -51,7 +51,7 @@ class UpstreamStatus(TypedDict):
     target: str | None
     state: Literal["connecting", "ready", "backoff", "closed", "idle"]  # idle: an HTTP front with no host session
     generation: int
-    stuck: NotRequired[bool]  # writes to it blocked for longer than upstream.write_timeout_s
+    stuck: NotRequired[bool]  # it took none of its input for upstream.write_timeout_s (it is then restarted)
     restarts: NotRequired[int]
     pid: NotRequired[int | None]  # stdio
     stuck_for_s: NotRequired[float]  # stdio
