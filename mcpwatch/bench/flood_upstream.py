@@ -9,7 +9,8 @@ HTTP/1.1 server: a framework would be slower than the flood it must produce). To
 - `big(mb)`: answers with a text of `mb` MB (a response over the frame cap, its id first);
 - `endless(bare)` (HTTP): an event-stream line that never ends (an answer's start, then text; `bare`: text only);
 - `close_stdout` (stdio): closes its stdout and keeps running;
-- `grandchild` (stdio): starts a `sleep` in its process group and answers with its pid; `exit(code)` exits.
+- `grandchild(ignore_term)` (stdio): starts a `sleep` in its process group (one that ignores SIGTERM with
+  `ignore_term`) and answers with its pid; `exit(code)` exits.
 
 Over stdio every write blocks when the pipe is full (a thread sends the flood), so the server is held back exactly
 as far as the wrapper stops reading.
@@ -114,8 +115,9 @@ class StdioServer:
                 self.out.close()
                 os.close(1)
         elif name == "grandchild":
+            command = ["sh", "-c", "trap '' TERM; exec sleep 3600"] if args.get("ignore_term") else ["sleep", "3600"]
             child = subprocess.Popen(
-                ["sleep", "3600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
             self.write(text(request_id, str(child.pid)))
         elif name == "exit":

@@ -182,12 +182,15 @@ async def test_sigkill_of_the_wrapper_takes_the_upstreams_children_with_it(tmp_p
     async with raw_host(FLOOD_SERVER, tmp_path, log=None) as host:
         await host.initialize()
         grandchild = int(text_of(await host.tool("grandchild")))
+        stubborn = int(text_of(await host.tool("grandchild", {"ignore_term": True})))  # SIGKILL is needed
         upstream_pid = await upstream_pid_of(host.pid)
-        assert pid_alive(grandchild) and os.getpgid(grandchild) == upstream_pid
+        for pid in (grandchild, stubborn):
+            assert pid_alive(pid) and os.getpgid(pid) == upstream_pid
         await host.signal(signal.SIGKILL)
         assert await host.wait_exit() == -signal.SIGKILL
     await wait_gone(upstream_pid, 10)
     await wait_gone(grandchild, 10)
+    await wait_gone(stubborn, 10)
     await wait_group_gone(upstream_pid, 10)  # the keeper goes last, with its SIGKILL to the group
 
 

@@ -58,6 +58,9 @@ async def test_a_stdio_answer_that_cannot_be_decoded_answers_its_call_at_once(tm
             reply = await host.tool("unreadable", {"kind": kind}, timeout=HOST_WAIT_S)
             assert reply["id"] == host._next_id
             assert_error(reply, "answer could not be read", what, "discarded")
+        # an unreadable request of the server's own that carries the call's id is no answer to the call
+        reply = await host.tool("unreadable", {"kind": "request"}, timeout=HOST_WAIT_S)
+        assert text_of(reply) == "answered after an unreadable request of its own", reply
         assert json.loads(text_of(await host.tool("echo", {"n": 1})))["args"] == {"n": 1}
         assert await host.close() == 0
     host.assert_clean_stderr()
@@ -98,6 +101,8 @@ async def test_an_http_reply_that_is_not_2xx_answers_its_call_at_once_with_the_s
             calls = [host.request("tools/call", {"name": "status", "arguments": {"code": 502}}) for _ in range(5)]
             for reply in await asyncio.wait_for(asyncio.gather(*calls), HOST_WAIT_S):
                 assert_error(reply, "HTTP 502")
+            endless = await host.tool("status", {"code": 500, "trickle": True}, timeout=HOST_WAIT_S)
+            assert endless["error"]["message"] == "upstream HTTP 500", endless  # its body is not waited for
             assert json.loads(text_of(await host.tool("echo", {"n": 2}))) == {"n": 2}
             assert await host.close() == 0
         host.assert_clean_stderr()

@@ -142,3 +142,27 @@ async def test_an_upstream_that_stops_reading_is_stuck_its_calls_answered_and_it
     assert states[states.index("closed") :][:4] == ["closed", "backoff", "connecting", "ready"], states
     buried = {e.request_id for e in events if e.kind == "tombstone_add"}
     assert buried == {json.dumps(r.result()["id"]) for r in [*hangs, *blobs]}  # its late answers would be dropped
+
+
+@pytest.mark.slow
+async def test_a_slow_reader_is_not_taken_for_a_stuck_one(tmp_path: Path, isolated_state: Path) -> None:
+    """An upstream that takes its input a read at a time, with pauses, holds the wrapper's writes back far longer
+    than write_timeout_s in all, but never that long without taking something: it is never restarted."""
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[upstream]\nwrite_timeout_s = 2\n")
+    env = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "600"}
+    async with raw_host(FAULT_SERVER, tmp_path, env=env, wrap_args=["--config", str(config)]) as host:
+        await host.initialize()
+        operator = Operator(await registry_of(isolated_state, host.pid))
+        first_pid = (await operator.tool("status"))["wrapper"]["upstream"]["pid"]
+        assert text_of(await host.tool("read_slowly", {"ms": 100})) == "reading slowly"
+        blob = "x" * (1024 * 1024)
+        started = time.monotonic()
+        calls = [host.request("tools/call", {"name": "echo", "arguments": {"blob": blob, "n": n}}) for n in range(16)]
+        for n, reply in enumerate(await asyncio.wait_for(asyncio.gather(*calls), 120)):
+            assert json.loads(text_of(reply))["args"] == {"blob": blob, "n": n}, text_of(reply)[:200]
+        assert time.monotonic() - started > 2 * 2  # the attack held: writes were blocked for longer than the timeout
+        upstream = (await operator.tool("status"))["wrapper"]["upstream"]
+        assert upstream["pid"] == first_pid and upstream["restarts"] == 0, upstream
+        assert await host.close() == 0
+    host.assert_clean_stderr()
