@@ -221,6 +221,13 @@ class StdioUpstream:
         finally:
             launch.started()
             self._spawned.set_result(None)
+        try:
+            return await self._watch(transport, protocol)
+        finally:
+            launch.ended()  # also when the watch is cancelled: the keeper then ends what is left of the group
+
+    async def _watch(self, transport: asyncio.SubprocessTransport, protocol: _ChildProtocol) -> int | None:
+        """Serve one process until it ends (exits, closes its stdout, or is stuck); its exit code."""
         self.transport = transport
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
         # Any byte its pipe does not take is noticed (pause_writing), not only a buffer past 64 KiB: a process that
@@ -267,7 +274,6 @@ class StdioUpstream:
         try:
             await end_process_group(pgid)
         finally:
-            launch.ended()
             self._group_ended.set()
         return exit_code
 
