@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
+from textual import events
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
@@ -184,6 +185,15 @@ class ConsoleApp(InsightActions, App[None]):
         self.session = session
         session.feed.start()
         self._replace(self.main_screen(session))
+
+    async def on_event(self, event: events.Event) -> None:
+        """A seconds prompt takes every key typed while it is open, in order (see `SecondsPrompt.take_key`)."""
+        from mcpwatch.console.screens.modals import SecondsPrompt
+
+        if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, SecondsPrompt):
+            self.screen.take_key(event)
+            return
+        await super().on_event(event)
 
     # -- the tick --------------------------------------------------------------------------------------------
 

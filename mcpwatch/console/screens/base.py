@@ -13,7 +13,7 @@ from rich.cells import cell_len
 from textual import events, work
 from textual.binding import ActiveBinding
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
@@ -26,6 +26,7 @@ OPERATOR_ACTIONS = frozenset(
     {"health_check", "set_margin", "set_host_timeout", "set_deadline", "reset_deadline", "cancel_call"}
 )
 
+PROMPT_ACTIONS = frozenset({"set_margin", "set_host_timeout", "set_deadline"})  # their keys are priority bindings
 NARROW = 110  # below this many columns the screens stack their panels
 SHORT = 34  # below this many rows the main screen's body scrolls rather than squeezing its tables
 
@@ -158,6 +159,8 @@ class WatchScreen(Screen[None]):
     # -- operator actions ------------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in PROMPT_ACTIONS and isinstance(self.focused, Input):
+            return False  # a text field has the keys: `m` is a letter of the filter, not the margin prompt
         return not (action in OPERATOR_ACTIONS and self.session.controls is None)
 
     def _report(self, exc: Exception, doing: str) -> None:

@@ -37,10 +37,13 @@ VIEW_BINDINGS: list[BindingType] = [
 ]
 OPERATOR_BINDINGS: list[BindingType] = [
     Binding("h", "health_check", "Health", id="main.health_check"),
-    Binding("m", "set_margin", "Margin", id="main.set_margin"),
+    # The prompt keys act as they arrive, ahead of keys already on their way to the table, so that whatever is
+    # typed after them reaches the prompt (priority bindings run in the order typed; `check_action` steps aside
+    # while the filter field takes text).
+    Binding("m", "set_margin", "Margin", id="main.set_margin", priority=True),
     Binding("c", "cancel_call", "Cancel", id="main.cancel_call"),
-    Binding("t", "set_host_timeout", "Timeout", id="main.set_host_timeout"),
-    Binding("d", "set_deadline", "Deadline", id="main.set_deadline"),
+    Binding("t", "set_host_timeout", "Timeout", id="main.set_host_timeout", priority=True),
+    Binding("d", "set_deadline", "Deadline", id="main.set_deadline", priority=True),
 ]
 BACK_BINDING = Binding("escape", "back", "Back", id="main.back", show=False)
 FOCUS_BINDINGS: list[BindingType] = [

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
+from textual.widgets.input import Selection
 
 from mcpwatch.console.headless.validate import InvalidValue, parse_seconds
 from mcpwatch.operator import OperatorError
@@ -55,12 +57,13 @@ class SecondsPrompt(ModalScreen[str | None]):
         self._caution = caution
         self._effect = effect  # what the value would have done to the recent calls (same figures as `whatif`)
         self._cautioned: object = _NOTHING  # the value last warned about: enter again sends it
+        self._keys: asyncio.Queue[events.Key] = asyncio.Queue()  # typed, not yet acted on (see `take_key`)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(self._title, classes="dialog-title", markup=False)
             yield Static(self._explanation, classes="dialog-text", markup=False)
-            yield Input(self._initial, placeholder=self._placeholder, id="value")
+            yield Input(self._initial, placeholder=self._placeholder, id="value", select_on_focus=False)
             if self._effect is not None:
                 yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text", markup=False)
             yield Static("", id="problem", classes="dialog-problem", markup=False)
@@ -68,8 +71,36 @@ class SecondsPrompt(ModalScreen[str | None]):
                 yield Button("Set", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
+    def take_key(self, event: events.Key) -> None:
+        """Queue a key typed while the prompt is open (the app hands over every key, before it routes any).
+
+        Textual routes keys through queues: keys typed just after the one that opened the prompt would arrive
+        before its field exists (lost, or reaching the screen behind), and an editing key (backspace) is acted
+        on after a digit typed behind it. Queued here and acted on one at a time, every key counts, in order.
+        """
+        self._keys.put_nowait(event)
+
     def on_mount(self) -> None:
-        self.query_one(Input).focus()
+        field = self.query_one(Input)
+        self.set_focus(field)
+        field.selection = Selection(0, len(field.value))  # typing replaces the current value
+        self._type_keys()
+
+    @work(group="prompt-keys", exit_on_error=False)
+    async def _type_keys(self) -> None:
+        field = self.query_one(Input)
+        while True:
+            event = await self._keys.get()
+            if event.is_printable and event.character and self.focused in (field, None):
+                selection = field.selection
+                if selection.is_empty:
+                    field.insert_text_at_cursor(event.character)
+                else:
+                    field.replace(event.character, *selection)
+                continue
+            active = self.active_bindings.get(event.key)
+            if active is not None and active.enabled:
+                await self.app.run_action(active.binding.action, active.node)
 
     def _problem(self, text: str) -> None:
         self.query_one("#problem", Static).update(text)
