@@ -3,8 +3,8 @@
 DEMO_TOML = """\
 # mcpwatch demo configuration (written by `mcpwatch demo`; a good starting point for your own)
 [deadline]
-host_timeout_s = 30      # what the host would allow a tools/call
-margin_s = 5             # the budget is 30 - 5 = 25 s: some reasoning-tier runs take longer
+host_timeout_s = 12      # what the host would allow a tools/call
+margin_s = 4             # the budget is 12 - 4 = 8 s: the high and reasoning tiers take longer
 propagate = false        # the council is not told the deadline here, so the wrapper's rescue is visible:
                          # partial results, cancellation upstream, tombstones (set true to let it finish early)
 

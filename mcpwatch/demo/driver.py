@@ -46,7 +46,8 @@ def wrapper_command(config: str, name: str, scenario: str, time_scale: float, se
         "--seed",
         str(seed),
     ]
-    return [sys.executable, "-m", "mcpwatch", "wrap", "--config", config, "--name", name, "--", *council]
+    relay = [sys.executable, "-m", "mcpwatch.demo.deaf_relay", "--"]  # half the cut calls then answer late
+    return [sys.executable, "-m", "mcpwatch", "wrap", "--config", config, "--name", name, "--", *relay, *council]
 
 
 async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, seed: int = 7) -> DriverStats:
@@ -71,12 +72,16 @@ async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, se
         models = [m["id"] if isinstance(m, dict) else str(m) for m in payload.get("models", [])]
         await client.call_tool("council_health_check", {})  # what a careful host does before expensive calls
 
+        disabled: list[str] = []
+
         async def one(step: int) -> None:
-            if step % 7 == 3 and models:
-                model = rng.choice(models)
-                await client.call_tool("council.models.disable", {"model": model})
-                await client.call_tool("council.models.enable", {"model": model})
-                stats.calls["admin"] += 2
+            if step % 7 == 0 and models:  # the first step too: a model is disabled (and its caches invalidated) at once
+                if disabled:
+                    await client.call_tool("council.models.enable", {"model": disabled.pop()})
+                else:
+                    disabled.append(rng.choice(models))
+                    await client.call_tool("council.models.disable", {"model": disabled[-1]})
+                stats.calls["admin"] += 1
                 return
             if step % 11 == 5:
                 await client.call_tool("council_health_check", {})

@@ -41,16 +41,21 @@ def summary(started_at: float, stats: DriverStats | None) -> str:
         return f"mcpwatch demo: the wrapper recorded no session in {log_path}"
     session = sessions[-1]
     outcomes: Counter[str] = Counter()
+    partial = disabled = 0
     for event in reader.events(session.id, kinds=["request_end"]):
         if event.data.get("method") == "tools/call":
             outcomes[str(event.data.get("outcome"))] += 1
+            partial += event.data.get("outcome") == "deadline" and bool(event.data.get("partial"))
+            disabled += event.tool == "council.models.disable" and event.data.get("outcome") == "ok"
     kinds = reader.count_by_kind(session.id)
     by_outcome = ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())) or "none"
     lines = [
         f"mcpwatch demo: {time.time() - started_at:.0f} s, session {session.id} ({session.name})",
         f"  tool calls by outcome: {by_outcome}",
-        f"  deadlines hit: {outcomes.get('deadline', 0)}   late responses dropped: {kinds.get('tombstone_hit', 0)}"
-        f"   invalidations: {kinds.get('invalidation', 0)}   tombstones: {kinds.get('tombstone_add', 0)}",
+        f"  deadlines hit: {outcomes.get('deadline', 0)} ({partial} answered with partial results)"
+        f"   late answers: {kinds.get('tombstone_hit', 0)} dropped, {kinds.get('late_result', 0)} kept",
+        f"  models disabled: {disabled}   invalidations: {kinds.get('invalidation', 0)}"
+        f"   tombstones: {kinds.get('tombstone_add', 0)}",
         f"  log: {log_path}",
         f"  next: mcpwatch report --session {session.id}   |   mcpwatch replay --session {session.id}",
     ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import subprocess
 import venv
 
@@ -25,6 +27,39 @@ def test_headless_demo_runs_and_summarises(isolated_state):
     assert f"log: {isolated_state / 'events.db'}" in out
     assert "Traceback" not in result.stderr
     assert not list((isolated_state / "wrappers").glob("*.json"))  # everything stopped cleanly
+
+
+def test_the_demo_tells_its_story_within_twenty_seconds(isolated_state):
+    """At its own speed the demo shows, in 20 s, a deadline answered with partial results, a late answer
+    dropped and kept, a model disabled and an invalidation; the summary says each."""
+    result = subprocess.run(
+        mcpwatch_cmd("demo", "--headless", "--duration", "20"), capture_output=True, text=True, cwd=REPO, timeout=180
+    )
+    assert result.returncode == 0, result.stderr
+    figures = {
+        name: int(match.group(1))
+        for name, pattern in {
+            "partial": r"\((\d+) answered with partial results\)",
+            "dropped": r"late answers: (\d+) dropped",
+            "kept": r"dropped, (\d+) kept",
+            "disabled": r"models disabled: (\d+)",
+            "invalidations": r"invalidations: (\d+)",
+        }.items()
+        if (match := re.search(pattern, result.stdout))
+    }
+    assert len(figures) == 5, result.stdout
+    assert all(count > 0 for count in figures.values()), result.stdout
+
+
+def test_the_relay_ignores_every_second_cancellation():
+    from mcpwatch.demo.deaf_relay import relay
+
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}\n'
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"notifications/cancelled"}}\n'
+    host = io.BytesIO(call + cancel % 1 + cancel % 2 + cancel % 3)
+    upstream = io.BytesIO()
+    assert relay(host, upstream) == 2
+    assert upstream.getvalue() == call + cancel % 2
 
 
 @pytest.mark.slow
