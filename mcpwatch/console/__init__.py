@@ -21,10 +21,12 @@ def launch(
     token: str | None = None,
     config: str | os.PathLike[str] | None = None,
     serve_port: int | None = None,
+    quit_note: str | None = None,
 ) -> int:
     """Run the live console until the operator quits: `target` is a wrapper's name, pid or operator URL (None: all
     running ones), `token` the operator token for a URL not in the registry, `config` an mcpwatch.toml to use;
-    with `serve_port`, the same console is served to a browser on 127.0.0.1 instead.
+    with `serve_port`, the same console is served to a browser on 127.0.0.1 instead; `quit_note` replaces what
+    the quit question says happens to the wrapper (the demo stops its own).
     A problem the operator can fix (an unknown theme, a URL without a token) is a `UserError`."""
     from mcpwatch.config import load_settings
 
@@ -53,7 +55,11 @@ def launch(
     from mcpwatch.console.app import ConsoleApp
 
     refresh_s = max(0.02, settings.console.refresh_ms / 1000)
-    ConsoleApp(target=parsed, theme=chosen, themes=themes, refresh_s=refresh_s, keys=settings.console.keys).run()
+    notes = {"quit_note": quit_note} if quit_note else {}
+    app = ConsoleApp(
+        target=parsed, theme=chosen, themes=themes, refresh_s=refresh_s, keys=settings.console.keys, **notes
+    )
+    app.run()
     return 0
 
 

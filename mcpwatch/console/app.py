@@ -34,6 +34,8 @@ from mcpwatch.registry import WrapperEntry, find_wrapper
 
 log = logging.getLogger(__name__)
 
+QUIT_NOTE = "The wrapper keeps running and recording; only this console closes."
+
 
 def binding_ids() -> set[str]:
     """Every binding id a `[console.keys]` entry may name."""
@@ -71,6 +73,7 @@ class ConsoleApp(InsightActions, App[None]):
         refresh_s: float = 0.1,
         discover_every_s: float = 1.0,
         keys: dict[str, str] | None = None,
+        quit_note: str = QUIT_NOTE,
     ) -> None:
         self.console_themes = themes if themes is not None else load_themes()
         super().__init__()
@@ -86,6 +89,7 @@ class ConsoleApp(InsightActions, App[None]):
         self.session: WatchSession | None = None
         self.tick_errors = 0
         self.user_keys = dict(keys or {})
+        self.quit_note = quit_note  # what quitting does to the wrapper (the demo's stops with it)
         if self.user_keys:
             self.set_keymap(self.user_keys)  # [console.keys]: binding id -> keys
 
@@ -251,7 +255,7 @@ class ConsoleApp(InsightActions, App[None]):
                 self.exit()
 
         self.push_screen(
-            Confirm("Quit the console?", "The wrapper keeps running and recording; only this console closes.", "Quit"),
+            Confirm("Quit the console?", self.quit_note, "Quit"),
             answered,
         )
 

@@ -17,6 +17,7 @@ from mcpwatch.demo.driver import DriverStats, drive, wrapper_command
 from mcpwatch.errors import UserError
 
 NAME = "demo"
+QUIT_NOTE = "Quitting the demo stops its wrapper, council and host too; the log is kept (a summary follows)."
 
 
 def write_config() -> Path:
@@ -107,7 +108,7 @@ def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
         entry = _wait_for_wrapper(started_at, driver)
         from mcpwatch.console import launch
 
-        code = launch(str(entry.pid), theme=theme)
+        code = launch(str(entry.pid), theme=theme, quit_note=QUIT_NOTE)
     finally:
         _stop(driver)
     print(summary(started_at, None), flush=True)  # after the console: what happened, where the log is, what next

@@ -1,0 +1,64 @@
+"""The smaller on-call defects: each test names what a user saw and fails if it comes back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from console_helpers import SIZE, RecordingControls, ready, until
+
+from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
+from mcpwatch.console.headless.session import WatchSession
+from mcpwatch.console.headless.source import StaticFeed
+from mcpwatch.console.screens.modals import Confirm
+
+pytest_plugins = ["console_fixtures"]
+
+pytestmark = pytest.mark.anyio
+
+
+def live_app(**kwargs: Any) -> ConsoleApp:
+    feed = StaticFeed(sample_session(), SAMPLE_NOW)
+    return ConsoleApp(session=WatchSession(feed, RecordingControls()), **kwargs)
+
+
+def _confirm_text(app: ConsoleApp) -> str:
+    return str(app.screen.query_one(".dialog-text").render())
+
+
+async def test_the_demo_quit_question_says_quitting_stops_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo's console said "the wrapper keeps running" though quitting the demo stops it."""
+    import mcpwatch.console
+    from mcpwatch.demo import run
+
+    launched: dict[str, Any] = {}
+    monkeypatch.setattr(mcpwatch.console, "launch", lambda *a, **kw: launched.update(kw) or 0)
+    monkeypatch.setattr(run, "_wait_for_wrapper", lambda *a: type("Entry", (), {"pid": 1})())
+    monkeypatch.setattr(run, "write_config", lambda: "demo.toml")
+    monkeypatch.setattr(run, "summary", lambda *a: "")
+
+    class Driver:
+        def __init__(self, *a: Any, **kw: Any) -> None: ...
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr(run.subprocess, "Popen", Driver)
+    run.run_with_console(0.4, 7, None)
+    note = launched["quit_note"]
+    assert "stops" in note and "keeps running" not in note
+
+    app = live_app(quit_note=note)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(app.screen, Confirm), what="the quit question")
+        assert "Quitting the demo stops its wrapper" in _confirm_text(app)
+
+    plain = live_app()
+    async with plain.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("q")
+        await until(pilot, lambda: isinstance(plain.screen, Confirm), what="the quit question")
+        assert "The wrapper keeps running" in _confirm_text(plain)
