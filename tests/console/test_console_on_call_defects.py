@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,3 +65,26 @@ async def test_the_demo_quit_question_says_quitting_stops_the_demo(monkeypatch: 
         await pilot.press("q")
         await until(pilot, lambda: isinstance(plain.screen, Confirm), what="the quit question")
         assert "The wrapper keeps running" in _confirm_text(plain)
+
+
+async def test_watching_an_unknown_name_lists_what_is_running(tmp_path: Path) -> None:
+    """`mcpwatch watch nosuch` waited without a word about the wrappers that were running."""
+    from operator_double import OperatorContractDouble
+
+    from mcpwatch.console.headless.source import Target
+    from mcpwatch.console.screens.empty import NoWrapperScreen
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    running = OperatorContractDouble(name="council-prod", pid=sleeper.pid).start()
+    try:
+        running.register(tmp_path)
+        app = ConsoleApp(target=Target(selector="nosuch"), registry_dir=tmp_path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: isinstance(app.screen, NoWrapperScreen))
+            text = str(app.screen.query_one("#empty-text").render())
+            assert "No running wrapper is called 'nosuch'" in text
+            assert "Running now" in text and "council-prod" in text and f"pid {sleeper.pid}" in text
+    finally:
+        running.stop()
+        sleeper.kill()
+        sleeper.wait()

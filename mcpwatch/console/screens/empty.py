@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from mcpwatch import paths
+from mcpwatch.registry import WrapperEntry, running_wrappers
 
 
 class NoWrapperScreen(Screen[None]):
@@ -21,10 +22,20 @@ class NoWrapperScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Center(), Vertical(id="empty-box"):
-            yield Static(self._text(), id="empty-text")
+            yield Static(self._text(self._running_now()), id="empty-text")
         yield Footer()
 
-    def _text(self) -> Text:
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._refresh_running)
+
+    def _running_now(self) -> list[WrapperEntry]:
+        """What runs instead of the one asked for (a mistyped name should not just wait)."""
+        return running_wrappers(self.registry_dir) if self.selector else []
+
+    def _refresh_running(self) -> None:
+        self.query_one("#empty-text", Static).update(self._text(self._running_now()))
+
+    def _text(self, running: list[WrapperEntry]) -> Text:
         t = Text()
         t.append("mcpwatch", style="bold")
         t.append(" — the operator console for long-running MCP tool calls\n\n")
@@ -32,7 +43,17 @@ class NoWrapperScreen(Screen[None]):
             t.append(f"No running wrapper is called {self.selector!r}", style="bold")
         else:
             t.append("No wrapper is running", style="bold")
-        t.append(". Start one and this screen switches to it by itself:\n\n")
+        if running:
+            t.append(". Start it and this screen switches to it by itself.\n\n")
+            t.append("Running now", style="bold")
+            t.append(" (watch one with mcpwatch watch NAME, or press F for the fleet):\n")
+            for entry in running[:8]:
+                t.append(f"  {entry.name:<20} pid {entry.pid:<8} {entry.upstream[:40]}\n")
+            if len(running) > 8:
+                t.append(f"  … and {len(running) - 8} more\n")
+            t.append("\nOr start another:\n\n")
+        else:
+            t.append(". Start one and this screen switches to it by itself:\n\n")
         rows = [
             ("mcpwatch wrap -- <server command…>", "wrap any stdio MCP server"),
             ("mcpwatch wrap --url http://HOST:PORT/mcp", "wrap a Streamable HTTP server"),
