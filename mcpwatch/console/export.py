@@ -112,9 +112,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 def write_export(text: str, request_id: str, suffix: str, folder: Path | None = None, session_id: str = "") -> Path:
     """Write an export as a new private file named after the session and request; returns its path. An earlier
-    export is never overwritten (ids repeat across sessions): a taken name gets -2, -3, …"""
+    export is never overwritten (ids repeat across sessions): a taken name gets -2, -3, … The whole session id is
+    in the name: its first 12 characters are only the date and hour, shared by every session of that hour."""
     target = folder or export_dir()
-    stem = "-".join(_UNSAFE.sub("_", part)[:40] for part in (session_id[:12], request_id) if part)
+    stem = "-".join(_UNSAFE.sub("_", part)[:40] for part in (session_id, request_id) if part)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     for n in range(1, 1000):
         path = target / f"request-{stem}{'' if n == 1 else f'-{n}'}{suffix}"

@@ -397,7 +397,7 @@ async def test_detail_copies_and_exports_the_request(tmp_path: Path, monkeypatch
         await pilot.pause(0.3)
         await pilot.press("x")  # a second export never overwrites the first
         await pilot.pause(0.3)
-    stem = f"request-{record['session_id'][:12]}-20"
+    stem = f"request-{record['session_id']}-20"
     files = sorted(p.name for p in tmp_path.rglob("request-*"))
     assert files == [f"{stem}-2.json", f"{stem}-2.md", f"{stem}.json", f"{stem}.md"]
     assert json.loads(next(tmp_path.rglob(f"{stem}.json")).read_text())["request_id"] == "20"
