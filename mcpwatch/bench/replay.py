@@ -23,13 +23,13 @@ import itertools
 import os
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpwatch import paths
 from mcpwatch.bench import synthetic_traffic as traffic
 from mcpwatch.bench.procstat import rss_mb
 from mcpwatch.events import CountersBlock, DeadlineBlock, Event, Kind, SessionEndData
@@ -310,16 +310,27 @@ def run(quick: bool = False) -> dict[str, Any]:
     return measure(QUICK_EVENTS if quick else FULL_EVENTS, quick=quick)
 
 
-def measure(events: int, *, seeks: int = SEEKS, quick: bool = False, seed: int = 11) -> dict[str, Any]:
-    """Write a session of `events` events, then measure replaying it (see the module docstring)."""
+def recording_dir() -> Path:
+    """Where the benchmark leaves its recording, so that it can be replayed afterwards (the next run replaces it)."""
+    return paths.state_dir() / "bench"
+
+
+def measure(
+    events: int, *, seeks: int = SEEKS, quick: bool = False, seed: int = 11, folder: Path | None = None
+) -> dict[str, Any]:
+    """Write a session of `events` events into `folder` (default `recording_dir()`), then measure replaying it
+    (see the module docstring). The recording is kept, and the figures say where and how to replay it."""
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-    with tempfile.TemporaryDirectory(prefix="mcpwatch-bench-replay-") as tmp:
-        path = Path(tmp) / "events.db"
-        t0 = time.perf_counter()
-        session_id = write_session(path, events)
-        written = time.perf_counter() - t0
-        size = sum(p.stat().st_size for p in Path(tmp).glob("events.db*"))
-        figures = asyncio.run(_measure(path, session_id, seeks, seed))
+    folder = folder or recording_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "replay.db"
+    for old in folder.glob("replay.db*"):
+        old.unlink()  # the previous run's recording (and its -wal/-shm): replaced, not added to
+    t0 = time.perf_counter()
+    session_id = write_session(path, events)
+    written = time.perf_counter() - t0
+    size = sum(p.stat().st_size for p in folder.glob("replay.db*"))
+    figures = asyncio.run(_measure(path, session_id, seeks, seed))
     peak = figures["rss_mb"]["peak"]
     targets = {
         "open_and_first_frame_le_1_5s": figures["open_and_first_frame_s"] <= TARGET_OPEN_S,
@@ -329,6 +340,8 @@ def measure(events: int, *, seeks: int = SEEKS, quick: bool = False, seed: int =
     return {
         "events": events,
         "write_s": round(written, 1),
+        "recording": str(path),
+        "replay_it": f"mcpwatch replay {path} --session {session_id}",
         "log_mb": round(size / 1e6, 1),
         **figures,
         "targets": targets,

@@ -93,9 +93,14 @@ def test_a_file_corrupt_further_in_pauses_the_replay_and_says_so(tmp_path: Path)
 
 
 @pytest.mark.slow
-def test_the_benchmark_measures_and_judges_a_small_session() -> None:
-    figures = measure(3000, seeks=5)
+def test_the_benchmark_measures_and_judges_a_small_session(tmp_path: Path) -> None:
+    figures = measure(3000, seeks=5, folder=tmp_path)
     assert figures["events"] == 3000 and figures["index_error"] is None and figures["checkpoints"] >= 1
     assert figures["seek_ms"]["samples"] == 5 and figures["markers"] > 0
     assert set(figures["verdict"]) == {"open_and_first_frame_le_1_5s", "every_seek_le_150ms", "rss_le_300mb"}
     assert figures["open_and_first_frame_s"] < 5 and figures["rss_mb"]["peak"] > 0
+    # the recording is kept, so that it can be replayed afterwards, and the figures say how
+    assert figures["recording"] == str(tmp_path / "replay.db") and (tmp_path / "replay.db").stat().st_size > 0
+    assert figures["replay_it"].startswith(f"mcpwatch replay {tmp_path / 'replay.db'} --session ")
+    assert measure(3000, seeks=2, folder=tmp_path)["recording"] == figures["recording"]  # replaced, not added to
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("replay.db")) == []
