@@ -8,6 +8,10 @@ margin_s = 4             # the budget is 12 - 4 = 8 s: the high and reasoning ti
 propagate = false        # the council is not told the deadline here, so the wrapper's rescue is visible:
                          # partial results, cancellation upstream, tombstones (set true to let it finish early)
 
+[hosts.mcpwatch-demo-host]  # the demo's own host (its clientInfo name): a profile, not an "unknown host"
+label = "mcpwatch demo host"
+wall_s = 12              # it gives up on a tools/call after 12 s, as host_timeout_s says
+
 [tombstones]
 sweep_interval_s = 5
 
