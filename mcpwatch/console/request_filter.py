@@ -22,6 +22,15 @@ _DURATION = re.compile(r"^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
+# The syntax as help shows it (term, what it does).
+SYNTAX = (
+    ("words", "a bare word matches tool, method, outcome or id (part of it)"),
+    ("field:value", "outcome:deadline · tool:search* · id:42 · method:tools/list (* and ? are wildcards)"),
+    ("took>15s", "by duration: > < >= <= =, in ms, s, m or h (took<=500ms, took>2m)"),
+    ("a b", "terms are ANDed; enter keeps the filter, esc clears it; one not understood is said in the title"),
+)
+
+
 class FilterError(ValueError):
     """A term the filter does not understand; the message says which and what would work."""
 

@@ -98,3 +98,22 @@ def test_export_names_tell_sessions_of_the_same_hour_apart(tmp_path: Path) -> No
     second = write_export("{}", "7", ".json", tmp_path, session_id="20261125-151055726-75d8e2")
     assert first.name == "request-20261125-151007861-e7e9e4-7.json"
     assert second.name == "request-20261125-151055726-75d8e2-7.json"
+
+
+async def test_a_filter_that_is_not_understood_says_so_and_help_gives_the_syntax() -> None:
+    """`took>>5` showed 0 rows in silence ("matching 'took>>5': 0 of 41"), and help had no filter syntax."""
+    from console_helpers import screen_text
+
+    from mcpwatch.console.screens.help import HelpScreen
+
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.press("slash", *"took>>5", "enter")
+        await until(pilot, lambda: "not understood" in screen_text(app), what="the filter's problem")
+        text = screen_text(app)
+        assert "filter 'took>>5' not understood" in text and "0 of" not in text
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        help_text = app.screen.query_one("#help-text").plain
+        assert "Filter (/)" in help_text and "outcome:deadline" in help_text and "took>15s" in help_text

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from mcpwatch.console import words
+from mcpwatch.console import request_filter, words
 from mcpwatch.console.widgets import Line
 
 VIEW_KEYS = [
@@ -88,6 +88,10 @@ class HelpScreen(ModalScreen[None]):
         outer.add_row(Text("mcpwatch console — keys", style="bold"))
         outer.add_row(self._keys([row for row in VIEW_KEYS if row[0] not in self.omit]))
         outer.add_row(Text(""))
+        if "/" not in self.omit:
+            outer.add_row(Text("Filter (/)", style="bold"))
+            outer.add_row(self._keys(list(request_filter.SYNTAX)))
+            outer.add_row(Text(""))
         if self.mode_keys is not None:
             title, rows = self.mode_keys
             outer.add_row(Text(title, style="bold"))

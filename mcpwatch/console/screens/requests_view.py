@@ -73,7 +73,9 @@ class RequestsView:
         width = table.free_width
         table.show([(r.request_id, render.request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
         title = "Recent requests"
-        if self.filter_text:
+        if problem:  # never "0 of N" for a filter that was not understood: say so where the count would be
+            title += f" · filter {self.filter_text!r} not understood (? for the syntax)"
+        elif self.filter_text:
             title += f" matching {self.filter_text!r}: {len(rows):,} of {len(view.requests):,}"
         elif len(rows) > REQUEST_ROWS:
             title += f" · newest {REQUEST_ROWS} of {len(rows):,} (/ to filter)"
