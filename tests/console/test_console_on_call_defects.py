@@ -117,3 +117,17 @@ async def test_a_filter_that_is_not_understood_says_so_and_help_gives_the_syntax
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
         help_text = app.screen.query_one("#help-text").plain
         assert "Filter (/)" in help_text and "outcome:deadline" in help_text and "took>15s" in help_text
+
+
+@pytest.mark.parametrize("live", [False, True])
+async def test_only_a_console_that_can_run_a_health_check_says_press_h(live: bool) -> None:
+    """Replay said "no health check yet — press h", where h does nothing."""
+    from console_helpers import generic_session, sample_app, screen_text
+
+    app = sample_app(events=generic_session()[1], controls=RecordingControls() if live else None)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        text = " ".join(screen_text(app).split())  # the panel wraps its hint
+        assert "no health check yet" in text
+        assert ("press h" in text) is live
+        assert ("none in the recording so far" in text) is not live

@@ -107,9 +107,11 @@ def deadline_panel(d: DeadlineView, p: Palette, changed: ConfigChangeView | None
     return g
 
 
-def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette) -> RenderableType:
+def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette, live: bool = True) -> RenderableType:
+    """`live`: the operator can run a health check (h); a recording can only say none was recorded."""
     if not tiers:
-        return Text("no tier budgets yet — press h for a health check", style=p.dim)
+        hint = "press h for a health check" if live else "no health check in the recording so far"
+        return Text(f"no tier budgets yet — {hint}", style=p.dim)
     rows = [
         (
             t.tier,
@@ -152,9 +154,9 @@ HEALTH_STATE = {
 }
 
 
-def health_panel(h: HealthView, p: Palette) -> RenderableType:
+def health_panel(h: HealthView, p: Palette, live: bool = True) -> RenderableType:
     if h.state is None:
-        return Text("no health check yet — press h", style=p.dim)
+        return Text("no health check yet — " + ("press h" if live else "none in the recording so far"), style=p.dim)
     g = _grid()
     label, colour = HEALTH_STATE[h.state]
     state = Text(label, style=p(colour, "bold"))

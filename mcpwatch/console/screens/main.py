@@ -135,6 +135,7 @@ class MainScreen(WatchScreen):
         origin = session.model.origin_ts
         q = self.query_one
         changed = next((c for c in view.config_changes if c.key in ("margin_s", "host_timeout_s", "override_s")), None)
+        live = session.controls is not None  # h works: the panels may say "press h"
         with self.app.batch_update():
             self._render_bar(view)
             self._announce(view)
@@ -143,12 +144,12 @@ class MainScreen(WatchScreen):
             )
             parts.show_council_panels(self, view.council_seen)
             q("#tiers", Panel).show(
-                lambda: render.tiers_panel(view.tiers, view.deadline, p),
+                lambda: render.tiers_panel(view.tiers, view.deadline, p, live),
                 (theme, view.tiers, view.deadline.limit_s),
                 title=render.tiers_title(view.deadline),
             )
             health_key = (theme, view.health, round(view.health.ago_s or 0))
-            q("#health", Panel).show(lambda: render.health_panel(view.health, p), health_key)
+            q("#health", Panel).show(lambda: render.health_panel(view.health, p, live), health_key)
             q("#counters", Panel).show(lambda: render.counters_panel(view.counters, p), (theme, view.counters))
             tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
