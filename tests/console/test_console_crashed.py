@@ -63,6 +63,11 @@ async def test_a_killed_wrapper_shows_as_crashed_at_its_last_event(tmp_path: Pat
             assert session.state == "crashed"
             assert "ended: crashed — its wrapper stopped without recording an end" in text
             assert format_time(session.last_ts) in text
+            # the process is gone, not the connection: no "retrying in 5s" beside "ended: crashed"
+            await pilot.pause(1.5)  # past the first reconnect attempts
+            text = screen_text(app)
+            assert "retrying" not in text and "disconnected" not in text
+            assert "its process is gone — a new wrapper 'doomed' is watched when it starts" in text
         assert not (isolated_state / "wrappers" / f"{wrapper.pid}.json").exists()
     finally:
         if wrapper.poll() is None:

@@ -27,7 +27,7 @@ from mcpwatch.reliability.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
-FeedState = Literal["connecting", "live", "disconnected", "waiting", "static", "replay"]
+FeedState = Literal["connecting", "live", "disconnected", "waiting", "gone", "static", "replay"]
 
 PAGE = 1000  # events per operator call
 WAIT_MS = 1000  # long-poll hold: also how quickly the feed thread notices it should stop
@@ -54,7 +54,8 @@ class FeedStatus:
         """One or two words for the top bar (the banner carries `text`); a replay shows its clock there."""
         if self.state == "replay":
             return self.text
-        return {"static": "recorded", "waiting": "waiting for the wrapper"}.get(self.state, self.state)
+        labels = {"static": "recorded", "waiting": "waiting for the wrapper", "gone": "wrapper gone"}
+        return labels.get(self.state, self.state)
 
 
 class Feed(Protocol):
@@ -310,6 +311,10 @@ class LiveFeed:
             if entry is None:
                 self._note_gone()
                 delay = self._backoff.next_delay()
+                if self._ended:
+                    self._wait_for_successor()
+                    await self._sleep(delay)
+                    continue
                 self._lost(
                     "waiting" if self._session_id is None else "disconnected",
                     f"{self.locator.target.describe()} is not in the registry of running wrappers",
@@ -337,7 +342,11 @@ class LiveFeed:
             else:
                 continue
             delay = self._backoff.next_delay()
-            self._lost("disconnected", reason, delay)
+            self._note_gone()
+            if self._ended:  # the process is gone, not the connection: nothing to retry
+                self._wait_for_successor()
+            else:
+                self._lost("disconnected", reason, delay)
             await self._sleep(delay)
 
     async def _catch_up(self, op: Any, entry: WrapperEntry) -> None:
@@ -384,6 +393,13 @@ class LiveFeed:
         self._ended = True
         reason = gone_reason(entry.log_path, self._session_id, last.ts)
         self._buffer.append(stand_in_end(self._session_id, last, reason))
+
+    def _wait_for_successor(self) -> None:
+        """The watched session has ended and its wrapper is gone: say so (the header says how it ended) rather
+        than "retrying in 5s", which promised a connection that cannot come back."""
+        if self._frozen_at is None:
+            self._frozen_at = self._clock.time()
+        self._set("gone", f"its process is gone — a new {self.locator.target.describe()} is watched when it starts")
 
     def _lost(self, state: FeedState, reason: str, retry_in_s: float) -> None:
         if self._frozen_at is None and state == "disconnected":
