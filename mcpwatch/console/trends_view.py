@@ -44,9 +44,10 @@ def tool_block(trends: Trends, tool: ToolTrend, width: int, p: Palette) -> Text:
     """One tool: a title line with its totals, then calls, deadlines, errors, p50 and p95."""
     out = Text()
     out.append(tool.tool, style="bold")
-    out.append(f"  {tool.total_calls:,} calls", style=p.dim)
-    out.append(f" · {tool.total_deadlines:,} deadlines", style=p("status-warn") if tool.total_deadlines else p.dim)
-    out.append(f" · {tool.total_errors:,} errors", style=p("status-error") if tool.total_errors else p.dim)
+    out.append(f"  {fmt.count(tool.total_calls, 'call')}", style=p.dim)
+    warn, error = p("status-warn") if tool.total_deadlines else p.dim, p("status-error") if tool.total_errors else p.dim
+    out.append(f" · {fmt.count(tool.total_deadlines, 'deadline')}", style=warn)
+    out.append(f" · {fmt.count(tool.total_errors, 'error')}", style=error)
     out.append(f" · p50 {fmt.millis(tool.p50_all_ms)} · p95 {fmt.millis(tool.p95_all_ms)}", style=p.dim)
     per = "/min" if trends.bucket_s == 60 else f"/min (avg of {trends.bucket_s / 60:.0f} min)"
 

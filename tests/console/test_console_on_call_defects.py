@@ -131,3 +131,28 @@ async def test_only_a_console_that_can_run_a_health_check_says_press_h(live: boo
         assert "no health check yet" in text
         assert ("press h" in text) is live
         assert ("none in the recording so far" in text) is not live
+
+
+def test_trends_and_models_name_the_wrapper_not_the_pid_and_speak_plainly() -> None:
+    """Trends/Models titled a live wrapper `wrapper '4242'` (how `watch 4242` asked for it), said "1 calls" and
+    "p95 25,000 ms"."""
+    from mcpwatch.console.headless import format as fmt
+    from mcpwatch.console.headless.source import FeedStatus
+
+    class Found(StaticFeed):
+        def status(self) -> FeedStatus:
+            return FeedStatus("live", "live", "demo")  # the feed found the wrapper: its name
+
+    session = WatchSession(Found([], SAMPLE_NOW), title="wrapper '4242'")
+    assert session.heading == "demo"
+    assert WatchSession(StaticFeed([], SAMPLE_NOW), title="council").heading == "council"  # a recording: its title
+    assert [fmt.count(n, "call") for n in (0, 1, 2, 1204)] == ["0 calls", "1 call", "2 calls", "1,204 calls"]
+    assert [fmt.millis(v) for v in (2.0, 850.4, 999.9, 1000, 2900, 25_000, 65_000)] == [
+        "2.0 ms",
+        "850 ms",
+        "1.0s",
+        "1.0s",
+        "2.9s",
+        "25s",
+        "1m05s",
+    ]

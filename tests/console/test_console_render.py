@@ -77,7 +77,7 @@ def test_health_panel_says_not_ready_and_shows_a_host_checks_time() -> None:
     assert "not ready" in shown and "✓ ok" not in shown
     host = HealthView(ok=True, ping_ms=None, latency_ms=2900.0, source="host", at_mono=1.0, tool="council_health")
     shown = text(render.health_panel(host, P), 70)
-    assert "2,900 ms" in shown and "host" in shown and "ping" not in shown
+    assert "2.9s" in shown and "host" in shown and "ping" not in shown
 
 
 def test_council_rows_are_against_the_effective_cap() -> None:

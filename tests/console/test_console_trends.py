@@ -183,7 +183,7 @@ async def test_t_opens_trends_and_the_keys_switch_windows(logged: tuple[Path, st
         await pilot.press("T")
         await _drawn(pilot)
         text = _body(app)
-        assert "search  30 calls · 1 deadlines · 1 errors · p50 4,000 ms · p95 6,000 ms" in text
+        assert "search  30 calls · 1 deadline · 1 error · p50 4.0s · p95 6.0s" in text
         assert "fetch  10 calls" in text and "◆ 00:07  upstream restart (generation 2)" in text
         assert "▲ 00:04  margin_s: 10.0 → 15.0" in text
         screen = app.screen

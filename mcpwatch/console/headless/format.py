@@ -34,9 +34,17 @@ def duration(value: float | None) -> str:
 
 
 def millis(value: float | None) -> str:
+    """A latency: `12.5 ms`, `850 ms`; from a second on, as `duration` says it (`2.9s`, `25s`, `1m05s`)."""
     if value is None or not math.isfinite(value):
         return DASH
-    return f"{value:.1f} ms" if value < 100 else f"{value:,.0f} ms"
+    if round(value) >= 1000:
+        return duration(max(value, 1000) / 1000)
+    return f"{value:.1f} ms" if value < 100 else f"{value:.0f} ms"
+
+
+def count(n: int, thing: str) -> str:
+    """`1 call`, `2 calls`, `1,204 deadlines`: a count with its noun, singular for one."""
+    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}s"
 
 
 def bar(fraction: float | None, width: int) -> str:

@@ -46,6 +46,12 @@ class WatchSession:
     def status(self) -> FeedStatus:
         return self.feed.status()
 
+    @property
+    def heading(self) -> str:
+        """What the Trends and Models bars call the session: the watched wrapper's name once the feed has found
+        it (`watch 4242` asks by pid; the wrapper is `demo`), else the title."""
+        return self.status().target or self.title
+
     def toggle_pause(self) -> bool:
         self.paused = not self.paused
         self.applied_while_paused = 0

@@ -190,10 +190,10 @@ class ModelsScreen(WatchScreen):
             return  # not composed yet, or being torn down
         p = self.palette
         bar = Text(" Models ", style="bold")
-        bar.append(f" {self.session.title or ''} ", style=p.dim)
+        bar.append(f" {self.session.heading} ", style=p.dim)
         arrow = "↑" if self.reverse else "↓"
         bar.append(f" sorted by {self.sort} {arrow}", style=p.dim)
-        self.query_one("#models-bar", Line).show(bar, key=(self.session.title, self.sort, self.reverse))
+        self.query_one("#models-bar", Line).show(bar, key=(self.session.heading, self.sort, self.reverse))
         note = self.query_one("#models-note", Line)
         table = self.query_one("#models-table", WindowTable)
         log, scope = self.model_log, self.scope

@@ -123,7 +123,7 @@ class TrendsScreen(WatchScreen):
     def _bar(self, text: str) -> Text:
         p = self.palette
         bar = Text(" Trends ", style="bold")
-        bar.append(f" {self.session.title or ''} ", style=p.dim)
+        bar.append(f" {self.session.heading} ", style=p.dim)
         for index, name in enumerate(WINDOW_ORDER, start=1):
             style = "reverse bold" if name == self.window else p.dim
             bar.append(f" {index} {name} ", style=style)
