@@ -19,6 +19,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mcpwatch.commands._output import print_json, stdout_console
+    from mcpwatch.commands._progress import reading
     from mcpwatch.logview.report import REPORT_KINDS, build_report
     from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
@@ -26,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
     remove_ghosts()
     with EventReader(log_path(args.db)) as reader:
         session = reader.session(args.session) if args.session else reader.latest_session()
-        report = build_report(reader.events(session.id, kinds=REPORT_KINDS), session.to_dict())
+        events = reading(reader.events(session.id, kinds=REPORT_KINDS), reader.max_seq(session.id))
+        report = build_report(events, session.to_dict())
     if args.json:
         print_json(report)
         return 0
