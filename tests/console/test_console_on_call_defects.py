@@ -156,3 +156,19 @@ def test_trends_and_models_name_the_wrapper_not_the_pid_and_speak_plainly() -> N
         "25s",
         "1m05s",
     ]
+
+
+async def test_the_cross_wrapper_alert_is_visible_at_80_columns() -> None:
+    """`⚑ prod: 59 deadlines … (F)` was appended to the top bar and showed only from about 260 columns."""
+    from rich.cells import cell_len
+
+    from mcpwatch.console.widgets import Line
+
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        app.fleet_badge = "prod: 59 deadlines in 5 min (F)"
+        banner = app.screen.query_one("#banner", Line)
+        await until(pilot, lambda: "⚑ prod" in banner.plain and banner.display, what="the alert on the banner")
+        shown = banner.plain[: banner.size.width]  # what fits on the line, from its first column
+        assert "⚑ prod: 59 deadlines in 5 min (F)" in shown, (shown, cell_len(banner.plain))

@@ -28,10 +28,10 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
     unread = max(0, view.notable_total - session.events_seen)
     since = session.applied_while_paused if session.paused else 0
     badge = getattr(screen.app, "fleet_badge", "")  # another wrapper in trouble (the Fleet view, F, says more)
-    bar_key = (theme, view.header, feed, session.paused, compact, unread, since, badge)
+    bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
 
     def bar() -> Text:
-        text = render.top_bar(
+        return render.top_bar(
             view.header,
             feed.label,
             feed.connected,
@@ -41,9 +41,6 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
             unread=unread,
             paused_events=since,
         )
-        if badge:
-            text.append(f"  ⚑ {badge}", style=p("status-error", "bold"))
-        return text
 
     screen.query_one("#topbar", Line).show(bar, bar_key)
     message = ""
@@ -53,6 +50,9 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
         style = "status-error"
     elif view.header.ended:
         message = f"the wrapper's session ended: {view.header.ended}"
+    if badge:  # on the banner, from its first column: at the end of the top bar it showed only from ~260 columns
+        message = f"⚑ {badge}" + (f"  ·  {message}" if message else "")
+        style = "status-error"
     banner = screen.query_one("#banner", Line)
     if banner.display != bool(message):
         banner.display = bool(message)
