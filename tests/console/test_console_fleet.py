@@ -180,3 +180,34 @@ async def test_choose_switch_badge_and_offer_among_three_real_wrappers() -> None
                 assert "is gone — 2 other wrappers running" in (offer.headline or "")
                 await pilot.press("2")
                 await until(pilot, lambda: "beta" in screen_text(app) and "● live" in screen_text(app))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("chooser", [False, True])
+async def test_fleet_and_the_chooser_at_80_columns(tmp_path: Path, chooser: bool) -> None:
+    """Fleet and the start-up chooser cut their columns at 80 (no in flight, deadlines or errors), no way sideways."""
+    from mcpwatch.console.screens.choose import ChooseWrapperScreen
+    from mcpwatch.console.widgets import WindowTable
+
+    entries = [_entry(101, "council"), _entry(202, "search")]
+    answers = {101: _status(in_flight=3), 202: _status("backoff", 3)}
+    factory = {"client_factory": lambda e: _Op(answers[e.pid])}
+    if chooser:
+        screen: FleetScreen = ChooseWrapperScreen(lambda: entries, lambda entry: None, **factory)
+    else:
+        screen = FleetScreen(lambda: entries, lambda entry: None, watching=101, clock=lambda: ORIGIN, **factory)
+    app = ConsoleApp(target=Target(selector="none"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        await app.push_screen(screen)
+        await until(pilot, lambda: len(screen.summaries) == 2, what="two rows")
+        table = screen.query_one(WindowTable)
+        right = 0
+        for column in table.ordered_columns:  # what says a wrapper needs a look is on screen, unscrolled
+            right += column.get_render_width(table)
+            if str(column.label) == "errors 5m":
+                break
+        assert right <= table.scrollable_content_region.width
+        await until(pilot, lambda: "← →: the other columns" in screen.query_one("#fleet-hint").plain, what="hint")
+        await pilot.press("right")
+        await until(pilot, lambda: table.scroll_x > 0, what="a sideways scroll")

@@ -59,15 +59,18 @@ async def test_small_terminal_keeps_every_number() -> None:
 
 
 async def test_small_terminal_footer_keeps_quit_help_and_the_operator_keys() -> None:
-    """At 80×24 the keys that matter at 3 a.m. stay in the footer: quit, help, margin, timeout, deadline, cancel."""
+    """At 80×24 the keys that matter at 3 a.m. stay in the footer: quit, help (then "Keys": the others are there),
+    open, filter, events, margin, deadline, cancel."""
+    from mcpwatch.console.screens.modals import SecondsPrompt
+
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=SMALL) as pilot:
         await ready(pilot)
         keys = _footer_keys(app)
-        assert {"q", "question_mark", "m", "t", "d", "c"} <= set(keys)
-        assert "slash" not in keys  # the least important give way
-        await pilot.press("slash")  # ...but still work
-        await until(pilot, lambda: app.screen.query_one("#filter").display, what="the filter box")
+        assert {"q", "question_mark", "enter", "slash", "e", "m", "d", "c"} <= set(keys)
+        assert "t" not in keys and "p" not in keys  # the least important give way
+        await pilot.press("t")  # ...but still work
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the host timeout prompt")
 
 
 async def test_wide_footer_shows_host_timeout_and_deadline() -> None:

@@ -254,3 +254,35 @@ async def test_disable_a_model_on_a_real_council_from_the_console(tmp_path: Path
             await pilot.pause(0.3)
             await pilot.press("y")
             await until(pilot, lambda: screen.enabled.get(chosen.model) is True, what="the model enabled again")
+
+
+def _visible_through(table: WindowTable, label: str) -> bool:
+    """Whether the column `label` ends within the table's visible width (unscrolled)."""
+    right = 0
+    for column in table.ordered_columns:
+        right += column.get_render_width(table)
+        if str(column.label) == label:
+            return right <= table.scrollable_content_region.width
+    raise AssertionError(f"no column {label!r}")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_models_p95_shows_and_the_other_columns_scroll_sideways(
+    logged: tuple[Path, str], size: tuple[int, int]
+) -> None:
+    """Models cut its columns at 80 (p50 and p95 off screen) and still cut p95 at 120, with no way sideways."""
+    app = _live_app(*logged)
+    async with app.run_test(size=size) as pilot:
+        await _models_drawn(pilot)
+        table = app.screen.query_one(WindowTable)
+        assert _visible_through(table, "p50") and _visible_through(table, "p95")
+        if size[0] == 80:
+            await until(pilot, lambda: table.cut, what="columns beyond the edge")
+            note = app.screen.query_one("#models-note").plain
+            assert "← → scroll to the other columns" in note
+            table.focus()
+            await pilot.press("right")
+            await until(pilot, lambda: table.scroll_x > 0, what="a sideways scroll")
+            await pilot.press("left")
+            await until(pilot, lambda: table.scroll_x == 0, what="back to the first column")

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from console_helpers import SIZE, RecordingControls, ready, until
+from textual.screen import Screen
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
@@ -172,3 +173,30 @@ async def test_the_cross_wrapper_alert_is_visible_at_80_columns() -> None:
         await until(pilot, lambda: "⚑ prod" in banner.plain and banner.display, what="the alert on the banner")
         shown = banner.plain[: banner.size.width]  # what fits on the line, from its first column
         assert "⚑ prod: 59 deadlines in 5 min (F)" in shown, (shown, cell_len(banner.plain))
+
+
+async def test_the_80_column_footer_keeps_filter_events_and_open_and_the_rest_are_one_question_mark_away() -> None:
+    """At 80 columns the footer dropped `/ Filter`, `e Events` and `⏎ Open`."""
+    from mcpwatch.console.screens.help import HelpScreen
+
+    app = live_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        everything = {key: a.binding for key, a in Screen.active_bindings.fget(screen).items() if a.binding.show}
+        shown = {key: active.binding for key, active in screen.active_bindings.items() if active.binding.show}
+        assert {"slash", "e", "enter", "question_mark", "q"} <= set(shown)
+        assert shown["question_mark"].description == "Keys"  # it says where the others are
+        left_out = set(everything) - set(shown)
+        assert left_out  # 80 columns cannot show them all
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        lines = app.screen.query_one("#help-text").plain.splitlines()
+        for key in left_out:
+            display = app.get_key_display(everything[key])
+            assert any(line.startswith(display + " ") for line in lines), (key, display)
+
+    wide = live_app()
+    async with wide.run_test(size=(200, 40)) as pilot:
+        await ready(pilot)
+        assert wide.screen.active_bindings["question_mark"].binding.description == "Help"  # all fit: plain help

@@ -39,25 +39,26 @@ FOOTER_RANK: dict[str, int] = {
     "replay.play": 1,
     "replay.step": 1,
     "replay.step_back": 1,
-    "replay.goto": 2,
-    "replay.next": 2,
-    "replay.previous": 2,
+    "replay.goto": 1,
+    "replay.next": 1,
+    "replay.previous": 1,
     "events.back": 0,
     "main.set_margin": 1,
     "main.cancel_call": 1,
-    "main.set_deadline": 1,
-    "main.set_host_timeout": 2,
-    "main.health_check": 2,
+    "table.open": 2,  # at 80 columns: open, filter, events, margin, cancel, deadline; the rest via ?
+    "main.filter": 2,
+    "main.events": 2,
+    "main.set_deadline": 3,
     "detail.cancel_call": 2,
-    "main.pause": 3,
-    "main.events": 3,
-    "main.filter": 4,
+    "main.set_host_timeout": 4,
+    "main.health_check": 4,
+    "main.pause": 5,
     "detail.copy": 4,
     "detail.export": 4,
     "replay.slower": 6,
     "replay.faster": 6,
-    "table.open": 7,
 }
+ALL_KEYS = "Keys"  # the help key's label when the footer leaves keys out (all are a `?` away); as wide as "Help"
 PALETTE_CELLS = 13  # the footer's "▏^p palette", docked right
 COMPACT_BAR_BELOW = 140  # columns below which the top bar is compact
 PALETTE_FROM = 100  # below this width the footer leaves out its palette hint (ctrl+p still works; help says so)
@@ -138,6 +139,11 @@ class WatchScreen(Screen[None]):
         total = sum(costs.values())
         if total <= budget:
             return bindings
+        for key in shown:
+            active = bindings[key]
+            if active.binding.id == "app.help":
+                bindings[key] = active._replace(binding=replace(active.binding, description=ALL_KEYS))
+                total += self._footer_cells(bindings[key]) - costs[key]
         order = sorted(range(len(shown)), key=lambda i: (FOOTER_RANK.get(bindings[shown[i]].binding.id or "", 5), i))
         dropped: set[str] = set()
         for i in reversed(order):

@@ -24,16 +24,17 @@ from mcpwatch.console.headless.render import Palette
 from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.registry import WrapperEntry
 
+# What says a wrapper needs a look comes first, so that it shows at 80 columns; the rest scroll sideways (← →).
 COLUMNS = [
     ("#", 2),
     ("name", 16),
-    ("pid", 8),
-    ("host", 20),
-    ("upstream", 14),
-    ("gen", 4),
+    ("upstream", 13),
     ("in flight", 9),
     ("deadlines 5m", 12),
     ("errors 5m", 9),
+    ("pid", 8),
+    ("host", 20),
+    ("gen", 4),
     ("last warning", None),
 ]
 PROBE_EVERY_S = 2.0
@@ -46,7 +47,7 @@ def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching:
     name = Text(("▶ " if watching else "") + entry.name, style="bold")
     if row is None:
         dots = Text("…", style=p.dim)
-        return (number, name, Text(str(entry.pid)), dots, dots, Text(""), Text(""), Text(""), Text(""), Text(""))
+        return (number, name, dots, Text(""), Text(""), Text(""), Text(str(entry.pid)), dots, Text(""), Text(""))
     colour = {"ready": "status-ok", "backoff": "status-warn", "connecting": "status-warn"}.get(row.upstream)
     upstream = Text(f"● {row.upstream}", style=p(colour or "status-error"))
 
@@ -59,13 +60,13 @@ def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching:
     return (
         number,
         name,
-        Text(str(row.pid)),
-        Text(fmt.clip(row.host, 20)),
         upstream,
-        Text("" if row.generation is None else str(row.generation), justify="right"),
         Text("?" if row.in_flight is None else str(row.in_flight), justify="right"),
         count(row.deadlines_5m, "status-timeout"),
         count(row.errors_5m, "status-error"),
+        Text(str(row.pid)),
+        Text(fmt.clip(row.host, 20)),
+        Text("" if row.generation is None else str(row.generation), justify="right"),
         warning,
     )
 
@@ -108,7 +109,7 @@ class FleetScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Line(id="fleet-title")
-        yield WindowTable(COLUMNS, id="fleet-table")
+        yield WindowTable(COLUMNS, id="fleet-table", sideways=30)
         yield Line(id="fleet-hint", layout=True)
         yield Footer()
 
@@ -143,6 +144,8 @@ class FleetScreen(Screen[None]):
         hint = "no wrapper is running any more; start one with `mcpwatch wrap -- …` or `mcpwatch demo`"
         if count:
             hint = "1…9 or enter: watch that wrapper" + ("; esc: back" if self.can_go_back else "")
+            if self.query_one("#fleet-table", WindowTable).cut:
+                hint += "; ← →: the other columns (pid, host, last warning)"
             if troubled:
                 hint += " — needs a look: " + ", ".join(f"{r.name} ({r.trouble})" for r in troubled)
         self.query_one("#fleet-hint", Line).show(Text(hint), hint)

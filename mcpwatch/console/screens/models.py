@@ -39,17 +39,18 @@ from mcpwatch.operator import OperatorError
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
 
+# p50 and p95 come before the counts by status: at 80 columns they still show; the rest scroll sideways (← →).
 COLUMNS = [
-    ("model", 30),
+    ("model", 28),
     ("enabled", 8),
     ("answers", 7),
+    ("p50", 8),
+    ("p95", 8),
     ("ok", 6),
     ("timeout", 7),
     ("rate_limited", 12),
     ("auth_error", 10),
     ("error", 6),
-    ("p50", 9),
-    ("p95", 9),
     ("last failure", None),
 ]
 READ_EVERY_S = 2.0
@@ -60,10 +61,10 @@ def model_row(stats: ModelStats, p: Palette, clock_of: Any) -> tuple[Text, ...]:
     enabled = {True: Text("yes", style=p("status-ok")), False: Text("DISABLED", style=p("status-error", "bold"))}
     colours = {"ok": "status-ok", "timeout": "status-timeout", "rate_limited": "status-warn"}
     cells = [Text(stats.model), enabled.get(stats.enabled, Text("?", style=p.dim)), Text(f"{stats.answers:,}")]
+    cells += [Text(fmt.millis(stats.p50_ms)), Text(fmt.millis(stats.p95_ms))]
     for status in STATUSES:
         count = stats.counts.get(status, 0)
         cells.append(Text(f"{count:,}", style=p(colours.get(status, "status-error")) if count else p.dim))
-    cells += [Text(fmt.millis(stats.p50_ms)), Text(fmt.millis(stats.p95_ms))]
     failure = stats.last_failure
     if failure is None:
         cells.append(Text("none", style=p.dim))
@@ -105,7 +106,7 @@ class ModelsScreen(WatchScreen):
 
     def compose(self) -> ComposeResult:
         yield Line(id="models-bar")
-        yield WindowTable(COLUMNS, id="models-table")
+        yield WindowTable(COLUMNS, id="models-table", sideways=24)
         yield Line(id="models-note", layout=True)
         yield Footer()
 
@@ -209,6 +210,8 @@ class ModelsScreen(WatchScreen):
             lines.append("no council model has answered in this session yet")
         if self.note:
             lines.append(self.note)
+        if table.cut:
+            lines.append("← → scroll to the other columns (counts by status, last failure)")
         if self.session.controls is not None:
             lines.append("x disables or re-enables the selected model (the council's own admin tools; asks first)")
         note.show(Text("\n".join(lines), style=p.dim), key=tuple(lines))

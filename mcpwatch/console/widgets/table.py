@@ -33,6 +33,7 @@ class WindowTable(DataTable[Text]):
 
     DEFAULT_CSS = """
     WindowTable { height: 1fr; background: $surface; overflow-x: hidden; }
+    WindowTable.-sideways { overflow-x: auto; }
     WindowTable > .datatable--header { background: $panel; color: $text-muted; }
     """
 
@@ -46,7 +47,10 @@ class WindowTable(DataTable[Text]):
         id: str | None = None,
         can_follow: bool = False,
         right_aligned: Collection[str] = (),
+        sideways: int = 0,
     ) -> None:
+        """`sideways`: the table scrolls sideways (← →) when narrower than its columns, and its last column is
+        at least this wide; 0: the columns are fitted to the width (the last one takes what is left)."""
         # The cell's own colours win over the cursor's: a warning stays a warning on the selected row.
         super().__init__(
             id=id, cursor_type="row", zebra_stripes=False, show_cursor=True, cursor_foreground_priority="renderable"
@@ -59,6 +63,8 @@ class WindowTable(DataTable[Text]):
         self.can_follow = can_follow
         self.following = can_follow  # the cursor stays on the first row (the newest) as rows come in
         self.new_above = 0  # rows that arrived above the held selection since it was held
+        self.sideways = sideways
+        self.set_class(bool(sideways), "-sideways")
 
     def on_key(self, event: events.Key) -> None:
         self._key_at = time.monotonic()
@@ -67,6 +73,18 @@ class WindowTable(DataTable[Text]):
 
     def on_click(self) -> None:
         self.hold()
+
+    def action_cursor_right(self) -> None:
+        if self.sideways:  # a third of the width a key: one cell at a time would take dozens of presses
+            self.scroll_to(x=self.scroll_x + max(8, self.size.width // 3), animate=False)
+        else:
+            super().action_cursor_right()
+
+    def action_cursor_left(self) -> None:
+        if self.sideways:
+            self.scroll_to(x=self.scroll_x - max(8, self.size.width // 3), animate=False)
+        else:
+            super().action_cursor_left()
 
     def hold(self) -> None:
         """Keep the selection on its row as new rows arrive (until `action_first`)."""
@@ -107,7 +125,12 @@ class WindowTable(DataTable[Text]):
     def free_width(self) -> int:
         """Columns left for the last (unsized) column: what its text should be clipped to."""
         fixed = sum(width or 0 for _, width in self._columns)
-        return max(8, self.size.width - fixed - 2 * self.cell_padding * len(self._columns) - 1)
+        return max(8, self.sideways, self.size.width - fixed - 2 * self.cell_padding * len(self._columns) - 1)
+
+    @property
+    def cut(self) -> bool:
+        """Columns lie beyond the right edge (a sideways table then says ← →)."""
+        return self.virtual_size.width > self.scrollable_content_region.width
 
     @property
     def selected_key(self) -> str | None:
@@ -128,12 +151,14 @@ class WindowTable(DataTable[Text]):
         old_index = self.cursor_row
         # Following: the first row (the newest) stays selected. Otherwise the selection stays on its row.
         keep = None if self.following or (old_index == 0 and not self.can_follow) else self.selected_key
-        scroll_y = self.scroll_y
+        scroll_x, scroll_y = self.scroll_x, self.scroll_y
         self._rows = rows
         with self.app.batch_update():
             self.clear(columns=True)
             self._add_columns()
             self.add_rows([cells for _, cells in rows])
+            if scroll_x:
+                self.call_after_refresh(self.scroll_to, x=scroll_x, animate=False, immediate=True)  # sideways stays
             index = None if keep is None else next((i for i, (key, _) in enumerate(rows) if key == keep), None)
             if index is None:
                 return
