@@ -278,7 +278,7 @@ async def test_80x24_shows_the_calls_first_and_tab_brings_a_list_into_view() -> 
         assert body.scroll_y > 0
         assert tombstones.region.y < 24 and tombstones.region.bottom > 0  # scrolled into view
         keys = [a.binding.key for a in app.screen.active_bindings.values() if a.binding.show]
-        assert {"m", "t", "d", "c", "q", "question_mark"} <= set(keys)
+        assert {"m", "d", "c", "slash", "e", "q", "question_mark"} <= set(keys)
 
 
 async def test_120_columns_show_every_footer_key_and_the_host() -> None:
