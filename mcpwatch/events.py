@@ -44,6 +44,8 @@ class Kind(StrEnum):
     WARNING = "warning"
     HEARTBEAT = "heartbeat"  # progress the wrapper sent itself, to keep a host's idle clock alive
     OPERATOR_CALL = "operator_call"  # the operator's own tools/call to the upstream
+    TASK_CREATED = "task_created"  # the upstream answered a tools/call with a task: the call lives on as it
+    TASK_STATUS = "task_status"  # a task's status (or status message) changed, as a poll or notification showed
 
 
 class UpstreamState(StrEnum):
@@ -290,6 +292,9 @@ class RequestEndData(TypedDict):
     late_reuse: NotRequired[bool]  # answered at once with a stored late result (see late_reuse)
     degraded: NotRequired[str]  # ok, but the answer says it is not whole (e.g. "fallback summary"): its own outcome
     delivered: NotRequired[bool]  # False: the host's request was closed, so the answer could not be delivered
+    task_id: NotRequired[str]  # the call ran as this task: the end is the task's terminal status (see task_created)
+    task_status: NotRequired[str]  # its last status: completed, failed, cancelled (else why the watch stopped)
+    polls: NotRequired[int]  # the host's tasks/get, tasks/result, tasks/list for it: attributed, not counted as calls
 
 
 class TombstoneAddData(TypedDict):
@@ -401,6 +406,32 @@ class OperatorCallData(TypedDict):
     duration_s: float
 
 
+TaskStatusValue = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+
+class TaskCreatedData(TypedDict):
+    """A tools/call answered with a task (its request_start came first; its request_end comes at the task's end)."""
+
+    task_id: str
+    status: TaskStatusValue
+    status_message: str | None
+    ttl_ms: int | None  # the receiver's TTL (None: unlimited or not said)
+    poll_interval_ms: int | None
+    era: Literal["2025-11-25", "extension"]  # params.task and tasks/result, or the io.modelcontextprotocol/tasks one
+    bridged: NotRequired[bool]  # mcpwatch made the task itself, for a host that cannot use tasks
+
+
+class TaskStatusData(TypedDict):
+    """A task's status or status message changed (between its task_created and its call's request_end)."""
+
+    task_id: str
+    status: TaskStatusValue
+    status_message: str | None
+    elapsed_s: float  # since the tools/call started
+    seen_by: Literal["tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notification", "bridge"]
+    polls: int  # the host's polls for this task so far
+
+
 PAYLOADS: dict[Kind, type] = {
     Kind.SESSION_START: SessionStartData,
     Kind.SESSION_END: SessionEndData,
@@ -423,6 +454,8 @@ PAYLOADS: dict[Kind, type] = {
     Kind.WARNING: WarningData,
     Kind.HEARTBEAT: HeartbeatData,
     Kind.OPERATOR_CALL: OperatorCallData,
+    Kind.TASK_CREATED: TaskCreatedData,
+    Kind.TASK_STATUS: TaskStatusData,
 }
 
 

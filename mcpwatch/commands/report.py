@@ -64,6 +64,11 @@ def _render(console: Any, report: dict[str, Any]) -> None:
     if requests["by_outcome"]:
         outcomes = escape(", ".join(f"{k} {v}" for k, v in requests["by_outcome"].items()))
         console.print(f"outcomes: {outcomes}; unfinished {requests['unfinished']}")
+    if requests.get("tasks"):
+        console.print(
+            f"tasks: {requests['tasks']} calls ran as MCP tasks (each one request, creation to terminal status); "
+            f"{requests['task_polls']} polls attributed to them, not counted as requests"
+        )
 
     tools = Table(title="tools", title_justify="left")
     for header in (

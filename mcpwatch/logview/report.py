@@ -195,6 +195,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
     warnings: list[dict[str, Any]] = []
     warning_count = 0
     unknown_dropped = 0
+    tasks = task_polls = 0  # calls that ran as MCP tasks, and the polls attributed to them (not counted as calls)
     health: tuple[Event, dict[str, Any]] | None = None
     timings: list[Event] = []  # what the "finished late" section reads (the same as `whatif`)
 
@@ -226,6 +227,9 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
                 if data.get("up_id") is not None:
                     tool_by_up_id[_key(data["up_id"], data.get("host_session"))] = event.tool
         elif kind == Kind.REQUEST_END:
+            if isinstance(data.get("task_id"), str):  # a call that ran as a task (its polls are counted on it)
+                tasks += 1
+                task_polls += data["polls"] if isinstance(data.get("polls"), int) else 0
             _method, tool = open_requests.pop(event.request_id or "", (None, None))
             tool = event.tool or tool
             outcome = end_outcome(data)
@@ -293,6 +297,8 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
             "by_outcome": dict(sorted(by_outcome.items())),
             "unfinished": len(open_requests),
             "unknown_dropped": unknown_dropped,
+            "tasks": tasks,
+            "task_polls": task_polls,
         },
         "tools": [tools[name].row(name) for name in sorted(tools)],
         "hosts": [hosts[label].host_row(label) for label in sorted(hosts)],

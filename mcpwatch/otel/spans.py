@@ -37,6 +37,8 @@ KINDS = frozenset(
         Kind.TOMBSTONE_EXPIRE,
         Kind.LATE_RESULT,
         Kind.LATE_REUSE,
+        Kind.TASK_CREATED,
+        Kind.TASK_STATUS,
         HEARTBEAT,
     }
 )
@@ -221,6 +223,18 @@ class SpanBuilder:
             span.add_event("mcpwatch.progress", event.ts, attributes)
         return []
 
+    def _task(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        """A call that runs as an MCP task is one span to its terminal status; each status change is an event."""
+        span = self._span_of(event)
+        if span is not None:
+            if event.kind == Kind.TASK_CREATED:
+                span.attributes["mcpwatch.task.id"] = str(data.get("task_id"))
+            attributes: dict[str, AttributeValue] = {"mcpwatch.task.status": str(data.get("status"))}
+            if isinstance(data.get("status_message"), str):
+                attributes["mcpwatch.task.status_message"] = data["status_message"][:256]
+            span.add_event(f"mcpwatch.{event.kind}", event.ts, attributes)
+        return []
+
     def _heartbeat(self, event: Event, data: dict[str, Any]) -> list[Output]:
         span = self._span_of(event)
         if span is not None:
@@ -343,6 +357,8 @@ _HANDLERS = {
     Kind.TOMBSTONE_EXPIRE: SpanBuilder._tombstone_expire,
     Kind.LATE_RESULT: SpanBuilder._late_result,
     Kind.LATE_REUSE: SpanBuilder._late_reuse,
+    Kind.TASK_CREATED: SpanBuilder._task,
+    Kind.TASK_STATUS: SpanBuilder._task,
     HEARTBEAT: SpanBuilder._heartbeat,
 }
 

@@ -35,6 +35,8 @@ from mcpwatch.wrapper.port import retrieve_exception
 from mcpwatch.wrapper.pressure import Backpressure
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamLink, UpstreamSession
+from mcpwatch.wrapper.tasks.shapes import POLL_METHODS
+from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 __all__ = ["HostLink", "Pending", "UpstreamLink", "WrapperCore", "modern_version", "retrieve_exception"]
 
@@ -97,7 +99,15 @@ class WrapperCore:
         self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
+        self.tasks = TaskWatch(
+            table=self.table,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            request=self.session.request,
+            warn=self.warn,
+        )
         self.inbound = UpstreamInbound(
+            tasks=self.tasks,
             table=self.table,
             session=self.session,
             links=self.links,
@@ -208,6 +218,8 @@ class WrapperCore:
         request_key = getattr(link, "key_prefix", "") + str(host_id)  # two hosts' equal ids stay apart in the log
         pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, request_key)
         pending.host = host
+        if method in POLL_METHODS:
+            self.tasks.poll(pending, params)
         self.table.add(pending)
         forwarded_params = dict(params)
         if meta is not None and "progressToken" in meta:
@@ -229,7 +241,8 @@ class WrapperCore:
             forwarded["params"] = forwarded_params
         pending.message = forwarded
         outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
-        _request_start(self.recorder, pending, params, trace_ids)
+        if pending.poll is None:  # a task's poll is its task's, not a call of its own
+            _request_start(self.recorder, pending, params, trace_ids)
         if outcome == "unstartable":
             self.endings.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
@@ -278,7 +291,7 @@ class WrapperCore:
         self.endings.deadline_hit(up_id)
 
     def cancel(self, request_id: str) -> bool:
-        return self.endings.cancel(request_id)
+        return self.endings.cancel(request_id) or self.tasks.cancel(request_id)
 
     def ttl_terms(self) -> TtlTerms:
         return self.session.late.terms(self.deadline.budget(None))
@@ -316,6 +329,7 @@ class WrapperCore:
             print(f"mcpwatch: {safe_lines(text)}", file=sys.stderr, flush=True)
         for pending in [p for p in self.table if p.sent or fail_queued]:
             self.endings.fail(pending, Outcome.UPSTREAM_LOST, text)
+        self.tasks.end_all(Outcome.UPSTREAM_LOST, text)
 
     def upstream_backoff(self, retry_in_s: float) -> None:
         self.session.backoff(retry_in_s)
@@ -333,6 +347,7 @@ class WrapperCore:
                 pending, Outcome.CANCELLED, "shutdown", reason_text=f"mcpwatch is shutting down ({why})"
             )
         self.session.waiting.clear()
+        self.tasks.end_all(Outcome.CANCELLED, "shutdown")
 
     # ------------------------------------------------------------------ views kept for in-process harnesses
 

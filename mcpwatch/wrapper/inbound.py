@@ -22,6 +22,7 @@ from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamSession
+from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 GARBAGE_WARNINGS_MAX = 20
 
@@ -40,7 +41,9 @@ class UpstreamInbound:
         warn: Callable[[str], None],
         on_progress: Callable[[Pending], None] = lambda _pending: None,
         shared: bool = False,
+        tasks: TaskWatch | None = None,
     ) -> None:
+        self.tasks = tasks
         self.table = table
         self.session = session
         self.links = links  # the core's own list: hosts come and go
@@ -114,6 +117,14 @@ class UpstreamInbound:
             self.session.late.late_response(up_id, message)
             return
         reply = {"jsonrpc": "2.0", "id": pending.host_id}
+        if self.tasks is not None and pending.poll is not None:  # a task's poll: the answer goes to its task too
+            self.table.finish(pending, Outcome.OK, {**message, "id": pending.host_id}, {})
+            self.tasks.answered(pending, message)
+            return
+        watch = self.tasks if pending.method == "tools/call" and "result" in message else None
+        if watch is not None and watch.created(pending, message["result"]) is not None:  # a task: it lives on
+            self.table.hand_over(pending, {**reply, "result": message["result"]})
+            return
         if "error" in message:
             reply["error"] = message["error"]
             outcome = Outcome.ERROR
@@ -177,6 +188,8 @@ class UpstreamInbound:
             self._on_progress(pending)
             pending.link.send(forwarded)
             return
+        if self.tasks is not None:
+            self.tasks.notification(message)
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:

@@ -54,6 +54,7 @@ class Pending:
     progress_log: deque[str] = field(default_factory=partial(deque, (), 5))  # the last five messages
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     host: Any = None  # the DetectedHost whose clocks set this call's budget
+    poll: str | None = None  # a tasks/* request: the task it names ("" none); its task owns it, not the log
 
 
 @dataclass
@@ -109,7 +110,8 @@ class PendingTable:
         self.calls[pending.up_id] = pending
         pending.host_key = key = (id(pending.link), frames.id_key(pending.host_id))
         self._by_host[key] = pending.up_id
-        self._counters.requests += 1
+        if pending.poll is None:  # a task's poll is not a call (see wrapper.tasks)
+            self._counters.requests += 1
 
     def get(self, up_id: Any) -> Pending | None:
         """The request an upstream id (or progress token) names; a bool or non-int names none."""
@@ -138,19 +140,15 @@ class PendingTable:
         elapsed: float | None = None,
     ) -> float:
         """End a request: out of the table, counted, the host answered with `reply` (None: the host is owed
-        nothing), and one request_end event carrying `detail`. Returns how long it took."""
-        up_id = pending.up_id
-        self.calls.pop(up_id, None)
-        pending.open = False
-        timer = pending.timer
-        if timer is not None:
-            timer.cancel()
-            pending.timer = None
-        key = pending.host_key
-        if self._by_host.get(key) == up_id:  # a host may reuse an id while the first call still runs
-            del self._by_host[key]
+        nothing), and one request_end event carrying `detail`. Returns how long it took. A task's poll is only
+        answered: its task counts it (see `wrapper.tasks`)."""
+        self._remove(pending)
         if elapsed is None:
             elapsed = self._scheduler.time() - pending.started
+        if pending.poll is not None:
+            if reply is not None:
+                pending.link.send(reply)
+            return elapsed
         counters = self._counters
         name = "degraded" if outcome is Outcome.OK and "degraded" in detail else _COUNTER_OF[outcome]
         setattr(counters, name, getattr(counters, name) + 1)
@@ -161,3 +159,21 @@ class PendingTable:
         end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=pending.method, **detail)
         self._recorder.emit(Kind.REQUEST_END, request_id=pending.request_key, tool=pending.tool, **end)
         return elapsed
+
+    def hand_over(self, pending: Pending, reply: dict[str, Any]) -> None:
+        """A call answered with a task: the host gets the answer and the call leaves the table (no budget can cut
+        it now), but it has not ended: its task ends it later through `finish` (see `wrapper.tasks.watch`)."""
+        self._remove(pending)
+        pending.link.send(reply)
+
+    def _remove(self, pending: Pending) -> None:
+        up_id = pending.up_id
+        self.calls.pop(up_id, None)
+        pending.open = False
+        timer = pending.timer
+        if timer is not None:
+            timer.cancel()
+            pending.timer = None
+        key = pending.host_key
+        if self._by_host.get(key) == up_id:  # a host may reuse an id while the first call still runs
+            del self._by_host[key]

@@ -39,6 +39,8 @@ from mcpwatch.events import (
     RequestStartData,
     SessionEndData,
     SessionStartData,
+    TaskCreatedData,
+    TaskStatusData,
     TombstoneAddData,
     TombstoneExpireData,
     TombstoneHitData,
@@ -221,6 +223,29 @@ def _check_heartbeat(m: ConsoleModel, v: ViewState) -> None:
     assert (call.request_id, call.progress, call.message) == ("h-1", None, None)
 
 
+def _check_task_created(m: ConsoleModel, v: ViewState) -> None:
+    (call,) = v.in_flight  # a call answered with a task is still in flight: the task is its life
+    assert (call.request_id, call.message) == ("h-1", "working: Gathering sources...")
+
+
+def _check_task_status(m: ConsoleModel, v: ViewState) -> None:
+    (call,) = v.in_flight
+    assert call.message == "input_required: Which python?"
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and any("created" in item.text for item in detail.timeline)
+    assert detail.timeline[-1].text == "task input_required: Which python?"
+
+
+TASK = TaskCreatedData(
+    task_id="t-1",
+    status="working",
+    status_message="Gathering sources...",
+    ttl_ms=300000,
+    poll_interval_ms=1000,
+    era="2025-11-25",
+)
+
+
 def _check_operator_call(m: ConsoleModel, v: ViewState) -> None:
     assert v.events_applied == 2  # folded (the Models view reads it from the log: see below)
 
@@ -370,6 +395,20 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
         HeartbeatData(progress=0, total=None, message="still working (30 s)", elapsed_s=30.0, interval_s=25.0),
         _check_heartbeat,
         (Kind.REQUEST_START,),
+    ),
+    Kind.TASK_CREATED: (CALL_COLUMNS, TASK, _check_task_created, (Kind.REQUEST_START,)),
+    Kind.TASK_STATUS: (
+        CALL_COLUMNS,
+        TaskStatusData(
+            task_id="t-1",
+            status="input_required",
+            status_message="Which python?",
+            elapsed_s=2.0,
+            seen_by="tasks/get",
+            polls=2,
+        ),
+        _check_task_status,
+        (Kind.REQUEST_START, Kind.TASK_CREATED),
     ),
 }
 

@@ -51,6 +51,14 @@ DATA_BY_KIND = {
         "result_preview": '{"changed": true}',
         "duration_s": 0.012,
     },
+    Kind.TASK_CREATED: {
+        "task_id": "t-1",
+        "status": "working",
+        "status_message": None,
+        "ttl_ms": None,
+        "era": "extension",
+    },
+    Kind.TASK_STATUS: {"task_id": "t-1", "status": "completed", "status_message": "done", "elapsed_s": 4.2, "polls": 3},
 }
 
 

@@ -257,6 +257,11 @@ def write_sample(
     s.outcomes["consult_council"].append("ok")
     s.emit(Kind.TOMBSTONE_EXPIRE, 315.0, up_id=3, age_s=155.0)
     s.call("7", "consult_council", 320.0, None, None, up_id=7, progress=1)  # still running at the end
+    # … as an MCP task: its status changes belong to it (its request_end will come at its terminal status)
+    s.emit(Kind.TASK_CREATED, 320.1, request_id="7", tool="consult_council", task_id="t-7", status="working",
+           status_message=None, ttl_ms=600000, poll_interval_ms=2000, era="2025-11-25")  # fmt: skip
+    s.emit(Kind.TASK_STATUS, 320.2, request_id="7", tool="consult_council", task_id="t-7", status="working",
+           status_message="stage 1", elapsed_s=0.2, seen_by="tasks/get", polls=1)  # fmt: skip
     s.emit(
         Kind.OPERATOR_CALL,
         320.5,

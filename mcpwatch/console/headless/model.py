@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from mcpwatch.console.headless.request_events import RequestEvents
 from mcpwatch.console.headless.session_events import SessionEvents
 from mcpwatch.console.headless.state import _COUNTER_NAMES, _clock_text, _int, _num, _State, _text, _Tombstone, _up_key
+from mcpwatch.console.headless.task_events import TaskEvents
 from mcpwatch.console.headless.tombstone_events import TombstoneEvents
 from mcpwatch.console.headless.view_builder import ViewBuilder, filter_requests
 from mcpwatch.console.headless.views import (
@@ -93,7 +94,7 @@ class ModelSnapshot:
 # --- the model ---------------------------------------------------------------------------------------------
 
 
-class ConsoleModel(SessionEvents, RequestEvents, TombstoneEvents, ViewBuilder):
+class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, ViewBuilder):
     """Folds events into the console's state; `view(now)` renders it. Feed it events in session order."""
 
     def __init__(self, limits: Limits | None = None) -> None:
@@ -119,6 +120,8 @@ class ConsoleModel(SessionEvents, RequestEvents, TombstoneEvents, ViewBuilder):
             Kind.HEALTH_CHECK: self._health_check,
             Kind.CONFIG_CHANGE: self._config_change,
             Kind.WARNING: self._warning,
+            Kind.TASK_CREATED: self._task_created,
+            Kind.TASK_STATUS: self._task_status,
         }
 
     # -- feeding ------------------------------------------------------------------------------------------

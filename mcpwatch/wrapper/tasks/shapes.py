@@ -1,0 +1,127 @@
+"""MCP Tasks on the wire, both eras, read into one shape: no transport, no state.
+
+2025-11-25 (SEP-1686): a `tools/call` carrying `params.task` is answered with `{"task": Task}`; `tasks/get` answers a
+`Task` (`ttl`, `pollInterval` in ms); `tasks/result` answers the call's own result; `notifications/tasks/status`
+carries a `Task`. The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663): the answer is the `Task` itself
+with `resultType: "task"` (`ttlMs`, `pollIntervalMs`); `tasks/get` carries the result (or error) once terminal;
+`notifications/tasks` carries the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Era = Literal["2025-11-25", "extension"]
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+
+STATUSES: frozenset[str] = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+POLL_METHODS: frozenset[str] = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
+STATUS_NOTIFICATIONS: frozenset[str] = frozenset({"notifications/tasks/status", "notifications/tasks"})
+RELATED_TASK_META = "io.modelcontextprotocol/related-task"
+EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskState:
+    """One observation of a task: what its receiver said about it at one moment."""
+
+    task_id: str
+    status: Status
+    status_message: str | None
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    era: Era
+    result: Any = None  # the extension's terminal tasks/get: the call's result, inline
+    error: Any = None  # … or its JSON-RPC error
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+def _ms(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+
+
+def read_task(raw: Any, era: Era) -> TaskState | None:
+    """A `Task` object as either era writes it, or None when it is not one (no string id, an unknown status)."""
+    if not isinstance(raw, dict):
+        return None
+    task_id, status = raw.get("taskId"), raw.get("status")
+    if not isinstance(task_id, str) or not task_id or status not in STATUSES:
+        return None
+    message = raw.get("statusMessage")
+    ttl_key, poll_key = ("ttl", "pollInterval") if era == "2025-11-25" else ("ttlMs", "pollIntervalMs")
+    return TaskState(
+        task_id=task_id,
+        status=status,
+        status_message=message if isinstance(message, str) else None,
+        ttl_ms=_ms(raw.get(ttl_key)),
+        poll_interval_ms=_ms(raw.get(poll_key)),
+        era=era,
+        result=raw.get("result") if era == "extension" else None,
+        error=raw.get("error") if era == "extension" else None,
+    )
+
+
+def created_task(result: Any) -> TaskState | None:
+    """The task a `tools/call` answer creates (a `CreateTaskResult` of either era), else None: an ordinary result."""
+    if not isinstance(result, dict):
+        return None
+    if result.get("resultType") == "task":
+        return read_task(result, "extension")
+    if "task" in result and "content" not in result:
+        return read_task(result["task"], "2025-11-25")
+    return None
+
+
+def polled_task(method: str, result: Any, era: Era) -> list[TaskState]:
+    """What one poll's answer says about tasks: `tasks/get` and `tasks/cancel` one, `tasks/list` each listed."""
+    if method == "tasks/list" and isinstance(result, dict) and isinstance(result.get("tasks"), list):
+        return [t for t in (read_task(raw, era) for raw in result["tasks"]) if t is not None]
+    if method in ("tasks/get", "tasks/cancel"):
+        task = read_task(result, era)
+        return [] if task is None else [task]
+    return []
+
+
+def notified_task(message: dict[str, Any]) -> TaskState | None:
+    """The task a status notification carries (either era), else None."""
+    method = message.get("method")
+    if method not in STATUS_NOTIFICATIONS:
+        return None
+    era: Era = "2025-11-25" if method == "notifications/tasks/status" else "extension"
+    return read_task(message.get("params"), era)
+
+
+def poll_task_id(params: Any) -> str | None:
+    """The task a poll names: its `params.taskId` is the source of truth (the spec: related-task _meta is ignored)."""
+    task_id = params.get("taskId") if isinstance(params, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+def call_outcome(result: Any, error: Any) -> Literal["ok", "tool_error", "error"]:
+    """How the task's underlying call ended: a JSON-RPC error, a tool error (`isError`), or ok."""
+    if error is not None:
+        return "error"
+    return "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
+
+
+def tool_task_support(tool: Any) -> str:
+    """A listed tool's `execution.taskSupport`; absent means forbidden (the spec's default)."""
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return support if support in ("required", "optional", "forbidden") else "forbidden"
+
+
+def host_has_tasks(capabilities: Any) -> bool:
+    """Whether a host's initialize capabilities declare task-augmented tools/call support (either era)."""
+    if not isinstance(capabilities, dict):
+        return False
+    tasks = capabilities.get("tasks")
+    if isinstance(tasks, dict):
+        return True
+    extensions = capabilities.get("extensions")
+    return isinstance(extensions, dict) and EXTENSION in extensions

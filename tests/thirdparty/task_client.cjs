@@ -1,0 +1,31 @@
+// A task-capable host (the TypeScript SDK's client): runs one tool as a task through callToolStream and prints
+// each message it yields as one JSON line. Usage: node task_client.cjs TOOL ARGS_JSON -- COMMAND [ARGS…]
+const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+
+async function main() {
+  const [tool, argsJson, dashes, command, ...args] = process.argv.slice(2);
+  if (dashes !== "--" || !command) throw new Error("usage: task_client.cjs TOOL ARGS_JSON -- COMMAND [ARGS…]");
+  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+  const client = new Client(
+    { name: "ts-task-host", version: "1.0.0" },
+    { capabilities: { tasks: { list: {}, cancel: {}, requests: {} } } },
+  );
+  await client.connect(transport);
+  await client.listTools();
+  const started = Date.now();
+  const stream = client.experimental.tasks.callToolStream({ name: tool, arguments: JSON.parse(argsJson) });
+  for await (const message of stream) {
+    const line = { type: message.type, elapsed_ms: Date.now() - started };
+    if (message.task) line.task = message.task;
+    if (message.result) line.result = message.result;
+    if (message.error) line.error = String(message.error.message || message.error);
+    console.log(JSON.stringify(line));
+  }
+  await client.close();
+}
+
+main().catch((error) => {
+  console.log(JSON.stringify({ type: "fatal", error: String(error && error.message ? error.message : error) }));
+  process.exit(1);
+});

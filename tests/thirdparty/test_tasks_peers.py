@@ -1,0 +1,66 @@
+"""MCP Tasks through `mcpwatch wrap` with peers nobody here wrote: `server-everything`'s task-only tool
+`simulate-research-query` (about 4 s through four stages) called by the TypeScript SDK's task-capable client
+(`client.experimental.tasks.callToolStream`). The wrapper must watch the task as one call of its true length, with
+its status changes, and not count the client's polls as calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from npm_cache import installed_bin
+
+from mcpwatch.store import EventReader
+
+from conftest import REPO
+
+PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
+TASK_CLIENT = Path(__file__).with_name("task_client.cjs")
+
+
+@pytest.fixture(scope="module")
+def npm_bin() -> Path:
+    return installed_bin(*PACKAGES)
+
+
+def ts_task_client(npm_bin: Path, tool: str, arguments: dict, *wrap_args: str) -> list[dict]:
+    """Run the TypeScript SDK client on `tool` as a task, through the wrapper; its stream's messages, in order."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the TypeScript SDK client needs it")
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--name", "everything", *wrap_args, "--"]
+    command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *wrap, str(npm_bin / "mcp-server-everything")]
+    env = {**os.environ, "NODE_PATH": str(npm_bin.parent)}
+    run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+
+
+def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, isolated_state):
+    messages = ts_task_client(npm_bin, "simulate-research-query", {"topic": "tides"})
+    assert messages[0]["type"] == "taskCreated" and messages[-1]["type"] == "result"
+    assert "# Research Report: tides" in messages[-1]["result"]["content"][0]["text"]  # passed through unchanged
+
+    report = subprocess.run(
+        [sys.executable, "-m", "mcpwatch", "report", "--json"], capture_output=True, text=True, env=os.environ
+    )
+    assert report.returncode == 0, report.stderr
+    figures = json.loads(report.stdout)
+    assert figures["requests"]["by_method"] == {"initialize": 1, "tools/call": 1, "tools/list": 1}  # no polls
+    assert figures["requests"]["tasks"] == 1 and figures["requests"]["task_polls"] >= 3
+    (tool,) = [t for t in figures["tools"] if t["tool"] == "simulate-research-query"]
+    assert tool["calls"] == 1 and tool["ok"] == 1
+    assert tool["max_s"] >= 3.0, tool  # the task's life, not the 20 ms CreateTaskResult
+
+    with EventReader(isolated_state / "events.db") as reader:
+        (session,) = reader.sessions()
+        events = list(reader.events(session.id))
+    statuses = [e.data["status_message"] for e in events if e.kind == "task_status"]
+    assert "Analyzing content..." in statuses and "Generating report..." in statuses
+    (end,) = [e.data for e in events if e.kind == "request_end" and e.tool == "simulate-research-query"]
+    assert end["task_status"] == "completed" and "Research Report: tides" in end["result_preview"]
