@@ -70,6 +70,18 @@ class LateResultSettings:
     reuse: tuple[ReusePolicy, ...] = ()  # off unless policies are given
 
 
+BRIDGE_MODES = ("required", "optional", "off")
+
+
+@dataclass(frozen=True)
+class TasksSettings:
+    """`[tasks]`: MCP Tasks for hosts that did not declare them (`wrapper.tasks.bridge`)."""
+
+    bridge: str = "required"  # run task-only tools upstream as tasks; "optional": also those that may; "off"
+    ttl_s: float = 3600.0  # the TTL mcpwatch asks for when it makes a task (the server may give less)
+    reuse_s: float = 600.0  # a cut bridged call's task: an identical call this long after attaches or takes its result
+
+
 @dataclass(frozen=True)
 class LogSettings:
     path: str | None = None
@@ -152,6 +164,7 @@ class Settings:
     otel: OtelSettings = field(default_factory=OtelSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     limits: LimitsSettings = field(default_factory=LimitsSettings)
+    tasks: TasksSettings = field(default_factory=TasksSettings)
     hosts: dict[str, dict[str, Any]] = field(default_factory=dict)  # [hosts.<client name>] profile overrides
     source: str | None = None  # the file these came from, if any
 
@@ -314,7 +327,18 @@ _FIELDS: dict[str, dict[str, Any]] = {
     },
     "metrics": {"port": lambda v: _whole(v, 0, 65535), "host": _text},
     "limits": {"max_frame_mb": lambda v: _whole(v, 1, 1024)},
+    "tasks": {
+        "bridge": lambda v: _one_of(v, BRIDGE_MODES),
+        "ttl_s": lambda v: _seconds(v, allow_zero=False),
+        "reuse_s": _seconds,
+    },
 }
+
+
+def _one_of(value: Any, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise _Problem(f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+    return str(value)
 
 
 def _fail(where: str, key: str, problem: str) -> UserError:
@@ -417,6 +441,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         otel=OtelSettings(**sections.get("otel", {})),
         metrics=MetricsSettings(**sections.get("metrics", {})),
         limits=LimitsSettings(**sections.get("limits", {})),
+        tasks=TasksSettings(**sections.get("tasks", {})),
         hosts=hosts,
         source=None if where == "mcpwatch.toml" else where,
     )

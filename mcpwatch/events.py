@@ -419,6 +419,7 @@ class TaskCreatedData(TypedDict):
     poll_interval_ms: int | None
     era: Literal["2025-11-25", "extension"]  # params.task and tasks/result, or the io.modelcontextprotocol/tasks one
     bridged: NotRequired[bool]  # mcpwatch made the task itself, for a host that cannot use tasks
+    attached_to: NotRequired[str]  # an identical call joined the bridged task this call (its request id) made
 
 
 class TaskStatusData(TypedDict):
@@ -429,6 +430,7 @@ class TaskStatusData(TypedDict):
     status_message: str | None
     elapsed_s: float  # since the tools/call started
     seen_by: Literal["tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notification", "bridge"]
+    # "bridge": mcpwatch's own poll of a task it made for a host without tasks
     polls: int  # the host's polls for this task so far
 
 

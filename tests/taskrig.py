@@ -5,6 +5,7 @@ the events, are read back."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -60,6 +61,7 @@ class TaskRig:
         self.core.attach_upstream(self.upstream)
         self.core.attach_link(self.host)
         self.core.session.set_state(UpstreamState.READY)
+        self.answered: set[Any] = set()
 
     def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None, host: Any = None) -> int:
         """A host request; returns the id the upstream saw it under (None when it never reached the upstream)."""
@@ -72,6 +74,7 @@ class TaskRig:
         return sent[-1]["id"] if sent else None  # type: ignore[return-value]
 
     def answer(self, up_id: Any, result: Any = None, error: Any = None) -> None:
+        self.answered.add(up_id)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": up_id}
         message.update({"error": error} if error is not None else {"result": result})
         self.core.upstream_message(message)
@@ -102,3 +105,16 @@ def task_2025(task_id: str, status: str = "working", message: str | None = None,
     if message is not None:
         task["statusMessage"] = message
     return task
+
+
+def closing_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop for one test; the jobs the wrapper left waiting are cancelled before it closes."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield loop
+    jobs = asyncio.all_tasks(loop)
+    for job in jobs:
+        job.cancel()
+    loop.run_until_complete(asyncio.gather(*jobs, return_exceptions=True))
+    asyncio.set_event_loop(None)
+    loop.close()

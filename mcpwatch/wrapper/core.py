@@ -35,6 +35,7 @@ from mcpwatch.wrapper.port import retrieve_exception
 from mcpwatch.wrapper.pressure import Backpressure
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamLink, UpstreamSession
+from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.shapes import POLL_METHODS
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
@@ -106,8 +107,21 @@ class WrapperCore:
             request=self.session.request,
             warn=self.warn,
         )
+        self.bridge = TaskBridge(
+            settings=settings.tasks,
+            table=self.table,
+            watch=self.tasks,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            counters=self.counters,
+            request=self.session.request,
+            upstream_capabilities=lambda: (self.session.init_result or {}).get("capabilities"),
+            on_progress=self.heartbeats.touch,
+            modern=lambda: self.modern_era,
+        )
         self.inbound = UpstreamInbound(
             tasks=self.tasks,
+            bridge=self.bridge,
             table=self.table,
             session=self.session,
             links=self.links,
@@ -150,6 +164,7 @@ class WrapperCore:
         if link in self.links:
             self.links.remove(link)
         self.late_results.forget_link(link)
+        self.bridge.forget_link(link)
         self.hosts.forget(link)
 
     def host_frame(self, link: HostLink, line: bytes) -> None:
@@ -202,6 +217,7 @@ class WrapperCore:
         if method == "initialize":
             self.session.init_params = params
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
+            self.bridge.host_initialized(link, params.get("capabilities"))
         if (version := modern_version(message)) is not None:
             self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
@@ -212,6 +228,11 @@ class WrapperCore:
             and late.reuse.enabled
             and late.answer_from_store(link, host, message["id"], tool, params.get("arguments"))
         ):
+            return
+        if tool is not None and self.bridge.answer_at_once(link, message["id"], tool, params.get("arguments")):
+            return  # an identical call whose bridged task finished after its host stopped waiting
+        if tool is not None and self.bridge.must_list_first(link, tool, params):
+            self.bridge.list_then(tool, lambda: self._host_request(link, message))  # is it a task-only tool?
             return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
@@ -235,6 +256,12 @@ class WrapperCore:
                 pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self._propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
+        if tool is not None and self.bridge.attach(pending, params.get("arguments")):
+            _request_start(self.recorder, pending, params, None)  # it waits for the task an identical call made
+            return
+        if method == "tools/call" and self.bridge.wants(link, tool, params):
+            pending.bridged = True
+            forwarded_params["task"] = self.bridge.task_params()
         forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
         trace_ids = stamp_trace(forwarded_params) if self.trace_requests else None
         if "params" in message or trace_ids is not None:
@@ -257,6 +284,8 @@ class WrapperCore:
             pending = self.table.for_host(link, request_id)
             if pending is None:
                 return  # nothing of ours in flight: the spec says ignore
+            if pending.bridged and self.bridge.cut(pending, "host_cancel"):
+                return  # the host stopped waiting; its task goes on (an identical call takes its result)
             self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
             return
         self.session.send(None, message)
@@ -288,10 +317,13 @@ class WrapperCore:
     # ------------------------------------------------------------------ deadlines, cancellation, failure
 
     def _deadline_hit(self, up_id: int) -> None:
+        pending = self.table.get(up_id)
+        if pending is not None and pending.bridged and self.bridge.cut(pending, "deadline"):
+            return  # the host's answer is the partial one; its task goes on
         self.endings.deadline_hit(up_id)
 
     def cancel(self, request_id: str) -> bool:
-        return self.endings.cancel(request_id) or self.tasks.cancel(request_id)
+        return self.bridge.cancel(request_id) or self.endings.cancel(request_id) or self.tasks.cancel(request_id)
 
     def ttl_terms(self) -> TtlTerms:
         return self.session.late.terms(self.deadline.budget(None))

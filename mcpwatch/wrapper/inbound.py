@@ -22,6 +22,7 @@ from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamSession
+from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 GARBAGE_WARNINGS_MAX = 20
@@ -42,8 +43,10 @@ class UpstreamInbound:
         on_progress: Callable[[Pending], None] = lambda _pending: None,
         shared: bool = False,
         tasks: TaskWatch | None = None,
+        bridge: TaskBridge | None = None,
     ) -> None:
         self.tasks = tasks
+        self.bridge = bridge
         self.table = table
         self.session = session
         self.links = links  # the core's own list: hosts come and go
@@ -122,8 +125,9 @@ class UpstreamInbound:
             self.tasks.answered(pending, message)
             return
         watch = self.tasks if pending.method == "tools/call" and "result" in message else None
-        if watch is not None and watch.created(pending, message["result"]) is not None:  # a task: it lives on
-            self.table.hand_over(pending, {**reply, "result": message["result"]})
+        if watch is not None and watch.created(pending, message["result"], bridged=pending.bridged) is not None:
+            if not pending.bridged:  # a task: the host has it, and the call lives on as it (a bridged one waits)
+                self.table.hand_over(pending, {**reply, "result": message["result"]})
             return
         if "error" in message:
             reply["error"] = message["error"]
@@ -140,6 +144,8 @@ class UpstreamInbound:
             elif pending.method == "tools/list" and isinstance(result, dict):
                 if self.on_tools_listed is not None:
                     self.on_tools_listed(result)
+                if self.bridge is not None:  # hosts without tasks see the tools mcpwatch runs as tasks as ordinary
+                    result = self.bridge.tools_listed(pending.link, result)
                 if self.state_sync is not None:
                     result = self.state_sync.decorate_tools(result)
             elif pending.method == "initialize" and isinstance(result, dict):
@@ -188,8 +194,8 @@ class UpstreamInbound:
             self._on_progress(pending)
             pending.link.send(forwarded)
             return
-        if self.tasks is not None:
-            self.tasks.notification(message)
+        if self.tasks is not None and self.tasks.notification(message):
+            return  # about a task mcpwatch made for a host that does not know it
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:

@@ -55,6 +55,7 @@ class Pending:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     host: Any = None  # the DetectedHost whose clocks set this call's budget
     poll: str | None = None  # a tasks/* request: the task it names ("" none); its task owns it, not the log
+    bridged: bool = False  # a host without tasks: mcpwatch runs this call upstream as a task (`tasks.bridge`)
 
 
 @dataclass

@@ -5,11 +5,13 @@ its status changes, and not count the client's polls as calls."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from npm_cache import installed_bin
 from mcpwatch.store import EventReader
 
 from conftest import REPO
+from wraptools import wrapped_client
 
 PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
 TASK_CLIENT = Path(__file__).with_name("task_client.cjs")
@@ -64,3 +67,40 @@ def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, 
     assert "Analyzing content..." in statuses and "Generating report..." in statuses
     (end,) = [e.data for e in events if e.kind == "request_end" and e.tool == "simulate-research-query"]
     assert end["task_status"] == "completed" and "Research Report: tides" in end["result_preview"]
+
+
+@pytest.mark.anyio
+async def test_a_python_sdk_client_without_tasks_gets_the_task_only_tools_report_through_the_bridge(npm_bin):
+    progress: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message or "")
+
+    async with wrapped_client([str(npm_bin / "mcp-server-everything")], wrap_args=["--no-log"]) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["simulate-research-query"].execution is None  # an ordinary tool to this host
+        result = await client.call_tool("simulate-research-query", {"topic": "tides"}, progress_callback=on_progress)
+    assert not result.is_error, result
+    assert (
+        "# Research Report: tides" in result.content[0].text and "Stage 4: Generating report" in result.content[0].text
+    )
+    assert "working: Gathering sources..." in progress and "working: Generating report..." in progress
+
+
+@pytest.mark.anyio
+async def test_a_retried_call_after_the_hosts_budget_takes_the_finished_tasks_result_at_once(npm_bin):
+    async with wrapped_client([str(npm_bin / "mcp-server-everything")], wrap_args=["--deadline", "2"]) as client:
+        started = time.monotonic()
+        cut = await client.call_tool("simulate-research-query", {"topic": "tides"})
+        assert time.monotonic() - started < 4.0  # answered at the 2 s budget, not after the task's ~4 s
+        assert cut.is_error and "goes on upstream as task" in cut.content[0].text
+        await asyncio.sleep(4.0)  # the task finishes meanwhile
+        started = time.monotonic()
+        again = await client.call_tool("simulate-research-query", {"topic": "tides"})
+        assert time.monotonic() - started < 1.0  # from the finished task, not a new 4 s run
+    assert not again.is_error and "# Research Report: tides" in again.content[0].text
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"

@@ -31,6 +31,7 @@ def test_the_readme_example_loads_with_every_key(tmp_path: Path) -> None:
     assert settings.console.theme == "mcpwatch-dark" and settings.source == str(tmp_path / "mcpwatch.toml")
     assert settings.limits.max_frame_mb == 16 and settings.limits.max_frame_bytes == 16 * 1024 * 1024
     assert (settings.front.head_timeout_s, settings.operator.min_body_kib_s) == (5.0, 16.0)
+    assert (settings.tasks.bridge, settings.tasks.ttl_s, settings.tasks.reuse_s) == ("required", 3600.0, 600.0)
 
 
 def test_search_order_explicit_then_env_then_cwd_then_user_dir(

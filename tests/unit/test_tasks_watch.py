@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from taskrig import TaskRig, task_2025
+from taskrig import TaskRig, closing_loop, task_2025
 
 from mcpwatch.events import Kind
 
@@ -18,11 +18,7 @@ REPORT = {"content": [{"type": "text", "text": "# Report"}]}
 
 @pytest.fixture
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield loop
-    asyncio.set_event_loop(None)
-    loop.close()
+    yield from closing_loop()
 
 
 def _started_task(rig: TaskRig, task_id: str = "t-1") -> int:

@@ -33,6 +33,7 @@ class TaskState:
     ttl_ms: int | None
     poll_interval_ms: int | None
     era: Era
+    updated_at: str | None = None  # lastUpdatedAt: an older observation than the last one seen is stale
     result: Any = None  # the extension's terminal tasks/get: the call's result, inline
     error: Any = None  # … or its JSON-RPC error
 
@@ -52,7 +53,7 @@ def read_task(raw: Any, era: Era) -> TaskState | None:
     task_id, status = raw.get("taskId"), raw.get("status")
     if not isinstance(task_id, str) or not task_id or status not in STATUSES:
         return None
-    message = raw.get("statusMessage")
+    message, updated = raw.get("statusMessage"), raw.get("lastUpdatedAt")
     ttl_key, poll_key = ("ttl", "pollInterval") if era == "2025-11-25" else ("ttlMs", "pollIntervalMs")
     return TaskState(
         task_id=task_id,
@@ -61,6 +62,7 @@ def read_task(raw: Any, era: Era) -> TaskState | None:
         ttl_ms=_ms(raw.get(ttl_key)),
         poll_interval_ms=_ms(raw.get(poll_key)),
         era=era,
+        updated_at=updated if isinstance(updated, str) else None,
         result=raw.get("result") if era == "extension" else None,
         error=raw.get("error") if era == "extension" else None,
     )

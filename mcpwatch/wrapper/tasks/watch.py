@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch.events import Kind, Outcome, TaskCreatedData, TaskStatusData
 from mcpwatch.scheduler import Scheduler, Timer
@@ -32,6 +32,9 @@ from mcpwatch.wrapper.tasks.shapes import (
     poll_task_id,
     polled_task,
 )
+
+if TYPE_CHECKING:
+    from mcpwatch.wrapper.tasks.bridge import TaskBridge
 
 CANCEL_TIMEOUT_S = 30.0
 RESULT_GRACE_MIN_S = 5.0  # how long a completed 2025-era task waits for the host's tasks/result before it ends
@@ -66,6 +69,7 @@ class TaskWatch:
         self._request = request  # UpstreamSession.request: the wrapper's own request upstream (a cancel)
         self._warn = warn
         self._cancels: set[asyncio.Future[None]] = set()  # operator cancels under way (held: the loop keeps weak refs)
+        self.bridge: TaskBridge | None = None  # ends the calls of tasks it made (their hosts wait for an answer)
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -94,6 +98,8 @@ class TaskWatch:
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **data)
         if state.ttl_ms is not None:
             task.timer = self._scheduler.call_later(state.ttl_ms / 1000, self._expired, state.task_id)
+        if bridged and self.bridge is not None:
+            self.bridge.created(pending, state)
         if state.terminal:
             self._terminal(task, state, "tasks/get")
         return state
@@ -120,19 +126,28 @@ class TaskWatch:
         for state in polled_task(pending.method, result, era):
             self.observe(state, pending.method)
 
-    def notification(self, message: dict[str, Any]) -> None:
+    def notification(self, message: dict[str, Any]) -> bool:
+        """A task status notification, observed; True when it is about a task mcpwatch made for a host that does
+        not know it (it is not passed on)."""
         state = notified_task(message)
-        if state is not None:
-            self.observe(state, "notification")
+        if state is None:
+            return False
+        self.observe(state, "notification")
+        task = self.tasks.get(state.task_id)
+        return (task is not None and task.bridged) or (self.bridge is not None and self.bridge.made(state.task_id))
 
     def observe(self, state: TaskState, seen_by: str) -> None:
         task = self.tasks.get(state.task_id)
         if task is None or task.terminal_at is not None:
             return  # not ours, or over (a cancelled task stays cancelled, whatever a later poll says)
         before = task.state
+        if state.updated_at is not None and before.updated_at is not None and state.updated_at < before.updated_at:
+            return  # an older snapshot (a poll answered before a notification that overtook it)
         task.state = state
         if (state.status, state.status_message) != (before.status, before.status_message):
             self._status(task, seen_by)
+            if task.bridged and self.bridge is not None:
+                self.bridge.changed(state)
         if state.terminal:
             self._terminal(task, state, seen_by)
 
@@ -157,6 +172,10 @@ class TaskWatch:
         """The operator's cancel of a call running as a task: `tasks/cancel` upstream (never notifications/cancelled,
         which the spec rules out for tasks); the call ends as cancelled when the upstream confirms."""
         task = self.task_of(request_key)
+        return task is not None and self.cancel_task(task.state.task_id)
+
+    def cancel_task(self, task_id: str) -> bool:
+        task = self.tasks.get(task_id)
         if task is None or task.terminal_at is not None:
             return False
         self._cancels.add(job := asyncio.ensure_future(self._cancel(task)))
@@ -184,10 +203,17 @@ class TaskWatch:
 
     def end_all(self, outcome: Outcome, why: str) -> None:
         """The upstream that held the tasks is gone, or mcpwatch stops: every call still watched ends now."""
-        for task in list(self.tasks.values()):
-            if task.terminal_at is None:
-                task.terminal_at = self._scheduler.time()
-            self._close(task, outcome, {"error": why, "task_status": task.state.status})
+        for task_id in list(self.tasks):
+            self.end(task_id, outcome, why)
+
+    def end(self, task_id: str, outcome: Outcome, why: str) -> None:
+        """Stop watching a task that will not say how it ended (gone upstream, unreachable): its call ends now."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            return
+        if task.terminal_at is None:
+            task.terminal_at = self._scheduler.time()
+        self._close(task, outcome, {"error": why, "task_status": task.state.status})
 
     # ------------------------------------------------------------------ inside
 
@@ -206,6 +232,8 @@ class TaskWatch:
 
     def _terminal(self, task: WatchedTask, state: TaskState, seen_by: str) -> None:
         task.terminal_at = self._scheduler.time()
+        if task.bridged and state.era == "2025-11-25" and state.status != "cancelled":
+            return  # the bridge fetches the result (or error) by tasks/result itself
         if state.era == "extension" or state.status != "completed":
             self._end(task, state.result, state.error)
             return
@@ -223,9 +251,7 @@ class TaskWatch:
     def _expired(self, task_id: str) -> None:
         task = self.tasks.get(task_id)
         if task is not None and task.terminal_at is None:
-            task.terminal_at = self._scheduler.time()
-            why = f"the task's TTL ({task.state.ttl_ms} ms) passed before it ended"
-            self._close(task, Outcome.ERROR, {"error": why, "task_status": task.state.status})
+            self.end(task_id, Outcome.ERROR, f"the task's TTL ({task.state.ttl_ms} ms) passed before it ended")
 
     def _end(self, task: WatchedTask, result: Any, error: Any) -> None:
         status = task.state.status
@@ -237,9 +263,11 @@ class TaskWatch:
             detail["error"] = task.state.status_message or "the task failed"
         if result is not None:
             detail["result_preview"] = frames.text_of(result, 4096)
-        self._close(task, outcome, detail)
+        self._close(task, outcome, detail, result, error)
 
-    def _close(self, task: WatchedTask, outcome: Outcome, detail: dict[str, Any]) -> None:
+    def _close(
+        self, task: WatchedTask, outcome: Outcome, detail: dict[str, Any], result: Any = None, error: Any = None
+    ) -> None:
         task_id = task.state.task_id
         self.tasks.pop(task_id, None)
         self._by_request.pop(task.pending.request_key, None)
@@ -248,4 +276,7 @@ class TaskWatch:
             task.timer = None
         detail = {**detail, "task_id": task_id, "polls": task.polls}
         elapsed = (task.terminal_at or self._scheduler.time()) - task.pending.started
+        if task.bridged and self.bridge is not None:
+            self.bridge.ended(task_id, outcome, detail, result, error)
+            return
         self._table.finish(task.pending, outcome, None, detail, elapsed=elapsed)

@@ -1,0 +1,507 @@
+"""MCP Tasks bridged for hosts that cannot use them: mcpwatch stands in for the host as the task's requestor.
+
+A host that did not declare `tasks` calls a tool the upstream lists as task-only (`execution.taskSupport:
+"required"`; with `[tasks] bridge = "optional"` also tools that may run as tasks): mcpwatch adds `params.task` to
+the call upstream, and when the upstream answers with a task, keeps the host's call waiting while it polls
+`tasks/get` at the server's `pollInterval`. Each status message reaches the host as progress when it gave a
+progress token (which also keeps its idle clock alive); `input_required` is resolved through `tasks/result`, which
+carries the server's elicitation to the host when it declared elicitation, else the task is cancelled and the host
+told why; the terminal result is the host's answer. The host's tools/list no longer shows those tools as task-only.
+
+At the host's budget (or its own cancel) the host gets the partial answer of any cut call, but the task goes on:
+its result is logged as a late result, and an identical call from the same host within `[tasks] reuse_s` attaches
+to the running task (answered when it ends) or takes its finished result at once, instead of starting it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.config import TasksSettings
+from mcpwatch.events import (
+    Kind,
+    LateResultData,
+    LateReuseData,
+    Outcome,
+    RequestEndData,
+    RequestStartData,
+    TaskCreatedData,
+)
+from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.partial import deadline_result, failed_reply
+from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
+from mcpwatch.wrapper.progress import note_progress
+from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.tasks.shapes import RELATED_TASK_META, TaskState, host_has_tasks, read_task, tool_task_support
+from mcpwatch.wrapper.tasks.watch import TaskWatch
+
+POLL_TIMEOUT_S = 30.0
+POLL_FLOOR_S = 0.05  # never poll faster than this, whatever interval a server suggests
+DEFAULT_POLL_S = 1.0  # a server that suggests no interval
+PREVIEW_CHARS = 4096
+LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
+REUSABLE = frozenset({Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR})  # the task's own answer, not a failure of ours
+
+
+@dataclass(eq=False, slots=True)
+class BridgedRun:
+    """One task mcpwatch made for a host, and the host calls waiting for its answer."""
+
+    key: tuple[int, str, str]  # (host link, tool, arguments): what an identical call matches
+    maker: Pending  # the call that made it
+    task_id: str
+    poll_s: float
+    ttl_s: float
+    waiters: list[Pending] = field(default_factory=list)
+    changes: int = 0  # status changes relayed so far (the progress count the host sees)
+    last: tuple[str, str | None] | None = None  # the status and message last relayed
+    resolving: bool = False  # a tasks/result is under way
+    cut_after_s: float | None = None  # when the maker's host stopped waiting
+    cut_mono: float | None = None
+    finished_at: float | None = None
+    result: dict[str, Any] | None = None  # the reply body kept for reuse: {"result": …} or {"error": …}
+    outcome: Outcome | None = None
+    expiry: Timer | None = None
+
+
+class TaskBridge:
+    def __init__(
+        self,
+        *,
+        settings: TasksSettings,
+        table: PendingTable,
+        watch: TaskWatch,
+        recorder: Recorder,
+        scheduler: Scheduler,
+        counters: Counters,
+        request: Callable[..., Any],
+        upstream_capabilities: Callable[[], Any],
+        on_progress: Callable[[Pending], None],
+        modern: Callable[[], bool],
+    ) -> None:
+        self.settings = settings
+        self.support: dict[str, str] = {}  # tool -> execution.taskSupport, from the upstream's tools/list
+        self.runs: dict[tuple[int, str, str], BridgedRun] = {}
+        self._by_task: dict[str, BridgedRun] = {}
+        self._by_up_id: dict[int, BridgedRun] = {}  # every waiting host call (the maker and attached ones)
+        self._hosts: dict[int, dict[str, Any]] = {}  # id(link) -> the capabilities its initialize declared
+        self._table = table
+        self._watch = watch
+        self._recorder = recorder
+        self._scheduler = scheduler
+        self._counters = counters
+        self._request = request
+        self._upstream_capabilities = upstream_capabilities
+        self._on_progress = on_progress
+        self._modern = modern
+        self._jobs: set[asyncio.Future[None]] = set()
+        watch.bridge = self
+
+    # ------------------------------------------------------------------ what a host and the upstream can do
+
+    def host_initialized(self, link: HostLink, capabilities: Any) -> None:
+        self._hosts[id(link)] = capabilities if isinstance(capabilities, dict) else {}
+
+    def forget_link(self, link: HostLink) -> None:
+        self._hosts.pop(id(link), None)
+        for key in [k for k in self.runs if k[0] == id(link)]:
+            run = self.runs.pop(key)
+            if run.finished_at is None:
+                continue  # still running: it ends on its own and is dropped then
+            if run.expiry is not None:
+                run.expiry.cancel()
+            self._by_task.pop(run.task_id, None)
+
+    def _bridges(self, tool: str | None) -> bool:
+        if tool is None or self.settings.bridge == "off":
+            return False
+        support = self.support.get(tool)
+        return support == "required" or (support == "optional" and self.settings.bridge == "optional")
+
+    def _upstream_takes_tasks(self) -> bool:
+        capabilities = self._upstream_capabilities()
+        tasks = capabilities.get("tasks") if isinstance(capabilities, dict) else None
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        return isinstance(tools, dict) and "call" in tools
+
+    def _host_lacks_tasks(self, link: HostLink) -> bool:
+        return not host_has_tasks(self._hosts.get(id(link)))
+
+    def tools_listed(self, link: HostLink, result: dict[str, Any]) -> dict[str, Any]:
+        """Note each tool's task support; a host without tasks sees the tools mcpwatch bridges as ordinary ones."""
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return result
+        for tool in tools:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self.support[tool["name"]] = tool_task_support(tool)
+        if not self._host_lacks_tasks(link) or not self._upstream_takes_tasks():
+            return result
+        shown = [_without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
+        return {**result, "tools": shown}
+
+    def wants(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
+        """Whether this call is one mcpwatch runs as a task for its host."""
+        return (
+            "task" not in params
+            and self._bridges(tool)
+            and self._host_lacks_tasks(link)
+            and self._upstream_takes_tasks()
+        )
+
+    def must_list_first(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
+        """A host without tasks calls a tool whose task support is not known yet (it never listed the tools through
+        mcpwatch): the tools must be listed first, or a task-only tool would fail."""
+        return (
+            tool is not None
+            and tool not in self.support
+            and self.settings.bridge != "off"
+            and "task" not in params
+            and self._host_lacks_tasks(link)
+            and self._upstream_takes_tasks()
+        )
+
+    def list_then(self, tool: str, then: Callable[[], None]) -> None:
+        """List the upstream's tools (all pages), note their task support, then go on with the call."""
+        self._spawn(self._list_then(tool, then))
+
+    async def _list_then(self, tool: str, then: Callable[[], None]) -> None:
+        cursor: Any = None
+        try:
+            for _page in range(LIST_PAGES_MAX):
+                answer = await self._request("tools/list", {"cursor": cursor} if cursor else {}, POLL_TIMEOUT_S)
+                result = answer.get("result") if isinstance(answer, dict) else None
+                if not isinstance(result, dict):
+                    break
+                for listed in result.get("tools") or []:
+                    if _name(listed) is not None:
+                        self.support[listed["name"]] = tool_task_support(listed)
+                cursor = result.get("nextCursor")
+                if not cursor:
+                    break
+        except (ConnectionError, TimeoutError):
+            pass  # the call goes on as it is: the upstream answers it as it would have
+        self.support.setdefault(tool, "forbidden")  # not listed: not a task tool (and never listed again for it)
+        then()
+
+    def task_params(self) -> dict[str, Any]:
+        """The `params.task` mcpwatch adds to a bridged call."""
+        return {"ttl": int(self.settings.ttl_s * 1000)}
+
+    # ------------------------------------------------------------------ an identical call: attach, or take the result
+
+    def answer_at_once(self, link: HostLink, host_id: Any, tool: str, arguments: Any) -> bool:
+        """An identical call whose cut predecessor's task has finished: answered now with that task's result."""
+        if not self.runs:
+            return False  # the common case, without canonicalising the arguments
+        run = self.runs.get(_key(link, tool, arguments))
+        if run is None or run.result is None or run.finished_at is None:
+            return False
+        request_id = getattr(link, "key_prefix", "") + str(host_id)
+        outcome = run.outcome or Outcome.OK
+        self._counters.requests += 1
+        self._counters.late_reused += 1
+        setattr(self._counters, _COUNTER[outcome], getattr(self._counters, _COUNTER[outcome]) + 1)
+        link.send({"jsonrpc": "2.0", "id": host_id, **run.result})
+        arguments_text = frames.text_of(arguments if arguments is not None else {})
+        start = RequestStartData(
+            method="tools/call", up_id=None, budget_s=None, budget_source="late_reuse", arguments=arguments_text
+        )
+        self._recorder.emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
+        now = self._scheduler.time()
+        reuse = LateReuseData(
+            from_request_id=run.maker.request_key,
+            delay_s=round(run.finished_at - (run.cut_mono or run.finished_at), 6),
+            age_s=round(now - run.finished_at, 6),
+            ttl_s=self.settings.reuse_s,
+        )
+        self._recorder.emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reuse)
+        body = run.result.get("result", run.result.get("error"))
+        end = RequestEndData(
+            outcome=outcome.value,
+            duration_s=0.0,
+            method="tools/call",
+            late_reuse=True,
+            task_id=run.task_id,
+            result_preview=frames.text_of(body, PREVIEW_CHARS),
+        )
+        self._recorder.emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)
+        return True
+
+    def attach(self, pending: Pending, arguments: Any) -> bool:
+        """An identical call while the task still runs: it waits for the same task instead of starting another."""
+        if not self.runs:
+            return False
+        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))
+        if run is None or run.finished_at is not None:
+            return False
+        pending.bridged = True
+        run.waiters.append(pending)
+        self._by_up_id[pending.up_id] = run
+        state = self._watch.tasks[run.task_id].state if run.task_id in self._watch.tasks else None
+        data = TaskCreatedData(
+            task_id=run.task_id,
+            status=state.status if state is not None else "working",
+            status_message=state.status_message if state is not None else None,
+            ttl_ms=state.ttl_ms if state is not None else None,
+            poll_interval_ms=state.poll_interval_ms if state is not None else None,
+            era="2025-11-25",
+            bridged=True,
+            attached_to=run.maker.request_key,
+        )
+        self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **data)
+        return True
+
+    # ------------------------------------------------------------------ the task's life
+
+    def created(self, pending: Pending, state: TaskState) -> None:
+        """The upstream made the task: the host's call keeps waiting, and mcpwatch polls for it."""
+        poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or DEFAULT_POLL_S * 1000) / 1000)
+        ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
+        arguments = pending.message.get("params", {}).get("arguments")
+        run = BridgedRun(_key(pending.link, pending.tool or "", arguments), pending, state.task_id, poll_s, ttl_s)
+        run.waiters.append(pending)
+        old = self.runs.get(run.key)
+        if old is not None and old.finished_at is not None:
+            self._drop(old)
+        self.runs[run.key] = run
+        self._by_task[state.task_id] = run
+        self._by_up_id[pending.up_id] = run
+        self._relay(run, state)
+        self._scheduler.call_later(poll_s, self._poll, run)
+
+    def _poll(self, run: BridgedRun) -> None:
+        if run.finished_at is None:
+            self._spawn(self._poll_once(run))
+
+    async def _poll_once(self, run: BridgedRun) -> None:
+        try:
+            answer = await self._request("tasks/get", {"taskId": run.task_id}, POLL_TIMEOUT_S)
+        except (ConnectionError, TimeoutError):
+            answer = None  # unreachable for now: a lost upstream ends the task; else try again
+        if run.finished_at is not None:
+            return
+        if isinstance(answer, dict) and "error" in answer:
+            why = f"the upstream no longer knows task {run.task_id}: {frames.text_of(answer['error'], 300)}"
+            self._watch.end(run.task_id, Outcome.ERROR, why)
+            return
+        state = read_task(answer.get("result"), "2025-11-25") if isinstance(answer, dict) else None
+        if state is not None and state.task_id == run.task_id:
+            if state.status == "input_required" and not run.resolving:
+                self._input_required(run, state)
+            elif state.terminal and state.status != "cancelled":
+                self._watch.observe(state, "bridge")
+                self._resolve(run)  # the result (or error) comes by tasks/result
+                return
+            else:
+                self._watch.observe(state, "bridge")  # a change reaches the host through `changed`
+                if state.terminal:
+                    return
+            run.poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or run.poll_s * 1000) / 1000)
+        self._scheduler.call_later(run.poll_s, self._poll, run)
+
+    def _input_required(self, run: BridgedRun, state: TaskState) -> None:
+        """The task asks its requestor for input: through tasks/result, as the host's own elicitation when it can
+        take one; a host that cannot is told so, and the task is cancelled rather than left waiting forever."""
+        self._watch.observe(state, "bridge")
+        capabilities = self._hosts.get(id(run.maker.link)) or {}
+        if isinstance(capabilities.get("elicitation"), dict):
+            self._resolve(run)
+            return
+        why = (
+            f"task {run.task_id} needs input from the user ({state.status_message or 'input_required'}), "
+            "and the host did not declare elicitation; mcpwatch cancelled the task"
+        )
+        run.resolving = True
+        self._spawn(self._give_up(run, why))
+
+    async def _give_up(self, run: BridgedRun, why: str) -> None:
+        try:
+            await self._request("tasks/cancel", {"taskId": run.task_id}, POLL_TIMEOUT_S)
+        except (ConnectionError, TimeoutError):
+            pass  # the host is answered all the same; the task's TTL ends it upstream
+        self._watch.end(run.task_id, Outcome.ERROR, why)
+
+    def _resolve(self, run: BridgedRun) -> None:
+        if not run.resolving:
+            run.resolving = True
+            self._spawn(self._fetch_result(run))
+
+    async def _fetch_result(self, run: BridgedRun) -> None:
+        try:
+            answer = await self._request("tasks/result", {"taskId": run.task_id}, run.ttl_s)
+        except (ConnectionError, TimeoutError) as exc:
+            self._watch.end(run.task_id, Outcome.ERROR, f"tasks/result for task {run.task_id} failed: {exc}")
+            return
+        task = self._watch.tasks.get(run.task_id)
+        if task is not None and isinstance(answer, dict):
+            self._watch.finished(task, _strip_related(answer.get("result")), answer.get("error"), "bridge")
+
+    def made(self, task_id: str) -> bool:
+        return task_id in self._by_task
+
+    def changed(self, state: TaskState) -> None:
+        """The watch saw a bridged task change (by mcpwatch's poll or the server's notification)."""
+        run = self._by_task.get(state.task_id)
+        if run is not None and run.finished_at is None:
+            self._relay(run, state)
+            if state.terminal and state.status != "cancelled":
+                self._resolve(run)  # its result (or error) at once, not at the next poll
+
+    def _relay(self, run: BridgedRun, state: TaskState) -> None:
+        """A status change as the host's progress (and the last progress a cut call's partial answer shows)."""
+        if run.last == (state.status, state.status_message):
+            return
+        run.last = (state.status, state.status_message)
+        run.changes += 1
+        message = f"{state.status}: {state.status_message}" if state.status_message else state.status
+        for pending in run.waiters:
+            if not pending.open:
+                continue
+            params: dict[str, Any] = {"progress": run.changes, "message": message}
+            note_progress(self._recorder, pending, params)
+            self._on_progress(pending)
+            if pending.host_token is not None:
+                notification = {**params, "progressToken": pending.host_token}
+                pending.link.send({"jsonrpc": "2.0", "method": "notifications/progress", "params": notification})
+
+    # ------------------------------------------------------------------ the host stops waiting; the task ends
+
+    def cut(self, pending: Pending, reason: str) -> bool:
+        """The host's budget (or its cancel) ends its wait, not the task: the host gets the partial answer."""
+        run = self._by_up_id.pop(pending.up_id, None)
+        if run is None:
+            return False
+        elapsed = self._table.elapsed(pending)
+        if pending in run.waiters:
+            run.waiters.remove(pending)
+        if pending is run.maker:
+            run.cut_after_s, run.cut_mono = elapsed, self._scheduler.time()
+        detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason, "task_id": run.task_id}
+        reply = None
+        if reason != "host_cancel":
+            note = (
+                f"it goes on upstream as task {run.task_id}: the same call within {self.settings.reuse_s:g} s "
+                "takes its result (or waits for it)"
+            )
+            result = deadline_result(
+                tool=pending.tool or "?",
+                budget=pending.budget,
+                elapsed_s=elapsed,
+                reason=reason,
+                last_progress=pending.last_progress,
+                progress_log=list(pending.progress_log),
+                models=pending.models,
+                upstream_note=note,
+                modern=self._modern(),
+            )
+            reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
+            detail["result_preview"] = frames.text_of(reply, PREVIEW_CHARS)
+        outcome = Outcome.DEADLINE if reason == "deadline" else Outcome.CANCELLED
+        self._table.finish(pending, outcome, reply, detail, elapsed=elapsed)
+        return True
+
+    def cancel(self, request_key: str) -> bool:
+        """The operator's cancel of a bridged call: the task itself is cancelled (tasks/cancel)."""
+        for run in self._by_task.values():
+            if run.finished_at is None and any(p.request_key == request_key for p in run.waiters):
+                return self._watch.cancel_task(run.task_id)
+        return False
+
+    def ended(self, task_id: str, outcome: Outcome, detail: dict[str, Any], result: Any, error: Any) -> None:
+        """The task is over: every host call still waiting gets its answer; a cut one's result is kept."""
+        run = self._by_task.get(task_id)
+        if run is None:
+            return
+        run.finished_at = now = self._scheduler.time()
+        run.outcome = outcome
+        if error is not None:
+            run.result = {"error": error}
+        elif result is not None:
+            run.result = {"result": result}
+        answered = False
+        for pending in run.waiters:
+            self._by_up_id.pop(pending.up_id, None)
+            if not pending.open:
+                continue
+            answered = True
+            if run.result is not None:
+                reply = {"jsonrpc": "2.0", "id": pending.host_id, **run.result}
+            else:
+                text = detail.get("error") or f"task {task_id} ended {detail.get('task_status')}"
+                reply = failed_reply(pending, str(text), self._modern())
+            self._table.finish(pending, outcome, reply, {**detail, "polls": 0})
+        run.waiters.clear()
+        if run.cut_after_s is not None and run.result is not None:
+            self._log_late_result(run, now)
+        if answered or run.result is None or outcome not in REUSABLE:
+            self._drop(run)
+        else:  # nobody has it yet: an identical call from the same host takes it, for a while
+            run.expiry = self._scheduler.call_later(self.settings.reuse_s, self._drop, run)
+
+    def _log_late_result(self, run: BridgedRun, now: float) -> None:
+        assert run.result is not None and run.cut_after_s is not None and run.cut_mono is not None
+        body = run.result.get("result", run.result.get("error"))
+        text = json.dumps(body, ensure_ascii=False)
+        outcome = run.outcome if run.outcome in REUSABLE else Outcome.ERROR
+        late = LateResultData(
+            up_id=run.maker.up_id,
+            reason="deadline" if run.maker.budget is not None else "host_cancel",
+            cut_after_s=round(run.cut_after_s, 6),
+            delay_s=round(now - run.cut_mono, 6),
+            duration_s=round(now - run.maker.started, 6),
+            outcome=outcome.value,  # type: ignore[typeddict-item]
+            size_bytes=len(text.encode()),
+            reuse_ttl_s=self.settings.reuse_s if run.outcome in REUSABLE else None,
+            result_preview=text[:PREVIEW_CHARS],
+            truncated=len(text) > PREVIEW_CHARS,
+        )
+        if "error" in run.result:
+            late["error"] = frames.text_of(body, 1000)
+        self._counters.late_results += 1
+        self._recorder.emit(Kind.LATE_RESULT, request_id=run.maker.request_key, tool=run.maker.tool, **late)
+
+    def _drop(self, run: BridgedRun) -> None:
+        if run.expiry is not None:
+            run.expiry.cancel()
+            run.expiry = None
+        if self.runs.get(run.key) is run:
+            del self.runs[run.key]
+        if self._by_task.get(run.task_id) is run:
+            del self._by_task[run.task_id]
+
+    def _spawn(self, job: Any) -> None:
+        future = asyncio.ensure_future(job)
+        self._jobs.add(future)
+        future.add_done_callback(self._jobs.discard)
+
+
+_COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "errors"}
+
+
+def _name(tool: Any) -> str | None:
+    return tool.get("name") if isinstance(tool, dict) and isinstance(tool.get("name"), str) else None
+
+
+def _key(link: Any, tool: str, arguments: Any) -> tuple[int, str, str]:
+    return (id(link), tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
+
+
+def _without_task_support(tool: dict[str, Any]) -> dict[str, Any]:
+    execution = {k: v for k, v in tool["execution"].items() if k != "taskSupport"}
+    shown = {k: v for k, v in tool.items() if k != "execution"}
+    return {**shown, "execution": execution} if execution else shown
+
+
+def _strip_related(result: Any) -> Any:
+    """The task's result as the host's own call result: without the related-task marker of a call it never made."""
+    if not isinstance(result, dict) or not isinstance(result.get("_meta"), dict):
+        return result
+    meta = {k: v for k, v in result["_meta"].items() if k != RELATED_TASK_META}
+    return {**{k: v for k, v in result.items() if k != "_meta"}, **({"_meta": meta} if meta else {})}
