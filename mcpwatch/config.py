@@ -80,6 +80,10 @@ class TasksSettings:
     bridge: str = "required"  # run task-only tools upstream as tasks; "optional": also those that may; "off"
     ttl_s: float = 3600.0  # the TTL mcpwatch asks for when it makes a task (the server may give less)
     reuse_s: float = 600.0  # a cut bridged call's task: an identical call this long after attaches or takes its result
+    offer: tuple[str, ...] = ()  # tools (State Sync globs) offered as tasks to hosts that declared tasks
+    max_s: float = 3600.0  # an offered task's call runs this long at most (instead of the tools/call budget)
+    max_ttl_ms: int = 86_400_000  # the longest TTL a host may ask of an offered task
+    poll_ms: int = 1000  # the pollInterval offered tasks suggest; a poll sooner than half of it is refused
 
 
 @dataclass(frozen=True)
@@ -331,8 +335,25 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "bridge": lambda v: _one_of(v, BRIDGE_MODES),
         "ttl_s": lambda v: _seconds(v, allow_zero=False),
         "reuse_s": _seconds,
+        "offer": lambda v: _globs(v),
+        "max_s": lambda v: _seconds(v, allow_zero=False),
+        "max_ttl_ms": lambda v: _whole(v, 1000, 365 * 86_400_000),
+        "poll_ms": lambda v: _whole(v, 100, 3_600_000),
     },
 }
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    """A list of State Sync style tool globs (`docs.*`, `consult_council`)."""
+    from mcpwatch.reliability.statesync.validate import pattern_problem
+
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Problem(f"must be a list of tool name globs, got {value!r}")
+    for pattern in value:
+        problem = pattern_problem(pattern)
+        if problem is not None:
+            raise _Problem(f"{pattern!r} {problem}")
+    return tuple(value)
 
 
 def _one_of(value: Any, choices: tuple[str, ...]) -> str:

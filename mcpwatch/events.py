@@ -420,6 +420,7 @@ class TaskCreatedData(TypedDict):
     era: Literal["2025-11-25", "extension"]  # params.task and tasks/result, or the io.modelcontextprotocol/tasks one
     bridged: NotRequired[bool]  # mcpwatch made the task itself, for a host that cannot use tasks
     attached_to: NotRequired[str]  # an identical call joined the bridged task this call (its request id) made
+    offered: NotRequired[bool]  # mcpwatch is the task's receiver: it runs the tool's ordinary call for the host
 
 
 class TaskStatusData(TypedDict):
@@ -429,8 +430,8 @@ class TaskStatusData(TypedDict):
     status: TaskStatusValue
     status_message: str | None
     elapsed_s: float  # since the tools/call started
-    seen_by: Literal["tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notification", "bridge"]
-    # "bridge": mcpwatch's own poll of a task it made for a host without tasks
+    seen_by: Literal["tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notification", "bridge", "mcpwatch"]
+    # "bridge": mcpwatch's own poll of a task it made for a host without tasks; "mcpwatch": a task it offered
     polls: int  # the host's polls for this task so far
 
 

@@ -36,7 +36,8 @@ from mcpwatch.wrapper.pressure import Backpressure
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
-from mcpwatch.wrapper.tasks.shapes import POLL_METHODS
+from mcpwatch.wrapper.tasks.offer import TaskOffer
+from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 __all__ = ["HostLink", "Pending", "UpstreamLink", "WrapperCore", "modern_version", "retrieve_exception"]
@@ -119,9 +120,19 @@ class WrapperCore:
             on_progress=self.heartbeats.touch,
             modern=lambda: self.modern_era,
         )
+        self.offer = TaskOffer(
+            settings=settings.tasks,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            host_has_tasks=self.bridge.host_has_tasks,
+            upstream_support=self.bridge.support.get,
+            upstream_takes_tasks=self.bridge.upstream_takes_tasks,
+            cancel_call=lambda pending: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel"),
+        )
         self.inbound = UpstreamInbound(
             tasks=self.tasks,
             bridge=self.bridge,
+            offer=self.offer,
             table=self.table,
             session=self.session,
             links=self.links,
@@ -218,6 +229,7 @@ class WrapperCore:
             self.session.init_params = params
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
             self.bridge.host_initialized(link, params.get("capabilities"))
+            self.offer.host_initialized(link, params.get("clientInfo"))
         if (version := modern_version(message)) is not None:
             self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
@@ -231,7 +243,13 @@ class WrapperCore:
             return
         if tool is not None and self.bridge.answer_at_once(link, message["id"], tool, params.get("arguments")):
             return  # an identical call whose bridged task finished after its host stopped waiting
-        if tool is not None and self.bridge.must_list_first(link, tool, params):
+        if method in POLL_METHODS and self.offer.handles(link, message):
+            return  # a poll of a task mcpwatch itself runs for this host
+        offered = method == "tools/call" and self.offer.wants(link, tool, params)
+        if offered and (refusal := self.offer.refusal(params)) is not None:
+            link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
+            return
+        if tool is not None and not offered and self.bridge.must_list_first(link, tool, params):
             self.bridge.list_then(tool, lambda: self._host_request(link, message))  # is it a task-only tool?
             return
         up_id = self.session.ids.allocate()
@@ -251,7 +269,11 @@ class WrapperCore:
         budget = None
         if method == "tools/call":
             budget = pending.budget = self.deadline.budget(tool, host, pending.host_token is not None)
-            self.heartbeats.start(pending)
+            if offered:  # the host has its task at once; the call runs to its end, bounded by [tasks] max_s
+                self.offer.start(pending, link, params, forwarded_params)
+                budget = pending.budget
+            else:
+                self.heartbeats.start(pending)
             if budget.seconds is not None:
                 pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self._propagate:  # the time left is stamped again when the frame is sent

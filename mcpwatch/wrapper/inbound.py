@@ -23,6 +23,7 @@ from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamSession
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
+from mcpwatch.wrapper.tasks.offer import TaskOffer
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 GARBAGE_WARNINGS_MAX = 20
@@ -44,9 +45,11 @@ class UpstreamInbound:
         shared: bool = False,
         tasks: TaskWatch | None = None,
         bridge: TaskBridge | None = None,
+        offer: TaskOffer | None = None,
     ) -> None:
         self.tasks = tasks
         self.bridge = bridge
+        self.offer = offer
         self.table = table
         self.session = session
         self.links = links  # the core's own list: hosts come and go
@@ -146,10 +149,14 @@ class UpstreamInbound:
                     self.on_tools_listed(result)
                 if self.bridge is not None:  # hosts without tasks see the tools mcpwatch runs as tasks as ordinary
                     result = self.bridge.tools_listed(pending.link, result)
+                if self.offer is not None:  # hosts with tasks see the tools offered as tasks as such
+                    result = self.offer.tools_listed(pending.link, result)
                 if self.state_sync is not None:
                     result = self.state_sync.decorate_tools(result)
             elif pending.method == "initialize" and isinstance(result, dict):
                 self.session.init_result = result
+                if self.offer is not None:  # a host with tasks learns mcpwatch takes them for offered tools
+                    result = self.offer.decorate_initialize(pending.link, result)
             reply["result"] = result
             detail = {}
             if pending.method == "tools/call":

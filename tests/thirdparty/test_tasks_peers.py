@@ -31,13 +31,15 @@ def npm_bin() -> Path:
     return installed_bin(*PACKAGES)
 
 
-def ts_task_client(npm_bin: Path, tool: str, arguments: dict, *wrap_args: str) -> list[dict]:
-    """Run the TypeScript SDK client on `tool` as a task, through the wrapper; its stream's messages, in order."""
+def ts_task_client(npm_bin: Path, tool: str, arguments: dict, *wrap_args: str, upstream: list[str] | None = None):
+    """Run the TypeScript SDK client on `tool` as a task, through the wrapper (to server-everything unless another
+    `upstream` is given); the messages its stream yields, in order."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: the TypeScript SDK client needs it")
     wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--name", "everything", *wrap_args, "--"]
-    command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *wrap, str(npm_bin / "mcp-server-everything")]
+    upstream = upstream or [str(npm_bin / "mcp-server-everything")]
+    command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *wrap, *upstream]
     env = {**os.environ, "NODE_PATH": str(npm_bin.parent)}
     run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -67,6 +69,21 @@ def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, 
     assert "Analyzing content..." in statuses and "Generating report..." in statuses
     (end,) = [e.data for e in events if e.kind == "request_end" and e.tool == "simulate-research-query"]
     assert end["task_status"] == "completed" and "Research Report: tides" in end["result_preview"]
+
+
+def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, isolated_state):
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["slow"]\n')
+    noop = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
+    wrap = ("--config", str(config), "--deadline", "2")
+    messages = ts_task_client(npm_bin, "slow", {"seconds": 6}, *wrap, upstream=noop)
+    assert messages[0]["type"] == "taskCreated" and messages[0]["task"]["taskId"].startswith("mcpwatch-")
+    assert messages[-1]["type"] == "result" and messages[-1]["result"]["content"] == [{"type": "text", "text": "done"}]
+    assert messages[-1]["elapsed_ms"] >= 6000  # the whole call, though every tools/call is cut at 2 s
+    with EventReader(isolated_state / "events.db") as reader:
+        (session,) = reader.sessions()
+        ends = [e.data for e in reader.events(session.id, kinds=["request_end"]) if e.tool == "slow"]
+    assert [(e["outcome"], e["duration_s"] >= 6.0) for e in ends] == [("ok", True)]
 
 
 @pytest.mark.anyio

@@ -123,12 +123,15 @@ class TaskBridge:
         support = self.support.get(tool)
         return support == "required" or (support == "optional" and self.settings.bridge == "optional")
 
-    def _upstream_takes_tasks(self) -> bool:
+    def upstream_takes_tasks(self) -> bool:
         capabilities = self._upstream_capabilities()
         tasks = capabilities.get("tasks") if isinstance(capabilities, dict) else None
         requests = tasks.get("requests") if isinstance(tasks, dict) else None
         tools = requests.get("tools") if isinstance(requests, dict) else None
         return isinstance(tools, dict) and "call" in tools
+
+    def host_has_tasks(self, link: HostLink) -> bool:
+        return host_has_tasks(self._hosts.get(id(link)))
 
     def _host_lacks_tasks(self, link: HostLink) -> bool:
         return not host_has_tasks(self._hosts.get(id(link)))
@@ -141,7 +144,7 @@ class TaskBridge:
         for tool in tools:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 self.support[tool["name"]] = tool_task_support(tool)
-        if not self._host_lacks_tasks(link) or not self._upstream_takes_tasks():
+        if not self._host_lacks_tasks(link) or not self.upstream_takes_tasks():
             return result
         shown = [_without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
         return {**result, "tools": shown}
@@ -152,7 +155,7 @@ class TaskBridge:
             "task" not in params
             and self._bridges(tool)
             and self._host_lacks_tasks(link)
-            and self._upstream_takes_tasks()
+            and self.upstream_takes_tasks()
         )
 
     def must_list_first(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
@@ -164,7 +167,7 @@ class TaskBridge:
             and self.settings.bridge != "off"
             and "task" not in params
             and self._host_lacks_tasks(link)
-            and self._upstream_takes_tasks()
+            and self.upstream_takes_tasks()
         )
 
     def list_then(self, tool: str, then: Callable[[], None]) -> None:

@@ -20,6 +20,8 @@ TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 POLL_METHODS: frozenset[str] = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update"})
 STATUS_NOTIFICATIONS: frozenset[str] = frozenset({"notifications/tasks/status", "notifications/tasks"})
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
+INVALID_PARAMS = -32602  # the spec's code for a bad task id, or a cancel of a finished task
+METHOD_NOT_FOUND = -32601
 EXTENSION = "io.modelcontextprotocol/tasks"
 
 

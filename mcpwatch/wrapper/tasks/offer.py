@@ -1,0 +1,313 @@
+"""Tasks offered to hosts that have them, for tools that lack them: here mcpwatch is the task's receiver.
+
+For the tools `[tasks] offer` names (State Sync globs), a host whose `initialize` declared `tasks` is told the server
+takes task-augmented `tools/call` (`capabilities.tasks`) and that those tools may run as tasks (`taskSupport:
+"optional"`). When it calls one as a task, mcpwatch answers at once with a `CreateTaskResult` of its own (an
+unguessable id) and runs the ordinary call upstream without the tools/call budget, bounded by `[tasks] max_s`. It
+answers the host's `tasks/get`, `tasks/result` (which blocks until the task ends, as the spec says), `tasks/list`
+and `tasks/cancel` (a cancel reaches the upstream as `notifications/cancelled`) itself; progress and server requests
+of the call reach the host as they would have. A task is visible only to the host (its client name) that made it,
+for its TTL; an unknown or foreign id is one clear error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll
+sooner than half the suggested `pollInterval`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from mcpwatch.config import TasksSettings
+from mcpwatch.events import Kind, TaskCreatedData, TaskStatusData
+from mcpwatch.reliability.statesync.glob import match_glob
+from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.pending import HostLink, Pending
+from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.tasks.shapes import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RELATED_TASK_META,
+    poll_task_id,
+    tool_task_support,
+)
+
+ID_PREFIX = "mcpwatch-"
+TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
+
+
+@dataclass(eq=False, slots=True)
+class OfferedTask:
+    """One task mcpwatch runs for a host; it is also the link its call's answer and progress arrive on."""
+
+    offer: TaskOffer
+    task_id: str
+    owner: str  # the client name of the host that made it: no other host sees it
+    link: HostLink  # the host's connection: progress and server requests go there
+    pending: Pending
+    created_wall: float
+    ttl_ms: int
+    status: str = "working"
+    status_message: str | None = None
+    updated_wall: float = 0.0
+    reply: dict[str, Any] | None = None  # terminal: {"result": …} or {"error": …}
+    waiters: list[tuple[HostLink, Any]] = field(default_factory=list)  # blocked tasks/result requests
+    last_poll: float | None = None
+    expiry: Timer | None = None
+
+    def send(self, message: dict[str, Any]) -> bool:
+        self.offer.from_call(self, message)
+        return True
+
+    def view(self, poll_ms: int) -> dict[str, Any]:
+        """The `Task` object the spec asks for in every task response."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": _iso(self.created_wall),
+            "lastUpdatedAt": _iso(self.updated_wall or self.created_wall),
+            "ttl": self.ttl_ms,
+            "pollInterval": poll_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        return task
+
+
+class TaskOffer:
+    def __init__(
+        self,
+        *,
+        settings: TasksSettings,
+        recorder: Recorder,
+        scheduler: Scheduler,
+        host_has_tasks: Callable[[HostLink], bool],
+        upstream_support: Callable[[str], str | None],
+        upstream_takes_tasks: Callable[[], bool],
+        cancel_call: Callable[[Pending], None],
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.tasks: dict[str, OfferedTask] = {}
+        self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
+        self._recorder = recorder
+        self._scheduler = scheduler
+        self._host_has_tasks = host_has_tasks
+        self._upstream_support = upstream_support  # a tool's own taskSupport upstream (None: not listed)
+        self._upstream_takes_tasks = upstream_takes_tasks
+        self._cancel_call = cancel_call  # stop the call upstream (notifications/cancelled), answering no one
+        self._wall = wall
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.settings.offer)
+
+    def host_initialized(self, link: HostLink, client_info: Any) -> None:
+        name = client_info.get("name") if isinstance(client_info, dict) else None
+        self._names[id(link)] = name if isinstance(name, str) else ""
+
+    def _owner(self, link: HostLink) -> str:
+        return self._names.get(id(link), "")
+
+    def _offered(self, tool: str | None) -> bool:
+        return tool is not None and any(match_glob(pattern, tool) for pattern in self.settings.offer)
+
+    # ------------------------------------------------------------------ what the host is told
+
+    def decorate_initialize(self, link: HostLink, result: dict[str, Any]) -> dict[str, Any]:
+        """A host with tasks learns the server takes task-augmented tools/call (mcpwatch does, for offered tools)."""
+        capabilities = result.get("capabilities")
+        if not self.enabled or not self._host_has_tasks(link) or not isinstance(capabilities, dict):
+            return result
+        tasks = capabilities.get("tasks") if isinstance(capabilities.get("tasks"), dict) else {}
+        merged = {**TASKS_CAPABILITY, **tasks}
+        merged["requests"] = {**TASKS_CAPABILITY["requests"], **(tasks.get("requests") or {})}
+        return {**result, "capabilities": {**capabilities, "tasks": merged}}
+
+    def tools_listed(self, link: HostLink, result: dict[str, Any]) -> dict[str, Any]:
+        tools = result.get("tools")
+        if not self.enabled or not self._host_has_tasks(link) or not isinstance(tools, list):
+            return result
+        shown = []
+        for tool in tools:
+            if isinstance(tool, dict) and self._offered(tool.get("name")) and tool_task_support(tool) == "forbidden":
+                execution = tool.get("execution") if isinstance(tool.get("execution"), dict) else {}
+                tool = {**tool, "execution": {**execution, "taskSupport": "optional"}}
+            shown.append(tool)
+        return {**result, "tools": shown}
+
+    # ------------------------------------------------------------------ a call made as a task
+
+    def wants(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
+        """A task-augmented call of an offered tool the upstream cannot run as a task itself."""
+        return (
+            self.enabled
+            and isinstance(params.get("task"), dict)
+            and self._offered(tool)
+            and self._upstream_support(tool or "") in (None, "forbidden")
+        )
+
+    def refusal(self, params: dict[str, Any]) -> str | None:
+        ttl = params["task"].get("ttl")
+        if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
+            return f"task.ttl must be a number of milliseconds, got {frames.text_of(ttl, 64)}"
+        if isinstance(ttl, int) and ttl > self.settings.max_ttl_ms:
+            return (
+                f"task.ttl {ttl} ms is beyond mcpwatch's maximum of {self.settings.max_ttl_ms} ms ([tasks] max_ttl_ms)"
+            )
+        return None
+
+    def start(self, pending: Pending, link: HostLink, params: dict[str, Any], forwarded: dict[str, Any]) -> None:
+        """Answer the host with the task at once; the call goes upstream as an ordinary one, its answer to the task."""
+        ttl = params["task"].get("ttl")
+        now = self._wall()
+        task = OfferedTask(
+            self,
+            ID_PREFIX + secrets.token_urlsafe(18),
+            self._owner(link),
+            link,
+            pending,
+            now,
+            ttl if isinstance(ttl, int) else self.settings.max_ttl_ms,
+        )
+        self.tasks[task.task_id] = task
+        pending.link = task
+        forwarded.pop("task", None)
+        if pending.budget is not None:  # no tools/call budget: the task's own bound
+            text = f"[tasks] max_s: an offered task's call runs {self.settings.max_s:g} s at most"
+            pending.budget = replace(pending.budget, seconds=self.settings.max_s, source="task", explanation=text)
+        link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": {"task": task.view(self.settings.poll_ms)}})
+        created = TaskCreatedData(
+            task_id=task.task_id,
+            status="working",
+            status_message=None,
+            ttl_ms=task.ttl_ms,
+            poll_interval_ms=self.settings.poll_ms,
+            era="2025-11-25",
+            offered=True,
+        )
+        self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **created)
+
+    def from_call(self, task: OfferedTask, message: dict[str, Any]) -> None:
+        """What the call sends its link: its answer ends the task; progress becomes its status message."""
+        if "method" not in message and message.get("id") == task.pending.host_id:
+            self._finish(task, message)
+            return
+        if message.get("method") == "notifications/progress":
+            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            if isinstance(params.get("message"), str):
+                task.status_message = params["message"]
+                task.updated_wall = self._wall()
+        task.link.send(message)  # progress (the host's token stays valid for the task's life), requests, notices
+
+    def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
+        if task.status != "working":
+            return  # cancelled meanwhile: it stays cancelled
+        task.reply = {"error": message["error"]} if "error" in message else {"result": _related(message, task)}
+        task.status = "failed" if "error" in message else "completed"
+        task.updated_wall = self._wall()
+        self._status(task)
+        for link, request_id in task.waiters:
+            link.send({"jsonrpc": "2.0", "id": request_id, **task.reply})
+        task.waiters.clear()
+        self._keep(task)
+
+    def _keep(self, task: OfferedTask) -> None:
+        """A finished task is kept for its TTL from creation (the spec lets a receiver drop it after)."""
+        left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
+        task.expiry = self._scheduler.call_later(left, self.tasks.pop, task.task_id, None)
+        finished = [t for t in self.tasks.values() if t.status != "working"]
+        for old in finished[: max(0, len(finished) - TASKS_KEPT_MAX)]:
+            self.tasks.pop(old.task_id, None)
+
+    def _status(self, task: OfferedTask) -> None:
+        pending = task.pending
+        status = TaskStatusData(
+            task_id=task.task_id,
+            status=task.status,  # type: ignore[typeddict-item]
+            status_message=task.status_message,
+            elapsed_s=round(self._scheduler.time() - pending.started, 6),
+            seen_by="mcpwatch",
+            polls=0,
+        )
+        self._recorder.emit(Kind.TASK_STATUS, request_id=pending.request_key, tool=pending.tool, **status)
+
+    # ------------------------------------------------------------------ the host's polls
+
+    def handles(self, link: HostLink, message: dict[str, Any]) -> bool:
+        """Answer a tasks/* request about mcpwatch's own tasks (True), else leave it to the upstream (False)."""
+        method, request_id = message["method"], message["id"]
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        if method == "tasks/list":
+            if not self.enabled or self._upstream_takes_tasks():
+                return False  # the upstream's own tasks are listed by the upstream
+            mine = [t.view(self.settings.poll_ms) for t in self.tasks.values() if t.owner == self._owner(link)]
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": {"tasks": mine}})
+            return True
+        task_id = poll_task_id(params)
+        if task_id is None or not task_id.startswith(ID_PREFIX):
+            return False
+        task = self.tasks.get(task_id)
+        if task is None or task.owner != self._owner(link):  # a foreign task is as unknown as a missing one
+            link.send(_error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)"))
+            return True
+        answer = getattr(self, "_" + method.removeprefix("tasks/"), None)
+        if answer is None:
+            link.send(_error(request_id, f"{method} is not supported for mcpwatch's tasks", METHOD_NOT_FOUND))
+        else:
+            answer(task, link, request_id)
+        return True
+
+    def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
+        now = self._scheduler.time()
+        least = self.settings.poll_ms / 2000
+        if task.last_poll is not None and now - task.last_poll < least and task.status == "working":
+            since = (now - task.last_poll) * 1000
+            text = f"polled {since:.0f} ms after the last poll; poll every {self.settings.poll_ms} ms (pollInterval)"
+            link.send(_error(request_id, text))
+            return
+        task.last_poll = now
+        link.send({"jsonrpc": "2.0", "id": request_id, "result": task.view(self.settings.poll_ms)})
+
+    def _result(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
+        if task.reply is not None:
+            link.send({"jsonrpc": "2.0", "id": request_id, **task.reply})
+        elif task.status == "cancelled":
+            link.send(_error(request_id, f"task {task.task_id} was cancelled: it has no result"))
+        else:
+            task.waiters.append((link, request_id))  # the spec: block until the task ends
+
+    def _cancel(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
+        if task.status != "working":
+            link.send(_error(request_id, f"task {task.task_id} is already {task.status}"))
+            return
+        task.status, task.status_message = "cancelled", "cancelled by the host"
+        task.updated_wall = self._wall()
+        self._cancel_call(task.pending)  # notifications/cancelled upstream, and the call's own end
+        self._status(task)
+        for waiter, waiting_id in task.waiters:
+            waiter.send(_error(waiting_id, f"task {task.task_id} was cancelled: it has no result"))
+        task.waiters.clear()
+        self._keep(task)
+        link.send({"jsonrpc": "2.0", "id": request_id, "result": task.view(self.settings.poll_ms)})
+
+
+def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:
+    return frames.error_response(request_id, code, text)
+
+
+def _iso(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _related(message: dict[str, Any], task: OfferedTask) -> Any:
+    """The call's result, marked with its task (the spec asks every task-related response to say so)."""
+    result = message.get("result")
+    if not isinstance(result, dict):
+        return result
+    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    return {**result, "_meta": {**meta, RELATED_TASK_META: {"taskId": task.task_id}}}

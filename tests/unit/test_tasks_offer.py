@@ -1,0 +1,142 @@
+"""Tasks offered by mcpwatch to a host that has them, for a tool that lacks them: mcpwatch answers the task at once,
+runs the ordinary call without the tools/call budget, and answers the host's polls itself — with clear errors for
+unknown or foreign ids, a TTL beyond the maximum, polls too fast, and a cancel of a finished task."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from taskrig import Host, TaskRig, closing_loop
+
+from mcpwatch.config import Settings, TasksSettings
+from mcpwatch.events import Kind
+from mcpwatch.wire import PARTIAL_META
+
+SLOW = {"name": "slow", "inputSchema": {"type": "object"}}
+TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+CALL = {"name": "slow", "arguments": {"seconds": 6}, "task": {"ttl": 60000}}
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    yield from closing_loop()
+
+
+def offering(loop, capabilities: dict[str, Any] | None = None, **tasks: Any) -> TaskRig:
+    """A wrapper offering `slow` as a task (a 2 s tools/call budget), a host that initialized and listed tools."""
+    rig = TaskRig(
+        loop,
+        deadline=replace(Settings().deadline, host_timeout_s=2.0, margin_s=0.0),
+        tasks=TasksSettings(offer=("slow",), **tasks),
+    )
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": TASK_HOST if capabilities is None else capabilities,
+        "clientInfo": {"name": "vsc"},
+    }
+    rig.answer(rig.request(0, "initialize", init), {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})
+    rig.answer(rig.request("l", "tools/list", {}), {"tools": [SLOW]})
+    return rig
+
+
+def other_host(rig: TaskRig, name: str) -> Host:
+    host = Host()
+    rig.core.attach_link(host)
+    rig.core.offer.host_initialized(host, {"name": name})
+    rig.core.bridge.host_initialized(host, TASK_HOST)
+    return host
+
+
+def test_a_task_capable_host_is_offered_the_tool_as_a_task(loop) -> None:
+    rig = offering(loop)
+    initialized, listed = rig.replies()
+    assert initialized["result"]["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert listed["result"]["tools"] == [{**SLOW, "execution": {"taskSupport": "optional"}}]
+    plain = offering(loop, capabilities={})  # a host without tasks is told nothing new
+    initialized, listed = plain.replies()
+    assert "tasks" not in initialized["result"]["capabilities"] and listed["result"]["tools"] == [SLOW]
+
+
+def test_an_offered_task_runs_past_the_hosts_budget_and_its_result_comes_by_tasks_result(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    created = rig.replies()[-1]["result"]["task"]
+    task_id = created["taskId"]
+    assert task_id.startswith("mcpwatch-") and len(task_id) > 30  # unguessable
+    assert (created["status"], created["ttl"], created["pollInterval"]) == ("working", 60000, 1000)
+    upstream_call = [m for m in rig.upstream.sent if m.get("method") == "tools/call"][-1]
+    assert "task" not in upstream_call["params"]  # the upstream gets an ordinary call
+    rig.request(2, "tasks/result", {"taskId": task_id})  # blocks, as the spec says, until the task ends
+    rig.scheduler.advance(5.0)  # past the 2 s tools/call budget: nothing cut it
+    rig.request(3, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "working"
+    assert "notifications/cancelled" not in rig.upstream_methods()
+    rig.scheduler.advance(1.0)
+    rig.answer(upstream_call["id"], {"content": [{"type": "text", "text": "done"}]})
+    answered = rig.replies()[-1]
+    assert answered["id"] == 2 and answered["result"]["content"] == [{"type": "text", "text": "done"}]
+    assert answered["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+    rig.request(4, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "completed"
+    [end] = [e for e in rig.events(Kind.REQUEST_END) if e.tool == "slow"]
+    assert (end.data["outcome"], end.data["duration_s"]) == ("ok", 6.0)
+    [status] = rig.events(Kind.TASK_STATUS)
+    assert (status.data["status"], status.data["seen_by"]) == ("completed", "mcpwatch")
+    rig.request(5, "tasks/list", {})
+    assert [t["taskId"] for t in rig.replies()[-1]["result"]["tasks"]] == [task_id]
+
+
+def test_bad_task_requests_get_one_clear_error(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+
+    rig.request(2, "tasks/get", {"taskId": "mcpwatch-guessed"})
+    assert rig.replies()[-1]["error"] == {
+        "code": -32602,
+        "message": "no task 'mcpwatch-guessed' (unknown, expired, or another host's)",
+    }
+    stranger = other_host(rig, "someone-else")
+    rig.request(3, "tasks/result", {"taskId": task_id}, host=stranger)
+    assert rig.replies(stranger)[-1]["error"]["message"].startswith(f"no task '{task_id}'")  # foreign = unknown
+    rig.request(4, "tasks/list", {}, host=stranger)
+    assert rig.replies(stranger)[-1]["result"]["tasks"] == []
+
+    rig.request(5, "tasks/get", {"taskId": task_id})
+    rig.scheduler.advance(0.2)
+    rig.request(6, "tasks/get", {"taskId": task_id})
+    assert (
+        rig.replies()[-1]["error"]["message"] == "polled 200 ms after the last poll; poll every 1000 ms (pollInterval)"
+    )
+    rig.scheduler.advance(0.5)
+    rig.request(7, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "working"
+
+    rig.request(8, "tools/call", {**CALL, "task": {"ttl": 90_000_000}})
+    assert rig.replies()[-1]["error"] == {
+        "code": -32602,
+        "message": "task.ttl 90000000 ms is beyond mcpwatch's maximum of 86400000 ms ([tasks] max_ttl_ms)",
+    }
+
+    rig.request(9, "tasks/cancel", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "cancelled"
+    [cancel] = [m for m in rig.upstream.sent if m.get("method") == "notifications/cancelled"]
+    first_call = next(m for m in rig.upstream.sent if m.get("method") == "tools/call")
+    assert cancel["params"]["requestId"] == first_call["id"]
+    rig.request(10, "tasks/cancel", {"taskId": task_id})
+    assert rig.replies()[-1]["error"] == {"code": -32602, "message": f"task {task_id} is already cancelled"}
+
+
+def test_an_offered_task_is_bounded_by_its_own_maximum(loop) -> None:
+    rig = offering(loop, max_s=10.0)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    rig.scheduler.advance(10.0)
+    rig.request(2, "tasks/result", {"taskId": task_id})
+    result = rig.replies()[-1]["result"]
+    assert result["isError"] is True and result["_meta"][PARTIAL_META]["outcome"] == "deadline"
+    assert "max_s" in result["content"][0]["text"]
