@@ -423,6 +423,15 @@ class TaskCreatedData(TypedDict):
     offered: NotRequired[bool]  # mcpwatch is the task's receiver: it runs the tool's ordinary call for the host
 
 
+class KeptTask(TypedDict):
+    """An offered task's end, kept in the log for its TTL so a restarted wrapper can still answer its polls."""
+
+    owner: str  # the client name of the host that made it: no other host may read it
+    task: dict[str, Any]  # the Task object as tasks/get answers it
+    reply: dict[str, Any] | None  # {"result": …} or {"error": …}; None: too large to keep ([late_results] keep_bytes)
+    expires_ts: float  # wall clock: creation + TTL
+
+
 class TaskStatusData(TypedDict):
     """A task's status or status message changed (between its task_created and its call's request_end)."""
 
@@ -433,6 +442,7 @@ class TaskStatusData(TypedDict):
     seen_by: Literal["tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "notification", "bridge", "mcpwatch"]
     # "bridge": mcpwatch's own poll of a task it made for a host without tasks; "mcpwatch": a task it offered
     polls: int  # the host's polls for this task so far
+    kept: NotRequired[KeptTask]  # an offered task's terminal status: what its polls are answered with
 
 
 PAYLOADS: dict[Kind, type] = {

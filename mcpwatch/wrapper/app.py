@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from mcpwatch.errors import UserError
 from mcpwatch.events import Kind, SessionEndData, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
+from mcpwatch.store.kept_tasks import find_kept_task
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
@@ -260,6 +262,8 @@ async def run_wrapper(options: WrapOptions) -> int:
         made.trace_requests = otel is not None and otel.target.traces_url is not None
         if fold is not None:
             made.inbound.on_tools_listed = fold.tools.add_listed
+        if writer is not None:  # a finished offered task outlives this process (and this session) in the log
+            made.offer.kept_lookup = partial(find_kept_task, log_path)
         return made
 
     pool = None

@@ -128,6 +128,7 @@ class WrapperCore:
             upstream_support=self.bridge.support.get,
             upstream_takes_tasks=self.bridge.upstream_takes_tasks,
             cancel_call=lambda pending: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel"),
+            keep_bytes=settings.late_results.keep_bytes,
         )
         self.inbound = UpstreamInbound(
             tasks=self.tasks,

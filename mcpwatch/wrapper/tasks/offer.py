@@ -13,6 +13,7 @@ sooner than half the suggested `pollInterval`.
 
 from __future__ import annotations
 
+import json
 import secrets
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcpwatch.config import TasksSettings
-from mcpwatch.events import Kind, TaskCreatedData, TaskStatusData
+from mcpwatch.events import KeptTask, Kind, TaskCreatedData, TaskStatusData
 from mcpwatch.reliability.statesync.glob import match_glob
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper import frames
@@ -89,6 +90,7 @@ class TaskOffer:
         upstream_support: Callable[[str], str | None],
         upstream_takes_tasks: Callable[[], bool],
         cancel_call: Callable[[Pending], None],
+        keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
@@ -101,6 +103,10 @@ class TaskOffer:
         self._upstream_takes_tasks = upstream_takes_tasks
         self._cancel_call = cancel_call  # stop the call upstream (notifications/cancelled), answering no one
         self._wall = wall
+        self._keep_bytes = keep_bytes
+        # a finished task this process does not hold (made before a restart, or by another HTTP session's core):
+        # read back from the log, when there is one (set by the app)
+        self.kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -234,6 +240,12 @@ class TaskOffer:
             seen_by="mcpwatch",
             polls=0,
         )
+        size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
+        reply = task.reply if size <= self._keep_bytes else None
+        expires = task.created_wall + task.ttl_ms / 1000
+        status["kept"] = KeptTask(
+            owner=task.owner, task=task.view(self.settings.poll_ms), reply=reply, expires_ts=round(expires, 3)
+        )
         self._recorder.emit(Kind.TASK_STATUS, request_id=pending.request_key, tool=pending.tool, **status)
 
     # ------------------------------------------------------------------ the host's polls
@@ -252,6 +264,11 @@ class TaskOffer:
         if task_id is None or not task_id.startswith(ID_PREFIX):
             return False
         task = self.tasks.get(task_id)
+        if task is None:
+            kept = self._kept(task_id)
+            if kept is not None and kept["owner"] == self._owner(link):
+                self._answer_kept(kept, method, link, request_id)
+                return True
         if task is None or task.owner != self._owner(link):  # a foreign task is as unknown as a missing one
             link.send(_error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)"))
             return True
@@ -261,6 +278,28 @@ class TaskOffer:
         else:
             answer(task, link, request_id)
         return True
+
+    def _kept(self, task_id: str) -> KeptTask | None:
+        if self.kept_lookup is None:
+            return None
+        now = self._wall()
+        kept = self.kept_lookup(task_id, now - self.settings.max_ttl_ms / 1000)
+        if kept is None or not isinstance(kept.get("expires_ts"), int | float) or kept["expires_ts"] < now:
+            return None
+        return kept  # type: ignore[return-value]
+
+    def _answer_kept(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
+        """A finished task's polls, answered from what the log kept of it."""
+        task = kept["task"]
+        if method == "tasks/get":
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": task})
+        elif method == "tasks/result" and kept["reply"] is not None:
+            link.send({"jsonrpc": "2.0", "id": request_id, **kept["reply"]})
+        elif method == "tasks/result":
+            text = f"task {task.get('taskId')} ended {task.get('status')}, but its result was too large to keep"
+            link.send(_error(request_id, text, frames.INTERNAL_ERROR))
+        else:
+            link.send(_error(request_id, f"task {task.get('taskId')} is already {task.get('status')}"))
 
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()

@@ -1,0 +1,80 @@
+"""An offered task's result outlives the wrapper that ran it: a host that comes back (a new `mcpwatch wrap`, as a
+restarted stdio host starts one) fetches it by id; another host cannot, and a guessed id gets one clear error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from conftest import REPO
+
+NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
+
+
+class RawHost:
+    """A host speaking JSON-RPC lines to a `mcpwatch wrap` process over stdio."""
+
+    def __init__(self, config: Path, name: str) -> None:
+        command = [sys.executable, "-m", "mcpwatch", "wrap", "--config", str(config), "--", *NOOP]
+        self.proc = subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.next_id = 0
+        capabilities = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+        init = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": name}}
+        self.call("initialize", init)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "the wrapper closed its stdout"
+            message = json.loads(line)
+            if message.get("id") == self.next_id and "method" not in message:
+                return message
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_state: Path) -> None:
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["slow"]\n')
+    host = RawHost(config, "returning-host")
+    try:
+        created = host.call("tools/call", {"name": "slow", "arguments": {"seconds": 0.3}, "task": {"ttl": 600000}})
+        task_id = created["result"]["task"]["taskId"]
+        deadline = time.monotonic() + 30
+        while host.call("tasks/get", {"taskId": task_id})["result"]["status"] == "working":
+            assert time.monotonic() < deadline
+            time.sleep(0.6)
+    finally:
+        host.close()  # the task ended; its host never fetched the result, and the wrapper is gone
+
+    again = RawHost(config, "returning-host")
+    stranger = RawHost(config, "someone-else")
+    try:
+        result = again.call("tasks/result", {"taskId": task_id})
+        assert result["result"]["content"] == [{"type": "text", "text": "done"}]
+        assert again.call("tasks/get", {"taskId": task_id})["result"]["status"] == "completed"
+        foreign = stranger.call("tasks/result", {"taskId": task_id})
+        assert foreign["error"]["code"] == -32602 and "another host's" in foreign["error"]["message"]
+        guessed = again.call("tasks/get", {"taskId": "mcpwatch-guessed"})
+        assert guessed["error"]["message"] == "no task 'mcpwatch-guessed' (unknown, expired, or another host's)"
+    finally:
+        again.close()
+        stranger.close()
