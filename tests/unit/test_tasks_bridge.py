@@ -117,7 +117,12 @@ def test_at_the_hosts_budget_the_task_goes_on_and_an_identical_call_takes_its_re
     rig.answer(upstream_request(rig, "tasks/result")["id"], REPORT)
     spin(loop)
     [late] = rig.events(Kind.LATE_RESULT)
-    assert (late.request_id, late.data["cut_after_s"], late.data["outcome"]) == ("1", 2.0, "ok")
+    assert (late.request_id, late.data["cut_after_s"], late.data["outcome"], late.data["reason"]) == (
+        "1",
+        2.0,
+        "ok",
+        "deadline",
+    )
 
     calls_upstream = rig.upstream_methods().count("tools/call")
     rig.request(2, "tools/call", CALL)  # the host retries

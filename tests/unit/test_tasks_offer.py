@@ -140,3 +140,14 @@ def test_an_offered_task_is_bounded_by_its_own_maximum(loop) -> None:
     result = rig.replies()[-1]["result"]
     assert result["isError"] is True and result["_meta"][PARTIAL_META]["outcome"] == "deadline"
     assert "max_s" in result["content"][0]["text"]
+
+
+def test_an_offered_tasks_progress_reaches_the_host_and_is_its_status_message(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", {**CALL, "_meta": {"progressToken": "tok"}})
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    up_id = next(m for m in rig.upstream.sent if m.get("method") == "tools/call")["id"]
+    rig.notify("notifications/progress", {"progressToken": up_id, "progress": 1, "total": 3, "message": "stage 1"})
+    assert rig.host.sent[-1]["params"] == {"progressToken": "tok", "progress": 1, "total": 3, "message": "stage 1"}
+    rig.request(2, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["statusMessage"] == "stage 1"

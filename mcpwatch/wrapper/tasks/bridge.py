@@ -18,55 +18,28 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.config import TasksSettings
 from mcpwatch.events import (
     Kind,
-    LateResultData,
-    LateReuseData,
     Outcome,
-    RequestEndData,
-    RequestStartData,
     TaskCreatedData,
 )
-from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.scheduler import Scheduler
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.partial import deadline_result, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, REUSABLE, BridgedRun, answer_from_run, log_late_result
 from mcpwatch.wrapper.tasks.shapes import RELATED_TASK_META, TaskState, host_has_tasks, read_task, tool_task_support
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 POLL_TIMEOUT_S = 30.0
 POLL_FLOOR_S = 0.05  # never poll faster than this, whatever interval a server suggests
 DEFAULT_POLL_S = 1.0  # a server that suggests no interval
-PREVIEW_CHARS = 4096
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
-REUSABLE = frozenset({Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR})  # the task's own answer, not a failure of ours
-
-
-@dataclass(eq=False, slots=True)
-class BridgedRun:
-    """One task mcpwatch made for a host, and the host calls waiting for its answer."""
-
-    key: tuple[int, str, str]  # (host link, tool, arguments): what an identical call matches
-    maker: Pending  # the call that made it
-    task_id: str
-    poll_s: float
-    ttl_s: float
-    waiters: list[Pending] = field(default_factory=list)
-    changes: int = 0  # status changes relayed so far (the progress count the host sees)
-    last: tuple[str, str | None] | None = None  # the status and message last relayed
-    resolving: bool = False  # a tasks/result is under way
-    cut_after_s: float | None = None  # when the maker's host stopped waiting
-    cut_mono: float | None = None
-    finished_at: float | None = None
-    result: dict[str, Any] | None = None  # the reply body kept for reuse: {"result": …} or {"error": …}
-    outcome: Outcome | None = None
-    expiry: Timer | None = None
 
 
 class TaskBridge:
@@ -206,35 +179,7 @@ class TaskBridge:
         run = self.runs.get(_key(link, tool, arguments))
         if run is None or run.result is None or run.finished_at is None:
             return False
-        request_id = getattr(link, "key_prefix", "") + str(host_id)
-        outcome = run.outcome or Outcome.OK
-        self._counters.requests += 1
-        self._counters.late_reused += 1
-        setattr(self._counters, _COUNTER[outcome], getattr(self._counters, _COUNTER[outcome]) + 1)
-        link.send({"jsonrpc": "2.0", "id": host_id, **run.result})
-        arguments_text = frames.text_of(arguments if arguments is not None else {})
-        start = RequestStartData(
-            method="tools/call", up_id=None, budget_s=None, budget_source="late_reuse", arguments=arguments_text
-        )
-        self._recorder.emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
-        now = self._scheduler.time()
-        reuse = LateReuseData(
-            from_request_id=run.maker.request_key,
-            delay_s=round(run.finished_at - (run.cut_mono or run.finished_at), 6),
-            age_s=round(now - run.finished_at, 6),
-            ttl_s=self.settings.reuse_s,
-        )
-        self._recorder.emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reuse)
-        body = run.result.get("result", run.result.get("error"))
-        end = RequestEndData(
-            outcome=outcome.value,
-            duration_s=0.0,
-            method="tools/call",
-            late_reuse=True,
-            task_id=run.task_id,
-            result_preview=frames.text_of(body, PREVIEW_CHARS),
-        )
-        self._recorder.emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)
+        answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
         return True
 
     def attach(self, pending: Pending, arguments: Any) -> bool:
@@ -268,7 +213,8 @@ class TaskBridge:
         poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or DEFAULT_POLL_S * 1000) / 1000)
         ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
         arguments = pending.message.get("params", {}).get("arguments")
-        run = BridgedRun(_key(pending.link, pending.tool or "", arguments), pending, state.task_id, poll_s, ttl_s)
+        key = _key(pending.link, pending.tool or "", arguments)
+        run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s)
         run.waiters.append(pending)
         old = self.runs.get(run.key)
         if old is not None and old.finished_at is not None:
@@ -385,7 +331,7 @@ class TaskBridge:
         if pending in run.waiters:
             run.waiters.remove(pending)
         if pending is run.maker:
-            run.cut_after_s, run.cut_mono = elapsed, self._scheduler.time()
+            run.cut_after_s, run.cut_mono, run.cut_reason = elapsed, self._scheduler.time(), reason
         detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason, "task_id": run.task_id}
         reply = None
         if reason != "host_cancel":
@@ -442,33 +388,11 @@ class TaskBridge:
             self._table.finish(pending, outcome, reply, {**detail, "polls": 0})
         run.waiters.clear()
         if run.cut_after_s is not None and run.result is not None:
-            self._log_late_result(run, now)
+            log_late_result(self._recorder, self._counters, run, now)
         if answered or run.result is None or outcome not in REUSABLE:
             self._drop(run)
         else:  # nobody has it yet: an identical call from the same host takes it, for a while
             run.expiry = self._scheduler.call_later(self.settings.reuse_s, self._drop, run)
-
-    def _log_late_result(self, run: BridgedRun, now: float) -> None:
-        assert run.result is not None and run.cut_after_s is not None and run.cut_mono is not None
-        body = run.result.get("result", run.result.get("error"))
-        text = json.dumps(body, ensure_ascii=False)
-        outcome = run.outcome if run.outcome in REUSABLE else Outcome.ERROR
-        late = LateResultData(
-            up_id=run.maker.up_id,
-            reason="deadline" if run.maker.budget is not None else "host_cancel",
-            cut_after_s=round(run.cut_after_s, 6),
-            delay_s=round(now - run.cut_mono, 6),
-            duration_s=round(now - run.maker.started, 6),
-            outcome=outcome.value,  # type: ignore[typeddict-item]
-            size_bytes=len(text.encode()),
-            reuse_ttl_s=self.settings.reuse_s if run.outcome in REUSABLE else None,
-            result_preview=text[:PREVIEW_CHARS],
-            truncated=len(text) > PREVIEW_CHARS,
-        )
-        if "error" in run.result:
-            late["error"] = frames.text_of(body, 1000)
-        self._counters.late_results += 1
-        self._recorder.emit(Kind.LATE_RESULT, request_id=run.maker.request_key, tool=run.maker.tool, **late)
 
     def _drop(self, run: BridgedRun) -> None:
         if run.expiry is not None:
@@ -483,9 +407,6 @@ class TaskBridge:
         future = asyncio.ensure_future(job)
         self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
-
-
-_COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "errors"}
 
 
 def _name(tool: Any) -> str | None:

@@ -1,0 +1,108 @@
+"""What a bridged task writes in the log when its host had stopped waiting: its result as a late result, and an
+identical call answered from it (`wrapper.tasks.bridge`). The same events as `late_results` writes for an ordinary
+cut call, so the report's "finished late", `whatif` and the console read them alike."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData
+from mcpwatch.scheduler import Timer
+from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.pending import Counters, HostLink, Pending
+from mcpwatch.wrapper.recorder import Recorder
+
+PREVIEW_CHARS = 4096
+REUSABLE = frozenset({Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR})  # the task's own answer, not a failure of ours
+_COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "errors"}
+
+
+@dataclass(eq=False, slots=True)
+class BridgedRun:
+    """One task mcpwatch made for a host, and the host calls waiting for its answer."""
+
+    key: tuple[int, str, str]  # (host link, tool, arguments): what an identical call matches
+    maker: Pending  # the call that made it
+    task_id: str
+    poll_s: float
+    ttl_s: float
+    reuse_s: float  # how long its result waits for an identical call, once nobody has it
+    waiters: list[Pending] = field(default_factory=list)
+    changes: int = 0  # status changes relayed so far (the progress count the host sees)
+    last: tuple[str, str | None] | None = None  # the status and message last relayed
+    resolving: bool = False  # a tasks/result is under way
+    cut_after_s: float | None = None  # when the maker's host stopped waiting
+    cut_reason: str = "deadline"  # why: its budget, or its own cancel
+    cut_mono: float | None = None
+    finished_at: float | None = None
+    result: dict[str, Any] | None = None  # the reply body kept for reuse: {"result": …} or {"error": …}
+    outcome: Outcome | None = None
+    expiry: Timer | None = None
+
+
+def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now: float) -> None:
+    """The task ended after its maker's host stopped waiting: its answer, as a late result of that call."""
+    assert run.result is not None and run.cut_after_s is not None and run.cut_mono is not None
+    body = run.result.get("result", run.result.get("error"))
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    outcome = run.outcome if run.outcome in REUSABLE else Outcome.ERROR
+    late = LateResultData(
+        up_id=run.maker.up_id,
+        reason=run.cut_reason,  # type: ignore[typeddict-item]
+        cut_after_s=round(run.cut_after_s, 6),
+        delay_s=round(now - run.cut_mono, 6),
+        duration_s=round(now - run.maker.started, 6),
+        outcome=outcome.value,  # type: ignore[typeddict-item]
+        size_bytes=len(text.encode()),
+        reuse_ttl_s=run.reuse_s if run.outcome in REUSABLE else None,
+        result_preview=text[:PREVIEW_CHARS],
+        truncated=len(text) > PREVIEW_CHARS,
+    )
+    if "error" in run.result:
+        late["error"] = frames.text_of(body, 1000)
+    counters.late_results += 1
+    recorder.emit(Kind.LATE_RESULT, request_id=run.maker.request_key, tool=run.maker.tool, **late)
+
+
+def answer_from_run(
+    recorder: Recorder,
+    counters: Counters,
+    run: BridgedRun,
+    link: HostLink,
+    host_id: Any,
+    tool: str,
+    arguments: Any,
+    now: float,
+) -> None:
+    """An identical call answered at once with the finished task's answer: one request, marked as a reuse."""
+    assert run.result is not None and run.finished_at is not None
+    request_id = getattr(link, "key_prefix", "") + str(host_id)
+    outcome = run.outcome or Outcome.OK
+    counters.requests += 1
+    counters.late_reused += 1
+    setattr(counters, _COUNTER[outcome], getattr(counters, _COUNTER[outcome]) + 1)
+    link.send({"jsonrpc": "2.0", "id": host_id, **run.result})
+    arguments_text = frames.text_of(arguments if arguments is not None else {})
+    start = RequestStartData(
+        method="tools/call", up_id=None, budget_s=None, budget_source="late_reuse", arguments=arguments_text
+    )
+    recorder.emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
+    reuse = LateReuseData(
+        from_request_id=run.maker.request_key,
+        delay_s=round(run.finished_at - (run.cut_mono or run.finished_at), 6),
+        age_s=round(now - run.finished_at, 6),
+        ttl_s=run.reuse_s,
+    )
+    recorder.emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reuse)
+    body = run.result.get("result", run.result.get("error"))
+    end = RequestEndData(
+        outcome=outcome.value,  # type: ignore[typeddict-item]
+        duration_s=0.0,
+        method="tools/call",
+        late_reuse=True,
+        task_id=run.task_id,
+        result_preview=frames.text_of(body, PREVIEW_CHARS),
+    )
+    recorder.emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)
