@@ -11,6 +11,9 @@ import pytest
 from taskrig import TaskRig, closing_loop, task_2025
 
 from mcpwatch.events import Kind
+from mcpwatch.logview.report import build_report
+from mcpwatch.logview.whatif import calls_from_events
+from mcpwatch.otel.spans import session_spans
 
 CALL = {"name": "research", "arguments": {"topic": "mcp"}, "task": {"ttl": 60000}}
 REPORT = {"content": [{"type": "text", "text": "# Report"}]}
@@ -131,3 +134,33 @@ def test_a_lost_upstream_ends_its_tasks(loop) -> None:
     rig.core.upstream_lost(reason="exited", exit_code=1)
     [end] = rig.events(Kind.REQUEST_END)
     assert (end.data["outcome"], end.data["duration_s"], end.data["task_status"]) == ("upstream_lost", 1.5, "working")
+
+
+def test_report_whatif_and_the_otel_span_see_the_task_as_one_call_of_its_true_length(loop) -> None:
+    rig = TaskRig(loop)
+    _started_task(rig)
+    for second in (1, 2, 3):
+        rig.scheduler.advance(1.0)
+        message = "Done" if second == 3 else f"stage {second}"
+        status = "completed" if second == 3 else "working"
+        rig.answer(rig.request(10 + second, "tasks/get", {"taskId": "t-1"}), task_2025("t-1", status, message))
+    rig.answer(rig.request(20, "tasks/result", {"taskId": "t-1"}), REPORT)
+    events = rig.events()
+
+    report = build_report(events)
+    assert report["requests"]["by_method"] == {"tools/call": 1}
+    assert (report["requests"]["tasks"], report["requests"]["task_polls"]) == (1, 4)
+    [tool] = report["tools"]
+    assert (tool["tool"], tool["calls"], tool["ok"], tool["max_s"]) == ("research", 1, 1, 3.0)
+    [call] = calls_from_events(events)
+    assert (call.tool, call.outcome, call.elapsed_s) == ("research", "ok", 3.0)
+    [span] = session_spans(events)
+    assert (span.end_ns - span.start_ns) / 1e9 == pytest.approx(3.0)
+    assert span.attributes["mcpwatch.task.id"] == "t-1"
+    names = [(name, attributes.get("mcpwatch.task.status_message")) for name, _ns, attributes in span.events]
+    assert names == [
+        ("mcpwatch.task_created", "Gathering sources..."),
+        ("mcpwatch.task_status", "stage 1"),
+        ("mcpwatch.task_status", "stage 2"),
+        ("mcpwatch.task_status", "Done"),
+    ]
