@@ -271,7 +271,7 @@ class WrapperCore:
         if method == "tools/call":
             budget = pending.budget = self.deadline.budget(tool, host, pending.host_token is not None)
             if offered:  # the host has its task at once; the call runs to its end, bounded by [tasks] max_s
-                self.offer.start(pending, link, params, forwarded_params)
+                forwarded_params["_meta"] = meta = self.offer.start(pending, link, params, forwarded_params, meta)
                 budget = pending.budget
             else:
                 self.heartbeats.start(pending)

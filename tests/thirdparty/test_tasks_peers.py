@@ -86,6 +86,20 @@ def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, 
     assert [(e["outcome"], e["duration_s"] >= 6.0) for e in ends] == [("ok", True)]
 
 
+def test_the_council_offered_as_a_task_shows_its_progress_as_the_status_message(npm_bin, isolated_state):
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["consult_council"]\n')
+    council = [sys.executable, "-m", "mcpwatch", "council", "--time-scale", "0.05"]
+    query = {"query": "Is the sky blue?", "confidence": "high"}
+    messages = ts_task_client(
+        npm_bin, "consult_council", query, "--config", str(config), "--deadline", "2", upstream=council
+    )
+    statuses = [m["task"].get("statusMessage", "") for m in messages if m["type"] == "taskStatus"]
+    assert any(s.startswith("Stage 2:") for s in statuses) and any(s.startswith("Stage 3:") for s in statuses)
+    assert messages[-1]["type"] == "result" and not messages[-1]["result"].get("isError")
+    assert '"synthesis"' in messages[-1]["result"]["content"][0]["text"]  # the whole council, not a 2 s partial
+
+
 @pytest.mark.anyio
 async def test_a_python_sdk_client_without_tasks_gets_the_task_only_tools_report_through_the_bridge(npm_bin):
     progress: list[str] = []

@@ -151,3 +151,18 @@ def test_an_offered_tasks_progress_reaches_the_host_and_is_its_status_message(lo
     assert rig.host.sent[-1]["params"] == {"progressToken": "tok", "progress": 1, "total": 3, "message": "stage 1"}
     rig.request(2, "tasks/get", {"taskId": task_id})
     assert rig.replies()[-1]["result"]["statusMessage"] == "stage 1"
+
+
+def test_a_host_that_asked_for_no_progress_reads_it_as_the_status_message(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    upstream_call = next(m for m in rig.upstream.sent if m.get("method") == "tools/call")
+    token = upstream_call["params"]["_meta"]["progressToken"]  # mcpwatch asks for progress all the same
+    sent = len(rig.host.sent)
+    rig.notify("notifications/progress", {"progressToken": token, "progress": 2, "message": "stage 2 of 3"})
+    assert len(rig.host.sent) == sent  # nothing the host did not ask for
+    rig.request(2, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["statusMessage"] == "stage 2 of 3"
+    [progress] = rig.events(Kind.PROGRESS)
+    assert progress.data["message"] == "stage 2 of 3"

@@ -38,6 +38,7 @@ from mcpwatch.wrapper.tasks.shapes import (
 
 ID_PREFIX = "mcpwatch-"
 TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 
 
@@ -167,8 +168,16 @@ class TaskOffer:
             )
         return None
 
-    def start(self, pending: Pending, link: HostLink, params: dict[str, Any], forwarded: dict[str, Any]) -> None:
-        """Answer the host with the task at once; the call goes upstream as an ordinary one, its answer to the task."""
+    def start(
+        self,
+        pending: Pending,
+        link: HostLink,
+        params: dict[str, Any],
+        forwarded: dict[str, Any],
+        meta: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Answer the host with the task at once; the call goes upstream as an ordinary one, its answer to the task.
+        Returns the call's `_meta` upstream: it always asks for progress, whose messages are the task's status."""
         ttl = params["task"].get("ttl")
         now = self._wall()
         task = OfferedTask(
@@ -197,6 +206,10 @@ class TaskOffer:
             offered=True,
         )
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **created)
+        if pending.host_token is not None:
+            return meta or {}
+        pending.host_token = NO_HOST_TOKEN  # progress is routed to the task, which keeps it to itself
+        return {**(meta or {}), "progressToken": pending.up_id}
 
     def from_call(self, task: OfferedTask, message: dict[str, Any]) -> None:
         """What the call sends its link: its answer ends the task; progress becomes its status message."""
@@ -208,6 +221,8 @@ class TaskOffer:
             if isinstance(params.get("message"), str):
                 task.status_message = params["message"]
                 task.updated_wall = self._wall()
+            if params.get("progressToken") is NO_HOST_TOKEN:
+                return  # the host asked for no progress: it reads the status message by tasks/get
         task.link.send(message)  # progress (the host's token stays valid for the task's life), requests, notices
 
     def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
