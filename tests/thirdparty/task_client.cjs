@@ -1,12 +1,16 @@
 // A task-capable host (the TypeScript SDK's client): runs one tool as a task through callToolStream and prints
 // each message it yields as one JSON line. Usage: node task_client.cjs TOOL ARGS_JSON -- COMMAND [ARGS…]
+// (a COMMAND that is an http:// URL is reached over Streamable HTTP instead).
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
+const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
 
 async function main() {
   const [tool, argsJson, dashes, command, ...args] = process.argv.slice(2);
   if (dashes !== "--" || !command) throw new Error("usage: task_client.cjs TOOL ARGS_JSON -- COMMAND [ARGS…]");
-  const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+  const transport = command.startsWith("http://")
+    ? new StreamableHTTPClientTransport(new URL(command))
+    : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
   const client = new Client(
     { name: "ts-task-host", version: "1.0.0" },
     { capabilities: { tasks: { list: {}, cancel: {}, requests: {} } } },

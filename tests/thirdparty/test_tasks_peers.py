@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from npm_cache import installed_bin
 
+from mcpwatch.ports import free_port, wait_for_port
 from mcpwatch.store import EventReader
 
 from conftest import REPO
@@ -31,15 +32,17 @@ def npm_bin() -> Path:
     return installed_bin(*PACKAGES)
 
 
-def ts_task_client(npm_bin: Path, tool: str, arguments: dict, *wrap_args: str, upstream: list[str] | None = None):
+def ts_task_client(
+    npm_bin: Path, tool: str, arguments: dict, *wrap_args: str, upstream: list[str] | None = None, url: str = ""
+) -> list[dict]:
     """Run the TypeScript SDK client on `tool` as a task, through the wrapper (to server-everything unless another
-    `upstream` is given); the messages its stream yields, in order."""
+    `upstream` is given; at `url`, a wrapper's HTTP front, when given); the messages its stream yields, in order."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: the TypeScript SDK client needs it")
     wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--name", "everything", *wrap_args, "--"]
-    upstream = upstream or [str(npm_bin / "mcp-server-everything")]
-    command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *wrap, *upstream]
+    server = [url] if url else [*wrap, *(upstream or [str(npm_bin / "mcp-server-everything")])]
+    command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *server]
     env = {**os.environ, "NODE_PATH": str(npm_bin.parent)}
     run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -69,6 +72,31 @@ def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, 
     assert "Analyzing content..." in statuses and "Generating report..." in statuses
     (end,) = [e.data for e in events if e.kind == "request_end" and e.tool == "simulate-research-query"]
     assert end["task_status"] == "completed" and "Research Report: tides" in end["result_preview"]
+
+
+def test_over_the_http_front_the_task_is_watched_the_same(npm_bin, isolated_state):
+    port = free_port()
+    front = f"http://127.0.0.1:{port}/mcp"
+    wrapper = subprocess.Popen(
+        [sys.executable, "-m", "mcpwatch", "wrap", "--listen", front, "--", str(npm_bin / "mcp-server-everything")],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        messages = ts_task_client(npm_bin, "simulate-research-query", {"topic": "tides"}, url=front)
+    finally:
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert messages[0]["type"] == "taskCreated" and messages[-1]["type"] == "result"
+    with EventReader(isolated_state / "events.db") as reader:
+        (session,) = reader.sessions()
+        events = list(reader.events(session.id))
+    starts = [e.data["method"] for e in events if e.kind == "request_start"]
+    assert "tasks/get" not in starts and "tasks/result" not in starts
+    (end,) = [e.data for e in events if e.kind == "request_end" and e.tool == "simulate-research-query"]
+    assert end["task_status"] == "completed" and end["duration_s"] >= 3.0 and end["polls"] >= 3
 
 
 def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, isolated_state):
