@@ -219,3 +219,18 @@ def test_a_call_to_a_tool_never_listed_through_the_wrapper_lists_the_tools_first
     rig.request(2, "tools/call", {"name": "quick", "arguments": {}})  # known now: no second listing
     assert rig.upstream_methods().count("tools/list") == 2
     assert "task" not in upstream_request(rig, "tools/call")["params"]
+
+
+def test_the_hosts_own_cancel_of_a_bridged_call_leaves_the_task_running_for_a_retry(loop) -> None:
+    rig = connected(loop)
+    rig.answer(rig.request(1, "tools/call", CALL), {"task": task_2025("t-1")})
+    rig.core.host_message(rig.host, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+    assert rig.replies()[-1]["id"] == "l"  # a host that cancelled is owed nothing
+    assert "notifications/cancelled" not in rig.upstream_methods() and "tasks/cancel" not in rig.upstream_methods()
+    rig.request(2, "tools/call", CALL)  # its retry joins the task
+    poll_answers(rig, loop, task_2025("t-1", "completed"))
+    rig.answer(upstream_request(rig, "tasks/result")["id"], REPORT)
+    spin(loop)
+    assert rig.replies()[-1] == {"jsonrpc": "2.0", "id": 2, "result": {"content": REPORT["content"]}}
+    [late] = rig.events(Kind.LATE_RESULT)
+    assert late.data["reason"] == "host_cancel"
