@@ -19,8 +19,9 @@ from mcpwatch.wrapper.recorder import Recorder
 
 
 class Host:
-    def __init__(self) -> None:
+    def __init__(self, connection: str | None = "stdio") -> None:
         self.sent: list[dict[str, Any]] = []
+        self.connection = connection
 
     def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)

@@ -177,6 +177,7 @@ class WrapperCore:
             self.links.remove(link)
         self.late_results.forget_link(link)
         self.bridge.forget_link(link)
+        self.offer.forget_link(link)
         self.hosts.forget(link)
 
     def host_frame(self, link: HostLink, line: bytes) -> None:

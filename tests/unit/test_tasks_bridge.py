@@ -234,3 +234,17 @@ def test_the_hosts_own_cancel_of_a_bridged_call_leaves_the_task_running_for_a_re
     assert rig.replies()[-1] == {"jsonrpc": "2.0", "id": 2, "result": {"content": REPORT["content"]}}
     [late] = rig.events(Kind.LATE_RESULT)
     assert late.data["reason"] == "host_cancel"
+
+
+def test_a_sessionless_requests_task_is_never_taken_by_another_request(loop) -> None:
+    rig = connected(loop, deadline=replace(Settings().deadline, host_timeout_s=2.0, margin_s=0.0))
+    rig.host.connection = None  # a 2026-era sessionless request: any host's
+    rig.answer(rig.request(1, "tools/call", CALL), {"task": task_2025("t-1")})
+    rig.scheduler.advance(2.0)
+    spin(loop)
+    poll_answers(rig, loop, task_2025("t-1", "completed"))
+    rig.answer(upstream_request(rig, "tasks/result")["id"], REPORT)
+    spin(loop)
+    rig.request(2, "tools/call", CALL)
+    assert rig.upstream_methods().count("tools/call") == 2  # a task of its own, not the other request's result
+    assert rig.events(Kind.LATE_REUSE) == []

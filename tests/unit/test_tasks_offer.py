@@ -44,7 +44,7 @@ def offering(loop, capabilities: dict[str, Any] | None = None, **tasks: Any) -> 
 
 
 def other_host(rig: TaskRig, name: str) -> Host:
-    host = Host()
+    host = Host(connection=f"stdio of {name}")
     rig.core.attach_link(host)
     rig.core.offer.host_initialized(host, {"name": name})
     rig.core.bridge.host_initialized(host, TASK_HOST)

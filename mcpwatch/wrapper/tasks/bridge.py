@@ -59,7 +59,7 @@ class TaskBridge:
     ) -> None:
         self.settings = settings
         self.support: dict[str, str] = {}  # tool -> execution.taskSupport, from the upstream's tools/list
-        self.runs: dict[tuple[int, str, str], BridgedRun] = {}
+        self.runs: dict[tuple[str, str, str], BridgedRun] = {}
         self._by_task: dict[str, BridgedRun] = {}
         self._by_up_id: dict[int, BridgedRun] = {}  # every waiting host call (the maker and attached ones)
         self._hosts: dict[int, dict[str, Any]] = {}  # id(link) -> the capabilities its initialize declared
@@ -82,7 +82,8 @@ class TaskBridge:
 
     def forget_link(self, link: HostLink) -> None:
         self._hosts.pop(id(link), None)
-        for key in [k for k in self.runs if k[0] == id(link)]:
+        connection = getattr(link, "connection", None)
+        for key in [k for k in self.runs if k[0] == connection]:
             run = self.runs.pop(key)
             if run.finished_at is None:
                 continue  # still running: it ends on its own and is dropped then
@@ -176,7 +177,7 @@ class TaskBridge:
         """An identical call whose cut predecessor's task has finished: answered now with that task's result."""
         if not self.runs:
             return False  # the common case, without canonicalising the arguments
-        run = self.runs.get(_key(link, tool, arguments))
+        run = self.runs.get(_key(link, tool, arguments))  # type: ignore[arg-type]
         if run is None or run.result is None or run.finished_at is None:
             return False
         answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
@@ -186,7 +187,7 @@ class TaskBridge:
         """An identical call while the task still runs: it waits for the same task instead of starting another."""
         if not self.runs:
             return False
-        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))
+        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True
@@ -216,10 +217,11 @@ class TaskBridge:
         key = _key(pending.link, pending.tool or "", arguments)
         run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s)
         run.waiters.append(pending)
-        old = self.runs.get(run.key)
+        old = self.runs.get(run.key) if run.key is not None else None
         if old is not None and old.finished_at is not None:
             self._drop(old)
-        self.runs[run.key] = run
+        if run.key is not None:  # else no identical call can find it: it only answers its own host
+            self.runs[run.key] = run
         self._by_task[state.task_id] = run
         self._by_up_id[pending.up_id] = run
         self._relay(run, state)
@@ -398,7 +400,7 @@ class TaskBridge:
         if run.expiry is not None:
             run.expiry.cancel()
             run.expiry = None
-        if self.runs.get(run.key) is run:
+        if run.key is not None and self.runs.get(run.key) is run:
             del self.runs[run.key]
         if self._by_task.get(run.task_id) is run:
             del self._by_task[run.task_id]
@@ -413,8 +415,13 @@ def _name(tool: Any) -> str | None:
     return tool.get("name") if isinstance(tool, dict) and isinstance(tool.get("name"), str) else None
 
 
-def _key(link: Any, tool: str, arguments: Any) -> tuple[int, str, str]:
-    return (id(link), tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
+def _key(link: Any, tool: str, arguments: Any) -> tuple[str, str, str] | None:
+    """What an identical call matches: the same host connection (never a sessionless request's: it has none, and
+    may be any host's), tool and arguments."""
+    connection = getattr(link, "connection", None)
+    if connection is None:
+        return None
+    return (connection, tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
 
 
 def _without_task_support(tool: dict[str, Any]) -> dict[str, Any]:

@@ -23,7 +23,7 @@ _COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "erro
 class BridgedRun:
     """One task mcpwatch made for a host, and the host calls waiting for its answer."""
 
-    key: tuple[int, str, str]  # (host link, tool, arguments): what an identical call matches
+    key: tuple[str, str, str] | None  # (host connection, tool, arguments): what an identical call matches
     maker: Pending  # the call that made it
     task_id: str
     poll_s: float

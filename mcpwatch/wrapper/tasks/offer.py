@@ -61,6 +61,11 @@ class OfferedTask:
     last_poll: float | None = None
     expiry: Timer | None = None
 
+    @property
+    def connection(self) -> str | None:
+        """The host connection's name (`HostLink`): the call runs for that host."""
+        return getattr(self.link, "connection", None)
+
     def send(self, message: dict[str, Any]) -> bool:
         self.offer.from_call(self, message)
         return True
@@ -116,6 +121,9 @@ class TaskOffer:
     def host_initialized(self, link: HostLink, client_info: Any) -> None:
         name = client_info.get("name") if isinstance(client_info, dict) else None
         self._names[id(link)] = name if isinstance(name, str) else ""
+
+    def forget_link(self, link: HostLink) -> None:
+        self._names.pop(id(link), None)  # its tasks stay: the host may come back on another connection
 
     def _owner(self, link: HostLink) -> str:
         return self._names.get(id(link), "")
