@@ -164,3 +164,14 @@ def test_report_whatif_and_the_otel_span_see_the_task_as_one_call_of_its_true_le
         ("mcpwatch.task_status", "stage 2"),
         ("mcpwatch.task_status", "Done"),
     ]
+
+
+def test_a_task_whose_ttl_passes_unfinished_ends_as_an_error(loop) -> None:
+    rig = TaskRig(loop)
+    _started_task(rig)  # ttl 300000 ms
+    rig.scheduler.advance(299.0)
+    assert rig.events(Kind.REQUEST_END) == []
+    rig.scheduler.advance(1.0)
+    [end] = rig.events(Kind.REQUEST_END)
+    assert (end.data["outcome"], end.data["duration_s"]) == ("error", 300.0)
+    assert end.data["error"] == "the task's TTL (300000 ms) passed before it ended"
