@@ -1,4 +1,4 @@
-"""Where mcpwatch keeps state and looks for configuration (DESIGN.md, "Where things live")."""
+"""Where mcpwatch keeps state and looks for configuration."""
 
 from __future__ import annotations
 

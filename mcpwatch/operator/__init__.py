@@ -1,4 +1,4 @@
-"""The operator endpoint's contract (DESIGN.md "Operator endpoint"): shared by the wrapper and its clients.
+"""The operator endpoint's contract (mcpwatch/ARCHITECTURE.md, "Contracts"): shared by the wrapper and its clients.
 
 An MCP server over Streamable HTTP on 127.0.0.1; every request needs `Authorization: Bearer <token>`.
 Tools return JSON as structured content:
@@ -13,6 +13,8 @@ Tools return JSON as structured content:
   bad values are refused with a tool error (isError) whose text says why, and nothing changes
 - `reset_deadline()` → clears every operator change to the budget (environment and file rule again); the new block
 - `cancel(request_id)` → cancels an in-flight call as a deadline would
+- `call_upstream(name, arguments, timeout_s)` → one tools/call to the upstream on the operator's behalf, logged as an
+  `operator_call` event (the console uses it for the council's admin tools)
 """
 
 from __future__ import annotations
