@@ -1,14 +1,13 @@
-"""Shared fixtures: every test gets its own state dir, so nothing touches the user's files."""
+"""Fixtures every test shares: its own state dir (nothing touches the user's files), the asyncio backend for anyio,
+and a quiet Textual. Each folder's conftest.py adds what only its tests use."""
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +21,16 @@ def isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     return state
 
 
-def mcpwatch_cmd(*args: str) -> list[str]:
-    """The command line that runs this checkout's mcpwatch in a subprocess."""
-    return [sys.executable, "-m", "mcpwatch", *args]
+@pytest.fixture(autouse=True)
+def quiet_and_still(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No animations; keep an MCP server's logging setup from adding a handler to the root logger."""
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.NullHandler())
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio only (the product runs there; trio is not a dependency)."""
+    return "asyncio"

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 FIXTURES = REPO / "tests" / "fixtures"
 RAW_SERVER = str(FIXTURES / "raw_server.py")

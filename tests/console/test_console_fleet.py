@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import SIZE, screen_text, until
+from console_helpers import SIZE
 from trends_helpers import ORIGIN, standard_script
 
 from mcpwatch.console.app import ConsoleApp
@@ -22,7 +22,7 @@ from mcpwatch.console.screens.fleet import FleetScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.registry import WrapperEntry, find_wrapper
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import screen_text, until
 
 
 @pytest.fixture(autouse=True)

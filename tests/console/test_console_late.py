@@ -4,7 +4,7 @@ or of a call answered with a stored late result."""
 from __future__ import annotations
 
 import pytest
-from console_helpers import SIZE, RecordingControls, ready, sample_app, screen_text, until
+from console_helpers import SIZE, RecordingControls, ready, sample_app
 
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
@@ -12,7 +12,7 @@ from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Event, Kind
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from console_helpers import RecordingControls, ready, sample_app, screen_text, until
+from console_helpers import RecordingControls, ready, sample_app
 from operator_double import OperatorContractDouble
 from textual.color import Color
 from textual.widgets import Footer
@@ -22,7 +22,7 @@ from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from console_helpers import SIZE, screen_text, until
+from console_helpers import SIZE
 from operator_double import OperatorContractDouble
 
 from mcpwatch import registry
@@ -21,7 +21,7 @@ from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Kind
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

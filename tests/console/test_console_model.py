@@ -26,8 +26,6 @@ from mcpwatch.console.headless.sample import (
 )
 from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
-
 
 @pytest.fixture
 def f() -> EventFactory:

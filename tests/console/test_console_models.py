@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from console_helpers import SIZE as MAIN_SIZE
-from console_helpers import RecordingControls, council_replay_app, ready, until
+from console_helpers import RecordingControls, council_replay_app, ready
 from trends_helpers import ORIGIN, LoggedFeed, Script
 
 from mcpwatch.clock import ManualClock
@@ -28,7 +28,7 @@ from mcpwatch.operator.client import OperatorClient, OperatorRefused
 from mcpwatch.registry import find_wrapper
 from mcpwatch.store.reader import EventReader
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import until
 
 SIZE = (150, 30)
 MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro")

@@ -7,7 +7,7 @@ import sys
 
 import anyio
 import pytest
-from console_helpers import SIZE, ready, screen_text, until
+from console_helpers import SIZE, ready
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import Target
@@ -16,7 +16,7 @@ from mcpwatch.console.widgets import WindowTable
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import find_wrapper
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+from pilot_tools import screen_text, until
 
 pytestmark = [
     pytest.mark.anyio,

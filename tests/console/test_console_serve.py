@@ -23,8 +23,6 @@ import pytest
 
 from mcpwatch.console.serve import check_request, loopback_host
 
-pytest_plugins = ["console_fixtures"]
-
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 GREEN = (0x4C, 0xD9, 0x7B)  # mcpwatch-dark's status-ok: the "● live" dot and word
 
@@ -143,6 +141,7 @@ async def _screenshot_when_started(ws_url: str, timeout: float = 40.0) -> bytes:
 @pytest.mark.anyio
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed")
+@pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="no Chromium here (Debian: apt-get install chromium; .ci/run does)")
 async def test_the_console_in_headless_chromium(tmp_path: Path) -> None:
     from wraptools import SDK_SERVER, wrapped_client

@@ -25,11 +25,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @contextlib.asynccontextmanager
 async def served(tmp_path: Path, config: str) -> AsyncIterator[tuple[subprocess.Popen[str], str, int]]:
     """`mcpwatch watch --serve` on a free port: the process, its URL with the token, the port."""

@@ -18,8 +18,6 @@ from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import FeedStatus, Target
 from mcpwatch.console.screens.main import MainScreen
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
-
 SIZE = (150, 44)
 
 

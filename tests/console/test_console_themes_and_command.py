@@ -20,9 +20,7 @@ from mcpwatch.console.themes import (
 )
 from mcpwatch.errors import UserError
 
-from conftest import REPO
-
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
+from checkout import REPO
 
 
 def test_the_shipped_themes_load_and_set_every_semantic_colour() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, council_replay_app, until
+from console_helpers import RecordingControls, council_replay_app
 from trends_helpers import ORIGIN, LoggedFeed, Script, standard_script
 
 from mcpwatch.clock import ManualClock
@@ -23,7 +23,7 @@ from mcpwatch.console.trends import TrendLog, bucket_seconds, percentile
 from mcpwatch.console.widgets import Line
 from mcpwatch.store.reader import EventReader
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import until
 
 SIZE = (150, 44)
 

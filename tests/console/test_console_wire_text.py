@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from console_helpers import SIZE, ready, screen_text, until
+from console_helpers import SIZE, ready
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import Target
@@ -20,9 +20,8 @@ from mcpwatch.console.screens.modals import Confirm
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.registry import find_wrapper
 
-from conftest import REPO
-
-pytest_plugins = ["console_fixtures"]
+from checkout import REPO
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,6 @@ from mcpwatch.events import Kind
 from mcpwatch.operator.client import OperatorClient, OperatorRefused, OperatorUnavailable
 from mcpwatch.ports import free_port
 
-pytest_plugins = ["console_fixtures"]  # the console's fixtures (anyio backend, operator double, no animations)
-
 pytestmark = pytest.mark.anyio
 
 

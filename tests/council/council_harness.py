@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.message import SessionMessage
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 COUNCIL_META = "dev.mcpwatch/council"
 DEADLINE_META = "dev.mcpwatch/deadline_ms"

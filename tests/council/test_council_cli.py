@@ -16,7 +16,7 @@ from mcp import Client
 
 from mcpwatch.ports import free_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 
 def run_council(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -42,11 +42,6 @@ PARTIAL = """
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_partial_results_with_several_one_and_no_finished_models(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "partial.toml", PARTIAL)
     async with council("--scenario", scenario, "--time-scale", "0.01", env=SHORT_HIGH) as (client, _):

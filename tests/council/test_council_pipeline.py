@@ -15,11 +15,6 @@ from mcpwatch.council.settings import load_settings
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_council(scenario: str = "fast", time_scale: float = 0.002, **env: str) -> Council:
     settings = load_settings(env, scenario=scenario, time_scale=time_scale)
     return Council(settings, SimulatedBackend(settings.scenario, seed=settings.seed, time_scale=time_scale))

@@ -43,11 +43,6 @@ def _scenario(stages: tuple[str, ...], *, together: bool) -> str:
     return 'chairman = "lab/alpha"\n[tiers.quick]\nrace = false\nmodels = 3\n' + "".join(models)
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _council(path: str) -> Council:
     settings = load_settings({}, scenario=path, time_scale=SCALE)
     return Council(settings, SimulatedBackend(settings.scenario, seed=settings.seed, time_scale=SCALE))

@@ -12,11 +12,6 @@ from council_harness import COUNCIL_META, DEADLINE_META, call, consult, council,
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_racing_returns_once_enough_models_answered() -> None:
     # flaky: quick races its three compatible models and wants two; Gemini never answers.
     async with council("--scenario", "flaky", "--time-scale", "0.01") as (client, wire):

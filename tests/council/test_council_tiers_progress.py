@@ -15,11 +15,6 @@ ALL = [*BALANCED, "meta-llama/llama-3.1-70b-instruct"]
 STATUSES = {"pending", "ok", "timeout", "rate_limited", "auth_error", "error"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_tools_are_listed_and_no_progress_is_sent_without_a_token() -> None:
     async with council("--scenario", "fast") as (client, wire):
         tools = {t.name: t for t in (await client.list_tools()).tools}

@@ -53,11 +53,6 @@ DEEP = """
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def make_council(scenario: str, time_scale: float, slots: int = 2) -> Council:
     settings = load_settings({}, scenario=scenario, time_scale=time_scale)
     backend = SimulatedBackend(settings.scenario, seed=settings.seed, time_scale=time_scale)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO
+from checkout import REPO
 
 FIXTURES = REPO / "tests" / "fixtures"
 FAULT_SERVER = [sys.executable, str(FIXTURES / "fault_server.py")]

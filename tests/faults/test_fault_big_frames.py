@@ -24,11 +24,6 @@ FLOOD_SERVER = [sys.executable, "-m", "mcpwatch.bench.flood_upstream"]
 LONG_BUDGET = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "60"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def assert_over_the_cap(reply: dict, request_id: object, cap_mb: int = 16) -> None:
     error = reply["error"]
     assert reply["id"] == request_id and error["code"] == -32603, reply

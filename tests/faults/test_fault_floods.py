@@ -64,11 +64,6 @@ def test_calls_go_on_under_a_flood_while_the_host_reads() -> None:
         assert figures["peak_rss_mb"] <= TARGET_RSS_MB and flooded(figures) > 0, figures
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_an_endless_event_stream_line_is_answered_at_once_with_the_cap(tmp_path: Path) -> None:

@@ -15,14 +15,9 @@ from faultkit import RAW_SERVER, raw_host, registry_of
 from mcpwatch.logview.units import format_time
 from mcpwatch.store import EventReader
 
-from conftest import mcpwatch_cmd
+from checkout import mcpwatch_cmd
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -79,11 +79,6 @@ CASES: list[tuple[str, bytes, list[tuple[Any, Any]]]] = [
 ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def shape(message: dict[str, Any]) -> tuple[Any, Any]:
     if "error" in message:
         return (message["id"], message["error"]["code"])

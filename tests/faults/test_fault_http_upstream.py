@@ -27,11 +27,6 @@ pytestmark = pytest.mark.anyio
 HTTP_SERVER = str(FIXTURES / "fault_http_server.py")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextlib.contextmanager
 def http_server(port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {**os.environ, "FAULT_HTTP_LOG": str(log)}

@@ -37,11 +37,6 @@ conn.execute("ROLLBACK")
 """
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class LockHolder:
     """A second real process holding the log's write lock until released."""
 

@@ -33,11 +33,6 @@ BAD: dict[str, list[str]] = {
 }
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def post(url: str, body: bytes, headers: dict[str, str], method: str = "POST") -> httpx2.Response:
     async with httpx2.AsyncClient(timeout=30) as http:
         return await http.request(method, url, content=body if method == "POST" else None, headers=headers)

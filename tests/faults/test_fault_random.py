@@ -32,11 +32,6 @@ PROGRESS_SHARE = 0.2
 SLACK_S = 0.5
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def plan(rng: random.Random) -> list[dict[str, Any]]:
     """Delays: half well inside the budget, a third within ±20 % of it, the rest well past it."""
     budget_ms = BUDGET_S * 1000

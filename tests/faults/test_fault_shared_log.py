@@ -23,11 +23,6 @@ CALLS = 1000
 IN_FLIGHT = 50
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def one_wrapper(index: int, tmp_path: Path, log: Path, state: Path) -> dict[str, Any]:
     rng = random.Random(index)
     async with raw_host(FAULT_SERVER, tmp_path, log=log, name=f"w{index}", wrap_args=["--name", f"w{index}"]) as host:

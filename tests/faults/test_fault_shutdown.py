@@ -31,15 +31,10 @@ from faultkit import (
 from mcpwatch import registry
 from mcpwatch.store import EventReader
 
-from conftest import mcpwatch_cmd
+from checkout import mcpwatch_cmd
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def wait_gone(pid: int, timeout: float) -> None:

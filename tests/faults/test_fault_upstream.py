@@ -22,11 +22,6 @@ from wraptools import Operator
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def wait_status(operator: Operator, predicate: Any, timeout: float, what: str) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while True:

@@ -19,11 +19,6 @@ pytestmark = pytest.mark.anyio
 FLOOD_SERVER = [sys.executable, "-m", "mcpwatch.bench.flood_upstream", "stdio"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def wait_dead(pid: int, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while pid_alive(pid):

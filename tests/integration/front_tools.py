@@ -16,7 +16,7 @@ import httpx2
 
 from mcpwatch.ports import free_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -10,7 +10,7 @@ import venv
 
 import pytest
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 
 def test_headless_demo_runs_and_summarises(isolated_state):

@@ -11,15 +11,10 @@ import sys
 import pytest
 from front_tools import Host, listening_wrapper, rpc
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def ended(log, method: str) -> list[dict]:

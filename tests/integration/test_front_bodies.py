@@ -15,11 +15,6 @@ from mcp import Client
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def echo_call(request_id: str, size: int) -> bytes:
     return json.dumps(rpc(request_id, "tools/call", {"name": "echo", "arguments": {"blob": "b" * size}})).encode()
 

@@ -27,16 +27,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from mcpwatch.ports import free_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER
 
 pytestmark = pytest.mark.anyio
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def wrap_exits(*args: str) -> subprocess.CompletedProcess[str]:

@@ -19,15 +19,10 @@ from mcp import Client, types
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import SDK_SERVER
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @asynccontextmanager

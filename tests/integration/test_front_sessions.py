@@ -23,11 +23,6 @@ from wraptools import Operator, registry_entry
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def children(pid: int) -> list[int]:
     """The wrapper's child processes (its upstreams), oldest first."""
     found: list[int] = []

@@ -21,11 +21,6 @@ TRICKLERS = 300
 BOUND_S = 2.0  # head_timeout_s in these tests: a body's grace is the same
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def open_tricklers(port: int, head: bytes, count: int) -> list[socket.socket]:
     """`count` connections, each having sent `head` (a request's start) and no more; the rest never comes."""
     socks = []

@@ -16,11 +16,6 @@ pytestmark = pytest.mark.anyio
 Handler = Callable[[bytes, asyncio.StreamWriter], Awaitable[bool]]  # returns whether to keep the connection
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @asynccontextmanager
 async def raw_server(handler: Handler) -> AsyncIterator[tuple[str, list[bytes]]]:
     """Each request head (and body) read whole, then answered by `handler` with raw bytes."""

@@ -18,11 +18,6 @@ from wraptools import Operator, registry_entry
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def few_descriptors() -> None:
     """The wrapper gets 256 file descriptors: 1,100 connections kept open would exhaust them."""
     resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))

@@ -15,7 +15,7 @@ from pathlib import Path
 from mcpwatch.events import Event
 from mcpwatch.store import EventReader, EventWriter, LogError
 
-from conftest import REPO
+from checkout import REPO
 
 CONCURRENT_WRITER = textwrap.dedent(
     """

@@ -23,17 +23,12 @@ from mcp import Client, StdioServerParameters
 from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import FIXTURES, RAW_SERVER, SDK_SERVER, free_port, wait_for_port
 
 pytestmark = pytest.mark.anyio
 BUDGET_1S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
 FASTMCP_FRAME = '{"code": 0, "message": "Request cancelled"}'
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def fastmcp2_python() -> str | None:

@@ -22,17 +22,12 @@ from mcpwatch.events import payload_problems
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.store import EventReader
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import wrapped_client
 
 pytestmark = pytest.mark.anyio
 BUDGET_2S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "1"}
 COUNCIL = [sys.executable, "-m", "mcpwatch", "council", "--scenario", "default", "--time-scale", "0.2"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

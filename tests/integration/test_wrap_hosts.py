@@ -17,7 +17,7 @@ from faults.faultkit import RAW_SERVER, raw_host
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import SDK_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -42,11 +42,6 @@ LABELS = {
     "gemini-cli-mcp-client": "Gemini CLI",
     "someone-new": "unknown host 'someone-new'",
 }
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def logged(log) -> list:

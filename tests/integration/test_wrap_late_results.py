@@ -15,17 +15,12 @@ import pytest
 from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
 BUDGET_1S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
 SLOW = {"seconds": 3, "steps": 1}  # the raw server ignores cancellation and answers at 3 s
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 async def wait_for_late_results(operator: Operator, count: int, timeout: float = 6.0) -> dict:

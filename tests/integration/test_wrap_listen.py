@@ -17,11 +17,6 @@ from wraptools import SDK_SERVER, sdk_server_behind_http_front, wrap_params, wra
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def listen_and_see_a_change(client: Client) -> None:
     assert client.protocol_version == "2026-07-28"
     with anyio.fail_after(5):  # the acknowledgement must be recognised at once, not after a read timeout

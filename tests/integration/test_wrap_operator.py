@@ -18,11 +18,6 @@ from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 PING = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
 
 

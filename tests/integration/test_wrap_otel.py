@@ -15,7 +15,7 @@ import pytest
 from mcpwatch.otel.spans import DURATION_BUCKETS
 from mcpwatch.ports import free_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from otlp_receiver import OtlpReceiver
 
 HOST_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"

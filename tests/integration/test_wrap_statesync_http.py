@@ -13,7 +13,7 @@ from mcp import Client
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, sdk_server_behind_http_front, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -28,11 +28,6 @@ invalidates = ["tasks.*", "sprints.*"]
 match = "tasks.list"
 cache_control = "immutable"
 """
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def rpc(request_id: int, method: str, params: dict) -> dict:

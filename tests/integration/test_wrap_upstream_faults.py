@@ -12,11 +12,6 @@ from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def test_crash_mid_call_answers_within_a_second_then_respawns(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER]) as client:
         operator = Operator(registry_entry(isolated_state))

@@ -1,10 +1,8 @@
 """Shared pieces for the replay tests: real logs written through the real `EventWriter`, feeds with a hand-moved
-clock, and small Pilot helpers. (A conftest.py here would shadow the tests' root conftest.)"""
+clock, and small Pilot helpers."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,8 @@ from mcpwatch.replay.clock import ReplayClock
 from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
 from mcpwatch.replay.feed import ReplayFeed
 from mcpwatch.replay.recording import Recording
+
+from pilot_tools import until
 
 SIZE = (160, 48)
 EVENTS = 3000  # about 3.5 minutes of a busy wrapper: deadlines, errors, late drops, a margin change, a restart
@@ -80,14 +80,6 @@ def assert_same_as_fold(model: ConsoleModel, reference: ConsoleModel, now: float
         assert model.request_detail(request_id, now) == reference.request_detail(request_id, now), request_id
 
 
-async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or condition}")
-        await pilot.pause(0.02)
-
-
 async def ready(pilot: Pilot[Any]) -> None:
     app = pilot.app
     await until(
@@ -100,23 +92,3 @@ async def ready(pilot: Pilot[Any]) -> None:
 
 def timeline_text(app: ReplayApp) -> str:
     return app.screen.query_one("#timeline").plain
-
-
-def screen_text(app: ReplayApp) -> str:
-    """What the active screen shows, as plain text."""
-    from textual.widgets import DataTable
-
-    from mcpwatch.console.widgets import Line
-
-    parts: list[str] = []
-    for widget in app.screen.query("*"):
-        if isinstance(widget, Line):
-            if widget.display:
-                parts.append(widget.plain)
-        elif isinstance(widget, DataTable):
-            for row in range(widget.row_count):
-                parts.append(" ".join(str(cell) for cell in widget.get_row_at(row)))
-        title = getattr(widget, "border_title", None)
-        if title:
-            parts.append(str(title))
-    return "\n".join(parts)

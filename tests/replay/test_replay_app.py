@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from replay_helpers import HandClock, fold_until, make_feed, ready, screen_text, timeline_text, until, write_log
+from replay_helpers import HandClock, fold_until, make_feed, ready, timeline_text, write_log
 from textual.widgets import Input
 
 from mcpwatch.console.commands import ConsoleCommands
@@ -16,7 +16,7 @@ from mcpwatch.replay.app import GotoPrompt, ReplayApp
 from mcpwatch.replay.engine import ThreadIndexer
 from mcpwatch.replay.feed import ReplayFeed
 
-pytest_plugins = ["replay_fixtures"]
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

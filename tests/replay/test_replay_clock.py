@@ -12,8 +12,6 @@ from replay_helpers import HandClock
 
 from mcpwatch.replay.clock import SPEEDS, InvalidTime, ReplayClock, check_speed, offset_text, parse_time
 
-pytest_plugins = ["replay_fixtures"]
-
 ORIGIN = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 

@@ -12,9 +12,7 @@ from replay_helpers import write_log
 from mcpwatch import paths
 from mcpwatch.cli import main
 
-from conftest import REPO, mcpwatch_cmd
-
-pytest_plugins = ["replay_fixtures"]
+from checkout import REPO, mcpwatch_cmd
 
 
 def _bad_logs(tmp_path: Path) -> dict[str, tuple[Path, str]]:

@@ -6,13 +6,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from replay_helpers import make_feed, ready, screen_text, until
+from replay_helpers import make_feed, ready
 
 from mcpwatch.logview.units import format_time
 from mcpwatch.replay.app import ReplayApp
 from mcpwatch.replay.recording import Recording
 
-pytest_plugins = ["replay_fixtures"]
+from pilot_tools import screen_text, until
 
 pytestmark = pytest.mark.anyio
 

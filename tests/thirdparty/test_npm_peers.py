@@ -10,22 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from npm_cache import installed_bin
 
 from mcpwatch.store import EventReader
 
-from conftest import REPO
+from checkout import REPO
 from wraptools import wrapped_client
-
-PACKAGES = (
-    "@modelcontextprotocol/server-everything@2026.8.31",
-    "@modelcontextprotocol/inspector@2.12.0",
-)
-
-
-@pytest.fixture(scope="session")
-def npm_bin() -> Path:
-    return installed_bin(*PACKAGES)
 
 
 def inspector(npm_bin: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -73,11 +62,6 @@ async def test_deadline_on_a_third_party_long_running_tool(npm_bin):
         assert progress and "last progress" in result.content[0].text
         echo = await client.call_tool("echo", {"message": "still here"})
         assert echo.content[0].text == "Echo: still here"
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 CHECK = [sys.executable, "-m", "mcpwatch", "check"]

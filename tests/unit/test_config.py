@@ -10,7 +10,7 @@ import pytest
 from mcpwatch.config import ABSURD_SECONDS, find_config_file, load_settings, settings_from_mapping
 from mcpwatch.errors import UserError
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 
 def write(path: Path, text: str) -> Path:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 
 def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:

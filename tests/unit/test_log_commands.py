@@ -22,7 +22,7 @@ from mcpwatch.replay.recording import Recording
 from mcpwatch.store import EventReader, LogError
 from mcpwatch.store.db import translate_errors
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 DAY = 86400.0
 
@@ -258,6 +258,7 @@ def test_missing_default_log(capsys) -> None:
     assert code == 2 and str(paths.default_log_path()) in err and "no such event log" in err
 
 
+@pytest.mark.bench
 def test_bench_log_quick_runs() -> None:
     result = run("bench", "log", "--quick")
     assert result.returncode == 0, result.stderr

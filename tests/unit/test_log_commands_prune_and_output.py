@@ -21,7 +21,7 @@ from mcpwatch.commands.sessions import render_sessions
 from mcpwatch.logview.units import format_time
 from mcpwatch.store import EventReader
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 DAY = 86400.0
 

@@ -17,7 +17,7 @@ from mcpwatch import registry
 from mcpwatch.privacy import UnsafePathError
 from mcpwatch.store import EventWriter
 
-from conftest import mcpwatch_cmd
+from checkout import mcpwatch_cmd
 
 NOBODY = 65534
 ECHO_HOST_INPUT = (

@@ -16,7 +16,7 @@ from mcpwatch.store import SCHEMA_VERSION, EventReader, EventWriter, LogError, p
 from mcpwatch.store.db import connect_reader, connect_writer
 from mcpwatch.store.schema import MIGRATIONS
 
-from conftest import mcpwatch_cmd
+from checkout import mcpwatch_cmd
 
 
 def one_line_error(action, path: Path, *fragments: str) -> str:

@@ -22,7 +22,7 @@ from mcpwatch.logview.whatif import (
 from mcpwatch.reliability.cancel_ack import is_cancel_ack, is_cancel_ack_text
 from mcpwatch.store.writer import EventWriter
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 DEADLINE = {"host_timeout_s": 30.0, "margin_s": 10.0, "override_s": None, "budget_s": 20.0, "source": "derived"}
 

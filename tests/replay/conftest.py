@@ -1,28 +1,13 @@
-"""The replay tests' fixtures, loaded as a plugin by each test module (`pytest_plugins`)."""
+"""The replay tests' fixtures (the shared ones are in the tests' root conftest)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from replay_helpers import write_log
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(autouse=True)
-def quiet_and_still(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No animations; no stray root-logger handler printing over a headless app."""
-    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
-    root = logging.getLogger()
-    if not root.handlers:
-        root.addHandler(logging.NullHandler())
 
 
 @pytest.fixture

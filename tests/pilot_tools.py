@@ -1,0 +1,39 @@
+"""Pilot helpers shared by the console's and replay's app tests: wait for a condition, read the screen as text."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import App
+from textual.pilot import Pilot
+
+
+async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+    """Let the app run until `condition()` holds (or fail saying what was awaited)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await pilot.pause(0.02)
+
+
+def screen_text(app: App[Any]) -> str:
+    """Everything the active screen shows, as plain text (for asserting what a user would read)."""
+    from textual.widgets import DataTable
+
+    from mcpwatch.console.widgets import Line
+
+    parts: list[str] = []
+    for widget in app.screen.query("*"):
+        if isinstance(widget, Line):
+            if widget.display:
+                parts.append(widget.plain)
+        elif isinstance(widget, DataTable):
+            for row in range(widget.row_count):
+                parts.append(" ".join(str(cell) for cell in widget.get_row_at(row)))
+        title = getattr(widget, "border_title", None)
+        if title:
+            parts.append(str(title))
+    return "\n".join(parts)
