@@ -9,6 +9,7 @@ import sys
 
 import httpx2
 import pytest
+from front_tools import rpc
 from mcp import Client
 
 from mcpwatch.ports import free_port, wait_for_port
@@ -28,10 +29,6 @@ invalidates = ["tasks.*", "sprints.*"]
 match = "tasks.list"
 cache_control = "immutable"
 """
-
-
-def rpc(request_id: int, method: str, params: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
 
 
 async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(tmp_path, isolated_state):
