@@ -81,6 +81,7 @@ def test_bad_scenario_files_are_named_in_one_line(tmp_path: Path, body: str, mes
     assert len(lines) == 1 and lines[0].startswith(f"mcpwatch: scenario {path}") and message in lines[0], done.stderr
 
 
+@pytest.mark.slow
 def test_stdout_carries_only_protocol_frames() -> None:
     frames = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -116,6 +117,7 @@ def test_stdout_carries_only_protocol_frames() -> None:
     assert "mcpwatch council: INFO mcpwatch.council.core: consult done: complete" in stderr  # the log went to stderr
 
 
+@pytest.mark.slow
 def test_http_port_in_use_is_one_line_and_exit_2() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -126,6 +128,7 @@ def test_http_port_in_use_is_one_line_and_exit_2() -> None:
     assert done.stderr.strip() == f"mcpwatch: --http 127.0.0.1:{port}: cannot listen there (Address already in use)"
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_http_mode_serves_streamable_http_with_progress_meta(anyio_backend: str) -> None:

@@ -42,6 +42,7 @@ PARTIAL = """
 """
 
 
+@pytest.mark.slow
 async def test_partial_results_with_several_one_and_no_finished_models(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "partial.toml", PARTIAL)
     async with council("--scenario", scenario, "--time-scale", "0.01", env=SHORT_HIGH) as (client, _):
@@ -115,6 +116,7 @@ STAGE2_STUCK = """
 """
 
 
+@pytest.mark.slow
 async def test_review_timeout_falls_back_to_stage1_and_a_missing_chairman_to_a_summary(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "stuck.toml", STAGE2_STUCK)
     async with council("--scenario", scenario, "--time-scale", "0.01", env=SHORT_HIGH) as (client, _):
@@ -176,6 +178,7 @@ RATE_LIMITS = """
 """
 
 
+@pytest.mark.slow
 async def test_429_is_retried_honouring_retry_after_and_network_errors_are_retried(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "limits.toml", RATE_LIMITS)
     async with council("--scenario", scenario, "--time-scale", "0.01") as (client, wire):
@@ -232,6 +235,7 @@ AUTH = """
 """
 
 
+@pytest.mark.slow
 async def test_a_401_fails_fast_and_a_403_only_stops_its_model(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "auth.toml", AUTH)
     async with council("--scenario", scenario, "--time-scale", "0.01") as (client, _):
@@ -278,6 +282,7 @@ LATE_ONLY = """
 """
 
 
+@pytest.mark.slow
 async def test_stage1_waits_past_its_share_for_a_first_answer_rather_than_fail(tmp_path: Path) -> None:
     # quick: 100 s total and per model (1 s at this scale); stage 1's share ends at 70 % (0.7 s). Nobody has
     # answered by then, but Alpha will at 0.8 s: the run waits for it instead of failing with time left.

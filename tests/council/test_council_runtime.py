@@ -12,6 +12,7 @@ from council_harness import COUNCIL_META, DEADLINE_META, call, consult, council,
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_racing_returns_once_enough_models_answered() -> None:
     # flaky: quick races its three compatible models and wants two; Gemini never answers.
     async with council("--scenario", "flaky", "--time-scale", "0.01") as (client, wire):
@@ -64,6 +65,7 @@ DEADLINE = """
 """
 
 
+@pytest.mark.slow
 async def test_the_callers_deadline_in_meta_ends_the_run_before_it(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "deadline.toml", DEADLINE)
     # time scale 0.05: the high tier allows 9 s; the caller allows 1 s.
@@ -122,6 +124,7 @@ REASONING = """
 """
 
 
+@pytest.mark.slow
 async def test_at_most_two_reasoning_runs_at_once(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "reasoning.toml", REASONING)
     results: dict[int, dict] = {}
@@ -143,6 +146,7 @@ async def test_at_most_two_reasoning_runs_at_once(tmp_path: Path) -> None:
     assert any(p["message"] == "Queued: waiting for a reasoning slot (2 of 2 in use)" for p in wire.progress())
 
 
+@pytest.mark.slow
 async def test_admin_tools_read_and_change_the_council() -> None:
     async with council("--scenario", "fast") as (client, _):
         listing, _ = await call(client, "council.models.list")
@@ -186,6 +190,7 @@ async def test_admin_tools_read_and_change_the_council() -> None:
     assert bad_chair_error and "unknown model" in bad_chair["_text"]
 
 
+@pytest.mark.slow
 async def test_health_check_reports_budgets_after_multiplier_and_time_scale() -> None:
     env = {"LLM_COUNCIL_TIMEOUT_MULTIPLIER": "2", "LLM_COUNCIL_TIMEOUT_QUICK": "40"}
     async with council("--scenario", "fast", "--time-scale", "0.5", env=env) as (client, _):
@@ -221,6 +226,7 @@ async def test_health_check_reports_budgets_after_multiplier_and_time_scale() ->
         ("fast", "1", "high", {"ok"}),
     ],
 )
+@pytest.mark.slow
 async def test_shipped_scenarios_are_reproducible_in_well_under_a_second(
     scenario: str, scale: str, confidence: str, expected: set[str]
 ) -> None:
@@ -252,6 +258,7 @@ async def test_shipped_scenarios_are_reproducible_in_well_under_a_second(
         assert reseeded != [e["response"] for e in first["model_responses"].values()]
 
 
+@pytest.mark.slow
 async def test_health_probes_the_least_patient_model_and_names_tiers_that_cannot_run() -> None:
     # The reasoning scenario lists o1 first; the probe must not pick the priciest model, and quick/balanced
     # have no model at all there.
@@ -267,6 +274,7 @@ async def test_health_probes_the_least_patient_model_and_names_tiers_that_cannot
     assert fallback["metadata"]["tier"] == "high"  # a null confidence is the default, as an absent one
 
 
+@pytest.mark.slow
 async def test_a_failed_run_ends_its_progress_with_why(tmp_path) -> None:
     scenario = tmp_path / "dead.toml"
     scenario.write_text(

@@ -15,6 +15,7 @@ ALL = [*BALANCED, "meta-llama/llama-3.1-70b-instruct"]
 STATUSES = {"pending", "ok", "timeout", "rate_limited", "auth_error", "error"}
 
 
+@pytest.mark.slow
 async def test_tools_are_listed_and_no_progress_is_sent_without_a_token() -> None:
     async with council("--scenario", "fast") as (client, wire):
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -48,6 +49,7 @@ TIER_CASES = [
 ]
 
 
+@pytest.mark.slow
 async def test_every_tier_runs_the_full_council() -> None:
     async with council("--scenario", "fast", "--time-scale", "0.5") as (client, _):
         for confidence, tier, members, total_s, per_model_s in TIER_CASES:
@@ -70,6 +72,7 @@ async def test_every_tier_runs_the_full_council() -> None:
             assert ("unknown confidence" in (meta["tier_note"] or "")) == (confidence == "ultra")
 
 
+@pytest.mark.slow
 async def test_answers_differ_per_model_and_per_query_and_details_are_optional() -> None:
     async with council("--scenario", "fast") as (client, _):
         first, _ = await consult(client, "Should we adopt Kubernetes?", include_details=True)

@@ -135,6 +135,7 @@ def test_retry_after_parsing() -> None:
 MODELS = "lab/ok-alpha,lab/ratelimit-once-c,lab/forbidden,lab/slow-1"
 
 
+@pytest.mark.slow
 async def test_council_end_to_end_over_the_openai_backend(fake: FakeOpenAI) -> None:
     env = {"OPENROUTER_API_KEY": "test-key", "LLM_COUNCIL_MODELS": MODELS, "LLM_COUNCIL_BASE_URL": fake.base_url}
     # time scale 0.01: high allows 0.9 s per model, so the 1 s slow model times out
@@ -164,6 +165,7 @@ async def test_council_end_to_end_over_the_openai_backend(fake: FakeOpenAI) -> N
     assert chat[0]["body"]["max_tokens"] == 1  # the probe is cheap
 
 
+@pytest.mark.slow
 async def test_health_and_consult_without_a_key(fake: FakeOpenAI) -> None:
     env = {"LLM_COUNCIL_MODELS": "lab/ok-alpha,lab/ok-bravo", "LLM_COUNCIL_BASE_URL": fake.base_url}
     async with council("--backend", "openai", "--time-scale", "0.01", env=env) as (client, _):
@@ -178,6 +180,7 @@ async def test_health_and_consult_without_a_key(fake: FakeOpenAI) -> None:
     assert fake.requests == []
 
 
+@pytest.mark.slow
 async def test_a_rejected_key_stops_the_council_at_once(fake: FakeOpenAI) -> None:
     env = {
         "OPENROUTER_API_KEY": "revoked",

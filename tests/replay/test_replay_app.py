@@ -27,6 +27,7 @@ def _app(feed: ReplayFeed) -> ReplayApp:
     return ReplayApp(feed, refresh_s=0.05)
 
 
+@pytest.mark.slow
 async def test_step_jump_and_speed_keys(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0], start=60.0)
     events = list(feed.engine.recording.events())
@@ -52,6 +53,7 @@ async def test_step_jump_and_speed_keys(shared_log: tuple[Path, str]) -> None:
         assert "⏸ 2×" in timeline_text(app)
 
 
+@pytest.mark.slow
 async def test_space_plays_at_the_speed_and_pauses(shared_log: tuple[Path, str]) -> None:
     wall = HandClock()
     feed = make_feed(shared_log[0], wall=wall, start=30.0)
@@ -73,6 +75,7 @@ async def test_space_plays_at_the_speed_and_pauses(shared_log: tuple[Path, str])
         assert not feed.clock.playing and feed.shown == 40.0
 
 
+@pytest.mark.slow
 async def test_n_and_shift_n_go_to_deadlines_errors_and_late_drops(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0])
     problems = [m for m in feed.markers() if m.is_problem]
@@ -96,6 +99,7 @@ async def test_n_and_shift_n_go_to_deadlines_errors_and_late_drops(shared_log: t
         assert feed.shown == feed.clock.end  # nothing later: stays, and says so
 
 
+@pytest.mark.slow
 async def test_goto_explains_a_bad_value_and_goes_to_a_good_one(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0])
     app = _app(feed)
@@ -128,6 +132,7 @@ async def test_goto_explains_a_bad_value_and_goes_to_a_good_one(shared_log: tupl
         assert feed.shown == feed.engine.recording.end_mono
 
 
+@pytest.mark.slow
 async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0], start=120.0)
     app = _app(feed)
@@ -155,6 +160,7 @@ async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[
         await until(pilot, lambda: not app.is_running, what="q to quit")
 
 
+@pytest.mark.slow
 async def test_typing_in_the_filter_does_not_drive_the_replay(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0], start=150.0)
     app = _app(feed)
@@ -205,6 +211,7 @@ async def test_a_far_seek_waits_for_the_index_and_then_lands(tmp_path: Path) -> 
         indexer.stop()
 
 
+@pytest.mark.slow
 async def test_a_detail_draw_cut_short_is_done_again(
     shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -237,6 +244,7 @@ async def test_a_detail_draw_cut_short_is_done_again(
         await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
 
 
+@pytest.mark.slow
 async def test_operator_keys_are_not_bound_at_all(shared_log: tuple[Path, str]) -> None:
     """README: operator actions are absent in replay — not bound, on the main screen or a request's detail."""
     from mcpwatch.replay.app import ReplayDetailScreen
@@ -273,6 +281,7 @@ async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: t
         assert "Tombstones" in screen_text(app) and "#" in app.screen.query_one("#tombstones").plain
 
 
+@pytest.mark.slow
 async def test_toasts_keep_clear_of_the_timeline_bar(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0], start=60.0)
     app = _app(feed)

@@ -93,6 +93,7 @@ def test_bad_speed_time_and_theme(shared_log: tuple[Path, str], capsys: pytest.C
     assert "unknown theme 'neon'" in _one_line(capsys, main(["replay", db, "--theme", "neon"]))
 
 
+@pytest.mark.slow
 def test_a_bad_file_in_a_real_process(tmp_path: Path) -> None:
     bad = _bad_logs(tmp_path)
     for args in (["replay", str(bad["corrupt"][0])], ["replay", str(bad["foreign"][0]), "--session", "x"]):

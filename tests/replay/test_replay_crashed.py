@@ -46,6 +46,7 @@ def test_a_session_still_running_or_properly_ended_gets_no_stand_in(tmp_path: Pa
         recording.close()
 
 
+@pytest.mark.slow
 async def test_the_replay_console_says_the_session_crashed(tmp_path: Path, utc: None) -> None:
     path = tmp_path / "events.db"
     sample = write_sample(path, name="crashed", end=False, pid=dead_pid())

@@ -36,6 +36,7 @@ def _engine(path: Path, every: int = 250, *, indexed: bool = True) -> ReplayEngi
     return engine
 
 
+@pytest.mark.slow
 def test_seeks_anywhere_equal_a_fresh_fold(shared_log: tuple[Path, str]) -> None:
     engine = _engine(shared_log[0])
     events = list(engine.recording.events())
@@ -148,6 +149,7 @@ def test_markers_and_problem_navigation(shared_log: tuple[Path, str]) -> None:
     engine.close()
 
 
+@pytest.mark.slow
 def test_the_child_process_builds_the_same_index(shared_log: tuple[Path, str]) -> None:
     here = _engine(shared_log[0])
     recording = Recording(shared_log[0])

@@ -85,6 +85,7 @@ def _quiet(events: list[Event], capture: Capture) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Path) -> None:
     from wraptools import RAW_SERVER, wrapped_client
 
@@ -184,6 +185,7 @@ async def _ignore(progress: float, total: float | None, message: str | None) -> 
     return None
 
 
+@pytest.mark.slow
 async def test_a_council_session_replays_as_it_was_watched(tmp_path: Path) -> None:
     # The reference server behind the wrapper: tiers from the health check, per-model progress of a run, the
     # council's own partial answer under a short deadline. Live and replay must agree at each captured time.

@@ -36,6 +36,7 @@ async def _settle(pilot: Any) -> None:
     await pilot.pause(0.3)  # the tables rebuild at most five times a second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theme", ["mcpwatch-dark", "mcpwatch-light"])
 def test_replay_main_screen(snap_compare: Any, shared_log: tuple[Path, str], theme: str) -> None:
     assert snap_compare(_at_a_deadline(shared_log[0], theme), terminal_size=SIZE, run_before=_settle)
@@ -46,6 +47,7 @@ def test_replay_main_screen_80x24(snap_compare: Any, shared_log: tuple[Path, str
     assert snap_compare(_at_a_deadline(shared_log[0]), terminal_size=(80, 24), run_before=_settle)
 
 
+@pytest.mark.slow
 def test_goto_dialog_explains_a_bad_time(snap_compare: Any, shared_log: tuple[Path, str]) -> None:
     async def bad_time(pilot: Any) -> None:
         await _settle(pilot)
@@ -61,6 +63,7 @@ def test_goto_dialog_explains_a_bad_time(snap_compare: Any, shared_log: tuple[Pa
     assert snap_compare(_at_a_deadline(shared_log[0]), terminal_size=SIZE, run_before=bad_time)
 
 
+@pytest.mark.slow
 def test_replay_help(snap_compare: Any, shared_log: tuple[Path, str]) -> None:
     async def help_open(pilot: Any) -> None:
         await _settle(pilot)

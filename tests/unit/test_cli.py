@@ -62,6 +62,7 @@ def test_bench_core_quick_prints_every_figure_against_its_target() -> None:
         assert figure["value"] > 0 and figure["target"] > 0 and isinstance(figure["pass"], bool)
 
 
+@pytest.mark.slow
 @pytest.mark.bench
 def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "wrap", "--quick"), capture_output=True, text=True, timeout=300)
@@ -73,6 +74,7 @@ def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
     assert stdio["concurrent_32"]["throughput_ratio"] > 0 and report["http"]["wrapped"]["median_ratio"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.bench
 def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "sessions", "--quick"), capture_output=True, text=True, timeout=300)
@@ -85,6 +87,7 @@ def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
     assert abandoned["sessions"] == 30 and 0 < abandoned["upstreams"] <= abandoned["max_sessions"] == 16
 
 
+@pytest.mark.slow
 @pytest.mark.bench
 def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "otel", "--quick"), capture_output=True, text=True, timeout=300)

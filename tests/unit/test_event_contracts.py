@@ -480,6 +480,7 @@ def test_a_crashed_sessions_stand_in_end_follows_the_contract() -> None:
     assert payload_problems(end.kind, end.data) == []
 
 
+@pytest.mark.slow
 def test_the_generators_follow_the_contract() -> None:
     streams = {
         "sample": sample_session(),

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from checkout import REPO, mcpwatch_cmd
 
 
@@ -55,6 +57,7 @@ def test_a_bad_hosts_table_is_one_clear_line(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_wrap_budget_flags_refuse_bad_values_before_starting_anything():
     for flag, value, words in (
         ("--margin", "nan", "--margin must be finite"),

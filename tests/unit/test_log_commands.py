@@ -237,6 +237,7 @@ def test_bad_files_give_one_line_and_exit_2_from_every_command(tmp_path: Path, c
             assert captured.out == "", (kind, command)
 
 
+@pytest.mark.slow
 def test_bad_file_and_unknown_session_in_a_real_process(log, tmp_path: Path) -> None:
     bad = _bad_logs(tmp_path)
     for args in (
@@ -258,6 +259,7 @@ def test_missing_default_log(capsys) -> None:
     assert code == 2 and str(paths.default_log_path()) in err and "no such event log" in err
 
 
+@pytest.mark.slow
 @pytest.mark.bench
 def test_bench_log_quick_runs() -> None:
     result = run("bench", "log", "--quick")

@@ -102,6 +102,7 @@ def test_prune_dry_run_lists_and_keeps_everything(log: Path) -> None:
     assert "pruned 1 session" in run("prune", "--older-than", "7d").stdout  # and the real run agrees
 
 
+@pytest.mark.slow
 def test_prune_never_deletes_a_live_writers_open_session(tmp_path: Path) -> None:
     """The wrapper keeps writing to its session after a prune; none of its events may end up orphaned."""
     path = tmp_path / "events.db"

@@ -95,6 +95,7 @@ def test_an_unsafe_state_dir_is_refused_in_one_line_and_the_host_is_still_served
     assert watch.stderr.decode().strip().count("\n") == 0 and fix in watch.stderr.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user's needs root")
 @pytest.mark.parametrize("how", ["owned by another user", "writable by others"])
 def test_an_unsafe_log_is_refused_in_one_line_and_left_alone(tmp_path: Path, how: str) -> None:

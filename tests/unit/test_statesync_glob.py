@@ -124,6 +124,7 @@ NAME_SEGMENTS = st.sampled_from(["a", "b", "c", "d", ""])
     pattern=st.lists(PATTERN_SEGMENTS, min_size=1, max_size=7),
     name=st.lists(NAME_SEGMENTS, min_size=1, max_size=9),
 )
+@pytest.mark.slow
 def test_agrees_with_the_reference(pattern, name):
     # (7 + 1) × 9 = 72 steps at most: well within the cap, so the cap never decides here.
     expected = reference(tuple(pattern), tuple(name))

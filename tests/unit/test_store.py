@@ -98,6 +98,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=6))
 def test_any_json_data_survives(tmp_path: Path, data: dict) -> None:

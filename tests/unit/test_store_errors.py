@@ -246,6 +246,7 @@ def test_writes_that_start_failing_are_reported_once_and_counted(tmp_path: Path)
     assert said == [f"{path}: events cannot be written (IntegrityError: disk says no); they are counted as lost"]
 
 
+@pytest.mark.slow
 def test_wrap_says_on_stderr_when_its_log_cannot_be_written(tmp_path: Path) -> None:
     path = tmp_path / "events.db"
     written_log(path, events=1)
@@ -259,6 +260,7 @@ def test_wrap_says_on_stderr_when_its_log_cannot_be_written(tmp_path: Path) -> N
     assert f"mcpwatch: warning: {path}: events cannot be written (IntegrityError: disk says no)" in stderr
 
 
+@pytest.mark.slow
 def test_wrap_serves_on_when_its_log_path_is_under_a_file(tmp_path: Path) -> None:
     # The host still gets its server; the log's problem is said once, and what was not written is counted.
     (tmp_path / "afile").write_text("x")

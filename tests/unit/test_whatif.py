@@ -244,6 +244,7 @@ def test_a_margin_leaves_per_tool_and_explicit_budgets_alone() -> None:
     assert "known: 1 newly cut" in effect_line(calls[-2:], 25.0)
 
 
+@pytest.mark.slow
 def test_whatif_for_a_host_uses_its_profiles_clock_and_the_sessions_margin(tmp_path: Path) -> None:
     path = tmp_path / "events.db"
     write_log(path)
