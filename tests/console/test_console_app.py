@@ -120,6 +120,7 @@ async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
         assert controls.calls == [("set_margin", 500.0)]
 
 
+@pytest.mark.slow
 async def test_host_timeout_and_deadline_override_keys() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls)
@@ -146,6 +147,7 @@ async def test_host_timeout_and_deadline_override_keys() -> None:
         assert controls.calls == [("set_host_timeout", 300.0), ("set_deadline", None)]
 
 
+@pytest.mark.slow
 async def test_cancel_asks_first_and_cancels_the_selected_call() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls)
@@ -208,6 +210,7 @@ async def test_enter_opens_the_detail_screen_and_escape_returns() -> None:
         assert isinstance(app.screen, MainScreen)
 
 
+@pytest.mark.slow
 async def test_detail_of_a_running_call_offers_cancel() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls)
@@ -225,6 +228,7 @@ async def test_detail_of_a_running_call_offers_cancel() -> None:
         assert controls.calls == [("cancel", "23")]
 
 
+@pytest.mark.slow
 async def test_filter_narrows_the_requests_and_escape_clears_it() -> None:
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -262,6 +266,7 @@ async def test_pause_freezes_the_view_while_events_keep_arriving() -> None:
         assert "arrived while paused" in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_help_screen_lists_operator_keys_only_in_live_mode() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=SIZE) as pilot:
@@ -293,6 +298,7 @@ async def test_without_controls_operator_actions_are_absent() -> None:
         assert {"slash", "p"} <= footer_keys
 
 
+@pytest.mark.slow
 async def test_palette_offers_every_action_and_runs_them() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls)

@@ -74,6 +74,7 @@ def test_tombstones_live_first_then_expired() -> None:
     assert lefts[:7] == sorted(lefts[:7])  # the soonest to expire on top
 
 
+@pytest.mark.slow
 async def test_tombstones_panel_takes_focus_and_scrolls_to_every_row() -> None:
     _, events, now = _tombstoned(30, 5)
     app = sample_app(events=events, now=now, controls=RecordingControls())
@@ -103,6 +104,7 @@ def test_tombstones_beyond_the_cap_say_how_many_more() -> None:
 # --- 2. recent requests hold the selection ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_recent_requests_hold_the_selected_row_and_count_the_new_ones() -> None:
     f, events = generic_session(10)
     app = sample_app(events=events, now=40.0, controls=RecordingControls())
@@ -177,6 +179,7 @@ async def test_deadline_zero_asks_again_before_disabling_the_budget() -> None:
         await until(pilot, lambda: controls.calls == [("set_deadline", 0.0)], what="the second enter sends it")
 
 
+@pytest.mark.slow
 async def test_disabled_budget_reads_disabled_and_an_operator_change_is_named() -> None:
     f, events = generic_session(1)
     block = deadline_block() | {"budget_s": None, "override_s": 0.0, "source": "disabled"}
@@ -499,6 +502,7 @@ def _text(renderable: Any, width: int) -> str:
 # --- your own keys and themes ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_console_keys_rebind_an_action() -> None:
     from mcpwatch.console.app import ConsoleApp
     from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session

@@ -44,6 +44,7 @@ def wait_registered(name: str, timeout: float = 20.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_a_killed_wrapper_shows_as_crashed_at_its_last_event(tmp_path: Path, isolated_state: Path) -> None:
     log = tmp_path / "events.db"
     wrapper = start_wrapper(log, "doomed")

@@ -79,6 +79,7 @@ def test_the_model_keeps_late_results_and_reuses() -> None:
     ]
 
 
+@pytest.mark.slow
 async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls, events=late_session(), now=40.0)
@@ -107,6 +108,7 @@ async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> 
         assert controls.calls == []
 
 
+@pytest.mark.slow
 async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
     app = sample_app(controls=RecordingControls(), events=late_session(), now=40.0)
     async with app.run_test(size=SIZE) as pilot:

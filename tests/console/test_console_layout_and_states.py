@@ -34,6 +34,7 @@ def _footer_keys(app: ConsoleApp) -> list[str]:
     return [a.binding.key for a in app.screen.active_bindings.values() if a.binding.show]
 
 
+@pytest.mark.slow
 async def test_small_terminal_keeps_every_number() -> None:
     """80×24: the panels stack (the body scrolls) instead of cutting the counters, tiers and in-flight columns."""
     app = sample_app(controls=RecordingControls())
@@ -58,6 +59,7 @@ async def test_small_terminal_keeps_every_number() -> None:
         assert body.virtual_size.height > body.size.height  # the rest is a scroll away
 
 
+@pytest.mark.slow
 async def test_small_terminal_footer_keeps_quit_help_and_the_operator_keys() -> None:
     """At 80×24 the keys that matter at 3 a.m. stay in the footer: quit, help (then "Keys": the others are there),
     open, filter, events, margin, deadline, cancel."""
@@ -73,6 +75,7 @@ async def test_small_terminal_footer_keeps_quit_help_and_the_operator_keys() -> 
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the host timeout prompt")
 
 
+@pytest.mark.slow
 async def test_wide_footer_shows_host_timeout_and_deadline() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=(160, 50)) as pilot:
@@ -84,6 +87,7 @@ async def test_wide_footer_shows_host_timeout_and_deadline() -> None:
         assert "Timeout" in str([k.description for k in footer.query("FooterKey")])
 
 
+@pytest.mark.slow
 async def test_small_detail_screen_shows_the_timeline_right_after_the_request() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=SMALL) as pilot:
@@ -97,6 +101,7 @@ async def test_small_detail_screen_shows_the_timeline_right_after_the_request() 
         assert "Timeline" in (timeline.border_title or "")
 
 
+@pytest.mark.slow
 async def test_a_long_banner_wraps_rather_than_losing_its_end() -> None:
     message = (
         "disconnected — retrying in 5s: the wrapper at http://127.0.0.1:43111/mcp refused the operator token (HTTP 401)"
@@ -110,6 +115,7 @@ async def test_a_long_banner_wraps_rather_than_losing_its_end() -> None:
         assert "token (HTTP 401)" in " ".join(banner.plain.split())
 
 
+@pytest.mark.slow
 async def test_disconnected_header_dims_the_upstream_and_time_stands_still() -> None:
     feed = StaticFeed(sample_session(), SAMPLE_NOW)
     session = WatchSession(feed, RecordingControls())
@@ -140,6 +146,7 @@ def test_a_session_holds_its_time_while_disconnected() -> None:
     assert session.now() == 99.0
 
 
+@pytest.mark.slow
 async def test_an_ended_session_marks_its_calls_unfinished() -> None:
     f = EventFactory()
     events = [
@@ -158,6 +165,7 @@ async def test_an_ended_session_marks_its_calls_unfinished() -> None:
         assert "⊘ ended" in text and "10s/50s" in text
 
 
+@pytest.mark.slow
 async def test_the_sparkline_follows_the_filter() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=(160, 50)) as pilot:
@@ -169,6 +177,7 @@ async def test_the_sparkline_follows_the_filter() -> None:
         assert "last 2 matching calls" in latency and "max 2.8s" in latency
 
 
+@pytest.mark.slow
 async def test_the_tool_column_widens_when_no_request_has_a_note() -> None:
     f = EventFactory()
     events = [session_start(f)]
@@ -192,6 +201,7 @@ async def test_the_tool_column_widens_when_no_request_has_a_note() -> None:
         assert "council.models.disable" in text and "no such model" in text
 
 
+@pytest.mark.slow
 async def test_health_check_not_ready_is_not_reported_as_ok() -> None:
     class NotReady(RecordingControls):
         async def health_check(self) -> dict:
@@ -208,6 +218,7 @@ async def test_health_check_not_ready_is_not_reported_as_ok() -> None:
         assert not any("health check ok" in n for n in notes)
 
 
+@pytest.mark.slow
 async def test_the_empty_screen_keeps_polling_under_help_and_the_palette(tmp_path: Path) -> None:
     app = ConsoleApp(target=Target(), registry_dir=tmp_path, discover_every_s=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -226,6 +237,7 @@ async def test_the_empty_screen_keeps_polling_under_help_and_the_palette(tmp_pat
             server.stop()
 
 
+@pytest.mark.slow
 async def test_the_empty_screen_keeps_polling_under_the_palette(tmp_path: Path) -> None:
     app = ConsoleApp(target=Target(), registry_dir=tmp_path, discover_every_s=0.1)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -260,6 +272,7 @@ def _contrast(a: str, b: str) -> float:
     return (la + 0.05) / (lb + 0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("theme", ["mcpwatch-dark", "mcpwatch-light", "mcpwatch-high-contrast"])
 async def test_panel_borders_stand_out_from_the_surface(theme: str) -> None:
     app = sample_app(theme=theme)

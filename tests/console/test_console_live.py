@@ -107,6 +107,7 @@ def test_wrapper_going_away_is_shown_and_a_new_one_is_followed(tmp_path: Path) -
         first.stop()
 
 
+@pytest.mark.slow
 async def test_app_sets_margin_at_the_wrapper_and_shows_it(double: OperatorContractDouble, tmp_path: Path) -> None:
     double.register(tmp_path)
     app = ConsoleApp(target=Target(selector="council"), registry_dir=tmp_path)
@@ -127,6 +128,7 @@ async def test_app_sets_margin_at_the_wrapper_and_shows_it(double: OperatorContr
         await until(pilot, lambda: "Tier budgets vs 95s" in screen_text(app), what="tiers after a health check")
 
 
+@pytest.mark.slow
 async def test_no_wrapper_screen_notices_when_one_appears(tmp_path: Path) -> None:
     app = ConsoleApp(target=Target(), registry_dir=tmp_path, discover_every_s=0.1)
     async with app.run_test(size=SIZE) as pilot:
@@ -141,6 +143,7 @@ async def test_no_wrapper_screen_notices_when_one_appears(tmp_path: Path) -> Non
             server.stop()
 
 
+@pytest.mark.slow
 async def test_several_wrappers_are_listed_and_one_can_be_watched(tmp_path: Path) -> None:
     sleepers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(2)]
     doubles = [OperatorContractDouble(name=f"w{i}", pid=p.pid).start() for i, p in enumerate(sleepers)]

@@ -411,6 +411,7 @@ field_names = st.sampled_from(
     ),
     st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6),
 )
+@pytest.mark.slow
 def test_any_stream_folds_counting_only_broken_events_as_malformed(events, now) -> None:
     m = ConsoleModel(Limits(requests=3, timeline=2))
     for i, (kind, mono, rid, data) in enumerate(events):
@@ -468,6 +469,7 @@ conforming_events = st.sampled_from([k for k in Kind if k not in (Kind.SESSION_S
         max_size=25,
     )
 )
+@pytest.mark.slow
 def test_a_stream_of_well_typed_events_folds_without_a_malformed_one_and_counts_each(events) -> None:
     m = ConsoleModel(Limits(requests=3, timeline=2))
     for i, ((kind, data), mono, rid) in enumerate(events):

@@ -157,6 +157,7 @@ async def _models_drawn(pilot: Any) -> None:
     await pilot.pause(0.3)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_x_disables_the_selected_model_after_asking(logged: tuple[Path, str]) -> None:
     controls = CouncilControls()
@@ -186,6 +187,7 @@ def test_models_snapshot_live(snap_compare: Any, logged: tuple[Path, str]) -> No
     assert snap_compare(_live_app(*logged), terminal_size=SIZE, run_before=_models_drawn)
 
 
+@pytest.mark.slow
 def test_models_snapshot_replay(snap_compare: Any, tmp_path: Path) -> None:
 
     async def open_models(pilot: Any) -> None:

@@ -26,6 +26,7 @@ pytestmark = [
 COUNCIL = [sys.executable, "-m", "mcpwatch", "council", "--scenario", "default", "--time-scale", "0.3"]
 
 
+@pytest.mark.slow
 async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> None:
     from wraptools import wrapped_client
 

@@ -55,6 +55,7 @@ def consoles(pid: int) -> int:
     return found
 
 
+@pytest.mark.slow
 async def test_trickling_connections_are_cut_and_the_page_is_served_beside_them(tmp_path):
     async with served(tmp_path, "") as (_server, url, port):
 
@@ -87,6 +88,7 @@ async def test_trickling_connections_are_cut_and_the_page_is_served_beside_them(
         assert left == 0 and lasted < 20  # every trickle cut, none lasting the attack out
 
 
+@pytest.mark.slow
 async def test_a_page_opened_many_times_runs_at_most_the_configured_consoles(tmp_path):
     import aiohttp
 

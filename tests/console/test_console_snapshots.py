@@ -87,6 +87,7 @@ def test_disconnected_state(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=_settle)
 
 
+@pytest.mark.slow
 def test_margin_prompt_explains_a_bad_value(snap_compare: Any) -> None:
     async def bad_margin(pilot: Any) -> None:
         await _settle(pilot)

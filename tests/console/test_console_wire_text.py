@@ -135,6 +135,7 @@ def trapped_session() -> list:
     return out
 
 
+@pytest.mark.slow
 async def test_every_screen_shows_wire_text_that_looks_like_markup_as_text() -> None:
     from console_helpers import RecordingControls, sample_app
 
