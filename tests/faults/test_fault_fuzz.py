@@ -12,6 +12,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -388,6 +389,7 @@ def run(harness: Harness, steps: list[tuple[Any, ...]]) -> None:
     harness.check()
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(steps=st.lists(actions, max_size=40))
 def test_the_pump_survives_any_sequence_of_frames(steps: list[tuple[Any, ...]]) -> None:
@@ -398,6 +400,7 @@ def test_the_pump_survives_any_sequence_of_frames(steps: list[tuple[Any, ...]]) 
         harness.close()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=frame_bytes, upstream=st.booleans())
 def test_one_frame_never_raises(data: bytes, upstream: bool) -> None:

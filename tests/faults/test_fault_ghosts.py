@@ -41,6 +41,7 @@ async def killed_wrapper_session(tmp_path: Path, state: Path, log: Path) -> tupl
     return entry["session_id"], state / "wrappers" / f"{host.pid}.json"
 
 
+@pytest.mark.slow
 async def test_a_killed_wrapper_is_shown_crashed_and_its_registry_file_removed(
     tmp_path: Path, isolated_state: Path
 ) -> None:

@@ -82,6 +82,7 @@ async def wait_for_state(operator: Operator, state: str, timeout: float = 10.0) 
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.slow
 async def test_a_log_locked_at_start_serves_at_once_then_writes_everything_when_released(
     tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -119,6 +120,7 @@ async def test_a_log_locked_at_start_serves_at_once_then_writes_everything_when_
         holder.release()
 
 
+@pytest.mark.slow
 async def test_a_log_locked_at_shutdown_waits_a_few_seconds_then_says_how_many_were_not_written(
     tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -185,6 +187,7 @@ def fill(directory: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow
 async def test_a_full_disk_is_called_a_full_disk_and_the_loss_is_counted_then_recorded(
     tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -224,6 +227,7 @@ async def test_a_full_disk_is_called_a_full_disk_and_the_loss_is_counted_then_re
         print(f"full disk: {last_seq} events, {len(events) - len(warnings)} written, {lost} lost, {recorded} recorded")
 
 
+@pytest.mark.slow
 async def test_a_read_only_log_serves_and_says_so_once(tmp_path: Path, isolated_state: Path) -> None:
     disk = tmp_path / "ro"
     with tmpfs(disk, "4m"):
@@ -261,6 +265,7 @@ def foreign_sqlite(path: Path) -> None:
     ],
     ids=["text", "foreign-sqlite", "corrupt"],
 )
+@pytest.mark.slow
 async def test_a_corrupt_or_foreign_log_serves_and_is_left_untouched(
     tmp_path: Path, isolated_state: Path, make, said: str
 ) -> None:

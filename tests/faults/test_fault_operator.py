@@ -55,6 +55,7 @@ def refusal_text(reply: httpx2.Response) -> str:
     return " ".join(block["text"] for block in result["content"])
 
 
+@pytest.mark.slow
 async def test_tokens_hosts_and_bad_values_are_refused_and_change_nothing(tmp_path: Path, isolated_state: Path) -> None:
     log = tmp_path / "events.db"
     async with raw_host(FAULT_SERVER, tmp_path, log=log) as host:
