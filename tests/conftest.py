@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +36,13 @@ def quiet_and_still(monkeypatch: pytest.MonkeyPatch) -> None:
 def anyio_backend() -> str:
     """Async tests run on asyncio only (the product runs there; trio is not a dependency)."""
     return "asyncio"
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Wall-clock times on screen are local: fix the zone."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

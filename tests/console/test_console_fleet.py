@@ -6,8 +6,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,7 @@ from mcpwatch.registry import WrapperEntry, find_wrapper
 
 from pilot_tools import screen_text, until
 
-
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 def _entry(pid: int, name: str, log: Path | None = None, sid: str = "") -> WrapperEntry:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +33,7 @@ MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro")
 COUNCIL = [sys.executable, "-m", "mcpwatch", "council", "--scenario", "default", "--time-scale", "0.05"]
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 def council_script() -> Script:

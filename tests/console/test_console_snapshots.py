@@ -5,8 +5,6 @@ Regenerate with `pytest tests/console/test_console_snapshots.py --snapshot-updat
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +19,7 @@ from mcpwatch.console.screens.main import MainScreen
 SIZE = (150, 44)
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 async def _settle(pilot: Any) -> None:

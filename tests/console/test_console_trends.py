@@ -4,8 +4,6 @@ reads), the block charts, and the screen live and in replay (keys, palette, snap
 from __future__ import annotations
 
 import sqlite3
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +26,7 @@ from pilot_tools import until
 SIZE = (150, 44)
 
 
-@pytest.fixture(autouse=True)
-def _utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 @pytest.fixture
