@@ -13,6 +13,7 @@ import pytest
 from checkout import REPO, mcpwatch_cmd
 
 
+@pytest.mark.slow
 def test_headless_demo_runs_and_summarises(isolated_state):
     result = subprocess.run(
         mcpwatch_cmd("demo", "--headless", "--duration", "8", "--time-scale", "0.05"),

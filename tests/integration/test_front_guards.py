@@ -261,6 +261,7 @@ async def test_bad_field_types_are_json_rpc_errors_never_500(tmp_path):
     assert "Traceback" not in front.stderr and "Exception" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(tmp_path):
     async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host, served_throughout(host):
         idle = []
@@ -281,6 +282,7 @@ async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(
     assert "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_a_long_call_and_an_event_stream_are_not_idle(tmp_path):
     # the idle timeout is for clients that owe a request; a call the upstream takes long over is waited for
     async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host:

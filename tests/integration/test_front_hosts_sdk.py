@@ -98,6 +98,7 @@ async def hosts_on(url: str, names: str, mode: str) -> dict[str, Any]:
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrapped", ["stdio", "http"])
 @pytest.mark.parametrize("names", ["ab", "abc"], ids=["two-hosts", "three-hosts"])
 async def test_sdk_hosts_see_only_their_own_notifications(tmp_path, wrapped, names):
@@ -110,6 +111,7 @@ async def test_sdk_hosts_see_only_their_own_notifications(tmp_path, wrapped, nam
     assert through == direct
 
 
+@pytest.mark.slow
 async def test_sessionless_hosts_share_an_upstream_but_get_only_their_own_progress(tmp_path):
     async with arrangement("direct", tmp_path) as url:
         direct = await hosts_on(url, "abc", "auto")
@@ -138,6 +140,7 @@ async def open_raw(http: httpx2.AsyncClient, url: str, capabilities: dict[str, A
     return headers
 
 
+@pytest.mark.slow
 async def test_only_the_host_that_was_asked_can_answer_a_server_request(tmp_path):
     """Host b answers (with the right id) the roots request the server sent host a: ignored; a's own answer counts."""
     roots_server = Path(__file__).parent.parent / "fixtures" / "roots_server.py"

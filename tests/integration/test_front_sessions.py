@@ -39,6 +39,7 @@ async def wait_until(predicate, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow
 async def test_delete_ends_a_session_and_its_upstream(tmp_path):
     async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 2\n") as front:
         pid = front.process.pid
@@ -69,6 +70,7 @@ async def initialize(front: Any, http: httpx2.AsyncClient) -> httpx2.Response:
     return await http.post(front.url, json=rpc(0, "initialize", INIT), headers=ACCEPT)
 
 
+@pytest.mark.slow
 async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_never(tmp_path, isolated_state):
     """Hosts that exit without DELETE, many times over, never lock a new host out: at the cap the session idle
     longest makes room (its upstream stopped, a 404 afterwards, logged); only when every session has a call in
@@ -115,6 +117,7 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
         assert sum("reclaimed for a new host at the max_sessions cap (3)" in text for text in ends) == 13, ends
 
 
+@pytest.mark.slow
 async def test_an_idle_session_expires_with_its_upstream_while_a_busy_one_stays(tmp_path):
     config = "[front]\nsession_idle_s = 1\n"
     async with listening_wrapper(tmp_path, config=config) as front:
@@ -130,6 +133,7 @@ async def test_an_idle_session_expires_with_its_upstream_while_a_busy_one_stays(
             assert len(children(pid)) == 1
 
 
+@pytest.mark.slow
 async def test_a_dying_upstream_of_one_host_does_not_touch_another_hosts_session(tmp_path):
     async with listening_wrapper(tmp_path) as front:
         pid = front.process.pid

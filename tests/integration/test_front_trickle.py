@@ -52,6 +52,7 @@ def partial_post(port: int, extra: str = "", body_start: bytes = b'{"jsonrpc":"2
     )
 
 
+@pytest.mark.slow
 async def test_300_trickling_connections_are_cut_and_a_host_is_served_beside_them(tmp_path):
     config = f"[front]\nhead_timeout_s = {BOUND_S}\n"
     async with listening_wrapper(tmp_path, config=config) as front, Host(front) as host, served_throughout(host):
@@ -71,6 +72,7 @@ async def test_300_trickling_connections_are_cut_and_a_host_is_served_beside_the
     assert "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_trickling_operator_clients_holding_the_token_are_cut(tmp_path, isolated_state):
     config = f"[operator]\nhead_timeout_s = {BOUND_S}\n"
     async with listening_wrapper(tmp_path, config=config) as front:

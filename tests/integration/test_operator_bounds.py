@@ -36,6 +36,7 @@ def still_open(socks: list[socket.socket]) -> int:
     return len(socks) - len(poller.poll(0))
 
 
+@pytest.mark.slow
 async def test_1100_idle_operator_clients_cannot_starve_the_operator_host_or_upstream(tmp_path, isolated_state):
     # default caps (64 connections); the wrapper has 256 descriptors in all
     async with listening_wrapper(tmp_path, preexec=few_descriptors) as front, Host(front) as host:
@@ -70,6 +71,7 @@ async def test_1100_idle_operator_clients_cannot_starve_the_operator_host_or_ups
     assert "Too many open files" not in front.stderr and "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_idle_operator_clients_are_disconnected_after_the_idle_timeout(tmp_path, isolated_state):
     config = "[operator]\nidle_timeout_s = 1\nmax_connections = 8\n"
     async with listening_wrapper(tmp_path, config=config) as front, Host(front) as host:
@@ -137,6 +139,7 @@ ABSURD = [
 ]
 
 
+@pytest.mark.slow
 async def test_absurd_event_arguments_are_clear_errors(tmp_path, isolated_state):
     async with listening_wrapper(tmp_path) as front:
         operator = Operator(await asyncio.to_thread(registry_entry, isolated_state))
@@ -149,6 +152,7 @@ async def test_absurd_event_arguments_are_clear_errors(tmp_path, isolated_state)
     assert "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_1100_idle_front_clients_with_few_descriptors_leave_room_for_hosts_and_the_upstream(tmp_path):
     # default caps; the wrapper has 256 descriptors in all, fewer than the front's default cap of 256 connections
     async with (

@@ -70,6 +70,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fastmcp2", "sdk2-http", "raw-frame"])
 async def test_a_cancel_acknowledgement_is_no_late_result(isolated_state: Path, kind: str) -> None:
     log = isolated_state / "events.db"

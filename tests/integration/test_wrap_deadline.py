@@ -16,6 +16,7 @@ from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_deadline_answers_in_budget_with_partial_progress_then_drops_the_late_answer(tmp_path, isolated_state):
     cancel_log = tmp_path / "cancels.jsonl"
     env = {

@@ -34,6 +34,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
 
 
+@pytest.mark.slow
 async def test_fallback_summaries_are_degraded_in_every_count_and_view(isolated_state: Path) -> None:
     log = isolated_state / "events.db"
     async with wrapped_client(COUNCIL, env=BUDGET_2S, wrap_args=["--log", str(log)]) as client:

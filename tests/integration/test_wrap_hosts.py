@@ -271,6 +271,7 @@ async def test_heartbeats_reach_a_host_over_the_http_front(tmp_path):
     assert b"Traceback" not in wrapper.stderr.read()
 
 
+@pytest.mark.slow
 async def test_check_over_url_reaches_an_http_server(tmp_path):
     port = free_port()
     server = subprocess.Popen([sys.executable, SDK_SERVER, "http", str(port)], stderr=subprocess.DEVNULL)

@@ -44,6 +44,7 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
 
 
+@pytest.mark.slow
 async def test_the_late_result_is_kept_and_read_by_report_and_whatif(isolated_state: Path) -> None:
     async with wrapped_client([sys.executable, RAW_SERVER], env=BUDGET_1S) as client:
         operator = Operator(registry_entry(isolated_state))
@@ -117,6 +118,7 @@ async def replay_shows_the_late_result(log: Path, request_id: str) -> None:
         await pilot.press("escape", "q")
 
 
+@pytest.mark.slow
 async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_state: Path, tmp_path: Path) -> None:
     config = tmp_path / "mcpwatch.toml"
     config.write_text('[[late_results.reuse]]\nmatch = "sleep"\nttl_s = 60\n')
@@ -150,6 +152,7 @@ async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_s
         assert payload_problems(event.kind, event.data) == [], (event.kind, event.data)
 
 
+@pytest.mark.slow
 async def test_a_state_sync_mutation_is_never_reused(isolated_state: Path, tmp_path: Path) -> None:
     config = tmp_path / "mcpwatch.toml"
     config.write_text(

@@ -33,6 +33,7 @@ async def test_listen_over_stdio():
         await listen_and_see_a_change(client)
 
 
+@pytest.mark.slow
 async def test_listen_over_http_front_and_http_upstream():
     with sdk_server_behind_http_front() as (front, _direct, _wrapper):
         async with Client(front, mode="auto") as client:

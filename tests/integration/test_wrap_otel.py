@@ -126,6 +126,7 @@ def wrapper_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_calls_become_spans_and_metrics_with_the_trace_passed_to_the_upstream(tmp_path, upstream):
     with OtlpReceiver() as receiver:
         host = Host(mcpwatch_cmd("wrap", "--name", "cities", "--", *upstream), wrapper_env(tmp_path, receiver.endpoint))
@@ -204,6 +205,7 @@ def test_calls_become_spans_and_metrics_with_the_trace_passed_to_the_upstream(tm
     assert deadlines[-1]["value"] == 1 and deadlines[-1]["attributes"] == {"gen_ai.tool.name": "slow"}
 
 
+@pytest.mark.slow
 def test_an_unreachable_collector_costs_the_host_nothing(tmp_path, upstream):
     # Nothing listens on this port: every export attempt fails (and retries, off the pump).
     env = wrapper_env(tmp_path, f"http://127.0.0.1:{free_port()}")
@@ -237,6 +239,7 @@ def test_without_the_packages_the_wrapper_says_so_once_and_serves(tmp_path, upst
     assert len(lines) == 1 and "pip install 'mcpwatch[otel]'" in lines[0], stderr
 
 
+@pytest.mark.slow
 def test_a_recorded_session_is_sent_as_the_same_spans_with_its_own_times(tmp_path, upstream):
     log = tmp_path / "events.db"
     env = {**os.environ, "MCPWATCH_TOOL_CALL_DEADLINE_SEC": "1"}

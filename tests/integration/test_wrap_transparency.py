@@ -12,6 +12,7 @@ from wraptools import SDK_SERVER, wrapped_client
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:ping is removed")  # a legacy-era session still pings
 async def test_tools_progress_resources_prompts_pass_through_unchanged():
     direct = StdioServerParameters(command=sys.executable, args=[SDK_SERVER])
