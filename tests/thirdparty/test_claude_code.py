@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from npm_cache import installed_bin, npm_fixture
 
 from checkout import REPO
@@ -23,6 +24,7 @@ def claude() -> Path:
     return installed_bin(CLAUDE_CODE) / "claude"
 
 
+@pytest.mark.slow
 def test_claude_code_connects_through_the_wrapper_as_fast_as_directly(claude, tmp_path, isolated_state):
     home = tmp_path / "home"
     home.mkdir()

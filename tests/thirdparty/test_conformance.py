@@ -38,6 +38,7 @@ def passing(conformance: Path, url: str, out: Path) -> tuple[set[str], int]:
     return {m["name"] for m in scenarios if int(m["failed"]) == 0 and int(m["passed"]) > 0}, len(scenarios)
 
 
+@pytest.mark.slow
 async def test_every_scenario_that_passes_directly_passes_through_the_front(npm_bin, conformance, tmp_path):
     async with everything_direct(npm_bin) as url:
         direct, ran = await anyio.to_thread.run_sync(passing, conformance, url, tmp_path / "direct")

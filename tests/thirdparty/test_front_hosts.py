@@ -152,6 +152,7 @@ async def one_host_calls(client: Client, name: str, seen: dict[str, Any]) -> Non
     seen[f"{name}.roots"] = sorted(o for o in "abc" if f"file:///roots/{o}" in text_of(roots))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("over_http", [False, True], ids=["stdio-upstream", "http-upstream"])
 async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, tmp_path, over_http):
     async with everything_direct(npm_bin) as url:
@@ -191,6 +192,7 @@ def parse_reply(reply: httpx2.Response) -> dict[str, Any]:
     return json.loads(data[-1])
 
 
+@pytest.mark.slow
 async def test_each_host_gets_its_own_protocol_version(npm_bin, tmp_path):
     """A current SDK host first, then a host asking for 2025-03-26: each is answered as the server alone would."""
     results = {}
@@ -241,6 +243,7 @@ def old_ts_sdk() -> Path:
     return installed_bin(OLD_TS_SDK).parent
 
 
+@pytest.mark.slow
 async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, old_ts_sdk, tmp_path):
     """A current SDK host is connected first; then TypeScript SDK 1.12 (which refuses any version newer than
     2025-03-26) connects, lists and calls, as it does directly."""
@@ -261,6 +264,7 @@ async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, ol
     assert seen["wrapped"] == seen["direct"]
 
 
+@pytest.mark.slow
 async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, tmp_path):
     async with everything_wrapped(npm_bin, tmp_path, over_http=False) as url:
         answering = HostRecord("b")

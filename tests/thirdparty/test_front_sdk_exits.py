@@ -38,6 +38,7 @@ def ts_host(ts_sdk: Path, url: str, mode: str) -> subprocess.CompletedProcess[st
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 async def test_the_python_sdk_exits_cleanly_after_a_timed_out_call(tmp_path):
     async with listening_wrapper(tmp_path) as front:
         for _ in range(3):
@@ -48,6 +49,7 @@ async def test_the_python_sdk_exits_cleanly_after_a_timed_out_call(tmp_path):
     assert "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_the_typescript_sdk_exits_cleanly_after_a_timed_out_call(tmp_path, ts_sdk):
     async with listening_wrapper(tmp_path) as front:
         for _ in range(3):
@@ -59,6 +61,7 @@ async def test_the_typescript_sdk_exits_cleanly_after_a_timed_out_call(tmp_path,
     assert "Traceback" not in front.stderr
 
 
+@pytest.mark.slow
 async def test_typescript_hosts_that_close_without_delete_never_lock_a_host_out(tmp_path, ts_sdk):
     async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 4\n") as front:
         for _ in range(12):  # three times the cap, each host gone without DELETE

@@ -25,6 +25,7 @@ def inspector(npm_bin: Path, *args: str, env: dict[str, str]) -> subprocess.Comp
     return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_inspector_cli_through_the_wrapper_to_server_everything(npm_bin, isolated_state):
     env = {**os.environ}
     listed = inspector(npm_bin, "--method", "tools/list", env=env)
@@ -43,6 +44,7 @@ def test_inspector_cli_through_the_wrapper_to_server_everything(npm_bin, isolate
     assert (info["name"], info["label"], info["known"]) == ("inspector-cli", "MCP Inspector", True), info
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_deadline_on_a_third_party_long_running_tool(npm_bin):
     progress: list[float] = []
