@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import SIZE, RecordingControls, ready, until
+from console_helpers import SIZE, RecordingControls, ready
 from textual.screen import Screen
 
 from mcpwatch.console.app import ConsoleApp
@@ -17,7 +17,7 @@ from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import StaticFeed
 from mcpwatch.console.screens.modals import Confirm
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import until
 
 pytestmark = pytest.mark.anyio
 
@@ -103,9 +103,9 @@ def test_export_names_tell_sessions_of_the_same_hour_apart(tmp_path: Path) -> No
 
 async def test_a_filter_that_is_not_understood_says_so_and_help_gives_the_syntax() -> None:
     """`took>>5` showed 0 rows in silence ("matching 'took>>5': 0 of 41"), and help had no filter syntax."""
-    from console_helpers import screen_text
-
     from mcpwatch.console.screens.help import HelpScreen
+
+    from pilot_tools import screen_text
 
     app = live_app()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -123,7 +123,9 @@ async def test_a_filter_that_is_not_understood_says_so_and_help_gives_the_syntax
 @pytest.mark.parametrize("live", [False, True])
 async def test_only_a_console_that_can_run_a_health_check_says_press_h(live: bool) -> None:
     """Replay said "no health check yet — press h", where h does nothing."""
-    from console_helpers import generic_session, sample_app, screen_text
+    from console_helpers import generic_session, sample_app
+
+    from pilot_tools import screen_text
 
     app = sample_app(events=generic_session()[1], controls=RecordingControls() if live else None)
     async with app.run_test(size=SIZE) as pilot:

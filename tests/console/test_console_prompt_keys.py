@@ -11,13 +11,13 @@ import asyncio
 from typing import Any
 
 import pytest
-from console_helpers import SIZE, RecordingControls, ready, sample_app, until
+from console_helpers import SIZE, RecordingControls, ready, sample_app
 from textual import events
 
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 
-pytest_plugins = ["console_fixtures"]
+from pilot_tools import until
 
 pytestmark = pytest.mark.anyio
 

@@ -24,11 +24,6 @@ HOST_WAIT_S = 30.0  # far below the budget: only an answer that comes at once ar
 WHAT_WAS_WRONG = {"nested": "JSON nested deeper than 256 levels", "utf8": "not valid UTF-8 (byte 0xff at offset"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextlib.contextmanager
 def http_server() -> Iterator[str]:
     port = free_port()

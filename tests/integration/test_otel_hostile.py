@@ -16,7 +16,7 @@ from test_wrap_otel import INIT, UPSTREAM, Host, call, wrapper_env
 
 from mcpwatch import paths
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from wraptools import Operator, registry_entry
 
 SENT_MAX = 32 * 1024 * 1024  # the cap, plus what the two sockets' buffers hold before the exporter hangs up

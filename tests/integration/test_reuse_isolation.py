@@ -30,11 +30,6 @@ CONFIG = '[[late_results.reuse]]\nmatch = "lookup"\nttl_s = 60\n'
 ARGUMENTS = {"q": "the same question"}
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 def answer_of(response: httpx2.Response) -> dict[str, Any]:
     if response.headers.get("content-type", "").startswith("application/json"):
         return response.json()

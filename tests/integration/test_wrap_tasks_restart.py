@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import REPO
+from checkout import REPO
 
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 

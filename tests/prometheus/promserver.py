@@ -17,7 +17,7 @@ import pytest
 
 from mcpwatch.ports import free_port
 
-from conftest import REPO
+from checkout import REPO
 
 INSTALL = "apt-get install prometheus (Debian; .ci/run installs it when it runs as root)"
 

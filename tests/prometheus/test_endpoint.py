@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcpwatch.ports import free_port, wait_for_port
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from promserver import RawHost
 from wraptools import SDK_SERVER
 

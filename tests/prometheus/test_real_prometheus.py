@@ -14,7 +14,7 @@ import pytest
 from mcpwatch.commands.prometheus import shipped
 from mcpwatch.ports import free_port
 
-from conftest import mcpwatch_cmd
+from checkout import mcpwatch_cmd
 from promserver import PrometheusServer, RawHost, binary
 from wraptools import SDK_SERVER
 

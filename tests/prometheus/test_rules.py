@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcpwatch.commands.prometheus import shipped
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 from promserver import binary
 
 HERE = Path(__file__).parent

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -15,9 +14,7 @@ from mcpwatch.replay.clock import SPEEDS, InvalidTime, ReplayClock, check_speed,
 ORIGIN = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
 
-@pytest.fixture(autouse=True)
-def _utc(utc: None) -> Iterator[None]:
-    yield
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 def test_clock_runs_at_its_speed_only_while_playing() -> None:

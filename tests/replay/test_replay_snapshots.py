@@ -3,7 +3,6 @@ blink. Regenerate with `pytest tests/replay/test_replay_snapshots.py --snapshot-
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,7 @@ from mcpwatch.replay.app import GotoPrompt, ReplayApp
 SIZE = (150, 44)
 
 
-@pytest.fixture(autouse=True)
-def _utc(utc: None) -> Iterator[None]:
-    yield
+pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
 
 def _at_a_deadline(path: Path, theme: str = "mcpwatch-dark") -> ReplayApp:

@@ -15,20 +15,21 @@ import time
 from pathlib import Path
 
 import pytest
-from npm_cache import installed_bin
+from npm_cache import installed_bin, npm_fixture
 
 from mcpwatch.ports import free_port, wait_for_port
 from mcpwatch.store import EventReader
 
-from conftest import REPO
+from checkout import REPO
 from wraptools import wrapped_client
 
 PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
 TASK_CLIENT = Path(__file__).with_name("task_client.cjs")
 
 
-@pytest.fixture(scope="module")
+@npm_fixture
 def npm_bin() -> Path:
+    """Its own npm_bin: server-everything with the TypeScript SDK (for the task client)."""
     return installed_bin(*PACKAGES)
 
 
@@ -158,8 +159,3 @@ async def test_a_retried_call_after_the_hosts_budget_takes_the_finished_tasks_re
         again = await client.call_tool("simulate-research-query", {"topic": "tides"})
         assert time.monotonic() - started < 1.0  # from the finished task, not a new 4 s run
     assert not again.is_error and "# Research Report: tides" in again.content[0].text
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"

@@ -14,7 +14,7 @@ import pytest
 from mcpwatch.config import _FIELDS, settings_from_mapping
 from mcpwatch.errors import UserError
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 FILES = {
     "nested 5,000 deep": ("a = " + "[" * 5000 + "]" * 5000 + "\n").encode(),

@@ -20,7 +20,7 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.events import Kind, Outcome
 from mcpwatch.store import EventWriter
 
-from conftest import REPO, mcpwatch_cmd
+from checkout import REPO, mcpwatch_cmd
 
 # OSC (retitle the window), CSI (clear the screen), C1 CSI (0x9b), BEL, a lone CR, a bidi override, DEL
 HOSTILE = "ev\x1b]0;pwned\x07il\x1b[2J\x9b31m\r\u202eX\x7f"
