@@ -31,6 +31,7 @@ def _confirm_text(app: ConsoleApp) -> str:
     return str(app.screen.query_one(".dialog-text").render())
 
 
+@pytest.mark.slow
 async def test_the_demo_quit_question_says_quitting_stops_the_demo(monkeypatch: pytest.MonkeyPatch) -> None:
     """The demo's console said "the wrapper keeps running" though quitting the demo stops it."""
     import mcpwatch.console
@@ -177,6 +178,7 @@ async def test_the_cross_wrapper_alert_is_visible_at_80_columns() -> None:
         assert "⚑ prod: 59 deadlines in 5 min (F)" in shown, (shown, cell_len(banner.plain))
 
 
+@pytest.mark.slow
 async def test_the_80_column_footer_keeps_filter_events_and_open_and_the_rest_are_one_question_mark_away() -> None:
     """At 80 columns the footer dropped `/ Filter`, `e Events` and `⏎ Open`."""
     from mcpwatch.console.screens.help import HelpScreen

@@ -61,6 +61,7 @@ def test_a_300_mib_answer_is_read_no_further_than_the_cap(tmp_path: Path, upstre
     assert peak < RSS_MAX_KB, peak
 
 
+@pytest.mark.slow
 def test_export_otlp_reads_a_bounded_answer(tmp_path: Path, upstream: list[str]) -> None:
     with HostileCollector("huge") as collector:
         env = wrapper_env(tmp_path, collector.endpoint, OTEL_SDK_DISABLED="true")  # a session to export
@@ -81,6 +82,7 @@ def test_export_otlp_reads_a_bounded_answer(tmp_path: Path, upstream: list[str])
     assert peak < RSS_MAX_KB, peak
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["silent", "429", "slow"])
 def test_the_wrapper_exits_within_its_bound_whatever_the_collector(tmp_path, upstream, mode: str) -> None:
     with HostileCollector(mode, slow_s=30.0) as collector:

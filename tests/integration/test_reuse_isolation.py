@@ -81,6 +81,7 @@ def tag_in(result: dict[str, Any]) -> str | None:
     return None
 
 
+@pytest.mark.slow
 async def test_no_answer_ever_carries_another_calls_result(tmp_path: Path) -> None:
     async with (
         listening_wrapper(tmp_path, "--deadline", str(DEADLINE_S), config=CONFIG, upstream=TAGGED_SERVER) as front,

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from checkout import REPO
 
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
@@ -51,6 +53,7 @@ class RawHost:
         self.proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_state: Path) -> None:
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["slow"]\n')

@@ -58,6 +58,7 @@ def scraped(tmp_path_factory):
         host.finish()
 
 
+@pytest.mark.slow
 def test_prometheus_reads_the_deadline_counter_and_the_histogram_of_the_cut_tool(scraped):
     deadlines = scraped.wait(
         lambda: scraped.vector('mcpwatch_deadlines_total{tool="sleepy"} == 2'), 30, "the deadline counter at 2"

@@ -50,6 +50,7 @@ def ts_task_client(
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
 
 
+@pytest.mark.slow
 def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, isolated_state):
     messages = ts_task_client(npm_bin, "simulate-research-query", {"topic": "tides"})
     assert messages[0]["type"] == "taskCreated" and messages[-1]["type"] == "result"
@@ -75,6 +76,7 @@ def test_the_ts_clients_task_is_watched_as_one_call_of_its_true_length(npm_bin, 
     assert end["task_status"] == "completed" and "Research Report: tides" in end["result_preview"]
 
 
+@pytest.mark.slow
 def test_over_the_http_front_the_task_is_watched_the_same(npm_bin, isolated_state):
     port = free_port()
     front = f"http://127.0.0.1:{port}/mcp"
@@ -100,6 +102,7 @@ def test_over_the_http_front_the_task_is_watched_the_same(npm_bin, isolated_stat
     assert end["task_status"] == "completed" and end["duration_s"] >= 3.0 and end["polls"] >= 3
 
 
+@pytest.mark.slow
 def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, isolated_state):
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["slow"]\n')
@@ -115,6 +118,7 @@ def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, 
     assert [(e["outcome"], e["duration_s"] >= 6.0) for e in ends] == [("ok", True)]
 
 
+@pytest.mark.slow
 def test_the_council_offered_as_a_task_shows_its_progress_as_the_status_message(npm_bin, isolated_state):
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["consult_council"]\n')
@@ -129,6 +133,7 @@ def test_the_council_offered_as_a_task_shows_its_progress_as_the_status_message(
     assert '"synthesis"' in messages[-1]["result"]["content"][0]["text"]  # the whole council, not a 2 s partial
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_python_sdk_client_without_tasks_gets_the_task_only_tools_report_through_the_bridge(npm_bin):
     progress: list[str] = []
@@ -147,6 +152,7 @@ async def test_a_python_sdk_client_without_tasks_gets_the_task_only_tools_report
     assert "working: Gathering sources..." in progress and "working: Generating report..." in progress
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_retried_call_after_the_hosts_budget_takes_the_finished_tasks_result_at_once(npm_bin):
     async with wrapped_client([str(npm_bin / "mcp-server-everything")], wrap_args=["--deadline", "2"]) as client:
