@@ -116,15 +116,15 @@ async def _steps(wire: _Wire, report: CheckReport, timeout: float) -> None:
         if "error" in reply:
             report.add(step, False, f"{method} failed: {json.dumps(reply['error'])[:300]}")
             return
-        result = reply.get("result") if isinstance(reply.get("result"), dict) else {}
+        result = got if isinstance(got := reply.get("result"), dict) else {}
         if method == "initialize":
-            info = result.get("serverInfo") if isinstance(result.get("serverInfo"), dict) else {}
+            info = got if isinstance(got := result.get("serverInfo"), dict) else {}
             report.server = f"{info.get('name', '?')} {info.get('version', '')}".strip()
             version = result.get("protocolVersion", "?")
             report.add(step, True, f"{report.server}, protocol {version} ({took})")
             await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         elif method == "tools/list":
-            tools = result.get("tools") if isinstance(result.get("tools"), list) else []
+            tools = got if isinstance(got := result.get("tools"), list) else []
             report.tools = [str(t.get("name")) for t in tools if isinstance(t, dict)]
             report.add(step, True, f"{len(report.tools)} tools ({took})")
         else:

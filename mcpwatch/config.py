@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,26 +17,14 @@ from mcpwatch import paths
 from mcpwatch.errors import UserError
 from mcpwatch.reliability.seconds import ABSURD_S, InvalidValue, check_seconds, shown
 
+# The reliability core owns its sections (it never imports this module); re-exported for callers of config.
+from mcpwatch.reliability.settings import DeadlineSettings as DeadlineSettings
+from mcpwatch.reliability.settings import ReusePolicy as ReusePolicy
+from mcpwatch.reliability.settings import StateSyncSettings as StateSyncSettings
+from mcpwatch.reliability.settings import TombstoneSettings as TombstoneSettings
+
 CACHE_DIRECTIVES = ("no-store", "immutable")
 ABSURD_SECONDS = ABSURD_S  # a week: no host waits longer for one tool call
-
-
-@dataclass(frozen=True)
-class DeadlineSettings:
-    host_timeout_s: float | None = None  # unset: the detected host's profile decides (else 120 s)
-    margin_s: float = 10.0
-    explicit_s: float | None = None
-    propagate: bool = True  # add params._meta["dev.mcpwatch/deadline_ms"] to each forwarded tools/call
-    tools: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TombstoneSettings:
-    init_timeout_s: float = 10.0
-    backoff_max_s: float = 30.0  # also the upstream reconnect backoff ceiling (the TTL must cover it)
-    epsilon_s: float = 5.0
-    sweep_interval_s: float = 60.0
-    cap: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -44,24 +32,6 @@ class UpstreamSettings:
     health_tool: str | None = None
     backoff_base_s: float = 0.5
     write_timeout_s: float = 5.0  # an upstream that takes none of its input this long is stuck (and restarted)
-
-
-@dataclass(frozen=True)
-class StateSyncSettings:
-    default_cache_control: str | None = None
-    policies: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.policies) or self.default_cache_control is not None
-
-
-@dataclass(frozen=True)
-class ReusePolicy:
-    """Tools whose stored late result may answer the next identical call, for `ttl_s` after it arrived."""
-
-    match: str
-    ttl_s: float
 
 
 @dataclass(frozen=True)
@@ -267,8 +237,17 @@ def _headers(value: Any) -> dict[str, str]:
 def _directive(value: Any) -> str:
     if value not in CACHE_DIRECTIVES:
         raise _Problem(f"must be one of {', '.join(CACHE_DIRECTIVES)}, got {value!r}")
-    return value
+    return str(value)
 
+
+# The sections and their keys are the dataclasses' fields; `_FIELDS` gives each key its check (a test holds the two
+# together), None for a table parsed below.
+SECTIONS: dict[str, type[Any]] = {
+    f.name: f.default_factory  # type: ignore[misc]  # a section's factory is its dataclass (is_dataclass checked)
+    for f in fields(Settings)
+    if isinstance(f.default_factory, type) and is_dataclass(f.default_factory)
+}
+KEYS: dict[str, tuple[str, ...]] = {name: tuple(f.name for f in fields(cls)) for name, cls in SECTIONS.items()}
 
 _FIELDS: dict[str, dict[str, Any]] = {
     "deadline": {
@@ -420,14 +399,14 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
         if section == "hosts":
             hosts = _parse_hosts(body, where)
             continue
-        if section not in _FIELDS:
-            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(_FIELDS)}, hosts)")
+        if section not in SECTIONS:
+            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(SECTIONS)}, hosts)")
         if not isinstance(body, dict):
             raise _fail(where, f"[{section}]", "must be a table")
         parsed: dict[str, Any] = {}
         for key, value in body.items():
-            if key not in _FIELDS[section]:
-                known = ", ".join(_FIELDS[section])
+            if key not in KEYS[section]:
+                known = ", ".join(KEYS[section])
                 raise _fail(where, f"{section}.{key}", f"is not a known key (known in [{section}]: {known})")
             if section == "deadline" and key == "tools":
                 if not isinstance(value, dict):
@@ -450,19 +429,7 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
                     raise _fail(where, f"{section}.{key}", str(exc)) from None
         sections[section] = parsed
     settings = Settings(
-        deadline=DeadlineSettings(**sections.get("deadline", {})),
-        tombstones=TombstoneSettings(**sections.get("tombstones", {})),
-        upstream=UpstreamSettings(**sections.get("upstream", {})),
-        state_sync=StateSyncSettings(**sections.get("state_sync", {})),
-        late_results=LateResultSettings(**sections.get("late_results", {})),
-        log=LogSettings(**sections.get("log", {})),
-        operator=OperatorSettings(**sections.get("operator", {})),
-        front=FrontSettings(**sections.get("front", {})),
-        console=ConsoleSettings(**sections.get("console", {})),
-        otel=OtelSettings(**sections.get("otel", {})),
-        metrics=MetricsSettings(**sections.get("metrics", {})),
-        limits=LimitsSettings(**sections.get("limits", {})),
-        tasks=TasksSettings(**sections.get("tasks", {})),
+        **{name: section(**sections.get(name, {})) for name, section in SECTIONS.items()},
         hosts=hosts,
         source=None if where == "mcpwatch.toml" else where,
     )

@@ -176,6 +176,12 @@ class CountersBlock(TypedDict):
     invalidations: int
     host_frame_errors: int
     upstream_garbage: int
+    progress_coalesced: NotRequired[int]  # progress replaced by a newer one before a slow host read it
+    upstream_pauses: NotRequired[int]  # times the upstream was not read because hosts had too much unsent
+
+
+COUNTER_NAMES: tuple[str, ...] = tuple(CountersBlock.__annotations__)
+"""Every counter, in order: the wrapper's `Counters` and the console's are checked against these by a test."""
 
 
 class SessionStartData(TypedDict):
@@ -282,19 +288,27 @@ class ModelStatusData(TypedDict):
     tier: Any  # str | None
 
 
-class RequestEndData(TypedDict):
-    outcome: Literal["ok", "tool_error", "error", "deadline", "cancelled", "upstream_lost"]  # Outcome
+class RequestEndDetail(TypedDict, total=False):
+    """What the part that ended a request says about it; `RequestEndData` adds what every ending has."""
+
+    error: str  # what went wrong (a TombstoneReason when the wrapper gave up on the call)
+    result_preview: str  # tools/call: the answer the host got, ≤ 4 KiB of text
+    partial: bool  # the wrapper answered with the progress seen so far
+    late_reuse: bool  # answered at once with a stored late result (see late_reuse)
+    degraded: str  # ok, but the answer says it is not whole (e.g. "fallback summary"): its own outcome
+    delivered: bool  # False: the host's request was closed, so the answer could not be delivered
+    task_id: str  # the call ran as this task: the end is the task's terminal status (see task_created)
+    task_status: str  # its last status: completed, failed, cancelled (else why the watch stopped)
+    polls: int  # the host's tasks/get, tasks/result, tasks/list for it: attributed, not counted as calls
+
+
+OutcomeText = Literal["ok", "tool_error", "error", "deadline", "cancelled", "upstream_lost"]  # Outcome's values
+
+
+class RequestEndData(RequestEndDetail):
+    outcome: OutcomeText
     duration_s: float
     method: str
-    error: NotRequired[str]  # what went wrong (a TombstoneReason when the wrapper gave up on the call)
-    result_preview: NotRequired[str]  # tools/call: the answer the host got, ≤ 4 KiB of text
-    partial: NotRequired[bool]  # the wrapper answered with the progress seen so far
-    late_reuse: NotRequired[bool]  # answered at once with a stored late result (see late_reuse)
-    degraded: NotRequired[str]  # ok, but the answer says it is not whole (e.g. "fallback summary"): its own outcome
-    delivered: NotRequired[bool]  # False: the host's request was closed, so the answer could not be delivered
-    task_id: NotRequired[str]  # the call ran as this task: the end is the task's terminal status (see task_created)
-    task_status: NotRequired[str]  # its last status: completed, failed, cancelled (else why the watch stopped)
-    polls: NotRequired[int]  # the host's tasks/get, tasks/result, tasks/list for it: attributed, not counted as calls
 
 
 class TombstoneAddData(TypedDict):

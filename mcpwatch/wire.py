@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from mcpwatch.events import DeadlineBlock, ProgressData
+
 DEADLINE_META = "dev.mcpwatch/deadline_ms"
 """`params._meta` of a forwarded tools/call: the milliseconds left in its budget as it leaves the wrapper."""
 
@@ -35,10 +37,10 @@ class PartialResult(TypedDict):
 
     outcome: Literal["deadline", "operator_cancel", "shutdown", "error"] | str
     tool: str
-    last_progress: dict[str, Any] | None
+    last_progress: ProgressData | None
     models: dict[str, dict[str, Any]]
     elapsed_s: NotRequired[float]
-    budget: NotRequired[dict[str, Any] | None]
+    budget: NotRequired[DeadlineBlock | None]
     progress_log: NotRequired[list[str]]
     error: NotRequired[str]
 

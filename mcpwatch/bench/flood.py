@@ -262,7 +262,7 @@ def run_direct_http(kind: str, seconds: float) -> dict[str, Any]:
             latencies.append((time.perf_counter() - sent) * 1000)
 
         started = time.perf_counter()
-        calls = []
+        calls: list[asyncio.Future[None]] = []
         while time.perf_counter() - started < seconds:
             calls.append(asyncio.ensure_future(echo(len(calls))))
             await asyncio.sleep(ECHO_EVERY_S)

@@ -48,7 +48,7 @@ def flood_message(kind: str, token: Any, step: int) -> dict[str, Any]:
 def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     """The immediate answer to a request, or None for tools that answer on their own."""
     method, request_id = message.get("method"), message.get("id")
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    params = got if isinstance(got := message.get("params"), dict) else {}
     if method == "initialize":
         result = {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
@@ -61,7 +61,7 @@ def answer(message: dict[str, Any]) -> dict[str, Any] | None:
     if method == "ping":
         return {"jsonrpc": "2.0", "id": request_id, "result": {}}
     if method == "tools/call":
-        args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+        args = got if isinstance(got := params.get("arguments"), dict) else {}
         name = params.get("name")
         if name == "echo":
             return text(request_id, _dumps(args))

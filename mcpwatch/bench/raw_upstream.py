@@ -50,9 +50,9 @@ class Server:
         method, request_id = message.get("method"), message.get("id")
         if request_id is None or method is None:
             return  # a notification (initialized, cancelled) or a stray response: nothing to answer
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = got if isinstance(got := message.get("params"), dict) else {}
         if method == "tools/call":
-            args = params.get("arguments") if isinstance(params.get("arguments"), dict) else {}
+            args = got if isinstance(got := params.get("arguments"), dict) else {}
             if params.get("name") == "sleep":
                 delay = max(0.0, float(args.get("ms", 0))) / 1000
                 token = (params.get("_meta") or {}).get("progressToken")

@@ -7,7 +7,7 @@ generator, the deadline settings, the upstream's generation and the id counters)
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch.events import HealthCheckData, Kind
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from mcpwatch.bench.replay import SyntheticSession
 
 MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro", "x-ai/grok-4")
-TIERS = {
+TIERS: dict[str, dict[str, Any]] = {
     "quick": {"total_s": 30, "per_model_s": 20, "models": ["openai/gpt-4o-mini", "anthropic/claude-haiku-4.5"]},
     "balanced": {"total_s": 90, "per_model_s": 45, "models": list(MODELS[:3])},
     "high": {"total_s": 180, "per_model_s": 90, "models": list(MODELS)},

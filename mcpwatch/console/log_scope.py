@@ -45,5 +45,5 @@ def scope_of(feed: Any, model: Any = None, clock: Clock | None = None) -> LogSco
     path = Path(entry.log_path)
     if not path.exists():
         raise NoLog(f"the wrapper's log {path} is not readable from here")
-    started = float(entry.started_at) if entry.started_at else None
-    return LogScope(path, entry.session_id, clock.time(), started)
+    started_at = float(entry.started_at) if entry.started_at else None
+    return LogScope(path, entry.session_id, clock.time(), started_at)

@@ -36,7 +36,16 @@ SEMANTIC: dict[str, tuple[str, str]] = {
     # Borders: derived in `semantic_defaults`, lighter than a dark theme's panel, darker than a light one's.
     "panel-border": ("panel", "#444955"),
 }
-_COLOUR_FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background")
+_COLOUR_FIELDS: tuple[str, ...] = (
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+)
 _COLOUR_FIELDS += ("surface", "panel", "boost")
 _THEME_FIELDS = {f.name for f in fields(Theme)}
 

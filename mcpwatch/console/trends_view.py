@@ -63,10 +63,10 @@ def tool_block(trends: Trends, tool: ToolTrend, width: int, p: Palette) -> Text:
         out.append("\n")
         out.append_text(_chart(trends, label, list(series), width, p(colour), summary, p))
     top = max((v for v in tool.p95_ms if v is not None), default=None)
-    for label, series in (("p50 latency", tool.p50_ms), ("p95 latency", tool.p95_ms)):
+    for label, latency in (("p50 latency", tool.p50_ms), ("p95 latency", tool.p95_ms)):
         out.append("\n")
-        summary = f"now {fmt.millis(_latest(series))}, max {fmt.millis(top)}"
-        out.append_text(_chart(trends, label, series, width, p("accent"), summary, p))
+        summary = f"now {fmt.millis(_latest(latency))}, max {fmt.millis(top)}"
+        out.append_text(_chart(trends, label, latency, width, p("accent"), summary, p))
     return out
 
 

@@ -19,6 +19,7 @@ import anyio
 
 from mcpwatch.council import budget, prompts
 from mcpwatch.council.backends.base import Backend
+from mcpwatch.council.budget import RunWindow
 from mcpwatch.council.calls import AuthGate, CallOutcome, RetryHook, RetryPolicy, call_model, format_seconds
 from mcpwatch.council.catalog import ModelSpec
 from mcpwatch.council.progress import ProgressReporter
@@ -38,7 +39,7 @@ class CouncilPlan:
     intended: int  # how many answers the tier wants (the "N of M intended models")
     race: bool  # stop stage 1 once `intended` answers arrived
     chairman: ModelSpec
-    window: budget.RunWindow
+    window: RunWindow  # (`budget` here would name the field above, not the module)
     caller_deadline_ms: int | None
     seed: int = 0
     note: str | None = None  # e.g. how an unknown confidence value was read

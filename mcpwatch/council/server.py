@@ -14,7 +14,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 from mcp.server import MCPServer
@@ -123,19 +123,22 @@ def build_server(settings: CouncilSettings, backend: Backend | None = None) -> t
             await council.backend.aclose()
 
     level = logging.getLevelName(logging.getLogger().getEffectiveLevel())
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    if level in ("DEBUG", "INFO", "ERROR", "CRITICAL"):
+        log_level = level  # type: ignore[assignment]  # one of the literals, as the line above checks
     mcp = MCPServer(
         "mcpwatch-council",
         version=__version__,
         instructions=INSTRUCTIONS,
-        log_level=level if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "WARNING",
+        log_level=log_level,
         lifespan=lifespan,
     )
-    read_only = types.ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
-    admin_write = types.ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)
+    read_only = types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    admin_write = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
 
     @mcp.tool(
         name="consult_council",
-        annotations=types.ToolAnnotations(readOnlyHint=True, openWorldHint=True),
+        annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=True),
     )
     async def consult_council(
         query: str, ctx: Context, confidence: str | None = "high", include_details: bool = False

@@ -95,9 +95,10 @@ def estimate_for(call: CallTiming, calls: Sequence[CallTiming], by_tier: dict[st
     ran = call.at_least_s or 0.0
     where = f"{call.tool}" + (f" ({call.tier} tier)" if call.tier else "")
     peers = sorted(
-        c.true_s  # type: ignore[misc]
+        c.true_s
         for c in calls
-        if c is not call and c.tool == call.tool and c.tier == call.tier and _whole(c) and c.true_s >= ran  # type: ignore[operator]
+        if c is not call and c.tool == call.tool and c.tier == call.tier and c.true_s is not None and _whole(c)
+        if c.true_s >= ran
     )
     if len(peers) >= PEERS_MIN:
         return Estimate(

@@ -250,7 +250,7 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         elif kind == Kind.UNKNOWN_RESPONSE:
             unknown_dropped += 1
         elif kind == Kind.HOST_INFO and isinstance(data.get("label"), str):
-            clock = data.get("deciding_clock") if isinstance(data.get("deciding_clock"), dict) else {}
+            clock = got if isinstance(got := data.get("deciding_clock"), dict) else {}
             clock_text = f"{clock.get('setting')} {clock.get('seconds'):g} s" if _number(clock.get("seconds")) else None
             host_names[data["label"]] = (data.get("name") if isinstance(data.get("name"), str) else None, clock_text)
         elif kind == Kind.SESSION_START:

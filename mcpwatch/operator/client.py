@@ -83,7 +83,7 @@ class OperatorClient:
         if self._client is None:
             await group.__aexit__(None, None, None)
             raise self._failure or OperatorUnavailable(f"cannot connect to {self.url}")
-        self._group = group
+        self._group: anyio.abc.TaskGroup | None = group
         return self
 
     async def __aexit__(

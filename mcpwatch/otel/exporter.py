@@ -103,7 +103,7 @@ class CountingMetricExporter(OTLPMetricExporter):
         super().__init__(endpoint=url, headers=headers, timeout=EXPORT_TIMEOUT_S, session=self.session)
         self._on_push = on_push
 
-    def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+    def export(self, metrics_data: Any, timeout_millis: float | None = 10_000, **kwargs: Any) -> MetricExportResult:
         self.session.last_problem = None
         try:
             result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
@@ -176,7 +176,7 @@ class MetricRecorder:
 class OtelSink:
     """An event sink for the recorder: queues the events export needs; a thread does the rest."""
 
-    def __init__(self, target: OtelTarget, on_warning: Callable[[str], None] | None = None) -> None:
+    def __init__(self, target: OtelTarget, on_warning: Callable[[str], object] | None = None) -> None:
         self.target = target
         self._on_warning = on_warning
         self._queue: deque[Event] = deque()

@@ -140,7 +140,7 @@ class SpanBuilder:
     # ------------------------------------------------------------------ handlers
 
     def _session_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        upstream = data.get("upstream") if isinstance(data.get("upstream"), dict) else {}
+        upstream = got if isinstance(got := data.get("upstream"), dict) else {}
         self.common = {"mcpwatch.wrapper.name": str(data.get("name") or "mcpwatch")}
         self.transport = "pipe"
         if upstream.get("kind") == "http":
@@ -278,7 +278,7 @@ class SpanBuilder:
         return [Measure("mcpwatch.late_results", 1, {**tool, "mcpwatch.outcome": str(data.get("outcome") or "?")})]
 
     def _late_reuse(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
+        tool: dict[str, AttributeValue] = {"gen_ai.tool.name": event.tool} if event.tool else {}
         return [Measure("mcpwatch.late_reuses", 1, tool)]
 
     def _request_end(self, event: Event, data: dict[str, Any]) -> list[Output]:
@@ -312,7 +312,7 @@ class SpanBuilder:
         if data.get("partial"):
             span.add_event("mcpwatch.partial_result", event.ts, {})
         method = attributes["mcp.method.name"]
-        metric_attributes = {
+        metric_attributes: dict[str, AttributeValue] = {
             k: attributes[k]
             for k in (
                 "mcp.method.name",

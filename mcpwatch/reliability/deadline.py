@@ -42,8 +42,8 @@ from mcpwatch.reliability.seconds import (
 )
 
 if TYPE_CHECKING:
-    from mcpwatch.config import DeadlineSettings
     from mcpwatch.reliability.hosts import DetectedHost
+    from mcpwatch.reliability.settings import DeadlineSettings
 
 ENV_HOST_TIMEOUT = "MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC"
 ENV_MARGIN = "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC"
@@ -170,6 +170,9 @@ class DeadlinePolicy:
         `host` is the call's host (its profile's clocks come below every value a person set); `progress` says the
         host gave a progress token, so clocks that progress resets are kept alive by heartbeats instead."""
         env = os.environ if self._environ is None else self._environ
+        host_raw: str | bytes | None  # the memo key holds the raw values, bytes when read from the raw environ
+        margin: str | bytes | None
+        explicit: str | bytes | None
         if env is os.environ and _RAW_ENVIRON is not None:
             get = _RAW_ENVIRON.get
             host_raw, margin, explicit = get(_ENV_KEYS[0]), get(_ENV_KEYS[1]), get(_ENV_KEYS[2])
@@ -188,7 +191,9 @@ class DeadlinePolicy:
     ) -> Budget:
         op_host, op_margin, op_deadline = self._ops
         clock = detected.deciding_clock(progress) if detected is not None else None
-        profile_value = None if clock is None else (clock.seconds, f"{detected.label} {clock.describe()}")
+        profile_value = (
+            None if clock is None or detected is None else (clock.seconds, f"{detected.label} {clock.describe()}")
+        )
         label = None if detected is None else detected.label
         host, host_from = self._layer(
             "host timeout",
@@ -330,10 +335,10 @@ class DeadlinePolicy:
         tools = self._settings.tools
         if tool is not None and tool in tools:
             key = f"deadline.tools.{tool}"
-            number = self._setting(key, tools[tool], _EXPLICIT_RULES)
-            if number is not None:
-                return number, "tool", f"mcpwatch.toml [deadline.tools] {tool} = {fmt_seconds(number)} s"
-        number = self._setting("deadline.explicit_s", self._settings.explicit_s, _EXPLICIT_RULES)
-        if number is not None:
-            return number, "explicit", f"mcpwatch.toml deadline.explicit_s = {fmt_seconds(number)} s"
+            setting = self._setting(key, tools[tool], _EXPLICIT_RULES)
+            if setting is not None:
+                return setting, "tool", f"mcpwatch.toml [deadline.tools] {tool} = {fmt_seconds(setting)} s"
+        setting = self._setting("deadline.explicit_s", self._settings.explicit_s, _EXPLICIT_RULES)
+        if setting is not None:
+            return setting, "explicit", f"mcpwatch.toml deadline.explicit_s = {fmt_seconds(setting)} s"
         return None

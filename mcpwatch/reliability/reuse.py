@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
-from mcpwatch.config import ReusePolicy
+from mcpwatch.reliability.settings import ReusePolicy
 from mcpwatch.reliability.statesync.glob import SEPARATOR, match_segments
 
 STORE_MAX = 256  # stored late results; the oldest goes first

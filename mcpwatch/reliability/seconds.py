@@ -80,7 +80,7 @@ def check_seconds(
         try:
             number = float(value)
         except OverflowError:
-            number = math.copysign(ABSURD_S + 1, value)  # type: ignore[arg-type]
+            number = math.copysign(ABSURD_S + 1, value)
     else:
         raise InvalidValue(f"{what} must be a number of seconds, got {value!r}")
     if not math.isfinite(number):

@@ -21,8 +21,8 @@ from mcpwatch.clock import Clock
 from mcpwatch.events import TtlTermsBlock
 
 if TYPE_CHECKING:
-    from mcpwatch.config import TombstoneSettings
     from mcpwatch.reliability.deadline import Budget
+    from mcpwatch.reliability.settings import TombstoneSettings
 
 REASONS = frozenset({"deadline", "host_cancel", "operator_cancel", "upstream_lost", "shutdown"})
 DEFAULT_CAP = 100_000
@@ -102,7 +102,7 @@ class TombstoneTable:
         return len(self._items)
 
     def __contains__(self, key: object) -> bool:
-        return self.lookup(key) is not None
+        return isinstance(key, int) and self.lookup(key) is not None
 
     def add(
         self,

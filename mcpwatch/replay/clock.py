@@ -142,8 +142,8 @@ def _seconds(text: str) -> float | None:
         pass
     else:
         return value if math.isfinite(value) else None
-    value = _clock(text)
-    if value is not None:
+    clock_value = _clock(text)
+    if clock_value is not None:
         return value
     match = _DURATION.match(text)
     if match and any(match.groups()):

@@ -40,7 +40,7 @@ def _reads(failed: Callable[[ReplayFeed, str], Any]) -> Callable[[Callable[..., 
                 return method(self, *args, **kwargs)
             except LogError as exc:
                 self._broken(str(exc))
-                return failed(self, str(exc))  # type: ignore[no-any-return]
+                return failed(self, str(exc))
 
         return guarded
 
@@ -278,8 +278,11 @@ def open_replay(
     try:
         start = 0.0 if at is None else parse_time(at, end=recording.end_mono, origin_ts=recording.origin_ts)
         engine = ReplayEngine(recording)
-        clock_args = {} if wall is None else {"wall": wall}
-        clock = ReplayClock(recording.end_mono, speed=speed, playing=not paused, **clock_args)
+        clock = (
+            ReplayClock(recording.end_mono, speed=speed, playing=not paused)
+            if wall is None
+            else ReplayClock(recording.end_mono, speed=speed, playing=not paused, wall=wall)
+        )
         return ReplayFeed(engine, clock, indexer=indexer, start_at=start)
     except BaseException:
         recording.close()

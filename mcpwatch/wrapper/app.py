@@ -297,7 +297,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         state_sync={"policies": len(settings.state_sync.policies), "overlaps": overlaps},
     )
     recorder.emit(Kind.SESSION_START, **start)
-    for message in early_warnings:
+    for message in early_warnings or ():
         recorder.emit(Kind.WARNING, message=message)
     early_warnings = None
     for overlap in overlaps:
@@ -327,7 +327,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     )
     operator_url = await operator.start()
     metrics = None
-    if fold is not None:
+    if fold is not None and options.metrics_port is not None:
         from mcpwatch.prometheus.endpoint import start_metrics
 
         def read_status() -> dict[str, Any]:

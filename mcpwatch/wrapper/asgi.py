@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.http_limits import ConnectionLimits, limited_protocol
@@ -61,13 +61,15 @@ async def respond_json(send: Any, status: int, payload: Any, extra: list[tuple[b
     await respond(send, status, body, b"application/json", extra)
 
 
-def quiet_server(app: ASGIApp, host: str, port: int, limits: ConnectionLimits, *, lifespan: str = "off") -> Any:
+def quiet_server(
+    app: ASGIApp, host: str, port: int, limits: ConnectionLimits, *, lifespan: Literal["auto", "on", "off"] = "off"
+) -> Any:
     """A uvicorn server that logs only warnings, speaks plain ASGI 3, leaves signal handling to the wrapper, and
     bounds its connections (see http_limits)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
-        def capture_signals(self) -> contextlib.AbstractContextManager[None]:
+        def capture_signals(self) -> contextlib.AbstractContextManager[None]:  # type: ignore[override]  # any manager serves
             return contextlib.nullcontext()
 
     config = uvicorn.Config(

@@ -226,7 +226,7 @@ class WrapperCore:
             self._refuse(link, message["id"], "Invalid Request: params must be an object", message)
             return
         params = params or {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else None
+        meta = got if isinstance(got := params.get("_meta"), dict) else None
         if method == "initialize":
             self.session.init_params = params
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
@@ -301,7 +301,7 @@ class WrapperCore:
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = got if isinstance(got := message.get("params"), dict) else {}
             request_id = params.get("requestId")
             if request_id is None or not frames.valid_id(request_id):
                 return  # names no request of ours (and may not even be hashable)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcpwatch.events import Outcome
+from mcpwatch.events import Outcome, RequestEndDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.late_results import LateResults
@@ -54,7 +54,7 @@ class Endings:
             params = {"requestId": pending.up_id, "reason": cancel_reason}
             self.session.send_direct({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
             self._bury(pending, reason, elapsed, cancelled=True)
-        detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason}
+        detail: RequestEndDetail = {"partial": pending.last_progress is not None, "error": reason}
         reply = None
         if reason != "host_cancel":  # a host that cancelled is owed nothing
             note = None if pending.sent else self.session.unavailable_text()
@@ -68,7 +68,7 @@ class Endings:
         if pending.sent:
             self._bury(pending, reason, elapsed, cancelled=False)
         reply = failed_reply(pending, text, self._modern())
-        detail = {"error": text, "partial": pending.last_progress is not None}
+        detail: RequestEndDetail = {"error": text, "partial": pending.last_progress is not None}
         detail["result_preview"] = frames.text_of(reply, 4096)
         self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
 
@@ -76,7 +76,11 @@ class Endings:
         """Answer a call whose answer arrived unusable (over the frame cap) at once with a JSON-RPC error, a
         tools/call too. The upstream has answered it: nothing more will come for its id, so no tombstone."""
         reply = frames.error_response(pending.host_id, code, text)
-        detail = {"error": text, "partial": pending.last_progress is not None, "result_preview": frames.text_of(reply)}
+        detail: RequestEndDetail = {
+            "error": text,
+            "partial": pending.last_progress is not None,
+            "result_preview": frames.text_of(reply),
+        }
         self.table.finish(pending, Outcome.ERROR, reply, detail)
 
     def _bury(self, pending: Pending, reason: str, elapsed: float, *, cancelled: bool) -> None:

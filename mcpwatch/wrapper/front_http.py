@@ -357,8 +357,8 @@ class HttpFront:
             return
         for request_id in list(stream.request_ids):
             params = {"requestId": request_id, "reason": "the host closed the request"}
-            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-            session.port.host_message(session, cancel)
+            notice = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+            session.port.host_message(session, notice)
         stream.queue.put_nowait(None)
 
     async def _get(self, headers: dict[str, str], receive: Any, send: Any) -> None:

@@ -70,7 +70,7 @@ def _is_pipe(fd: int) -> bool:
 
 class StdioFront:
     name = "stdio"
-    connection = "stdio"  # one host, on this process's stdin and stdout, for the wrapper's whole life
+    connection: str | None = "stdio"  # one host, on this process's stdin and stdout, for the wrapper's whole life
 
     def __init__(self, core: HostPort) -> None:
         self.core = core
@@ -156,7 +156,7 @@ class StdioFront:
             )
         except (ValueError, OSError):
             return  # a regular file or similar: plain blocking writes are fine there
-        self._writer = transport  # type: ignore[assignment]
+        self._writer = transport
 
     async def serve(self) -> None:
         """Forward host frames until the host closes stdin."""
@@ -183,7 +183,7 @@ class StdioFront:
             while chunk := stdin.read(65536):
                 loop.call_soon_threadsafe(splitter.feed, chunk)
         loop.call_soon_threadsafe(splitter.finish)
-        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+        loop.call_soon_threadsafe(_resolve, done)
 
     def _host_line(self, line: bytes) -> None:
         first = line[:1]
@@ -230,3 +230,8 @@ class _Batch:
     @property
     def complete(self) -> bool:
         return self.missing == 0
+
+
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)

@@ -21,7 +21,7 @@ async def health_check(
     health_tool: str | None,
     host_initialised: bool,
     timeout: float = 15.0,
-) -> dict[str, Any]:
+) -> HealthCheckData:
     """MCP ping, then the upstream's health tool when it has one; the result is logged as an event."""
     result = HealthCheckData(ok=False, ping_ms=None, tool=None, result=None, error=None, latency_ms=0.0)
     started = scheduler.time()

@@ -7,7 +7,7 @@ as upstream progress. A call that has ended (`pending.open` false) gets no more.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcpwatch.events import Kind
@@ -64,7 +64,7 @@ class Heartbeats:
             return
         now = self._scheduler.time()
         elapsed = now - pending.started
-        last = pending.last_progress or {}
+        last: Mapping[str, Any] = pending.last_progress or {}
         params: dict[str, Any] = {
             "progressToken": pending.host_token,
             "progress": last.get("progress") if last.get("progress") is not None else 0,

@@ -100,7 +100,7 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _closed = False
 
-        def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             self._last_active = self.loop.time()
             open_connections.add(self)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcpwatch.events import HealthCheckData, InvalidationData, Kind, Outcome, UnknownResponseData
+from mcpwatch.events import HealthCheckData, InvalidationData, Kind, Outcome, RequestEndDetail, UnknownResponseData
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
 from mcpwatch.wire import SUBSCRIPTION_ID_META
@@ -135,7 +135,7 @@ class UpstreamInbound:
         if "error" in message:
             reply["error"] = message["error"]
             outcome = Outcome.ERROR
-            detail: dict[str, Any] = {"error": frames.text_of(message["error"], 1000)}
+            detail: RequestEndDetail = {"error": frames.text_of(message["error"], 1000)}
         else:
             result = message["result"]
             outcome = Outcome.OK
@@ -174,7 +174,8 @@ class UpstreamInbound:
         check = HealthCheckData(
             ok=ok, ping_ms=None, result=payload, error=error, latency_ms=round(elapsed * 1000, 2), source="host"
         )
-        self.recorder.emit(Kind.HEALTH_CHECK, request_id=pending.request_key, tool=pending.tool, **check)
+        check["tool"] = pending.tool
+        self.recorder.emit(Kind.HEALTH_CHECK, request_id=pending.request_key, **check)
 
     def _invalidate(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
         assert self.state_sync is not None and pending.tool is not None
@@ -189,7 +190,7 @@ class UpstreamInbound:
 
     def _upstream_notification(self, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/progress":
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = got if isinstance(got := message.get("params"), dict) else {}
             token = params.get("progressToken")
             pending = self.table.get(token)
             if pending is None or pending.host_token is None:
@@ -203,10 +204,10 @@ class UpstreamInbound:
             return
         if self.tasks is not None and self.tasks.notification(message):
             return  # about a task mcpwatch made for a host that does not know it
-        params = message.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        frame_params = message.get("params")
+        meta = frame_params.get("_meta") if isinstance(frame_params, dict) else None
         if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
-            self._subscription_frame(message, params, meta)
+            self._subscription_frame(message, frame_params, meta)
             return
         owner = self._owner()
         if owner is not None:

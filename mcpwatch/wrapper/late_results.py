@@ -130,20 +130,19 @@ class LateResults:
             else:
                 body["result_preview"] = frames.text_of(result, PREVIEW_CHARS)
                 body["truncated"] = True
-        reusable = cut.reuse_key is not None and outcome == Outcome.OK and "result" in body
         stored = None
-        if reusable:
+        if cut.reuse_key is not None and outcome == Outcome.OK and "result" in body:
             stored = self.reuse.keep(
                 cut.reuse_key, body["result"], request_id=cut.request_id, delay_s=delay, size_bytes=size
             )
         self.counters.late_results += 1
         late = LateResultData(
             up_id=tombstone.key,
-            reason=cut.reason,  # type: ignore[typeddict-item]
+            reason=cut.reason,
             cut_after_s=round(cut.cut_after_s, 6),
             delay_s=round(delay, 6),
             duration_s=round(cut.cut_after_s + delay, 6),
-            outcome=outcome.value,  # type: ignore[typeddict-item]
+            outcome=outcome.value,
             size_bytes=size,
             reuse_ttl_s=None if stored is None else stored.ttl_s,
             **body,  # type: ignore[typeddict-item]
@@ -175,7 +174,7 @@ class LateResults:
         )
         emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
         reused = LateReuseData(
-            from_request_id=reuse.stored.request_id,
+            from_request_id=reuse.stored.request_id or "",  # a stored result always names its cut call
             delay_s=round(reuse.stored.delay_s, 6),
             age_s=round(reuse.age_s, 6),
             ttl_s=reuse.stored.ttl_s,

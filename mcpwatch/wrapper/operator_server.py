@@ -272,7 +272,7 @@ class OperatorApp:
 
     async def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         method, request_id = request["method"], request["id"]
-        params = request.get("params") if isinstance(request.get("params"), dict) else {}
+        params = got if isinstance(got := request.get("params"), dict) else {}
         if method == "initialize":
             asked = params.get("protocolVersion")
             result: dict[str, Any] = {

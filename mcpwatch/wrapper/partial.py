@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpwatch.events import ProgressData
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.wire import PARTIAL_META, PartialResult
 from mcpwatch.wrapper import frames
@@ -29,7 +30,7 @@ def _seconds(value: float) -> str:
     return f"{value:.0f} s" if float(value).is_integer() else f"{value:.1f} s"
 
 
-def _progress_text(last_progress: dict[str, Any] | None) -> str:
+def _progress_text(last_progress: ProgressData | None) -> str:
     if not last_progress:
         return "no progress was reported"
     progress, total, message = last_progress.get("progress"), last_progress.get("total"), last_progress.get("message")
@@ -69,7 +70,7 @@ def deadline_result(
     budget: Budget | None,
     elapsed_s: float,
     reason: str,
-    last_progress: dict[str, Any] | None,
+    last_progress: ProgressData | None,
     progress_log: list[str],
     models: dict[str, dict[str, Any]],
     upstream_note: str | None = None,
@@ -106,7 +107,7 @@ def deadline_result(
 def call_error_result(
     tool: str,
     text: str,
-    last_progress: dict[str, Any] | None,
+    last_progress: ProgressData | None,
     models: dict[str, dict[str, Any]],
     modern: bool = False,
 ) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from mcpwatch.events import CountersBlock, Kind, Outcome, RequestEndData
+from mcpwatch.events import CountersBlock, Kind, Outcome, OutcomeText, ProgressData, RequestEndData, RequestEndDetail
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper import frames
@@ -50,7 +50,7 @@ class Pending:
     sent: bool = False
     open: bool = True  # False once finished: a queued frame or a timer that still names it does nothing
     timer: Timer | None = None
-    last_progress: dict[str, Any] | None = None
+    last_progress: ProgressData | None = None
     progress_log: deque[str] = field(default_factory=partial(deque, (), 5))  # the last five messages
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     host: Any = None  # the DetectedHost whose clocks set this call's budget
@@ -77,7 +77,8 @@ class Counters:
     upstream_pauses: int = 0  # times the upstream was not read because hosts had too much unsent
 
     def to_dict(self) -> CountersBlock:
-        return CountersBlock(**self.__dict__)
+        # the fields are CountersBlock's keys, in its order (tests/unit/test_one_shape.py holds them together)
+        return cast(CountersBlock, dict(self.__dict__))
 
 
 _COUNTER_OF = {
@@ -88,7 +89,8 @@ _COUNTER_OF = {
     Outcome.DEADLINE: "timeouts",
     Outcome.CANCELLED: "cancelled",
 }
-_TEXT_OF = {outcome: outcome.value for outcome in Outcome}  # a dict lookup, not the enum's `value` property
+# a dict lookup, not the enum's `value` property; Outcome's values are OutcomeText's (tests/unit/test_one_shape.py)
+_TEXT_OF: dict[Outcome, OutcomeText] = {outcome: outcome.value for outcome in Outcome}
 
 
 class PendingTable:
@@ -136,7 +138,7 @@ class PendingTable:
         pending: Pending,
         outcome: Outcome,
         reply: dict[str, Any] | None,
-        detail: dict[str, Any],
+        detail: RequestEndDetail,
         *,
         elapsed: float | None = None,
     ) -> float:
@@ -154,7 +156,8 @@ class PendingTable:
         name = "degraded" if outcome is Outcome.OK and "degraded" in detail else _COUNTER_OF[outcome]
         setattr(counters, name, getattr(counters, name) + 1)
         if reply is not None and pending.link.send(reply) is False:  # the host's request is closed: not a plain "ok"
-            detail = {**detail, "delivered": False}
+            detail = detail.copy()
+            detail["delivered"] = False
             message = "answer not delivered: the host's request is closed"
             self._recorder.emit(Kind.WARNING, request_id=pending.request_key, message=message)
         end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=pending.method, **detail)

@@ -217,7 +217,8 @@ class HttpUpstream:
             self.reconnect.started(loop.time())
             starting = asyncio.ensure_future(self.core.upstream_started())
             starting.add_done_callback(retrieve_exception)
-            await asyncio.wait({starting, self._lost}, return_when=asyncio.FIRST_COMPLETED)
+            waiters: set[asyncio.Future[Any]] = {starting, self._lost}
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             if not starting.done():
                 starting.cancel()
             elif starting.exception() is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mcpwatch.console.headless.request_events import RequestEvents
 from mcpwatch.console.headless.session_events import SessionEvents
@@ -49,7 +50,6 @@ from mcpwatch.console.headless.views import (
     WarningView,
 )
 from mcpwatch.events import Event, Kind
-from mcpwatch.operator import Status
 from mcpwatch.reliability.degraded import degraded_note
 
 __all__ = [
@@ -210,22 +210,23 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
     def copy(self) -> ConsoleModel:
         return ConsoleModel.restore(self.snapshot())
 
-    def seed(self, status: Status, now_mono: float) -> None:
-        """Fill in what an operator `status()` knows and the folded events do not (attaching mid-session).
+    def seed(self, status: Mapping[str, Any], now_mono: float) -> None:
+        """Fill in what an operator `status()` knows and the folded events do not (attaching mid-session). It is a
+        `Status` from the network, so every field is checked as it is read.
 
         Only used when the event history does not start at `session_start`; anything the events already
         established stays as the events say.
         """
         s = self._s
-        wrapper = status.get("wrapper") if isinstance(status.get("wrapper"), Mapping) else {}
-        log = status.get("log") if isinstance(status.get("log"), Mapping) else {}
+        wrapper: Mapping[str, Any] = got if isinstance(got := status.get("wrapper"), Mapping) else {}
+        log: Mapping[str, Any] = got if isinstance(got := status.get("log"), Mapping) else {}
         if s.session_id is None and _text(log.get("session_id")):
             s.session_id = _text(log.get("session_id"))
         header = s.header
         for key in ("name", "version"):
             header.setdefault(key, _text(wrapper.get(key)))
         header.setdefault("pid", _int(wrapper.get("pid")))
-        upstream = wrapper.get("upstream") if isinstance(wrapper.get("upstream"), Mapping) else {}
+        upstream: Mapping[str, Any] = got if isinstance(got := wrapper.get("upstream"), Mapping) else {}
         header.setdefault("upstream_kind", _text(upstream.get("kind")))
         header.setdefault("upstream_target", _text(upstream.get("target")))
         header.setdefault("upstream_state", _text(upstream.get("state")))
@@ -241,7 +242,7 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         deadline = status.get("deadline")
         if isinstance(deadline, Mapping) and not s.deadline:
             self._set_deadline(deadline)
-        tomb = status.get("tombstones") if isinstance(status.get("tombstones"), Mapping) else {}
+        tomb: Mapping[str, Any] = got if isinstance(got := status.get("tombstones"), Mapping) else {}
         terms = tomb.get("terms")
         if isinstance(terms, Mapping) and not s.ttl_terms:
             self._set_ttl_terms(terms)

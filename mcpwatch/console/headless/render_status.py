@@ -138,7 +138,7 @@ def tiers_panel(tiers: tuple[TierView, ...], d: DeadlineView, p: Palette, live: 
             g.add_column(justify="right", no_wrap=True)
         g.add_column(no_wrap=True, ratio=1 if name_w + total_w + per_w + 4 <= width else None, min_width=1)
         for name, total, per, verdict in rows:
-            cells = (plain(name), plain(total), Text(per, style=p.dim), verdict)
+            cells: tuple[Text, ...] = (plain(name), plain(total), Text(per, style=p.dim), verdict)
             if not with_per:
                 cells = (cells[0], cells[1], verdict)
             g.add_row(*cells)

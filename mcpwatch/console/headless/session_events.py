@@ -5,19 +5,18 @@ invalidations and warnings.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from mcpwatch.console.headless.state import _COUNTER_NAMES, ModelCore, _clock_text, _int, _num, _strs, _text
 from mcpwatch.console.headless.views import ConfigChangeView, InvalidationView, WarningView
 from mcpwatch.events import (
     ConfigChangeData,
-    DeadlineBlock,
     Event,
     HealthCheckData,
     HostInfoData,
     InvalidationData,
     SessionEndData,
     SessionStartData,
-    TtlTermsBlock,
     UnknownResponseData,
     UpstreamStateData,
     WarningData,
@@ -39,7 +38,7 @@ class SessionEvents(ModelCore):
         s.session_id, s.origin_ts, s.session_started = session_id, origin, True
         s.warnings.extend(early)
         s.last_mono, s.last_seq, s.events_applied = mono, event.seq if isinstance(event.seq, int) else 0, 1
-        upstream = data.get("upstream") if isinstance(data.get("upstream"), Mapping) else {}
+        upstream: Mapping[str, Any] = got if isinstance(got := data.get("upstream"), Mapping) else {}
         s.header.update(
             name=_text(data.get("name")),
             pid=_int(data.get("pid")),
@@ -153,7 +152,7 @@ class SessionEvents(ModelCore):
         self._s.warnings.append(WarningView(mono, message))
         self._s.notable.warning(mono, message)
 
-    def _set_deadline(self, block: DeadlineBlock) -> None:
+    def _set_deadline(self, block: Mapping[str, Any]) -> None:
         self._s.deadline = {
             "host_timeout_s": _num(block.get("host_timeout_s")),
             "margin_s": _num(block.get("margin_s")),
@@ -162,7 +161,7 @@ class SessionEvents(ModelCore):
             "source": _text(block.get("source")),
         }
 
-    def _set_ttl_terms(self, terms: TtlTermsBlock) -> None:
+    def _set_ttl_terms(self, terms: Mapping[str, Any]) -> None:
         self._s.ttl_terms = {
             name: _num(terms.get(name)) for name in ("init_timeout_s", "backoff_max_s", "epsilon_s", "total_s")
         } | {"request_timeout_s": _num(terms.get("request_timeout_s"))}

@@ -154,7 +154,7 @@ _COUNTER_NAMES = (
     "late_reused",
 )
 # Which counter a request_end bumps; every other outcome (tool_error, error, upstream_lost, unknown) is an error.
-_OUTCOME_COUNTER = {Outcome.OK: "ok", Outcome.DEADLINE: "timeouts", Outcome.CANCELLED: "cancelled"}
+_OUTCOME_COUNTER: dict[str, str] = {Outcome.OK: "ok", Outcome.DEADLINE: "timeouts", Outcome.CANCELLED: "cancelled"}
 
 
 @dataclass(slots=True)

@@ -136,7 +136,7 @@ class RequestDetailScreen(WatchScreen):
         if record is None:
             return
         try:
-            session_id = record.get("session_id") or ""
+            session_id = str(record.get("session_id") or "")
             json_path = export.write_export(export.as_json(record), self.request_id, ".json", session_id=session_id)
             md_path = export.write_export(export.as_markdown(record), self.request_id, ".md", session_id=session_id)
         except OSError as exc:

@@ -58,7 +58,10 @@ MODEL_ACTIONS = frozenset({"toggle_model", "reload_models"})
 
 
 def model_row(stats: ModelStats, p: Palette, clock_of: Any) -> tuple[Text, ...]:
-    enabled = {True: Text("yes", style=p("status-ok")), False: Text("DISABLED", style=p("status-error", "bold"))}
+    enabled: dict[bool | None, Text] = {
+        True: Text("yes", style=p("status-ok")),
+        False: Text("DISABLED", style=p("status-error", "bold")),
+    }
     colours = {"ok": "status-ok", "timeout": "status-timeout", "rate_limited": "status-warn"}
     cells = [Text(stats.model), enabled.get(stats.enabled, Text("?", style=p.dim)), Text(f"{stats.answers:,}")]
     cells += [Text(fmt.millis(stats.p50_ms)), Text(fmt.millis(stats.p95_ms))]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -51,7 +51,7 @@ class TrendsScreen(WatchScreen):
         self.trend_log: TrendLog | None = None
         self.problem: str | None = None
         self.reading: int | None = 0  # rows read so far while the first read runs; None once done
-        self.drawn_key: object = None
+        self.drawn_key: tuple[Any, ...] | None = None
         self.draw_ms: float | None = None  # how long the last frame's fold and text took
         self._read_lock = threading.Lock()
         self._last_read = 0.0

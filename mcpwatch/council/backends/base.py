@@ -43,7 +43,9 @@ class BackendError(Exception):
 class Backend(Protocol):
     name: str
     requires_key: bool  # does this backend need an API key at all?
-    key_configured: bool
+
+    @property
+    def key_configured(self) -> bool: ...
 
     async def complete(self, request: CallRequest) -> str:
         """The model's reply text, or raise BackendError (cancellation is honoured at any await)."""

@@ -26,7 +26,7 @@ from mcpwatch.reliability.statesync.policy import CACHE_MAX, PolicyEngine
 from mcpwatch.reliability.statesync.validate import Policy
 
 if TYPE_CHECKING:
-    from mcpwatch.config import StateSyncSettings
+    from mcpwatch.reliability.settings import StateSyncSettings
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class StateSync:
         self.overlaps: list[OverlapWarning] = detect_overlaps(self.engine.policies)
         self._on_invalidation = on_invalidation
         self._clock = clock
-        self._descriptions: dict[tuple[str, str | None], str | None] = {}
+        self._descriptions: dict[tuple[object, object], str | None] = {}  # (name, description) as a tool gave them
         self.observer_errors = 0
 
     @classmethod
