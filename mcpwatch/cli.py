@@ -40,7 +40,7 @@ DEFAULT_COMMAND = "watch"
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit code 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]  # argparse's returns NoReturn; this one exits too
         self.exit(2, f"{self.prog}: error: {safe(message)} (see --help)\n")
 
 

@@ -397,12 +397,16 @@ class HealthCheckData(TypedDict):
     source: NotRequired[Literal["host"]]
 
 
+DeadlineKey = Literal["host_timeout_s", "margin_s", "override_s"]  # what an operator may change
+
+
 class ConfigChangeData(TypedDict):
-    key: Literal["host_timeout_s", "margin_s", "override_s"]
+    key: DeadlineKey
     old: float | None
     new: float | None
     source: Literal["operator", "reset"]
     deadline: DeadlineBlock  # the new block
+    tombstone_ttl: NotRequired[TtlTermsBlock]  # the new terms: the budget is one (logs before it lack it)
 
 
 class WarningData(TypedDict):
@@ -489,7 +493,7 @@ PAYLOADS: dict[Kind, type] = {
 def payload_problems(kind: str, data: Any) -> list[str]:
     """What in `data` breaks the payload type of `kind`: missing or unknown keys, a value outside a Literal or of
     the wrong plain type, recursively into nested blocks. Empty when it conforms."""
-    payload = PAYLOADS.get(kind)  # type: ignore[call-overload]
+    payload = PAYLOADS.get(kind)  # type: ignore[call-overload]  # any value may be looked up: unknown kinds get None
     if payload is None:
         return [f"{kind!r} is not an event kind"]
     if isinstance(data, dict) and "host_session" in data and "host_session" not in get_type_hints(payload):

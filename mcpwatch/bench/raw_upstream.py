@@ -109,7 +109,7 @@ if __name__ == "__main__":
     try:
         import uvloop
     except ImportError:
-        uvloop = None  # type: ignore[assignment]
+        uvloop = None  # type: ignore[assignment]  # the module, or None without uvloop
     try:
         uvloop.run(main()) if uvloop is not None else asyncio.run(main())
     except KeyboardInterrupt:

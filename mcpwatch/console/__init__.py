@@ -39,7 +39,7 @@ def launch(
     parsed = Target.parse(target, token)
     if not parsed.url:
         registry.check_registry()  # a registry others can write to could point the console anywhere: refuse it
-    if parsed.url and not (parsed.token or Locator(parsed).resolve().token):  # type: ignore[union-attr]
+    if parsed.url and not (parsed.token or Locator(parsed).resolve().token):  # type: ignore[union-attr]  # parsed.url set: resolve() finds an entry
         raise UserError(f"no token for {parsed.url}: pass --token T (the wrapper's registry file holds it)")
     if serve_port is not None:
         from mcpwatch.console.serve import serve

@@ -7,8 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+class _ConsoleActions(Protocol):
+    """What the palette calls on the console's app (the Provider knows it only as a Textual `App`)."""
+
+    def action_set_theme(self, name: str) -> None: ...
+
+    def action_help(self) -> None: ...
 
 
 class ConsoleCommands(Provider):
@@ -64,11 +73,12 @@ class ConsoleCommands(Provider):
         extra = getattr(app, "extra_commands", None)
         if extra is not None:
             found += extra(screen)
+        actions = cast(_ConsoleActions, app)  # ConsoleApp has both
         for theme in getattr(app, "console_themes", ()):
             found.append(
-                (f"theme: {theme.name}", "switch the console's colours", partial(app.action_set_theme, theme.name))
+                (f"theme: {theme.name}", "switch the console's colours", partial(actions.action_set_theme, theme.name))
             )
-        found.append(("help: keys and panels", "what every key and panel does", app.action_help))
+        found.append(("help: keys and panels", "what every key and panel does", actions.action_help))
         return found
 
     async def discover(self) -> Hits:

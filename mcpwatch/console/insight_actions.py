@@ -29,14 +29,14 @@ class InsightActions:
 
         if self.session is None or isinstance(self.screen, TrendsScreen):
             return
-        self.push_screen(TrendsScreen(self.session))  # type: ignore[attr-defined]
+        self.push_screen(TrendsScreen(self.session))  # type: ignore[attr-defined]  # a mixin of the console's App
 
     def action_models(self) -> None:
         from mcpwatch.console.screens.models import ModelsScreen
 
         if self.session is None or isinstance(self.screen, ModelsScreen):
             return
-        self.push_screen(ModelsScreen(self.session))  # type: ignore[attr-defined]
+        self.push_screen(ModelsScreen(self.session))  # type: ignore[attr-defined]  # a mixin of the console's App
 
     def action_fleet(self, headline: str | None = None) -> None:
         """Every running wrapper; choosing one watches it instead of the current one."""
@@ -47,7 +47,7 @@ class InsightActions:
             return
         registry_dir = getattr(self, "registry_dir", None)
         entry = self._watched_entry()
-        self.push_screen(  # type: ignore[attr-defined]
+        self.push_screen(  # type: ignore[attr-defined]  # a mixin of the console's App
             FleetScreen(
                 lambda: running_wrappers(registry_dir),
                 self.switch_to_wrapper,
@@ -75,7 +75,7 @@ class InsightActions:
         while another wrapper is in trouble."""
         if self.session is None or self.session.controls is None:
             return
-        self.run_worker(self._fleet_round(), group="fleet-watch", exclusive=True, exit_on_error=False)  # type: ignore[attr-defined]
+        self.run_worker(self._fleet_round(), group="fleet-watch", exclusive=True, exit_on_error=False)  # type: ignore[attr-defined]  # a mixin of the console's App
 
     async def _fleet_round(self) -> None:
         import time

@@ -79,7 +79,8 @@ class NotableLog:
         key = data.get("key")
         what = BUDGET_KEYS.get(key, str(key)) if isinstance(key, str) else "setting"
         source = data.get("source")
-        who = {"operator": "by the operator", "reset": "by a reset"}.get(source, f"by {source}" if source else "")
+        whose: dict[object, str] = {"operator": "by the operator", "reset": "by a reset"}
+        who = whose.get(source, f"by {source}" if source else "")
         old, new = data.get("old"), data.get("new")
         self.add(mono, "budget", "info", f"{what} {_value(old)} → {_value(new)} {who}".strip())
         deadline = data.get("deadline")

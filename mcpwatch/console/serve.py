@@ -126,8 +126,11 @@ def serve(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
             try:
+                server = runner.server
+                if server is None:  # setup() above makes it
+                    raise RuntimeError("the console's web server was not set up")
                 listening = await loop.create_server(
-                    lambda: TimedRequestHandler(runner.server, loop=loop, keepalive_timeout=KEEPALIVE_S),
+                    lambda: TimedRequestHandler(server, loop=loop, keepalive_timeout=KEEPALIVE_S),
                     LOOPBACK,
                     port,
                 )

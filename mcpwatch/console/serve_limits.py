@@ -50,7 +50,7 @@ class TimedRequestHandler(RequestHandler):
 
     def _paid(self) -> None:
         if getattr(self, "_deadline", None) is not None:
-            self._deadline.cancel()  # type: ignore[union-attr]
+            self._deadline.cancel()  # type: ignore[union-attr]  # checked just above
             self._deadline = None
 
     def _too_slow(self) -> None:

@@ -167,7 +167,7 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
                 "total_s": total,
                 "per_model_s": _number(spec.get("per_model_s")),
                 "fits": fits,
-                "over_by_s": None if fits is None or fits else total - budget,  # type: ignore[operator]
+                "over_by_s": None if fits is None or fits else total - budget,  # type: ignore[operator]  # fits is not None: total and budget are numbers
             }
         )
     return {

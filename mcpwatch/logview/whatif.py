@@ -75,7 +75,7 @@ class CallTiming:
         if keep_fixed and self.budget_source in FIXED_SOURCES:
             return self.budget_s
         if margin_s is not None and self.budget_source == "derived" and None not in (self.budget_s, self.margin_s):
-            return max(CLAMP_S, self.budget_s + self.margin_s - margin_s)  # type: ignore[operator]
+            return max(CLAMP_S, self.budget_s + self.margin_s - margin_s)  # type: ignore[operator]  # None was ruled out just above
         return budget_s
 
     @property

@@ -48,28 +48,30 @@ TOOL_CALL_UPSTREAM = "call_upstream"
 OPERATOR_PATH = "/mcp"
 
 
-class UpstreamStatus(TypedDict):
+class UpstreamDetail(TypedDict, total=False):
+    """What an upstream link says of itself (`describe()`), by transport."""
+
+    stuck: bool  # it took none of its input for upstream.write_timeout_s (it is then restarted)
+    restarts: int
+    reading_paused: bool  # the wrapper stopped reading it: hosts have too much unsent (see backpressure)
+    pid: int | None  # stdio
+    stuck_for_s: float  # stdio
+    unsent_bytes: int  # stdio
+    stderr_tail: list[str]  # stdio
+    session_id: str | None  # http: Mcp-Session-Id
+    protocol_version: str | None  # http
+    open_posts: int  # http
+
+
+class UpstreamStatus(UpstreamDetail):
     kind: Literal["stdio", "http"] | None
     target: str | None
     state: Literal["connecting", "ready", "backoff", "closed", "idle"]  # idle: an HTTP front with no host session
     generation: int
-    stuck: NotRequired[bool]  # it took none of its input for upstream.write_timeout_s (it is then restarted)
-    restarts: NotRequired[int]
-    pid: NotRequired[int | None]  # stdio
-    stuck_for_s: NotRequired[float]  # stdio
-    unsent_bytes: NotRequired[int]  # stdio
-    stderr_tail: NotRequired[list[str]]  # stdio
-    session_id: NotRequired[str | None]  # http: Mcp-Session-Id
-    protocol_version: NotRequired[str | None]  # http
-    open_posts: NotRequired[int]  # http
 
 
-class HostStatus(TypedDict, total=False):
-    """Empty until a host has initialised; then `HostInfoData`."""
-
-    name: str | None
-    version: str | None
-    protocol_version: str | None
+HostStatus = dict[str, Any]
+"""A host as `host_info` tells it (`HostInfoData`), once it has initialised; {} before."""
 
 
 class HostSessionRow(TypedDict):
@@ -105,7 +107,8 @@ class WrapperStatus(TypedDict):
     pid: int
     version: str
     upstream: UpstreamStatus  # on an HTTP front: the first ready upstream's
-    host: HostStatus
+    host: HostStatus  # the latest host's
+    hosts: list[HostStatus]  # each 2025-era host session's host (`DetectedHost.to_dict()`)
     uptime_s: float
     host_sessions: NotRequired[HostSessionsStatus]
 
@@ -156,16 +159,34 @@ class LogStatus(TypedDict):
     last_error: NotRequired[str | None]
 
 
-class Status(TypedDict):
-    """What `status()` answers; the console seeds its model from it when it attaches mid-session."""
+class BackpressureStatus(TypedDict):
+    """What hosts have not yet read, and the pauses in reading the upstream it caused (`wrapper.pressure`)."""
+
+    unsent_bytes: int
+    peak_unsent_bytes: int
+    high_water_bytes: int
+    paused: bool
+    pauses: int
+    paused_s: float
+    progress_coalesced: int
+
+
+class CoreStatus(TypedDict):
+    """What the wrapper's core reports; the endpoint adds the log's and the export's state to make a `Status`."""
 
     wrapper: WrapperStatus
     deadline: DeadlineBlock
     tombstones: TombstonesStatus
+    backpressure: BackpressureStatus
     in_flight: list[InFlightStatus]
     counters: CountersBlock
     state_sync: StateSyncSummary
     mono: float  # the wrapper's session clock when the answer was built
+
+
+class Status(CoreStatus):
+    """What `status()` answers; the console seeds its model from it when it attaches mid-session."""
+
     log: LogStatus
     otel: dict[str, Any] | None  # OpenTelemetry export's queue and counts; None when it is off
 

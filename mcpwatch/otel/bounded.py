@@ -25,7 +25,7 @@ class BoundedSession(requests.Session):
         self.body_max = body_max
         self.last_problem: str | None = None  # the last refusal or failure, in words, for status and the log
 
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
+    def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs["stream"] = True
         timeout = kwargs.get("timeout")
         budget = timeout if isinstance(timeout, int | float) and timeout > 0 else DEFAULT_TIMEOUT_S

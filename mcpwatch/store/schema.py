@@ -147,7 +147,7 @@ def _v1_base(conn: sqlite3.Connection) -> None:
     from sqlite_utils import Database
 
     db = Database(conn, recursive_triggers=False, execute_plugins=False)
-    db["sessions"].create(  # type: ignore[union-attr]
+    db["sessions"].create(  # type: ignore[union-attr]  # a fresh database: the name is a Table
         {
             "id": str,
             "name": str,
@@ -161,7 +161,7 @@ def _v1_base(conn: sqlite3.Connection) -> None:
         },
         pk="id",
     )
-    db["events"].create(  # type: ignore[union-attr]
+    db["events"].create(  # type: ignore[union-attr]  # a fresh database: the name is a Table
         {
             "id": int,
             "session_id": str,
@@ -179,12 +179,12 @@ def _v1_base(conn: sqlite3.Connection) -> None:
         foreign_keys=[("session_id", "sessions", "id")],
     )
     events = db["events"]
-    events.create_index(["session_id", "seq"], index_name="events_by_session_seq")  # type: ignore[union-attr]
-    events.create_index(  # type: ignore[union-attr]
+    events.create_index(["session_id", "seq"], index_name="events_by_session_seq")  # type: ignore[union-attr]  # a Table, made just above
+    events.create_index(  # type: ignore[union-attr]  # a Table, made just above
         ["session_id", "request_id", "seq"], index_name="events_by_request"
     )
-    events.create_index(["ts"], index_name="events_by_ts")  # type: ignore[union-attr]
-    db["sessions"].create_index(["started_at"], index_name="sessions_by_start")  # type: ignore[union-attr]
+    events.create_index(["ts"], index_name="events_by_ts")  # type: ignore[union-attr]  # a Table, made just above
+    db["sessions"].create_index(["started_at"], index_name="sessions_by_start")  # type: ignore[union-attr]  # a Table, made just above
     db.create_view("requests", REQUESTS_VIEW)
     db.create_view("tombstones", TOMBSTONES_VIEW)
     db.create_view("invalidations", INVALIDATIONS_VIEW)

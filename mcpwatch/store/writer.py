@@ -282,7 +282,7 @@ class EventWriter:
     def _write_starts(self) -> bool:
         rows = list(self._starts)
         try:
-            with self._conn_lock, immediate(self._conn, self._busy_attempts) as conn:  # type: ignore[arg-type]
+            with self._conn_lock, immediate(self._conn, self._busy_attempts) as conn:  # type: ignore[arg-type]  # open while the writer runs
                 for row in rows:
                     try:
                         conn.execute(INSERT_SESSION, row)
@@ -308,7 +308,7 @@ class EventWriter:
         rows = event_rows(batch.events, self._unusable)
         rows.extend(event_row(loss.warning()) for loss in losses)
         error = commit_batch(
-            self._conn,  # type: ignore[arg-type]
+            self._conn,  # type: ignore[arg-type]  # open while the writer runs
             self._conn_lock,
             rows,
             batch.ends,

@@ -4,10 +4,19 @@ their reset, and cancelling a call. The operator endpoint calls these and nothin
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcpwatch import __version__
-from mcpwatch.events import ConfigChangeData, Kind
+from mcpwatch.events import (
+    ConfigChangeData,
+    DeadlineBlock,
+    DeadlineKey,
+    HealthCheckData,
+    Kind,
+    StateSyncSummary,
+    TtlTermsBlock,
+)
+from mcpwatch.operator import CoreStatus, TombstoneItem
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.wrapper.health import health_check
 
@@ -24,7 +33,7 @@ class OperatorActions:
     def __init__(self, core: WrapperCore) -> None:
         self._core = core
 
-    async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> dict[str, Any]:
+    async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> HealthCheckData:
         core = self._core
         session = core.session
         return await health_check(
@@ -51,15 +60,19 @@ class OperatorActions:
         """The operator's cancel: the call ends as a deadline would, with its own explanation."""
         return self._core.cancel(request_id)
 
-    def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
+    def change_deadline(self, key: DeadlineKey, value: Any) -> DeadlineBlock:
         """set_margin / set_host_timeout / set_deadline: validated by the policy; logged as config_change."""
-        return change_deadline(self._core.deadline, self._core.recorder, key, value, self.current_budget)
+        core = self._core
+        return change_deadline(core.deadline, core.recorder, key, value, self.current_budget, self.ttl_terms)
 
-    def reset_deadline(self) -> dict[str, Any]:
+    def reset_deadline(self) -> DeadlineBlock:
         """Undo every operator change to the budget; logged as one config_change per key that changes."""
-        return reset_deadline(self._core.deadline, self._core.recorder, self.current_budget)
+        return reset_deadline(self._core.deadline, self._core.recorder, self.current_budget, self.ttl_terms)
 
-    def status(self) -> dict[str, Any]:
+    def ttl_terms(self) -> TtlTermsBlock:
+        return self._core.ttl_terms().to_dict()
+
+    def status(self) -> CoreStatus:
         core = self._core
         session = core.session
         now = core.scheduler.time()
@@ -92,7 +105,7 @@ class OperatorActions:
                 "late_dropped": core.counters.late_dropped,
                 "evicted": tombstones.evicted,
                 "next_expiry_in_s": tombstones.next_expiry_in(),
-                "items": stats["items"],
+                "items": cast("list[TombstoneItem]", stats["items"]),  # TombstoneTable.stats() builds them
             },
             "backpressure": core.pressure.describe(),
             "in_flight": [
@@ -102,9 +115,9 @@ class OperatorActions:
                     "tool": p.tool,
                     "elapsed_s": round(now - p.started, 3),
                     "budget_s": p.budget.seconds if p.budget else None,
-                    "progress": (p.last_progress or {}).get("progress"),
-                    "total": (p.last_progress or {}).get("total"),
-                    "message": (p.last_progress or {}).get("message"),
+                    "progress": None if p.last_progress is None else p.last_progress["progress"],
+                    "total": None if p.last_progress is None else p.last_progress["total"],
+                    "message": None if p.last_progress is None else p.last_progress["message"],
                     "sent": p.sent,
                 }
                 for p in core.table
@@ -114,20 +127,26 @@ class OperatorActions:
             "mono": round(core.recorder.clock.monotonic(), 3),
         }
 
-    def state_sync_summary(self) -> dict[str, Any]:
+    def state_sync_summary(self) -> StateSyncSummary:
         return state_sync_summary(self._core.state_sync)
 
 
-def state_sync_summary(state_sync: StateSync | None) -> dict[str, Any]:
+def state_sync_summary(state_sync: StateSync | None) -> StateSyncSummary:
     if state_sync is None:
         return {"policies": 0, "overlaps": []}
     return {"policies": len(state_sync.policies), "overlaps": [w.message for w in state_sync.overlaps]}
 
 
 def change_deadline(
-    deadline: DeadlinePolicy, recorder: Recorder, key: str, value: Any, current: Callable[[], Budget]
-) -> dict[str, Any]:
-    """`current`: the budget a call from the latest host would get now (shown before and after)."""
+    deadline: DeadlinePolicy,
+    recorder: Recorder,
+    key: DeadlineKey,
+    value: Any,
+    current: Callable[[], Budget],
+    ttl_terms: Callable[[], TtlTermsBlock],
+) -> DeadlineBlock:
+    """`current`: the budget a call from the latest host would get now (shown before and after); `ttl_terms`: the
+    tombstone TTL's terms now, which the budget is one of (so the console's TTL follows the change)."""
     before = current().to_dict()
     setter = {
         "margin_s": deadline.set_margin,
@@ -136,17 +155,24 @@ def change_deadline(
     }[key]
     setter(value)
     after = current().to_dict()
-    change = ConfigChangeData(key=key, old=before[key], new=after[key], source="operator", deadline=after)
+    change = ConfigChangeData(
+        key=key, old=before[key], new=after[key], source="operator", deadline=after, tombstone_ttl=ttl_terms()
+    )
     recorder.emit(Kind.CONFIG_CHANGE, **change)
     return after
 
 
-def reset_deadline(deadline: DeadlinePolicy, recorder: Recorder, current: Callable[[], Budget]) -> dict[str, Any]:
+def reset_deadline(
+    deadline: DeadlinePolicy, recorder: Recorder, current: Callable[[], Budget], ttl_terms: Callable[[], TtlTermsBlock]
+) -> DeadlineBlock:
     before = current().to_dict()
     deadline.reset()
     after = current().to_dict()
-    for key in ("host_timeout_s", "margin_s", "override_s"):
-        if before.get(key) != after.get(key):
-            change = ConfigChangeData(key=key, old=before[key], new=after[key], source="reset", deadline=after)
+    keys: tuple[DeadlineKey, ...] = ("host_timeout_s", "margin_s", "override_s")
+    for key in keys:
+        if before[key] != after[key]:
+            change = ConfigChangeData(
+                key=key, old=before[key], new=after[key], source="reset", deadline=after, tombstone_ttl=ttl_terms()
+            )
             recorder.emit(Kind.CONFIG_CHANGE, **change)
     return after

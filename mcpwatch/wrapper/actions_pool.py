@@ -7,10 +7,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mcpwatch.events import Kind, UpstreamState
+from mcpwatch.events import (
+    COUNTER_NAMES,
+    CountersBlock,
+    DeadlineBlock,
+    DeadlineKey,
+    HealthCheckData,
+    Kind,
+    StateSyncSummary,
+    TtlTermsBlock,
+    UpstreamState,
+)
+from mcpwatch.operator import CoreStatus, HostSessionRow, TombstonesStatus
 from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
 from mcpwatch.wrapper.actions import OperatorActions, change_deadline, reset_deadline
 from mcpwatch.wrapper.front_sessions import HostSession, SessionPool
+from mcpwatch.wrapper.pending import Counters
 from mcpwatch.wrapper.recorder import Recorder
 
 TOMBSTONE_ITEMS = 50
@@ -25,15 +37,14 @@ class PoolActions:
     def _entries(self) -> list[HostSession]:
         return self._pool.all()
 
-    async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> dict[str, Any]:
+    async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> HealthCheckData:
         """The first ready upstream is checked (any upstream when none is ready yet)."""
         entries = self._entries()
         ready = [e for e in entries if e.core.session.ready]
         target = ready[0] if ready else entries[0] if entries else None
         if target is None:
-            result: dict[str, Any] = {"ok": False, "ping_ms": None, "tool": None, "result": None}
-            result["error"] = "no host session is open, so no upstream is running to check"
-            result["latency_ms"] = 0.0
+            error = "no host session is open, so no upstream is running to check"
+            result = HealthCheckData(ok=False, ping_ms=None, tool=None, result=None, error=error, latency_ms=0.0)
             self._recorder.emit(Kind.HEALTH_CHECK, **result)
             return result
         return await OperatorActions(target.core).health_check(health_tool, timeout)
@@ -67,30 +78,36 @@ class PoolActions:
         entries = list(self._pool.sessions.values())
         return OperatorActions((entries[-1] if entries else self._pool.shared).core).current_budget()
 
-    def change_deadline(self, key: str, value: Any) -> dict[str, Any]:
-        return change_deadline(self._deadline, self._recorder, key, value, self._current_budget)
+    def change_deadline(self, key: DeadlineKey, value: Any) -> DeadlineBlock:
+        return change_deadline(self._deadline, self._recorder, key, value, self._current_budget, self._ttl_terms)
 
-    def reset_deadline(self) -> dict[str, Any]:
-        return reset_deadline(self._deadline, self._recorder, self._current_budget)
+    def reset_deadline(self) -> DeadlineBlock:
+        return reset_deadline(self._deadline, self._recorder, self._current_budget, self._ttl_terms)
 
-    def state_sync_summary(self) -> dict[str, Any]:
+    def _ttl_terms(self) -> TtlTermsBlock:
+        """Every host session's tombstones live by the same terms (one deadline policy, one [tombstones])."""
+        return OperatorActions(self._pool.shared.core).ttl_terms()
+
+    def state_sync_summary(self) -> StateSyncSummary:
         return OperatorActions(self._pool.shared.core).state_sync_summary()
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> CoreStatus:
         pool = self._pool
         entries = self._entries()
         parts = [(entry, OperatorActions(entry.core).status()) for entry in entries]
-        status = OperatorActions(pool.shared.core).status() if not parts else dict(parts[0][1])
+        status = OperatorActions(pool.shared.core).status() if not parts else parts[0][1].copy()
         ready = [part for entry, part in parts if entry.core.session.ready]
-        wrapper = dict(status["wrapper"])
+        wrapper = status["wrapper"].copy()
         if ready:
             wrapper["upstream"] = ready[0]["wrapper"]["upstream"]
         elif not parts:
-            wrapper["upstream"] = {**wrapper["upstream"], "state": "idle", "pid": None}
+            upstream = wrapper["upstream"].copy()
+            upstream["state"] = "idle"
+            upstream["pid"] = None
+            wrapper["upstream"] = upstream
         if parts:  # every session's hosts (each session's core knows its own)
-            wrapper["hosts"] = [host for _, part in parts for host in part["wrapper"].get("hosts") or []]
+            wrapper["hosts"] = [host for _, part in parts for host in part["wrapper"]["hosts"]]
         now = pool.clock()
-        sessions = [_session_row(entry, part, now) for entry, part in parts]
         wrapper["host_sessions"] = {
             "open": len(pool.sessions),
             "max": pool.max_sessions,
@@ -102,14 +119,14 @@ class PoolActions:
             "expired": pool.expired,
             "reclaimed": pool.reclaimed,
             "refused": pool.refused,
-            "sessions": sessions,
+            "sessions": [_session_row(entry, part, now) for entry, part in parts],
         }
         status["wrapper"] = wrapper
         status["in_flight"] = [
             {**call, "host_session": entry.tag} for entry, part in parts for call in part["in_flight"]
         ]
-        status["counters"] = _summed([part["counters"] for _, part in parts] + [pool.retired.to_dict()])
-        tagged = [
+        status["counters"] = _summed([entry.core.counters for entry in entries] + [pool.retired])
+        tagged: list[TombstonesStatus] = [
             {**part["tombstones"], "items": [{**item, "host_session": e.tag} for item in part["tombstones"]["items"]]}
             for e, part in parts
         ]
@@ -117,33 +134,33 @@ class PoolActions:
         return status
 
 
-def _session_row(entry: HostSession, part: dict[str, Any], now: float) -> dict[str, Any]:
+def _session_row(entry: HostSession, part: CoreStatus, now: float) -> HostSessionRow:
     upstream = part["wrapper"]["upstream"]
     return {
         "host_session": entry.tag,
         "host": part["wrapper"]["host"],
-        "upstream_state": upstream.get("state"),
+        "upstream_state": upstream["state"],
         "upstream_pid": upstream.get("pid"),
         "upstream_session": upstream.get("session_id"),
-        "generation": upstream.get("generation"),
+        "generation": upstream["generation"],
         "in_flight": len(part["in_flight"]),
         "open_streams": entry.streams,
         "idle_s": round(max(0.0, now - entry.last_seen), 3),
     }
 
 
-def _summed(counters: list[dict[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
+def _summed(counters: list[Counters]) -> CountersBlock:
+    total = Counters()
     for one in counters:
-        for name, value in one.items():
-            total[name] = total.get(name, 0) + value
-    return total
+        for name in COUNTER_NAMES:
+            setattr(total, name, getattr(total, name) + getattr(one, name))
+    return total.to_dict()
 
 
-def _tombstones(parts: list[dict[str, Any]], template: dict[str, Any]) -> dict[str, Any]:
+def _tombstones(parts: list[TombstonesStatus], template: TombstonesStatus) -> TombstonesStatus:
     if not parts:
         return template
-    expiries = [p["next_expiry_in_s"] for p in parts if p.get("next_expiry_in_s") is not None]
+    expiries = [p["next_expiry_in_s"] for p in parts if p["next_expiry_in_s"] is not None]
     return {
         **template,
         "count": sum(p["count"] for p in parts),

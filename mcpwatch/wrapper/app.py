@@ -22,6 +22,7 @@ from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
 from mcpwatch.errors import UserError
 from mcpwatch.events import Kind, SessionEndData, SessionStartData
+from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.store.kept_tasks import find_kept_task
@@ -178,7 +179,7 @@ def _open_log(options: WrapOptions, log_path: Path, state_problem: str | None) -
     )
 
 
-def _log_info(writer: Any, log_path: Path, session_id: str, off_reason: str | None) -> dict[str, Any]:
+def _log_info(writer: Any, log_path: Path, session_id: str, off_reason: str | None) -> LogStatus:
     """The operator status's `log` block: where, whether it is being written, and events written vs lost."""
     if writer is None:
         return {"path": None, "session_id": session_id, "state": "off", "problem": off_reason, "events_written": 0}
@@ -305,7 +306,7 @@ async def run_wrapper(options: WrapOptions) -> int:
 
     token = new_token()
 
-    def log_info() -> dict[str, Any]:
+    def log_info() -> LogStatus:
         return _log_info(writer, log_path, session_id, off_reason)
 
     actions: Any = core.actions

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, RequestStartData, UpstreamState
+from mcpwatch.operator import CoreStatus
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
@@ -392,7 +393,7 @@ class WrapperCore:
 
     # ------------------------------------------------------------------ operator actions and shutdown
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> CoreStatus:
         return self.actions.status()
 
     def shutdown(self, why: str) -> None:

@@ -100,7 +100,7 @@ def decode(line: bytes | str) -> Any:
     if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets
         return value
     opening = (b"[", b"{") if isinstance(line, bytes | bytearray) else ("[", "{")
-    if line.count(opening[0]) + line.count(opening[1]) > MAX_DEPTH and _depth(value) > MAX_DEPTH:  # type: ignore[arg-type]
+    if line.count(opening[0]) + line.count(opening[1]) > MAX_DEPTH and _depth(value) > MAX_DEPTH:  # type: ignore[arg-type]  # value is a parsed list or dict here
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     return value
 

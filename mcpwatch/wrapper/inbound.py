@@ -205,10 +205,11 @@ class UpstreamInbound:
         if self.tasks is not None and self.tasks.notification(message):
             return  # about a task mcpwatch made for a host that does not know it
         frame_params = message.get("params")
-        meta = frame_params.get("_meta") if isinstance(frame_params, dict) else None
-        if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
-            self._subscription_frame(message, frame_params, meta)
-            return
+        if isinstance(frame_params, dict):
+            meta = frame_params.get("_meta")
+            if isinstance(meta, dict) and SUBSCRIPTION_ID_META in meta:
+                self._subscription_frame(message, frame_params, meta)
+                return
         owner = self._owner()
         if owner is not None:
             owner.send(message)

@@ -52,7 +52,7 @@ class LateFrames:
         added = TombstoneAddData(
             up_id=pending.up_id,
             ttl_s=terms.total_s,
-            reason=reason,  # type: ignore[typeddict-item]
+            reason=reason,  # type: ignore[typeddict-item]  # a TombstoneReason, from the caller's literals
             expires_mono=round(recorder.mono() + tombstone.ttl_s, 3),
         )
         recorder.emit(Kind.TOMBSTONE_ADD, request_id=pending.request_key, tool=pending.tool, **added)
@@ -68,7 +68,7 @@ class LateFrames:
         self._counters.late_dropped += 1
         late = TombstoneHitData(
             up_id=up_id,
-            what=what,  # type: ignore[typeddict-item]
+            what=what,  # type: ignore[typeddict-item]  # "response" or "progress", from the callers
             age_s=round(tombstone.age(self._recorder.clock.monotonic()), 3),
         )
         self._recorder.emit(Kind.TOMBSTONE_HIT, request_id=tombstone.request_id, tool=tombstone.tool, **late)

@@ -107,7 +107,7 @@ class LateResults:
         if cut.cancelled and is_cancel_ack(message.get("error")):
             ack = CancelAckData(
                 up_id=tombstone.key,
-                reason=cut.reason,  # type: ignore[typeddict-item]
+                reason=cut.reason,  # type: ignore[typeddict-item]  # a TombstoneReason, as the tombstone was made
                 cut_after_s=round(cut.cut_after_s, 6),
                 delay_s=round(delay, 6),
                 code=message["error"].get("code"),
@@ -145,7 +145,7 @@ class LateResults:
             outcome=outcome.value,
             size_bytes=size,
             reuse_ttl_s=None if stored is None else stored.ttl_s,
-            **body,  # type: ignore[typeddict-item]
+            **body,  # type: ignore[typeddict-item]  # body holds LateResultData's optional keys
         )
         self.recorder.emit(Kind.LATE_RESULT, request_id=cut.request_id, tool=cut.tool, **late)
 

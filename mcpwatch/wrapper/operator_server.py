@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mcpwatch import __version__
 from mcpwatch import operator as contract
+from mcpwatch.events import DeadlineBlock, DeadlineKey, HealthCheckData
 from mcpwatch.reliability.seconds import InvalidValue
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.actions import OperatorActions
@@ -117,7 +118,7 @@ TOOLS: list[dict[str, Any]] = [
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_BODY_BYTES = 1024 * 1024
 
-Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+Handler = Callable[[dict[str, Any]], Awaitable[Mapping[str, object]]]  # a tool's JSON answer
 
 
 class Refused(Exception):
@@ -154,7 +155,7 @@ def build_operator_app(
     recorder: Recorder,
     *,
     token: str,
-    log_info: Callable[[], dict[str, Any]],
+    log_info: Callable[[], contract.LogStatus],
     health_tool: str | None,
     otel_info: Callable[[], dict[str, Any] | None] = lambda: None,
 ) -> ASGIApp:
@@ -163,7 +164,7 @@ def build_operator_app(
     whose whole budget is 60 MB, for nine tools."""
 
     async def status(arguments: dict[str, Any]) -> contract.Status:
-        return contract.Status(**actions.status(), log=log_info(), otel=otel_info())  # type: ignore[typeddict-item]
+        return contract.Status(**actions.status(), log=log_info(), otel=otel_info())
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0, 0, MAX_WHOLE)
@@ -176,11 +177,11 @@ def build_operator_app(
             "latest": recorder.seq,
         }
 
-    async def health_check(arguments: dict[str, Any]) -> dict[str, Any]:
+    async def health_check(arguments: dict[str, Any]) -> HealthCheckData:
         return await actions.health_check(health_tool)
 
-    def setter(key: str, required: bool) -> Handler:
-        async def change(arguments: dict[str, Any]) -> dict[str, Any]:
+    def setter(key: DeadlineKey, required: bool) -> Handler:
+        async def change(arguments: dict[str, Any]) -> DeadlineBlock:
             if required and "seconds" not in arguments:
                 raise Refused("seconds is required")
             try:
@@ -190,7 +191,7 @@ def build_operator_app(
 
         return change
 
-    async def reset(arguments: dict[str, Any]) -> dict[str, Any]:
+    async def reset(arguments: dict[str, Any]) -> DeadlineBlock:
         return actions.reset_deadline()
 
     async def cancel(arguments: dict[str, Any]) -> dict[str, Any]:

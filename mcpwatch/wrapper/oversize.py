@@ -17,7 +17,7 @@ from mcpwatch.wrapper.lines import HEAD_BYTES
 
 UNKNOWN = object()  # the head does not show an id
 NOT_AN_ANSWER = object()  # the head shows a request or notification (a `method` before any id)
-_scan_string = json.decoder.scanstring  # type: ignore[attr-defined]
+_scan_string = json.decoder.scanstring  # type: ignore[attr-defined]  # public in CPython, absent from typeshed
 _raw_decode = json.JSONDecoder().raw_decode
 _SPACE = " \t\r\n"
 

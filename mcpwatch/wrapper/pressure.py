@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mcpwatch.operator import BackpressureStatus
 from mcpwatch.wrapper import frames
 
 HIGH_WATER_BYTES = 4 * 1024 * 1024
@@ -164,7 +165,7 @@ class Backpressure:
             f"{counters.progress_coalesced} progress notification(s) coalesced"
         )
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackpressureStatus:
         paused_s = self._paused_s + (self.clock() - self._paused_at if self.paused else 0.0)
         return {
             "unsent_bytes": self.total,

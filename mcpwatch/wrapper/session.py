@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, UpstreamState, UpstreamStateData
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import DEADLINE_META
@@ -31,7 +32,7 @@ class UpstreamLink(Protocol):
         """ "sent", "down" (not connected: the caller queues) or "stuck" (the upstream stopped reading)."""
         ...
 
-    def describe(self) -> dict[str, Any]: ...
+    def describe(self) -> UpstreamDetail: ...
 
     def pause_reading(self) -> None:
         """Stop reading what the upstream sends (the hosts have too much unsent); idempotent."""
@@ -118,7 +119,7 @@ class UpstreamSession:
     def send_direct(self, message: dict[str, Any]) -> None:
         """A frame that is only worth sending now (a cancel, an answer to a server request): never queued."""
         if self.ready:
-            self.link.send(message)  # type: ignore[union-attr]
+            self.link.send(message)  # type: ignore[union-attr]  # ready means a link is attached
 
     def stuck_text(self) -> str:
         unsent = self.link.describe().get("unsent_bytes", 0) if self.link is not None else 0
@@ -202,7 +203,7 @@ class UpstreamSession:
             response = await self.request("initialize", self.init_params, timeout, force=True)
             if response is None or "error" in response:
                 raise ConnectionError(f"the upstream refused the replayed initialize: {response}")
-            self.link.send({"jsonrpc": "2.0", "method": "notifications/initialized"})  # type: ignore[union-attr]
+            self.link.send({"jsonrpc": "2.0", "method": "notifications/initialized"})  # type: ignore[union-attr]  # ready means a link is attached
         self.set_state(UpstreamState.READY, generation=self.ids.generation)
         self.flush()
 
@@ -233,7 +234,7 @@ class UpstreamSession:
 
     def set_state(self, state: UpstreamState, **data: Any) -> None:
         self.state = state
-        event = UpstreamStateData(state=state.value, **data)  # type: ignore[typeddict-item]
+        event = UpstreamStateData(state=state.value, **data)  # type: ignore[typeddict-item]  # callers pass UpstreamStateData's other keys
         self._recorder.emit(Kind.UPSTREAM_STATE, **event)
 
     def unavailable_text(self) -> str:

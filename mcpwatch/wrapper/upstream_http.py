@@ -16,6 +16,7 @@ import contextlib
 from typing import Any
 
 from mcpwatch.config import Settings
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wire import modern_version
 from mcpwatch.wrapper import frames, oversize
@@ -96,7 +97,7 @@ class HttpUpstream:
     def resume_reading(self) -> None:
         self.client.resume_reading()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UpstreamDetail:
         return {
             "reading_paused": self.client.reading_paused,
             "session_id": self.session_id,

@@ -19,6 +19,7 @@ from collections import deque
 from typing import Any
 
 from mcpwatch.config import Settings
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.backoff import Backoff, Reconnect
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.lines import LineSplitter
@@ -155,7 +156,7 @@ class StdioUpstream:
             self._stdout.resume_reading()
         self.reading_paused = False
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UpstreamDetail:
         loop = asyncio.get_running_loop()
         stuck_for = loop.time() - self.paused_since if self.paused_since is not None else 0.0
         unsent = self._stdin.get_write_buffer_size() if self._stdin is not None and not self._stdin.is_closing() else 0
@@ -229,11 +230,11 @@ class StdioUpstream:
     async def _watch(self, transport: asyncio.SubprocessTransport, protocol: _ChildProtocol) -> int | None:
         """Serve one process until it ends (exits, closes its stdout, or is stuck); its exit code."""
         self.transport = transport
-        self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]  # a subprocess pipe 0 is writable
         # Any byte its pipe does not take is noticed (pause_writing), not only a buffer past 64 KiB: a process that
         # stopped reading may have been sent less than that since its pipe filled.
-        self._stdin.set_write_buffer_limits(high=0)  # type: ignore[union-attr]
-        self._stdout = transport.get_pipe_transport(1)  # type: ignore[assignment]
+        self._stdin.set_write_buffer_limits(high=0)  # type: ignore[union-attr]  # the pipe, got just above
+        self._stdout = transport.get_pipe_transport(1)  # type: ignore[assignment]  # a subprocess pipe 1 is readable
         self._written = 0
         self.reading_paused = False
         self.paused_since = None

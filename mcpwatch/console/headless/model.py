@@ -175,7 +175,7 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         if isinstance(event.seq, int) and event.seq > s.last_seq:
             s.last_seq = event.seq
         s.events_applied += 1
-        handler = self._handlers.get(event.kind)  # type: ignore[call-overload]
+        handler = self._handlers.get(event.kind)  # type: ignore[call-overload]  # any kind may be looked up: unknown kinds get None
         if handler is None:
             return
         data = event.data if isinstance(event.data, Mapping) else {}

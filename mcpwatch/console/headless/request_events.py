@@ -136,7 +136,7 @@ class RequestEvents(ModelCore):
     def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
         s = self._s
         outcome = _text(data.get("outcome")) or Outcome.ERROR
-        degraded = end_degraded(data)  # type: ignore[arg-type]
+        degraded = end_degraded(data)  # type: ignore[arg-type]  # a RequestEndData is a Mapping
         s.counters["degraded" if degraded else _OUTCOME_COUNTER.get(outcome, "errors")] += 1
         request = self._request(event)
         if request is None or request.end_mono is not None:

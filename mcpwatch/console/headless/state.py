@@ -23,7 +23,7 @@ from mcpwatch.console.headless.views import (
 )
 from mcpwatch.console.notable import NotableLog
 from mcpwatch.console.tool_stats import ToolStats
-from mcpwatch.events import Event, Outcome
+from mcpwatch.events import COUNTER_NAMES, Event, Outcome
 
 # --- internal mutable state --------------------------------------------------------------------------------
 
@@ -140,19 +140,7 @@ class _Request:
         return clone
 
 
-_COUNTER_NAMES = (
-    "requests",
-    "ok",
-    "degraded",
-    "errors",
-    "timeouts",
-    "cancelled",
-    "late_dropped",
-    "unknown_dropped",
-    "invalidations",
-    "late_results",
-    "late_reused",
-)
+_COUNTER_NAMES = COUNTER_NAMES  # the wrapper's counters, all of them (views.Counters has a field for each)
 # Which counter a request_end bumps; every other outcome (tool_error, error, upstream_lost, unknown) is an error.
 _OUTCOME_COUNTER: dict[str, str] = {Outcome.OK: "ok", Outcome.DEADLINE: "timeouts", Outcome.CANCELLED: "cancelled"}
 
@@ -260,5 +248,5 @@ class ModelCore:
             return TtlTerms()
         request_timeout = deadline.limit_s if deadline.known else t.get("request_timeout_s")
         parts = (request_timeout, t.get("init_timeout_s"), t.get("backoff_max_s"), t.get("epsilon_s"))
-        total = sum(parts) if all(p is not None for p in parts) else t.get("total_s")  # type: ignore[arg-type]
+        total = sum(parts) if all(p is not None for p in parts) else t.get("total_s")  # type: ignore[arg-type]  # all parts are numbers here
         return TtlTerms(request_timeout, t.get("init_timeout_s"), t.get("backoff_max_s"), t.get("epsilon_s"), total)

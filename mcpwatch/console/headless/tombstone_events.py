@@ -97,7 +97,7 @@ class TombstoneEvents(ModelCore):
 
     def _late_result(self, event: Event, mono: float, data: LateResultData) -> None:
         if is_cancel_ack_text(data.get("outcome"), data.get("error")):  # an older log's acknowledgement
-            self._cancel_ack(event, mono, data)  # type: ignore[arg-type]
+            self._cancel_ack(event, mono, data)  # type: ignore[arg-type]  # an older log's cancel_ack, logged as late_result
             return
         s = self._s
         s.counters["late_results"] += 1

@@ -227,10 +227,14 @@ class Counters:
     timeouts: int = 0
     cancelled: int = 0
     late_dropped: int = 0
-    unknown_dropped: int = 0
-    invalidations: int = 0
     late_results: int = 0
     late_reused: int = 0
+    unknown_dropped: int = 0
+    invalidations: int = 0
+    host_frame_errors: int = 0
+    upstream_garbage: int = 0
+    progress_coalesced: int = 0
+    upstream_pauses: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,8 +86,9 @@ class WatchScreen(Screen[None]):
     the panels out by them), and its footer shows the keys that fit, most important first.
     """
 
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (NARROW, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (SHORT, "-tall")]
+    # Textual declares these `ClassVar[...] | None`, which mypy reads as instance variables: hence the ignores.
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (NARROW, "-wide")]  # type: ignore[misc]  # see above
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (SHORT, "-tall")]  # type: ignore[misc]  # see above
 
     def __init__(self, session: WatchSession, *, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)

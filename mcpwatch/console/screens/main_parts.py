@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.widget import Widget
 
 from mcpwatch.console.headless import render
 from mcpwatch.console.headless.model import ViewState
@@ -95,7 +96,7 @@ def focus_step(screen: MainScreen, step: int) -> None:
         return
     box = widget.parent if isinstance(widget, WindowTable) else widget
     body = screen.query_one("#body")
-    if box is None or box is body or body not in box.ancestors:
+    if not isinstance(box, Widget) or box is body or body not in box.ancestors:
         return
     top = box.region.y - body.region.y + body.scroll_y
     if not (body.scroll_y <= top < body.scroll_y + body.size.height - 3):

@@ -98,7 +98,7 @@ class SimulatedBackend:
         status = outcome.status or 500
         await anyio.sleep((0.1 if outcome.kind != "server" else 0.3) * latency * scale)
         kind = {"auth": "auth", "server": "server", "client": "client"}[outcome.kind]
-        raise BackendError(kind, f"HTTP {status} {_HTTP_REASON.get(status, 'error')}".strip(), status=status)  # type: ignore[arg-type]
+        raise BackendError(kind, f"HTTP {status} {_HTTP_REASON.get(status, 'error')}".strip(), status=status)  # type: ignore[arg-type]  # the dict's values are ErrorKind literals
 
     def _text(self, profile: ModelProfile, request: CallRequest, rng: random.Random) -> str:
         prompt = request.messages[-1]["content"] if request.messages else ""

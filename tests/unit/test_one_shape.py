@@ -1,0 +1,111 @@
+"""One definition per shape: the copies a type cannot derive are held to the one definition here, and the
+defects that hid where two definitions had drifted apart stay fixed."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+from pathlib import Path
+from typing import get_args
+
+from mcpwatch import config
+from mcpwatch.clock import ManualClock
+from mcpwatch.console.headless import state, views
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.events import COUNTER_NAMES, CountersBlock, Event, Kind, Outcome, OutcomeText, SessionStartData
+from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
+from mcpwatch.reliability.tombstones import ttl_terms
+from mcpwatch.wrapper import pending
+from mcpwatch.wrapper.actions import change_deadline, reset_deadline
+from mcpwatch.wrapper.recorder import Recorder
+
+PACKAGE = Path(config.__file__).parent
+
+
+def test_every_copy_of_the_counters_has_the_contracts_fields_in_its_order() -> None:
+    assert tuple(CountersBlock.__annotations__) == COUNTER_NAMES
+    assert tuple(f.name for f in fields(pending.Counters)) == COUNTER_NAMES
+    assert tuple(f.name for f in fields(views.Counters)) == COUNTER_NAMES
+    assert state._COUNTER_NAMES == COUNTER_NAMES
+
+
+def test_the_wrappers_counters_are_all_declared() -> None:
+    """The wrapper counted progress_coalesced and upstream_pauses under keys the contract did not have."""
+    block = pending.Counters(progress_coalesced=2, upstream_pauses=1).to_dict()
+    assert set(block) == set(CountersBlock.__annotations__)
+    assert (block["progress_coalesced"], block["upstream_pauses"]) == (2, 1)
+
+
+def test_outcome_text_is_the_outcomes_values() -> None:
+    assert sorted(get_args(OutcomeText)) == sorted(o.value for o in Outcome)
+
+
+def test_settings_keys_are_the_dataclasses_fields_and_each_has_a_check() -> None:
+    assert {section: set(keys) for section, keys in config.KEYS.items()} == {
+        section: set(checks) for section, checks in config._FIELDS.items()
+    }
+    assert set(config.SECTIONS) == {f.name for f in fields(config.Settings)} - {"hosts", "source"}
+
+
+def test_every_type_ignore_names_its_code_and_says_why() -> None:
+    bare = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "type: ignore" in line and not re.search(r"# type: ignore\[[\w, -]+\]\s+#\s*\S", line)
+    ]
+    assert bare == []
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)
+
+
+def test_a_deadline_change_carries_the_new_tombstone_ttl_to_the_console() -> None:
+    """The console read config_change's `tombstone_ttl`, which no wrapper sent: after an operator moved the host
+    timeout, the tombstones panel kept the old TTL. The change now says the new terms, and the console shows them."""
+    clock = ManualClock()
+    sink = _Sink()
+    recorder = Recorder("s-1", sink, clock=clock)
+    policy = DeadlinePolicy(DeadlineSettings(host_timeout_s=120.0, margin_s=10.0), environ={})
+    tombstones = TombstoneSettings()
+
+    def current():
+        return policy.budget(None)
+
+    def terms():
+        return ttl_terms(policy.budget(None), tombstones).to_dict()
+
+    start = SessionStartData(
+        name="w",
+        pid=1,
+        version="0",
+        front="stdio",
+        upstream={"kind": "stdio", "target": "x"},
+        config={},
+        deadline=current().to_dict(),
+        tombstone_ttl=terms(),
+        state_sync={"policies": 0, "overlaps": []},
+    )
+    recorder.emit(Kind.SESSION_START, **start)
+    before = terms()["total_s"]
+    clock.advance(1.0)
+    change_deadline(policy, recorder, "host_timeout_s", 600.0, current, terms)
+    change = sink.events[-1]
+    assert change.kind == Kind.CONFIG_CHANGE and change.data["tombstone_ttl"] == terms()
+    assert terms()["total_s"] == before + 480.0
+
+    model = ConsoleModel()
+    model.apply_many(sink.events)
+    assert model.view(change.mono + 1.0).tombstones.terms.total_s == before + 480.0
+
+    clock.advance(1.0)
+    reset_deadline(policy, recorder, current, terms)
+    model.apply_many(sink.events[-1:])
+    assert sink.events[-1].data["tombstone_ttl"]["total_s"] == before
+    assert model.view(sink.events[-1].mono + 1.0).tombstones.terms.total_s == before
