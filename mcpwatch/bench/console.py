@@ -111,9 +111,10 @@ class WrapperFlood:
     async def wrapper_latest(self) -> int:
         from pathlib import Path
 
-        from mcpwatch.bench.memory import LATEST, _operator_status
+        from mcpwatch.bench.memory import LATEST
+        from mcpwatch.bench.operator_tool import operator_tool
 
-        events = await asyncio.to_thread(_operator_status, Path(self.state_dir), self.pid, "events", after=LATEST)
+        events = await asyncio.to_thread(operator_tool, Path(self.state_dir), self.pid, "events", after=LATEST)
         return int((events or {}).get("latest", 0))
 
     async def stop(self) -> dict[str, Any]:

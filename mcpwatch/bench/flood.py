@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.bench.memory import _operator_status
+from mcpwatch.bench.operator_tool import operator_tool
 from mcpwatch.ports import free_port, wait_for_port
 
 TARGET_RSS_MB = 150.0
@@ -175,7 +175,7 @@ def _drive(
         if wrapper_pid:
             peak_sampled = max(peak_sampled, _status(wrapper_pid).get("VmRSS", 0.0))
         time.sleep(ECHO_EVERY_S)
-    seen = _operator_status(state_dir, wrapper_pid) if wrapper_pid else None  # before the host reads on
+    seen = operator_tool(state_dir, wrapper_pid) if wrapper_pid else None  # before the host reads on
     held_until = time.perf_counter()
     host.reading.set()
     answer = host.wait(flood, 60)
@@ -183,7 +183,7 @@ def _drive(
         host.wait(request_id, 10)
     latencies = [v for v in (host.latency_ms(i) for i in echoes) if v is not None]
     status = _status(wrapper_pid) if wrapper_pid else {}
-    final = _operator_status(state_dir, wrapper_pid) if wrapper_pid else None
+    final = operator_tool(state_dir, wrapper_pid) if wrapper_pid else None
     text = ""
     if answer is not None:
         text = " ".join(b.get("text", "") for b in (answer.get("result") or {}).get("content", []))

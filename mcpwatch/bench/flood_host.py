@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.bench.memory import INIT, LATEST, PipeHost, _operator_status
+from mcpwatch.bench.memory import INIT, LATEST, PipeHost
+from mcpwatch.bench.operator_tool import operator_tool
 
 EVENTS_PER_CALL = 3
 IN_FLIGHT = 200
@@ -68,7 +69,7 @@ async def _drive(rate: float, seconds: float) -> dict[str, Any]:
             host.request("tools/call", params).add_done_callback(finished)
         elapsed = time.perf_counter() - started
         stop.cancel()
-        latest = await asyncio.to_thread(_operator_status, state_dir, process.pid, "events", after=LATEST)
+        latest = await asyncio.to_thread(operator_tool, state_dir, process.pid, "events", after=LATEST)
     finally:
         await host.close()
         host.reader.cancel()

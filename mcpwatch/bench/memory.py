@@ -30,9 +30,10 @@ import os
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from mcpwatch.bench.operator_tool import operator_tool
 
 HELP = (
     "wrapper RSS over 100,000 calls (a tenth hit the deadline), sampled every 10,000: ≤ 60 MB and flat; then "
@@ -114,28 +115,6 @@ class PipeHost:
 LATEST = 2**53  # an `events(after=…)` past any sequence number (the endpoint's upper bound): only "latest" back
 
 
-def _operator_status(state_dir: Path, pid: int, tool: str = "status", **arguments: Any) -> dict[str, Any] | None:
-    """The wrapper's own view (pending calls, tombstones, log counters) through its operator endpoint."""
-    try:
-        entry = json.loads((state_dir / "wrappers" / f"{pid}.json").read_text())
-        params = {"name": tool, "arguments": arguments}
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-        request = urllib.request.Request(
-            entry["operator_url"],
-            data=json.dumps(body).encode(),
-            headers={
-                "Authorization": f"Bearer {entry['token']}",
-                "Content-Type": "application/json",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            return json.loads(reply.read())["result"]["structuredContent"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
     env = {**os.environ, "MCPWATCH_STATE_DIR": str(state_dir), "MCPWATCH_TOOL_CALL_DEADLINE_SEC": str(BUDGET_S)}
     env.pop("MCPWATCH_CONFIG", None)
@@ -185,8 +164,8 @@ async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
 
         async def log_backlog(sample: dict[str, Any]) -> None:
             """Events emitted but not yet written: the writer's queue, which lives in the wrapper's memory."""
-            status = await asyncio.to_thread(_operator_status, state_dir, process.pid)
-            latest = await asyncio.to_thread(_operator_status, state_dir, process.pid, "events", after=LATEST)
+            status = await asyncio.to_thread(operator_tool, state_dir, process.pid)
+            latest = await asyncio.to_thread(operator_tool, state_dir, process.pid, "events", after=LATEST)
             if status is not None and latest is not None:
                 sample["log_backlog"] = latest["latest"] - status["log"]["events_written"]
                 sample["tombstones"] = status["tombstones"]["count"]
@@ -209,7 +188,7 @@ async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
             await slots.acquire()
         elapsed = time.perf_counter() - started
         await asyncio.sleep(BUDGET_S * 2 + 0.2)  # the last late answers arrive and are dropped
-        status = await asyncio.to_thread(_operator_status, state_dir, process.pid)
+        status = await asyncio.to_thread(operator_tool, state_dir, process.pid)
         final = rss_mb(process.pid)
     finally:
         exit_code = await host.close()

@@ -15,9 +15,10 @@ from mcpwatch.council import budget
 from mcpwatch.council.backends.base import Backend
 from mcpwatch.council.calls import RetryPolicy
 from mcpwatch.council.catalog import ModelSpec, Roster
-from mcpwatch.council.pipeline import CouncilPlan, CouncilRun, Pipeline
+from mcpwatch.council.pipeline import Pipeline
 from mcpwatch.council.progress import ProgressReporter, SendFn
 from mcpwatch.council.result import build_result
+from mcpwatch.council.run import CouncilPlan, CouncilRun
 from mcpwatch.council.settings import CouncilSettings
 from mcpwatch.council.tiers import AUTO, REASONING_CONCURRENCY, TIERS, resolve_confidence
 

@@ -19,7 +19,7 @@ from mcpwatch.wire import COUNCIL_META
 
 if TYPE_CHECKING:
     from mcpwatch.council.calls import CallOutcome
-    from mcpwatch.council.pipeline import CouncilRun
+    from mcpwatch.council.run import CouncilRun
 
 log = logging.getLogger(__name__)
 

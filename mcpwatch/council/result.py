@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from mcpwatch.council.pipeline import CouncilRun
+from mcpwatch.council.run import CouncilRun
 
 
 def join_names(names: list[str]) -> str:

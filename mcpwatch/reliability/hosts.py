@@ -47,7 +47,7 @@ class HostClock:
         return self.kind in ENDING_KINDS
 
     def describe(self) -> str:
-        from mcpwatch.reliability.deadline import fmt_seconds
+        from mcpwatch.reliability.seconds import fmt_seconds
 
         return f"{self.setting} {fmt_seconds(self.seconds)} s"
 

@@ -27,6 +27,7 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.store.kept_tasks import find_kept_task
 from mcpwatch.terminal import safe_lines
+from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
@@ -309,7 +310,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     def log_info() -> LogStatus:
         return _log_info(writer, log_path, session_id, off_reason)
 
-    actions: Any = core.actions
+    actions: Any = OperatorActions(core)
     if pool is not None:
         from mcpwatch.wrapper.actions_pool import PoolActions
 

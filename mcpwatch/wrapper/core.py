@@ -15,7 +15,6 @@ from typing import Any
 
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, RequestStartData, UpstreamState
-from mcpwatch.operator import CoreStatus
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
@@ -25,7 +24,6 @@ from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, modern_version
 from mcpwatch.wrapper import frames, oversize
-from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.endings import Endings
 from mcpwatch.wrapper.heartbeat import Heartbeats
 from mcpwatch.wrapper.hostwatch import HostDirectory
@@ -98,7 +96,6 @@ class WrapperCore:
             late_results=self.late_results,
             modern=lambda: self.modern_era,
         )
-        self.actions = OperatorActions(self)
         self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
@@ -392,9 +389,6 @@ class WrapperCore:
         self.session.backoff(retry_in_s)
 
     # ------------------------------------------------------------------ operator actions and shutdown
-
-    def status(self) -> CoreStatus:
-        return self.actions.status()
 
     def shutdown(self, why: str) -> None:
         """Cancel every call upstream and tombstone it; answer hosts that are still there."""

@@ -20,6 +20,7 @@ from mcpwatch.config import Settings
 from mcpwatch.events import UpstreamState, payload_problems
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.wrapper import frames
+from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.recorder import Recorder
 
@@ -190,7 +191,7 @@ class Harness:
     def finish(self) -> None:
         self.upstream.mode = "sent"
         self.core.sweep_tombstones()
-        self.core.status()
+        OperatorActions(self.core).status()
         self.core.shutdown("fuzz over")
         assert not self.core.pending and not self.core.waiting
 
