@@ -510,8 +510,8 @@ def typed_dict_problems(payload: type, data: Any, where: str, *, strict: bool = 
     if not isinstance(data, dict):
         return [f"{where}: expected an object, got {type(data).__name__}"]
     hints = get_type_hints(payload, include_extras=True)
-    total = getattr(payload, "__total__", True)
-    required = [k for k, hint in hints.items() if total and get_origin(hint) is not NotRequired]
+    declared_required = getattr(payload, "__required_keys__", frozenset(hints))  # a total=False base's are not
+    required = [k for k, hint in hints.items() if k in declared_required and get_origin(hint) is not NotRequired]
     problems = [f"{where}: missing {k}" for k in required if k not in data]
     if strict:
         problems += [f"{where}: unknown field {k}" for k in sorted(set(data) - set(hints))]

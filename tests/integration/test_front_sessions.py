@@ -15,8 +15,8 @@ import httpx2
 import pytest
 from front_tools import ACCEPT, INIT, Host, listening_wrapper, rpc, served_throughout
 
-from mcpwatch.events import payload_problems
-from mcpwatch.operator import status_problems
+from mcpwatch.events import payload_problems, typed_dict_problems
+from mcpwatch.operator import Status, status_problems
 
 from wraptools import Operator, registry_entry
 
@@ -167,7 +167,7 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
                 if len(status["in_flight"]) == 2:
                     break
                 await asyncio.sleep(0.05)
-            assert status_problems(status) == []
+            assert status_problems(status) == [] and typed_dict_problems(Status, status, "status") == []
             sessions = status["wrapper"]["host_sessions"]
             assert sessions["open"] == 2 and sessions["upstreams_ready"] == 2 and sessions["max"] == 16
             assert len({row["upstream_pid"] for row in sessions["sessions"]}) == 2

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from mcpwatch.events import payload_problems
-from mcpwatch.operator import status_problems
+from mcpwatch.events import payload_problems, typed_dict_problems
+from mcpwatch.operator import Status, status_problems
 
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
@@ -103,6 +103,8 @@ async def test_status_and_every_event_follow_the_contract(isolated_state):
                 break
             await asyncio.sleep(0.05)
         assert status_problems(status) == [] and status["in_flight"][0]["tool"] == "hang"
+        # every key the wrapper sends is declared (it once sent backpressure, hosts and reading_paused undeclared)
+        assert typed_dict_problems(Status, status, "status") == []
         await operator.tool("cancel", request_id=status["in_flight"][0]["request_id"])
         await asyncio.wait_for(call, 5)
         status = await operator.tool("status")
