@@ -55,10 +55,9 @@ def launch(
     from mcpwatch.console.app import ConsoleApp
 
     refresh_s = max(0.02, settings.console.refresh_ms / 1000)
-    notes = {"quit_note": quit_note} if quit_note else {}
-    app = ConsoleApp(
-        target=parsed, theme=chosen, themes=themes, refresh_s=refresh_s, keys=settings.console.keys, **notes
-    )
+    app = ConsoleApp(target=parsed, theme=chosen, themes=themes, refresh_s=refresh_s, keys=settings.console.keys)
+    if quit_note:
+        app.quit_note = quit_note
     app.run()
     return 0
 

@@ -241,7 +241,7 @@ class StdioUpstream:
         self.stderr_tail.clear()
         starting = asyncio.ensure_future(self.core.upstream_started())
         starting.add_done_callback(retrieve_exception)
-        ended = {protocol.exited, protocol.stdout_closed, protocol.stuck}
+        ended: set[asyncio.Future[Any]] = {protocol.exited, protocol.stdout_closed, protocol.stuck}
         await asyncio.wait({starting, *ended}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
             starting.cancel()
