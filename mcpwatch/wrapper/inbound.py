@@ -174,7 +174,7 @@ class UpstreamInbound:
         check = HealthCheckData(
             ok=ok, ping_ms=None, result=payload, error=error, latency_ms=round(elapsed * 1000, 2), source="host"
         )
-        check["tool"] = pending.tool
+        check["tool"] = pending.tool  # emit takes it as the event's tool column, as for the operator's checks
         self.recorder.emit(Kind.HEALTH_CHECK, request_id=pending.request_key, **check)
 
     def _invalidate(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
