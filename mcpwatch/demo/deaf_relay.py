@@ -42,7 +42,7 @@ def relay(host_in: IO[bytes], upstream_in: IO[bytes]) -> int:
 
 
 def _copy(source: IO[bytes], sink: IO[bytes]) -> None:
-    for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]
+    for chunk in iter(lambda: source.read1(65536), b""):  # type: ignore[attr-defined]  # a buffered pipe has read1
         sink.write(chunk)
         sink.flush()
 
