@@ -25,7 +25,8 @@ class HostLink(Protocol):
 
     # A name for this connection that no other connection of this wrapper ever gets ("stdio", "session <uuid>"), or
     # None for a link that is one sessionless request: late-result reuse never crosses from one name to another.
-    connection: str | None
+    @property
+    def connection(self) -> str | None: ...
 
     def send(self, message: dict[str, Any]) -> bool | None:
         """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""

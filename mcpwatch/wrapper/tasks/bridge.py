@@ -24,6 +24,7 @@ from mcpwatch.config import TasksSettings
 from mcpwatch.events import (
     Kind,
     Outcome,
+    RequestEndDetail,
     TaskCreatedData,
 )
 from mcpwatch.scheduler import Scheduler
@@ -334,7 +335,11 @@ class TaskBridge:
             run.waiters.remove(pending)
         if pending is run.maker:
             run.cut_after_s, run.cut_mono, run.cut_reason = elapsed, self._scheduler.time(), reason
-        detail: dict[str, Any] = {"partial": pending.last_progress is not None, "error": reason, "task_id": run.task_id}
+        detail: RequestEndDetail = {
+            "partial": pending.last_progress is not None,
+            "error": reason,
+            "task_id": run.task_id,
+        }
         reply = None
         if reason != "host_cancel":
             note = (
@@ -365,7 +370,7 @@ class TaskBridge:
                 return self._watch.cancel_task(run.task_id)
         return False
 
-    def ended(self, task_id: str, outcome: Outcome, detail: dict[str, Any], result: Any, error: Any) -> None:
+    def ended(self, task_id: str, outcome: Outcome, detail: RequestEndDetail, result: Any, error: Any) -> None:
         """The task is over: every host call still waiting gets its answer; a cut one's result is kept."""
         run = self._by_task.get(task_id)
         if run is None:

@@ -50,11 +50,11 @@ def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now
     outcome = run.outcome if run.outcome in REUSABLE else Outcome.ERROR
     late = LateResultData(
         up_id=run.maker.up_id,
-        reason=run.cut_reason,  # type: ignore[typeddict-item]
+        reason=run.cut_reason,  # type: ignore[typeddict-item]  # a TombstoneReason, as the call was cut
         cut_after_s=round(run.cut_after_s, 6),
         delay_s=round(now - run.cut_mono, 6),
         duration_s=round(now - run.maker.started, 6),
-        outcome=outcome.value,  # type: ignore[typeddict-item]
+        outcome=outcome.value,  # type: ignore[typeddict-item]  # one of REUSABLE, else error
         size_bytes=len(text.encode()),
         reuse_ttl_s=run.reuse_s if run.outcome in REUSABLE else None,
         result_preview=text[:PREVIEW_CHARS],
@@ -98,7 +98,7 @@ def answer_from_run(
     recorder.emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reuse)
     body = run.result.get("result", run.result.get("error"))
     end = RequestEndData(
-        outcome=outcome.value,  # type: ignore[typeddict-item]
+        outcome=outcome.value,
         duration_s=0.0,
         method="tools/call",
         late_reuse=True,

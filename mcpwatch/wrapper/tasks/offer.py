@@ -37,7 +37,7 @@ from mcpwatch.wrapper.tasks.shapes import (
 )
 
 ID_PREFIX = "mcpwatch-"
-TASKS_CAPABILITY = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 
@@ -138,7 +138,7 @@ class TaskOffer:
         capabilities = result.get("capabilities")
         if not self.enabled or not self._host_has_tasks(link) or not isinstance(capabilities, dict):
             return result
-        tasks = capabilities.get("tasks") if isinstance(capabilities.get("tasks"), dict) else {}
+        tasks = got if isinstance(got := capabilities.get("tasks"), dict) else {}
         merged = {**TASKS_CAPABILITY, **tasks}
         merged["requests"] = {**TASKS_CAPABILITY["requests"], **(tasks.get("requests") or {})}
         return {**result, "capabilities": {**capabilities, "tasks": merged}}
@@ -150,7 +150,7 @@ class TaskOffer:
         shown = []
         for tool in tools:
             if isinstance(tool, dict) and self._offered(tool.get("name")) and tool_task_support(tool) == "forbidden":
-                execution = tool.get("execution") if isinstance(tool.get("execution"), dict) else {}
+                execution = got if isinstance(got := tool.get("execution"), dict) else {}
                 tool = {**tool, "execution": {**execution, "taskSupport": "optional"}}
             shown.append(tool)
         return {**result, "tools": shown}
@@ -225,7 +225,7 @@ class TaskOffer:
             self._finish(task, message)
             return
         if message.get("method") == "notifications/progress":
-            params = message.get("params") if isinstance(message.get("params"), dict) else {}
+            params = got if isinstance(got := message.get("params"), dict) else {}
             if isinstance(params.get("message"), str):
                 task.status_message = params["message"]
                 task.updated_wall = self._wall()
@@ -276,7 +276,7 @@ class TaskOffer:
     def handles(self, link: HostLink, message: dict[str, Any]) -> bool:
         """Answer a tasks/* request about mcpwatch's own tasks (True), else leave it to the upstream (False)."""
         method, request_id = message["method"], message["id"]
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = got if isinstance(got := message.get("params"), dict) else {}
         if method == "tasks/list":
             if not self.enabled or self._upstream_takes_tasks():
                 return False  # the upstream's own tasks are listed by the upstream
@@ -371,5 +371,5 @@ def _related(message: dict[str, Any], task: OfferedTask) -> Any:
     result = message.get("result")
     if not isinstance(result, dict):
         return result
-    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    meta = got if isinstance(got := result.get("_meta"), dict) else {}
     return {**result, "_meta": {**meta, RELATED_TASK_META: {"taskId": task.task_id}}}

@@ -19,12 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch.events import Kind, Outcome, TaskCreatedData, TaskStatusData
+from mcpwatch.events import Kind, Outcome, RequestEndDetail, TaskCreatedData, TaskStatusData
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.pending import Pending, PendingTable
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.tasks.shapes import (
+    Era,
+    Status,
     TaskState,
     call_outcome,
     created_task,
@@ -122,7 +124,7 @@ class TaskWatch:
             if task is not None:
                 self.finished(task, result, message.get("error"), "tasks/result")
             return
-        era = "extension" if isinstance(result, dict) and "resultType" in result else "2025-11-25"
+        era: Era = "extension" if isinstance(result, dict) and "resultType" in result else "2025-11-25"
         for state in polled_task(pending.method, result, era):
             self.observe(state, pending.method)
 
@@ -154,7 +156,7 @@ class TaskWatch:
     def finished(self, task: WatchedTask, result: Any, error: Any, seen_by: str) -> None:
         """The call's own result (or JSON-RPC error) reached us: the task is over, whatever was last polled."""
         if task.terminal_at is None:
-            status = "failed" if error is not None else "completed"
+            status: Status = "failed" if error is not None else "completed"
             task.state = TaskState(
                 task.state.task_id, status, task.state.status_message, task.state.ttl_ms, None, task.state.era
             )
@@ -255,7 +257,7 @@ class TaskWatch:
 
     def _end(self, task: WatchedTask, result: Any, error: Any) -> None:
         status = task.state.status
-        detail: dict[str, Any] = {"task_status": status}
+        detail: RequestEndDetail = {"task_status": status}
         outcome = Outcome(call_outcome(result, error)) if status == "completed" else _OUTCOME.get(status, Outcome.ERROR)
         if error is not None:
             detail["error"] = frames.text_of(error, 1000)
@@ -266,7 +268,7 @@ class TaskWatch:
         self._close(task, outcome, detail, result, error)
 
     def _close(
-        self, task: WatchedTask, outcome: Outcome, detail: dict[str, Any], result: Any = None, error: Any = None
+        self, task: WatchedTask, outcome: Outcome, detail: RequestEndDetail, result: Any = None, error: Any = None
     ) -> None:
         task_id = task.state.task_id
         self.tasks.pop(task_id, None)
@@ -274,7 +276,8 @@ class TaskWatch:
         if task.timer is not None:
             task.timer.cancel()
             task.timer = None
-        detail = {**detail, "task_id": task_id, "polls": task.polls}
+        detail = detail.copy()
+        detail["task_id"], detail["polls"] = task_id, task.polls
         elapsed = (task.terminal_at or self._scheduler.time()) - task.pending.started
         if task.bridged and self.bridge is not None:
             self.bridge.ended(task_id, outcome, detail, result, error)
