@@ -178,7 +178,7 @@ class TaskBridge:
         """An identical call whose cut predecessor's task has finished: answered now with that task's result."""
         if not self.runs:
             return False  # the common case, without canonicalising the arguments
-        run = self.runs.get(_key(link, tool, arguments))  # type: ignore[arg-type]
+        run = self.runs.get(_key(link, tool, arguments))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.result is None or run.finished_at is None:
             return False
         answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
@@ -188,7 +188,7 @@ class TaskBridge:
         """An identical call while the task still runs: it waits for the same task instead of starting another."""
         if not self.runs:
             return False
-        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]
+        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True

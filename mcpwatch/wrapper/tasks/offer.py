@@ -257,7 +257,7 @@ class TaskOffer:
         pending = task.pending
         status = TaskStatusData(
             task_id=task.task_id,
-            status=task.status,  # type: ignore[typeddict-item]
+            status=task.status,  # type: ignore[typeddict-item]  # an offered task's status is a Status
             status_message=task.status_message,
             elapsed_s=round(self._scheduler.time() - pending.started, 6),
             seen_by="mcpwatch",
@@ -309,7 +309,7 @@ class TaskOffer:
         kept = self.kept_lookup(task_id, now - self.settings.max_ttl_ms / 1000)
         if kept is None or not isinstance(kept.get("expires_ts"), int | float) or kept["expires_ts"] < now:
             return None
-        return kept  # type: ignore[return-value]
+        return kept  # type: ignore[return-value]  # the log's row, checked above
 
     def _answer_kept(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
         """A finished task's polls, answered from what the log kept of it."""

@@ -227,7 +227,7 @@ class TaskWatch:
             status=state.status,
             status_message=state.status_message,
             elapsed_s=round(elapsed, 6),
-            seen_by=seen_by,  # type: ignore[typeddict-item]
+            seen_by=seen_by,  # type: ignore[typeddict-item]  # the callers' literals
             polls=task.polls,
         )
         self._recorder.emit(Kind.TASK_STATUS, request_id=task.pending.request_key, tool=task.pending.tool, **data)
