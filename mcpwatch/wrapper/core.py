@@ -125,7 +125,7 @@ class WrapperCore:
             host_has_tasks=self.bridge.host_has_tasks,
             upstream_support=self.bridge.support.get,
             upstream_takes_tasks=self.bridge.upstream_takes_tasks,
-            cancel_call=lambda pending: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel"),
+            cancel_call=lambda pending, why: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", why),
             keep_bytes=settings.late_results.keep_bytes,
         )
         self.inbound = UpstreamInbound(
@@ -308,6 +308,8 @@ class WrapperCore:
                 return  # nothing of ours in flight: the spec says ignore
             if pending.bridged and self.bridge.cut(pending, "host_cancel"):
                 return  # the host stopped waiting; its task goes on (an identical call takes its result)
+            if self.offer.host_cancelled(pending, params.get("reason")):
+                return  # the request that made an offered task: the task is cancelled, as by tasks/cancel
             self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
             return
         self.session.send(None, message)

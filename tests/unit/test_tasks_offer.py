@@ -166,3 +166,30 @@ def test_a_host_that_asked_for_no_progress_reads_it_as_the_status_message(loop) 
     assert rig.replies()[-1]["result"]["statusMessage"] == "stage 2 of 3"
     [progress] = rig.events(Kind.PROGRESS)
     assert progress.data["message"] == "stage 2 of 3"
+
+
+def test_a_hosts_cancel_of_the_request_that_made_a_task_cancels_the_task(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    up_id = next(m for m in rig.upstream.sent if m.get("method") == "tools/call")["id"]
+    rig.request(2, "tasks/result", {"taskId": task_id})  # blocked until the task ends
+    cancelled = {"requestId": 1, "reason": "the user stopped it"}
+    rig.core.host_message(rig.host, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled})
+    [cancel] = [m for m in rig.upstream.sent if m.get("method") == "notifications/cancelled"]
+    assert cancel["params"] == {"requestId": up_id, "reason": "the user stopped it"}
+    assert rig.replies()[-1] == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {"code": -32602, "message": f"task {task_id} was cancelled: it has no result"},
+    }
+    rig.scheduler.advance(1.0)
+    rig.request(3, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "cancelled"
+    [status] = rig.events(Kind.TASK_STATUS)
+    assert status.data["status"] == "cancelled"
+    [end] = [e for e in rig.events(Kind.REQUEST_END) if e.tool == "slow"]
+    assert end.data["outcome"] == "cancelled"
+    rig.answer(up_id, {"content": [{"type": "text", "text": "done"}]})  # too late: the task stays cancelled
+    rig.request(4, "tasks/result", {"taskId": task_id})
+    assert rig.replies()[-1]["error"]["message"] == f"task {task_id} was cancelled: it has no result"

@@ -95,7 +95,7 @@ class TaskOffer:
         host_has_tasks: Callable[[HostLink], bool],
         upstream_support: Callable[[str], str | None],
         upstream_takes_tasks: Callable[[], bool],
-        cancel_call: Callable[[Pending], None],
+        cancel_call: Callable[[Pending, Any], None],
         keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -347,15 +347,29 @@ class TaskOffer:
         if task.status != "working":
             link.send(_error(request_id, f"task {task.task_id} is already {task.status}"))
             return
+        self._cancelled(task, None)
+        link.send({"jsonrpc": "2.0", "id": request_id, "result": task.view(self.settings.poll_ms)})
+
+    def host_cancelled(self, pending: Pending, reason: Any) -> bool:
+        """The host's `notifications/cancelled` of the request that made a task: the spec has hosts cancel tasks
+        with `tasks/cancel`, but a host (or its SDK) that sends the notification means the same, so it gets the
+        same: the call is cancelled upstream and the task ends `cancelled` (nothing is answered)."""
+        task = pending.link
+        if not isinstance(task, OfferedTask) or task.offer is not self:
+            return False
+        if task.status == "working":
+            self._cancelled(task, reason)
+        return True
+
+    def _cancelled(self, task: OfferedTask, reason: Any) -> None:
         task.status, task.status_message = "cancelled", "cancelled by the host"
         task.updated_wall = self._wall()
-        self._cancel_call(task.pending)  # notifications/cancelled upstream, and the call's own end
+        self._cancel_call(task.pending, reason)  # notifications/cancelled upstream, and the call's own end
         self._status(task)
         for waiter, waiting_id in task.waiters:
             waiter.send(_error(waiting_id, f"task {task.task_id} was cancelled: it has no result"))
         task.waiters.clear()
         self._keep(task)
-        link.send({"jsonrpc": "2.0", "id": request_id, "result": task.view(self.settings.poll_ms)})
 
 
 def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:
