@@ -32,6 +32,7 @@ from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
+from mcpwatch.wrapper.tasks.offer import OfferedTask
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
@@ -250,6 +251,8 @@ async def run_wrapper(options: WrapOptions) -> int:
         state_sync = StateSync(policies, settings.state_sync.default_cache_control)
         overlaps = [w.message for w in detect_overlaps(policies)]
 
+    offered_tasks: dict[str, OfferedTask] = {}
+
     def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
         made = WrapperCore(
@@ -264,6 +267,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         made.trace_requests = otel is not None and otel.target.traces_url is not None
         if fold is not None:
             made.inbound.on_tools_listed = fold.tools.add_listed
+        made.offer.tasks = offered_tasks  # a host's new HTTP session sees the tasks its other sessions run
         if writer is not None:  # a finished offered task outlives this process (and this session) in the log
             made.offer.kept_lookup = partial(find_kept_task, log_path)
         return made

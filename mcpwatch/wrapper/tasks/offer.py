@@ -100,7 +100,7 @@ class TaskOffer:
         wall: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self.tasks: dict[str, OfferedTask] = {}
+        self.tasks: dict[str, OfferedTask] = {}  # the HTTP front's sessions share one (set by the app)
         self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
         self._recorder = recorder
         self._scheduler = scheduler
@@ -295,7 +295,8 @@ class TaskOffer:
         if task is None or task.owner != self._owner(link):  # a foreign task is as unknown as a missing one
             link.send(_error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)"))
             return True
-        answer = getattr(self, "_" + method.removeprefix("tasks/"), None)
+        # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
+        answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
         if answer is None:
             link.send(_error(request_id, f"{method} is not supported for mcpwatch's tasks", METHOD_NOT_FOUND))
         else:
