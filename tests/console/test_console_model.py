@@ -15,7 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcpwatch.console.headless import render
 from mcpwatch.console.headless.model import ConsoleModel, Limits, filter_requests
+from mcpwatch.console.headless.render import Palette
 from mcpwatch.console.headless.sample import (
     SAMPLE_NOW,
     EventFactory,
@@ -140,6 +142,24 @@ def test_in_flight_elapsed_against_budget(model: ConsoleModel, f: EventFactory) 
     assert row.request_id == "7" and row.tool == "slow"
     assert row.elapsed_s == 25.0 and row.remaining_s == 75.0 and row.fraction == 0.25
     assert (row.progress, row.total, row.message) == (2.0, 5.0, "two of five")
+
+
+def test_a_task_in_flight_shows_the_ttl_it_has_left_not_the_tools_call_budget(
+    model: ConsoleModel, f: EventFactory
+) -> None:
+    model.apply(start(f, "7", 10.0, budget=20.0))
+    created = {"task_id": "t-1", "status": "working", "status_message": None, "ttl_ms": 300_000}
+    model.apply(f.make(Kind.TASK_CREATED, 10.0, request_id="7", poll_interval_ms=1000, era="2025-11-25", **created))
+    (row,) = model.view(70.0).in_flight  # 60 s on: far past the 20 s budget, which no longer applies
+    assert row.task and row.remaining_s == 240.0 and row.fraction == 0.2
+    assert render.time_left(row, Palette({})).plain == "TTL 4m00s 80%"
+    (row,) = model.view(320.0).in_flight
+    assert render.time_left(row, Palette({})).plain == "TTL passed 10s ago"
+    bridged = {**created, "task_id": "t-2", "bridged": True}  # a bridged call is still cut at its host's budget
+    model.apply(start(f, "8", 400.0, budget=20.0))
+    model.apply(f.make(Kind.TASK_CREATED, 400.5, request_id="8", poll_interval_ms=1000, era="2025-11-25", **bridged))
+    row = next(r for r in model.view(405.0).in_flight if r.request_id == "8")
+    assert not row.task and render.time_left(row, Palette({})).plain == "15s 75%"
 
 
 def test_request_end_moves_it_to_recent_with_outcome_and_counters(model: ConsoleModel, f: EventFactory) -> None:

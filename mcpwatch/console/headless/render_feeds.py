@@ -188,15 +188,17 @@ def tiers_title(d: DeadlineView) -> str:
 
 
 def time_left(r: InFlightView, p: Palette) -> Text:
-    """Time left before the budget cuts the call, and the share of the budget that is left; coloured as the
-    gauge is (the colour is kept on the selected row)."""
+    """Time left before the budget cuts the call (for a task: before its TTL passes), and the share of it that is
+    left; coloured as the gauge is (the colour is kept on the selected row)."""
     if r.unfinished or r.remaining_s is None or not r.budget_s:
         return Text("—", style=p.dim)
     if r.remaining_s <= 0:
-        return Text(f"cut {fmt.duration(-r.remaining_s)} ago", style=p("gauge-over", "bold"))
+        gone = "TTL passed" if r.task else "cut"
+        return Text(f"{gone} {fmt.duration(-r.remaining_s)} ago", style=p("gauge-over", "bold"))
     share = r.remaining_s / r.budget_s
     colour = "status-warn" if share <= 0.2 else ""
-    return Text(f"{fmt.duration(r.remaining_s)} {share:.0%}", style=p(colour, "bold") if colour else "")
+    label = "TTL " if r.task else ""
+    return Text(f"{label}{fmt.duration(r.remaining_s)} {share:.0%}", style=p(colour, "bold") if colour else "")
 
 
 def in_flight_stage(r: InFlightView, p: Palette) -> Text:

@@ -123,6 +123,7 @@ class _Request:
     stage: int | None = None
     late: LateView | None = None
     cancel_acked: bool = False  # the server answered the cancel with an error saying so: it never finished
+    ttl_end_mono: float | None = None  # a task's: when its TTL passes (its receiver may then drop it)
 
     def note(self, mono: float, kind: str, text: str) -> None:
         if len(self.timeline) == self.timeline.maxlen:

@@ -1,9 +1,10 @@
-"""Event handlers for calls that run as MCP tasks: the in-flight row shows the task's status and status message,
-and the request's timeline each change (the call itself starts and ends by request_start and request_end)."""
+"""Event handlers for calls that run as MCP tasks: the in-flight row shows the task's status and status message
+and the TTL it has left, and the request's timeline each change (the call itself starts and ends by request_start
+and request_end)."""
 
 from __future__ import annotations
 
-from mcpwatch.console.headless.state import ModelCore, _text
+from mcpwatch.console.headless.state import ModelCore, _num, _text
 from mcpwatch.events import Event, TaskCreatedData, TaskStatusData
 
 
@@ -13,6 +14,9 @@ class TaskEvents(ModelCore):
         if request is None:
             return
         bridged = " by mcpwatch for the host" if data.get("bridged") else ""
+        ttl_ms = _num(data.get("ttl_ms"))
+        if ttl_ms is not None and not data.get("bridged"):  # a bridged call is still cut at its host's budget
+            request.ttl_end_mono = mono + ttl_ms / 1000
         request.message = _task_line(data.get("status"), data.get("status_message"))
         request.note(mono, "task", f"task {_text(data.get('task_id'))} created{bridged}: {request.message}")
 

@@ -120,15 +120,16 @@ class ViewBuilder(ModelCore):
         for request_id in s.in_flight:
             r = s.requests[request_id]
             elapsed = max(0.0, now - r.start_mono)
-            remaining = None if r.budget_s is None else r.budget_s - elapsed
-            fraction = None if not r.budget_s else elapsed / r.budget_s
+            bound = r.budget_s if r.ttl_end_mono is None else r.ttl_end_mono - r.start_mono  # a task's is its TTL
+            remaining = None if bound is None else bound - elapsed
+            fraction = None if not bound else elapsed / bound
             in_flight.append(
                 InFlightView(
                     r.request_id,
                     r.method,
                     r.tool,
                     elapsed,
-                    r.budget_s,
+                    bound,
                     remaining,
                     fraction,
                     r.progress,
@@ -139,6 +140,7 @@ class ViewBuilder(ModelCore):
                     stage=r.stage,
                     tier=r.tier,
                     tier_total_s=_num(s.tiers.get(r.tier, {}).get("total_s")) if r.tier else None,
+                    task=r.ttl_end_mono is not None,
                 )
             )
         # Next to be cut first: the least time left; calls without a budget last, oldest first.

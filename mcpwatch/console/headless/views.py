@@ -101,6 +101,7 @@ class InFlightView:
     stage: int | None = None  # a council call's stage
     tier: str | None = None
     tier_total_s: float | None = None  # the tier's total budget (from the health check), to compare with the budget
+    task: bool = False  # a call run as a task: no tools/call budget cuts it; its bound (`budget_s`) is its TTL
 
 
 @dataclass(frozen=True, slots=True)
