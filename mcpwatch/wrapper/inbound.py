@@ -23,7 +23,7 @@ from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.session import UpstreamSession
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
-from mcpwatch.wrapper.tasks.offer import TaskOffer
+from mcpwatch.wrapper.tasks.offer import OfferedTask, TaskOffer
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 GARBAGE_WARNINGS_MAX = 20
@@ -65,8 +65,10 @@ class UpstreamInbound:
 
     def _owner(self) -> HostLink | None:
         """The host an unattributed frame (a server request, a notification) belongs to: the one with calls in
-        flight; with none in flight, the core's own host (never on a shared upstream)."""
-        owners = {id(p.link): p.link for p in self.table.calls.values() if p.link in self.links}
+        flight (an offered task's call is its host's); with none in flight, the core's own host (never on a shared
+        upstream)."""
+        hosts = (p.link.link if isinstance(p.link, OfferedTask) else p.link for p in self.table.calls.values())
+        owners = {id(link): link for link in hosts if link in self.links}
         if len(owners) == 1:
             return next(iter(owners.values()))
         if not owners and not self._shared and self.links:

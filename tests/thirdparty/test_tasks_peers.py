@@ -34,7 +34,13 @@ def npm_bin() -> Path:
 
 
 def ts_task_client(
-    npm_bin: Path, tool: str, arguments: dict, *wrap_args: str, upstream: list[str] | None = None, url: str = ""
+    npm_bin: Path,
+    tool: str,
+    arguments: dict,
+    *wrap_args: str,
+    upstream: list[str] | None = None,
+    url: str = "",
+    sampling_reply: str = "",
 ) -> list[dict]:
     """Run the TypeScript SDK client on `tool` as a task, through the wrapper (to server-everything unless another
     `upstream` is given; at `url`, a wrapper's HTTP front, when given); the messages its stream yields, in order."""
@@ -44,7 +50,7 @@ def ts_task_client(
     wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--name", "everything", *wrap_args, "--"]
     server = [url] if url else [*wrap, *(upstream or [str(npm_bin / "mcp-server-everything")])]
     command = [node, str(TASK_CLIENT), tool, json.dumps(arguments), "--", *server]
-    env = {**os.environ, "NODE_PATH": str(npm_bin.parent)}
+    env = {**os.environ, "NODE_PATH": str(npm_bin.parent), "SAMPLING_REPLY": sampling_reply}
     run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
@@ -165,3 +171,15 @@ async def test_a_retried_call_after_the_hosts_budget_takes_the_finished_tasks_re
         again = await client.call_tool("simulate-research-query", {"topic": "tides"})
         assert time.monotonic() - started < 1.0  # from the finished task, not a new 4 s run
     assert not again.is_error and "# Research Report: tides" in again.content[0].text
+
+
+def test_a_sampling_request_made_during_an_offered_task_is_answered_by_its_host(npm_bin, isolated_state):
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["trigger-sampling-request"]\n')
+    arguments = {"prompt": "tides?", "maxTokens": 5}
+    messages = ts_task_client(
+        npm_bin, "trigger-sampling-request", arguments, "--config", str(config), sampling_reply="high and low"
+    )
+    assert messages[0]["type"] == "taskCreated" and messages[0]["task"]["taskId"].startswith("mcpwatch-")
+    assert messages[-1]["type"] == "result", messages
+    assert "high and low" in messages[-1]["result"]["content"][0]["text"]  # the host's answer reached the server

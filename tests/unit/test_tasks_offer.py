@@ -193,3 +193,17 @@ def test_a_hosts_cancel_of_the_request_that_made_a_task_cancels_the_task(loop) -
     rig.answer(up_id, {"content": [{"type": "text", "text": "done"}]})  # too late: the task stays cancelled
     rig.request(4, "tasks/result", {"taskId": task_id})
     assert rig.replies()[-1]["error"]["message"] == f"task {task_id} was cancelled: it has no result"
+
+
+def test_a_server_request_during_an_offered_call_goes_to_the_tasks_host_and_only_its_answer_counts(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)  # the task's call is the only one in flight
+    idle = other_host(rig, "someone-else")  # connected after it, nothing in flight
+    sampling = {"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": {"maxTokens": 5}}
+    rig.core.upstream_message(sampling)
+    assert rig.host.sent[-1] == sampling and sampling not in idle.sent
+    answer = {"jsonrpc": "2.0", "id": "s1", "result": {"role": "assistant", "content": {"type": "text", "text": "x"}}}
+    rig.core.host_message(idle, {**answer, "result": {"forged": True}})  # another host's answer is ignored
+    assert [m for m in rig.upstream.sent if m.get("id") == "s1"] == []
+    rig.core.host_message(rig.host, answer)
+    assert [m for m in rig.upstream.sent if m.get("id") == "s1"] == [answer]
