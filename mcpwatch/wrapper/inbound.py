@@ -155,6 +155,8 @@ class UpstreamInbound:
                     result = self.offer.tools_listed(pending.link, result)
                 if self.state_sync is not None:
                     result = self.state_sync.decorate_tools(result)
+            elif pending.method == "server/discover" and isinstance(result, dict) and self.offer is not None:
+                result = self.offer.decorate_discover(result)  # a 2026-era host learns mcpwatch offers tasks
             elif pending.method == "initialize" and isinstance(result, dict):
                 self.session.init_result = result
                 if self.offer is not None:  # a host with tasks learns mcpwatch takes them for offered tools

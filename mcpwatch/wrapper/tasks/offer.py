@@ -9,6 +9,12 @@ and `tasks/cancel` (a cancel reaches the upstream as `notifications/cancelled`) 
 of the call reach the host as they would have. A task is visible only to the host (its client name) that made it,
 for its TTL; an unknown or foreign id is one clear error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll
 sooner than half the suggested `pollInterval`.
+
+The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) is offered the same way to a 2026-era request that
+declares it in its own `_meta` client capabilities: the answer is the task itself (`resultType: "task"`), `tasks/get`
+carries the result once terminal, `tasks/cancel` and `tasks/update` are acknowledged with an empty result. Such a
+request proves no session, so its task is reached by its unguessable id alone (and the `clientInfo` name it gives
+must match); the call upstream is told nothing of the extension, so it cannot answer with a task of its own.
 """
 
 from __future__ import annotations
@@ -25,10 +31,12 @@ from mcpwatch.config import TasksSettings
 from mcpwatch.events import KeptTask, Kind, TaskCreatedData, TaskStatusData
 from mcpwatch.reliability.statesync.glob import match_glob
 from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.wire import MODERN_CLIENT_META, modern_version
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.pending import HostLink, Pending
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.tasks.shapes import (
+    EXTENSION,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RELATED_TASK_META,
@@ -38,7 +46,9 @@ from mcpwatch.wrapper.tasks.shapes import (
 
 ID_PREFIX = "mcpwatch-"
 TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
+DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 
 
@@ -60,6 +70,7 @@ class OfferedTask:
     waiters: list[tuple[HostLink, Any]] = field(default_factory=list)  # blocked tasks/result requests
     last_poll: float | None = None
     expiry: Timer | None = None
+    extension: bool = False  # offered by the tasks extension (2026 era) rather than by params.task (2025-11-25)
 
     @property
     def connection(self) -> str | None:
@@ -71,14 +82,15 @@ class OfferedTask:
         return True
 
     def view(self, poll_ms: int) -> dict[str, Any]:
-        """The `Task` object the spec asks for in every task response."""
+        """The `Task` object the spec asks for in every task response (the extension names its figures `…Ms`)."""
+        ttl, poll = ("ttlMs", "pollIntervalMs") if self.extension else ("ttl", "pollInterval")
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": _iso(self.created_wall),
             "lastUpdatedAt": _iso(self.updated_wall or self.created_wall),
-            "ttl": self.ttl_ms,
-            "pollInterval": poll_ms,
+            ttl: self.ttl_ms,
+            poll: poll_ms,
         }
         if self.status_message is not None:
             task["statusMessage"] = self.status_message
@@ -125,8 +137,12 @@ class TaskOffer:
     def forget_link(self, link: HostLink) -> None:
         self._names.pop(id(link), None)  # its tasks stay: the host may come back on another connection
 
-    def _owner(self, link: HostLink) -> str:
-        return self._names.get(id(link), "")
+    def _owner(self, link: HostLink, params: dict[str, Any] | None = None) -> str:
+        """The host's client name: its initialize's, or the one a 2026-era request gives in its own `_meta`."""
+        meta = (params or {}).get("_meta")
+        info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
+        name = info.get("name") if isinstance(info, dict) else None
+        return name if isinstance(name, str) else self._names.get(id(link), "")
 
     def _offered(self, tool: str | None) -> bool:
         return tool is not None and any(match_glob(pattern, tool) for pattern in self.settings.offer)
@@ -143,6 +159,16 @@ class TaskOffer:
         merged["requests"] = {**TASKS_CAPABILITY["requests"], **(tasks.get("requests") or {})}
         return {**result, "capabilities": {**capabilities, "tasks": merged}}
 
+    def decorate_discover(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-era host learns the server takes the tasks extension (mcpwatch does, for offered tools): its
+        client then declares it on each request, and the server decides per request."""
+        capabilities = result.get("capabilities")
+        if not self.enabled or not isinstance(capabilities, dict):
+            return result
+        extensions = capabilities.get("extensions") if isinstance(capabilities.get("extensions"), dict) else {}
+        merged = {**capabilities, "extensions": {EXTENSION: {}, **extensions}}
+        return {**result, "capabilities": merged}
+
     def tools_listed(self, link: HostLink, result: dict[str, Any]) -> dict[str, Any]:
         tools = result.get("tools")
         if not self.enabled or not self._host_has_tasks(link) or not isinstance(tools, list):
@@ -158,16 +184,17 @@ class TaskOffer:
     # ------------------------------------------------------------------ a call made as a task
 
     def wants(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
-        """A task-augmented call of an offered tool the upstream cannot run as a task itself."""
+        """A task-augmented call (or one declaring the tasks extension) of an offered tool the upstream cannot run
+        as a task itself."""
         return (
             self.enabled
-            and isinstance(params.get("task"), dict)
+            and (isinstance(params.get("task"), dict) or _declares_extension(params))
             and self._offered(tool)
             and self._upstream_support(tool or "") in (None, "forbidden")
         )
 
     def refusal(self, params: dict[str, Any]) -> str | None:
-        ttl = params["task"].get("ttl")
+        ttl = params["task"].get("ttl") if isinstance(params.get("task"), dict) else None
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
             return f"task.ttl must be a number of milliseconds, got {frames.text_of(ttl, 64)}"
         if isinstance(ttl, int) and ttl > self.settings.max_ttl_ms:
@@ -186,31 +213,38 @@ class TaskOffer:
     ) -> dict[str, Any]:
         """Answer the host with the task at once; the call goes upstream as an ordinary one, its answer to the task.
         Returns the call's `_meta` upstream: it always asks for progress, whose messages are the task's status."""
-        ttl = params["task"].get("ttl")
+        extension = not isinstance(params.get("task"), dict)
+        ttl = None if extension else params["task"].get("ttl")
         now = self._wall()
         task = OfferedTask(
             self,
             ID_PREFIX + secrets.token_urlsafe(18),
-            self._owner(link),
+            self._owner(link, params),
             link,
             pending,
             now,
             ttl if isinstance(ttl, int) else self.settings.max_ttl_ms,
+            extension=extension,
         )
         self.tasks[task.task_id] = task
         pending.link = task
         forwarded.pop("task", None)
+        if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
+            meta = _without_extension(meta)
+            pending.host_token = None
         if pending.budget is not None:  # no tools/call budget: the task's own bound
             text = f"[tasks] max_s: an offered task's call runs {self.settings.max_s:g} s at most"
             pending.budget = replace(pending.budget, seconds=self.settings.max_s, source="task", explanation=text)
-        link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": {"task": task.view(self.settings.poll_ms)}})
+        view = task.view(self.settings.poll_ms)
+        answer = {"resultType": "task", **view} if extension else {"task": view}
+        link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": answer})
         created = TaskCreatedData(
             task_id=task.task_id,
             status="working",
             status_message=None,
             ttl_ms=task.ttl_ms,
             poll_interval_ms=self.settings.poll_ms,
-            era="2025-11-25",
+            era="extension" if extension else "2025-11-25",
             offered=True,
         )
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **created)
@@ -280,19 +314,21 @@ class TaskOffer:
         if method == "tasks/list":
             if not self.enabled or self._upstream_takes_tasks():
                 return False  # the upstream's own tasks are listed by the upstream
-            mine = [t.view(self.settings.poll_ms) for t in self.tasks.values() if t.owner == self._owner(link)]
+            owner = self._owner(link)  # an extension task is reached by its id alone: it is listed to no one
+            mine = [t.view(self.settings.poll_ms) for t in self.tasks.values() if t.owner == owner and not t.extension]
             link.send({"jsonrpc": "2.0", "id": request_id, "result": {"tasks": mine}})
             return True
         task_id = poll_task_id(params)
         if task_id is None or not task_id.startswith(ID_PREFIX):
             return False
         task = self.tasks.get(task_id)
+        owner = self._owner(link, params)
         if task is None:
             kept = self._kept(task_id)
-            if kept is not None and kept["owner"] == self._owner(link):
+            if kept is not None and kept["owner"] == owner:
                 self._answer_kept(kept, method, link, request_id)
                 return True
-        if task is None or task.owner != self._owner(link):  # a foreign task is as unknown as a missing one
+        if task is None or task.owner != owner:  # a foreign task is as unknown as a missing one
             link.send(_error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)"))
             return True
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
@@ -315,7 +351,9 @@ class TaskOffer:
     def _answer_kept(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
         """A finished task's polls, answered from what the log kept of it."""
         task = kept["task"]
-        if method == "tasks/get":
+        if method == "tasks/get" and "ttlMs" in task:  # the extension's: the result inline
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": {**task, **(kept["reply"] or {}), **DONE}})
+        elif method == "tasks/get":
             link.send({"jsonrpc": "2.0", "id": request_id, "result": task})
         elif method == "tasks/result" and kept["reply"] is not None:
             link.send({"jsonrpc": "2.0", "id": request_id, **kept["reply"]})
@@ -328,16 +366,32 @@ class TaskOffer:
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
         least = self.settings.poll_ms / 2000
-        if task.last_poll is not None and now - task.last_poll < least and task.status == "working":
+        # the extension's clients ramp up to pollIntervalMs (FastMCP's from 20 ms): only 2025-era polls are refused
+        too_soon = task.last_poll is not None and now - task.last_poll < least and not task.extension
+        if too_soon and task.status == "working":
             since = (now - task.last_poll) * 1000
             text = f"polled {since:.0f} ms after the last poll; poll every {self.settings.poll_ms} ms (pollInterval)"
             link.send(_error(request_id, text))
             return
         task.last_poll = now
-        link.send({"jsonrpc": "2.0", "id": request_id, "result": task.view(self.settings.poll_ms)})
+        view = task.view(self.settings.poll_ms)
+        if task.extension:  # the extension's tasks/get carries the result (or error) once the task has ended
+            view = {**view, **(task.reply or {}), **DONE}
+        link.send({"jsonrpc": "2.0", "id": request_id, "result": view})
+
+    def _update(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
+        """The extension's answers to input requests: an offered call never asks any through its task (its server
+        requests reach the host directly), so there is nothing outstanding and, as the spec says, they are ignored."""
+        if not task.extension:
+            link.send(_error(request_id, "tasks/update is not part of 2025-11-25 tasks", METHOD_NOT_FOUND))
+            return
+        link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
 
     def _result(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
-        if task.reply is not None:
+        if task.extension:
+            text = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
+            link.send(_error(request_id, text, METHOD_NOT_FOUND))
+        elif task.reply is not None:
             link.send({"jsonrpc": "2.0", "id": request_id, **task.reply})
         elif task.status == "cancelled":
             link.send(_error(request_id, f"task {task.task_id} was cancelled: it has no result"))
@@ -345,6 +399,11 @@ class TaskOffer:
             task.waiters.append((link, request_id))  # the spec: block until the task ends
 
     def _cancel(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
+        if task.extension:  # an empty acknowledgement, whether or not the task had already ended (the spec)
+            if task.status == "working":
+                self._cancelled(task, None)
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
+            return
         if task.status != "working":
             link.send(_error(request_id, f"task {task.task_id} is already {task.status}"))
             return
@@ -371,6 +430,25 @@ class TaskOffer:
             waiter.send(_error(waiting_id, f"task {task.task_id} was cancelled: it has no result"))
         task.waiters.clear()
         self._keep(task)
+
+
+def _declares_extension(params: dict[str, Any]) -> bool:
+    """A 2026-era request whose own client capabilities name the tasks extension."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or modern_version({"params": params}) is None:
+        return False
+    capabilities = meta.get(CLIENT_CAPABILITIES_META)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def _without_extension(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The request's `_meta` with the tasks extension taken out of its client capabilities."""
+    capabilities = (meta or {}).get(CLIENT_CAPABILITIES_META)
+    if not isinstance(capabilities, dict) or not isinstance(capabilities.get("extensions"), dict):
+        return meta
+    extensions = {k: v for k, v in capabilities["extensions"].items() if k != EXTENSION}
+    return {**(meta or {}), CLIENT_CAPABILITIES_META: {**capabilities, "extensions": extensions}}
 
 
 def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:

@@ -1,0 +1,75 @@
+"""Tasks offered to a 2026-era host through the tasks extension (SEP-2663), with a client nobody here wrote: FastMCP
+4's `Client` with `fastmcp-tasks` (in an interpreter of its own, `.venv-fastmcp-tasks` made by `.ci/run`, or
+$MCPWATCH_TEST_FASTMCP_TASKS_PYTHON) calls the no-op server's `slow(seconds=4)` through a wrapper whose every
+tools/call is cut at 2 s; offered as a task, the call runs to its end and the client gets `done`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.store import EventReader
+
+from conftest import REPO
+
+CLIENT = Path(__file__).with_name("fastmcp_tasks_client.py")
+NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
+
+
+def fastmcp_tasks_python() -> str:
+    named = os.environ.get("MCPWATCH_TEST_FASTMCP_TASKS_PYTHON")
+    candidate = Path(named) if named else REPO / ".venv-fastmcp-tasks" / "bin" / "python"
+    if not candidate.exists():
+        pytest.skip("fastmcp-tasks is not installed: .ci/run makes .venv-fastmcp-tasks (pip install fastmcp-tasks)")
+    return str(candidate)
+
+
+def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False) -> dict:
+    """The client's answer, through `mcpwatch wrap [wrap_args]` over stdio, or over its HTTP front (sessionless)."""
+    python = fastmcp_tasks_python()
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap", *wrap_args]
+    wrapper = None
+    if http:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}/mcp"
+        wrapper = subprocess.Popen([*wrap, "--listen", url, "--", *NOOP], cwd=REPO, stderr=subprocess.DEVNULL)
+        wait_for_port(port)
+    server = [url] if http else [*wrap, "--", *NOOP]
+    try:
+        command = [python, str(CLIENT), tool, json.dumps(arguments), "--", *server]
+        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=os.environ, timeout=120)
+    finally:
+        if wrapper is not None:
+            wrapper.terminate()
+            wrapper.wait(30)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http-sessionless"])
+def test_fastmcps_client_runs_an_offered_task_past_the_wrappers_deadline(isolated_state, http):
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["slow"]\n')
+    answer = run_client("slow", {"seconds": 4}, "--config", str(config), "--deadline", "2", http=http)
+    assert (answer["text"], answer["is_error"]) == ("done", False)
+    assert answer["elapsed_s"] >= 4.0  # the whole call, though every tools/call is cut at 2 s
+    with EventReader(isolated_state / "events.db") as reader:
+        (session,) = reader.sessions()
+        events = list(reader.events(session.id))
+    (created,) = [e.data for e in events if e.kind == "task_created"]
+    assert (created["era"], created["offered"]) == ("extension", True)
+    starts = [e.data["method"] for e in events if e.kind == "request_start"]
+    assert "tasks/get" not in starts  # its polls are the task's, not calls
+    ends = [e.data for e in events if e.kind == "request_end" and e.tool == "slow"]
+    assert [(e["outcome"], e["duration_s"] >= 4.0) for e in ends] == [("ok", True)]
+
+
+def test_without_the_offer_the_same_call_is_cut_at_the_deadline(isolated_state):
+    answer = run_client("slow", {"seconds": 4}, "--deadline", "2")
+    assert answer["is_error"] is True and "deadline budget of 2 s" in answer["text"]
