@@ -207,3 +207,13 @@ def test_a_server_request_during_an_offered_call_goes_to_the_tasks_host_and_only
     assert [m for m in rig.upstream.sent if m.get("id") == "s1"] == []
     rig.core.host_message(rig.host, answer)
     assert [m for m in rig.upstream.sent if m.get("id") == "s1"] == [answer]
+
+
+def test_a_host_that_initialized_cannot_borrow_another_hosts_name_in_a_polls_meta(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    stranger = other_host(rig, "someone-else")
+    claimed = {"io.modelcontextprotocol/clientInfo": {"name": "vsc", "version": "1"}}
+    rig.request(2, "tasks/get", {"taskId": task_id, "_meta": claimed}, host=stranger)
+    assert rig.replies(stranger)[-1]["error"]["message"].startswith(f"no task '{task_id}'")

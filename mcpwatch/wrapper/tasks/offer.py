@@ -138,11 +138,13 @@ class TaskOffer:
         self._names.pop(id(link), None)  # its tasks stay: the host may come back on another connection
 
     def _owner(self, link: HostLink, params: dict[str, Any] | None = None) -> str:
-        """The host's client name: its initialize's, or the one a 2026-era request gives in its own `_meta`."""
+        """The host's client name: its initialize's, else (no initialize: 2026 era) the one its request gives."""
+        if id(link) in self._names:
+            return self._names[id(link)]
         meta = (params or {}).get("_meta")
         info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
         name = info.get("name") if isinstance(info, dict) else None
-        return name if isinstance(name, str) else self._names.get(id(link), "")
+        return name if isinstance(name, str) else ""
 
     def _offered(self, tool: str | None) -> bool:
         return tool is not None and any(match_glob(pattern, tool) for pattern in self.settings.offer)
