@@ -16,7 +16,7 @@ import pytest
 from mcpwatch.ports import free_port, wait_for_port
 from mcpwatch.store import EventReader
 
-from conftest import REPO
+from checkout import REPO
 
 CLIENT = Path(__file__).with_name("fastmcp_tasks_client.py")
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]

@@ -167,8 +167,8 @@ class TaskOffer:
         capabilities = result.get("capabilities")
         if not self.enabled or not isinstance(capabilities, dict):
             return result
-        extensions = capabilities.get("extensions") if isinstance(capabilities.get("extensions"), dict) else {}
-        merged = {**capabilities, "extensions": {EXTENSION: {}, **extensions}}
+        extensions = capabilities.get("extensions")
+        merged = {**capabilities, "extensions": {EXTENSION: {}, **(extensions if isinstance(extensions, dict) else {})}}
         return {**result, "capabilities": merged}
 
     def tools_listed(self, link: HostLink, result: dict[str, Any]) -> dict[str, Any]:
@@ -368,10 +368,9 @@ class TaskOffer:
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
         least = self.settings.poll_ms / 2000
+        since = None if task.last_poll is None else (now - task.last_poll) * 1000
         # the extension's clients ramp up to pollIntervalMs (FastMCP's from 20 ms): only 2025-era polls are refused
-        too_soon = task.last_poll is not None and now - task.last_poll < least and not task.extension
-        if too_soon and task.status == "working":
-            since = (now - task.last_poll) * 1000
+        if since is not None and since < least * 1000 and not task.extension and task.status == "working":
             text = f"polled {since:.0f} ms after the last poll; poll every {self.settings.poll_ms} ms (pollInterval)"
             link.send(_error(request_id, text))
             return
