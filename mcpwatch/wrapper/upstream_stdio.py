@@ -205,27 +205,26 @@ class StdioUpstream:
             return None
         self._spawned = loop.create_future()
         launch = Launch(self.argv)
-        try:
-            transport, protocol = await loop.subprocess_exec(
-                lambda: _ChildProtocol(self),
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                pass_fds=launch.pass_fds,
-            )
-        except OSError as exc:
-            launch.ended()
-            self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}", fail_queued=True)
-            return None
-        finally:
-            launch.started()
-            self._spawned.set_result(None)
-        try:
+        try:  # the lifeline is closed however this ends (a cancel while spawning too): the keeper ends the group
+            try:
+                transport, protocol = await loop.subprocess_exec(
+                    lambda: _ChildProtocol(self),
+                    *launch.argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    pass_fds=launch.pass_fds,
+                )
+            except OSError as exc:
+                self.core.upstream_lost(reason=f"could not be started: {exc.strerror or exc}", fail_queued=True)
+                return None
+            finally:
+                launch.started()
+                self._spawned.set_result(None)
             return await self._watch(transport, protocol)
         finally:
-            launch.ended()  # also when the watch is cancelled: the keeper then ends what is left of the group
+            launch.ended()
 
     async def _watch(self, transport: asyncio.SubprocessTransport, protocol: _ChildProtocol) -> int | None:
         """Serve one process until it ends (exits, closes its stdout, or is stuck); its exit code."""
