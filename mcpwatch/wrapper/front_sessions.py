@@ -39,8 +39,9 @@ class HostSession:
 
     @property
     def busy(self) -> bool:
-        """A stream open or a call in flight: the host is using it, so it is never reclaimed."""
-        return self.streams > 0 or len(self.core.table) > 0
+        """A stream open, a call in flight or a task the host runs upstream (its call has left the pending table;
+        the host polls between whiles): the host is using it, so it is never reclaimed."""
+        return self.streams > 0 or len(self.core.table) > 0 or len(self.core.tasks) > 0
 
     def start(self) -> None:
         if self.task is None:
