@@ -217,3 +217,18 @@ def test_a_host_that_initialized_cannot_borrow_another_hosts_name_in_a_polls_met
     claimed = {"io.modelcontextprotocol/clientInfo": {"name": "vsc", "version": "1"}}
     rig.request(2, "tasks/get", {"taskId": task_id, "_meta": claimed}, host=stranger)
     assert rig.replies(stranger)[-1]["error"]["message"].startswith(f"no task '{task_id}'")
+
+
+def test_sessionless_requests_never_list_each_others_tasks(loop) -> None:
+    """A sessionless (2026-era) request names no host: what one such client made, tasks/list shows to none; its id,
+    unguessable, still reaches it."""
+    rig = offering(loop)
+    maker, lister = Host(connection=None), Host(connection=None)
+    for host in (maker, lister):
+        rig.core.attach_link(host)
+    rig.request(1, "tools/call", CALL, host=maker)
+    task_id = rig.replies(maker)[-1]["result"]["task"]["taskId"]
+    rig.request(2, "tasks/list", {}, host=lister)
+    assert rig.replies(lister)[-1]["result"]["tasks"] == []
+    rig.request(3, "tasks/get", {"taskId": task_id}, host=maker)
+    assert rig.replies(maker)[-1]["result"]["taskId"] == task_id

@@ -7,8 +7,8 @@ unguessable id) and runs the ordinary call upstream without the tools/call budge
 answers the host's `tasks/get`, `tasks/result` (which blocks until the task ends, as the spec says), `tasks/list`
 and `tasks/cancel` (a cancel reaches the upstream as `notifications/cancelled`) itself; progress and server requests
 of the call reach the host as they would have. A task is visible only to the host (its client name) that made it,
-for its TTL; an unknown or foreign id is one clear error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll
-sooner than half the suggested `pollInterval`.
+for its TTL (a sessionless request names no host: tasks/list shows it none); an unknown or foreign id is one clear
+error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll sooner than half the suggested `pollInterval`.
 
 The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) is offered the same way to a 2026-era request that
 declares it in its own `_meta` client capabilities: the answer is the task itself (`resultType: "task"`), `tasks/get`
@@ -316,7 +316,9 @@ class TaskOffer:
         if method == "tasks/list":
             if not self.enabled or self._upstream_takes_tasks():
                 return False  # the upstream's own tasks are listed by the upstream
-            owner = self._owner(link)  # an extension task is reached by its id alone: it is listed to no one
+            # a sessionless request names no host (all have the owner ""), and an extension task is reached by its
+            # id alone: neither is listed to anyone
+            owner = self._owner(link) if getattr(link, "connection", None) is not None else None
             mine = [t.view(self.settings.poll_ms) for t in self.tasks.values() if t.owner == owner and not t.extension]
             link.send({"jsonrpc": "2.0", "id": request_id, "result": {"tasks": mine}})
             return True
