@@ -17,6 +17,7 @@ Otherwise it stays unknown. Pure: no Textual, no transport; `whatif`, the report
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Iterable, Sequence
@@ -90,21 +91,49 @@ def _whole(call: CallTiming) -> bool:
     return call.outcome == "ok" and call.degraded is None
 
 
-def estimate_for(call: CallTiming, calls: Sequence[CallTiming], by_tier: dict[str, float]) -> Estimate | None:
-    """What `call` likely needed for a whole answer (None: nothing in the log to go on)."""
+Durations = dict[tuple[str, str | None], list[float]]
+"""The whole answers' true durations of each (tool, tier), sorted: read once for all the estimates of a log."""
+
+
+def whole_durations(calls: Iterable[CallTiming]) -> Durations:
+    found: Durations = {}
+    for call in calls:
+        if call.true_s is not None and _whole(call):
+            found.setdefault((call.tool, call.tier), []).append(call.true_s)
+    for durations in found.values():
+        durations.sort()
+    return found
+
+
+def _peers(call: CallTiming, ran: float, durations: Durations) -> tuple[int, float]:
+    """How many whole answers of the same tool and tier ran at least `ran` (the call itself not among them), and
+    their median: read off the sorted durations, none copied."""
+    group = durations.get((call.tool, call.tier), [])
+    own = call.true_s
+    if own is not None and own >= ran and _whole(call):
+        group = [*group]
+        group.remove(own)
+    low = bisect.bisect_left(group, ran)
+    count = len(group) - low
+    if count == 0:
+        return 0, math.nan
+    mid = low + count // 2
+    return count, group[mid] if count % 2 else (group[mid - 1] + group[mid]) / 2  # as statistics.median
+
+
+def estimate_for(
+    call: CallTiming, calls: Sequence[CallTiming], by_tier: dict[str, float], durations: Durations | None = None
+) -> Estimate | None:
+    """What `call` likely needed for a whole answer (None: nothing in the log to go on). `durations`: the
+    `whole_durations` of `calls`, when many calls are estimated."""
     ran = call.at_least_s or 0.0
     where = f"{call.tool}" + (f" ({call.tier} tier)" if call.tier else "")
-    peers = sorted(
-        c.true_s
-        for c in calls
-        if c is not call and c.tool == call.tool and c.tier == call.tier and c.true_s is not None and _whole(c)
-        if c.true_s >= ran
-    )
-    if len(peers) >= PEERS_MIN:
+    count, median = _peers(call, ran, whole_durations(calls) if durations is None else durations)
+    if count >= PEERS_MIN:
         return Estimate(
-            statistics.median(peers),
-            f"median of {len(peers)} whole {where} answers that took ≥ {fmt_seconds(round(ran, 1))} s",
-            "high" if len(peers) >= PEERS_HIGH else "medium",
+            median,
+            f"median of {count} whole {where} answers that took ≥ {fmt_seconds(round(ran, 1))} s",
+            "high" if count >= PEERS_HIGH else "medium",
         )
     own = by_tier.get(call.tier or "")
     if own is not None and own > ran:
@@ -133,9 +162,10 @@ def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
 def estimates(calls: Sequence[CallTiming], by_tier: dict[str, float]) -> dict[int, Estimate]:
     """An estimate per call that needs one and has a basis, keyed by the call's index in `calls`."""
     out: dict[int, Estimate] = {}
+    durations = whole_durations(calls)
     for index, call in enumerate(calls):
         if needs_estimate(call):
-            found = estimate_for(call, calls, by_tier)
+            found = estimate_for(call, calls, by_tier, durations)
             if found is not None:
                 out[index] = found
     return out

@@ -182,3 +182,25 @@ def test_the_tiers_total_is_the_bound_that_makes_sure() -> None:
         " all 2, raise the host's timeout to 43 s (budget 33 s with the 10 s margin; it is the host's own setting,"
         " then --host-timeout 43) — or ask for the quick tier" in high["advice"]
     )
+
+
+def test_estimating_every_cut_call_reads_each_call_a_bounded_number_of_times(monkeypatch) -> None:
+    """A log of many cut calls beside many whole ones (a flood): each estimate must not rescan every call, or
+    `whatif` and the report take minutes (quadratic) on one session."""
+    from mcpwatch.logview import estimate
+    from mcpwatch.logview.whatif import CallTiming
+
+    cut = [CallTiming(f"c{i}", "t", float(i), 2.0, "deadline", 2.0, None) for i in range(300)]
+    whole = [CallTiming(f"w{i}", "t", float(i), None, "ok", 3.0 + i % 7, 3.0 + i % 7) for i in range(300)]
+    calls = cut + whole
+    expected = {i: estimate.estimate_for(c, calls, {}) for i, c in enumerate(calls) if estimate.needs_estimate(c)}
+    looked = [0]
+    counted = estimate._whole
+
+    def counting(call: Any) -> bool:
+        looked[0] += 1
+        return counted(call)
+
+    monkeypatch.setattr(estimate, "_whole", counting)
+    assert estimate.estimates(calls, {}) == expected and len(expected) == 300
+    assert looked[0] <= 3 * len(calls)
