@@ -8,7 +8,6 @@ Nothing is computed per call for it beyond the fold's append; the scrape folds a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import sys
 import time
@@ -20,7 +19,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
 from mcpwatch.prometheus.fold import MetricFold
-from mcpwatch.wrapper.asgi import quiet_server, respond
+from mcpwatch.wrapper.asgi import quiet_server, respond, stop_server
 from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token
 from mcpwatch.wrapper.http_limits import ConnectionLimits
 
@@ -105,11 +104,7 @@ class MetricsServer:
         return f"http://{shown}:{port}{PATH}"
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._server.should_exit = True
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(self._task, 3)
+        await stop_server(self._server, self._task)
 
 
 async def start_metrics(

@@ -6,6 +6,7 @@ which shuts everything down in order.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 from collections.abc import Awaitable, Callable
@@ -84,3 +85,12 @@ def quiet_server(
         http=limited_protocol(limits),
     )
     return _Server(config)
+
+
+async def stop_server(server: Any, task: asyncio.Future[Any] | None, timeout_s: float = 3.0) -> None:
+    """Ask a `quiet_server` to exit and wait for it, bounded: a connection that does not close is left behind."""
+    if task is None:
+        return
+    server.should_exit = True
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        await asyncio.wait_for(task, timeout_s)

@@ -6,7 +6,6 @@ anything else, so a web page cannot reach it through DNS rebinding.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -18,7 +17,7 @@ from mcpwatch.events import DeadlineBlock, DeadlineKey, HealthCheckData
 from mcpwatch.reliability.seconds import InvalidValue
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.actions import OperatorActions
-from mcpwatch.wrapper.asgi import ASGIApp, quiet_server, respond_json
+from mcpwatch.wrapper.asgi import ASGIApp, quiet_server, respond_json, stop_server
 from mcpwatch.wrapper.front_guard import FrontGuard
 from mcpwatch.wrapper.http_limits import ConnectionLimits
 from mcpwatch.wrapper.recorder import Recorder
@@ -337,13 +336,7 @@ class OperatorServer:
         return self.url
 
     async def stop(self) -> None:
-        import asyncio
-
-        if self._task is None:
-            return
-        self._server.should_exit = True
-        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-            await asyncio.wait_for(self._task, 3)
+        await stop_server(self._server, self._task)
 
 
 def new_token() -> str:
