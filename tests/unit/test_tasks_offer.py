@@ -232,3 +232,34 @@ def test_sessionless_requests_never_list_each_others_tasks(loop) -> None:
     assert rig.replies(lister)[-1]["result"]["tasks"] == []
     rig.request(3, "tasks/get", {"taskId": task_id}, host=maker)
     assert rig.replies(maker)[-1]["result"]["taskId"] == task_id
+
+
+def test_a_task_looked_up_in_the_log_is_read_off_the_loop(loop) -> None:
+    """A task this process does not hold is looked for in the log: a scan of up to `max_ttl_ms` of events, which
+    must not stop every host's calls meanwhile (any host can send tasks/get for an id that does not exist)."""
+    import threading
+
+    rig = offering(loop)
+    looked_on: list[threading.Thread] = []
+    kept = {"owner": "vsc", "task": {"taskId": "mcpwatch-old", "status": "completed"}, "reply": {"result": {"x": 1}}}
+
+    def lookup(task_id: str, since: float) -> dict[str, Any] | None:
+        looked_on.append(threading.current_thread())
+        return {**kept, "expires_ts": rig.core.offer._wall() + 60} if task_id == "mcpwatch-old" else None
+
+    rig.core.offer.kept_lookup = lookup
+    rig.request(1, "tasks/result", {"taskId": "mcpwatch-old"})
+    rig.request(2, "tasks/get", {"taskId": "mcpwatch-unknown"})
+
+    async def answered() -> dict[Any, dict[str, Any]]:
+        for _ in range(6000):  # the lookups' thread may wait for a core on a loaded machine: 60 s at most
+            found = {r["id"]: r for r in rig.replies() if r.get("id") in (1, 2)}
+            if len(found) == 2:
+                return found
+            await asyncio.sleep(0.01)
+        raise AssertionError("the tasks/* requests were never answered")
+
+    answers = loop.run_until_complete(answered())
+    assert len(looked_on) == 2 and threading.main_thread() not in looked_on
+    assert answers[1]["result"] == {"x": 1}
+    assert answers[2]["error"]["message"] == "no task 'mcpwatch-unknown' (unknown, expired, or another host's)"

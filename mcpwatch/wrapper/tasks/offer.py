@@ -19,6 +19,7 @@ must match); the call upstream is told nothing of the extension, so it cannot an
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 import time
@@ -125,6 +126,7 @@ class TaskOffer:
         # a finished task this process does not hold (made before a restart, or by another HTTP session's core):
         # read back from the log, when there is one (set by the app)
         self.kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
+        self._lookups: set[asyncio.Future[None]] = set()  # log lookups under way (held: the loop keeps weak refs)
 
     @property
     def enabled(self) -> bool:
@@ -327,13 +329,13 @@ class TaskOffer:
             return False
         task = self.tasks.get(task_id)
         owner = self._owner(link, params)
-        if task is None:
-            kept = self._kept(task_id)
-            if kept is not None and kept["owner"] == owner:
-                self._answer_kept(kept, method, link, request_id)
-                return True
+        if task is None and self.kept_lookup is not None:
+            job = asyncio.ensure_future(self._answer_from_log(task_id, owner, method, link, request_id))
+            self._lookups.add(job)
+            job.add_done_callback(self._lookups.discard)
+            return True
         if task is None or task.owner != owner:  # a foreign task is as unknown as a missing one
-            link.send(_error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)"))
+            link.send(_unknown(request_id, task_id))
             return True
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
         answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
@@ -342,6 +344,15 @@ class TaskOffer:
         else:
             answer(task, link, request_id)
         return True
+
+    async def _answer_from_log(self, task_id: str, owner: str, method: str, link: HostLink, request_id: Any) -> None:
+        """A task this process does not hold, looked for in the log in a thread: the query reads up to
+        `max_ttl_ms` of events, and any host may ask for an id that does not exist."""
+        kept = await asyncio.to_thread(self._kept, task_id)
+        if kept is not None and kept["owner"] == owner:
+            self._answer_kept(kept, method, link, request_id)
+        else:
+            link.send(_unknown(request_id, task_id))
 
     def _kept(self, task_id: str) -> KeptTask | None:
         if self.kept_lookup is None:
@@ -456,6 +467,10 @@ def _without_extension(meta: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:
     return frames.error_response(request_id, code, text)
+
+
+def _unknown(request_id: Any, task_id: str) -> dict[str, Any]:
+    return _error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)")
 
 
 def _iso(wall: float) -> str:
