@@ -144,7 +144,7 @@ def _seconds(text: str) -> float | None:
         return value if math.isfinite(value) else None
     clock_value = _clock(text)
     if clock_value is not None:
-        return value
+        return clock_value
     match = _DURATION.match(text)
     if match and any(match.groups()):
         return sum(float(v) * unit for v, unit in zip(match.groups(), _UNITS.values(), strict=True) if v)
