@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 ACK_CODES = frozenset({0, -32800})
-_CANCELLED = re.compile(r"\bcancel(?:l?ed|lation)?\b", re.IGNORECASE)
+_CANCELLED = re.compile(r"\bcancell?ed\b", re.IGNORECASE)  # "cancelled", "canceled"; not "cancel(lation)"
 # an old log's late_result holds the error as text: '{"code": 0, "message": "Request cancelled"}'
 _CODE_IN_TEXT = re.compile(r'"code"\s*:\s*(-?\d+)')
 
