@@ -4,8 +4,14 @@ random host cancellations, through a real wrapper over pipes.
 Every request gets exactly one response, except one the host cancelled before the wrapper answered it, which gets
 none (MCP: the receiver of a cancellation should not respond; a response already on its way is fine). No response
 is delivered late: an upstream answer never reaches the host after the deadline answer, no request is answered
-twice, no progress arrives after its call's answer. Every deadline answer arrives within budget + 0.5 s. And every
-answer the upstream wrote is accounted for: delivered, or dropped against a tombstone.
+twice, no progress arrives after its call's answer. And every answer the upstream wrote is accounted for:
+delivered, or dropped against a tombstone.
+
+Wall-clock speed is not checked here: under load the event loop runs I/O callbacks before due timers in the same
+iteration, so an upstream answer whose delay just exceeds the budget can legitimately win the race, and a deadline
+answer can come well after its timer fell due. The exact deadline behaviour is tested on a manual clock
+(tests/unit/test_core_deadlines.py). What remains is a generous bound that no deadline answer was held back
+(HELD_BACK_S, many times the budget).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ BUDGET_S = 0.5
 IN_FLIGHT = 400
 CANCEL_SHARE = 0.1
 PROGRESS_SHARE = 0.2
-SLACK_S = 0.5
+HELD_BACK_S = 10.0  # a deadline answer this late was held back, not merely delayed by a busy machine
 
 
 def plan(rng: random.Random) -> list[dict[str, Any]]:
@@ -111,10 +117,9 @@ async def test_ten_thousand_calls_with_deadlines_and_cancellations(tmp_path: Pat
     twice = [key for key, replies in host.responses.items() if len(replies) > 1]
     assert not twice, f"answered more than once: {twice[:5]} {seed}"
     seen: dict[str, str] = {}
-    too_slow: list[tuple[str, float]] = []
+    held_back: list[tuple[str, float]] = []
     slowest = 0.0
-    late: list[tuple[str, float]] = []
-    for key, index in host_ids.items():
+    for key in host_ids:
         replies = host.responses.get(key, [])
         if not replies:
             assert key in cancelled, f"request {key} got no response {seed}"
@@ -125,12 +130,9 @@ async def test_ten_thousand_calls_with_deadlines_and_cancellations(tmp_path: Pat
         if outcome == "deadline":
             waited = reply.at - host.sent_at[key]
             slowest = max(slowest, waited)
-            if waited > BUDGET_S + SLACK_S:
-                too_slow.append((key, waited))
-        elif calls[index]["ms"] > BUDGET_S * 1000 + 20:
-            late.append((key, calls[index]["ms"]))  # an upstream answer delivered after the deadline
-    assert not late, f"late responses delivered: {late[:5]} {seed}"
-    assert not too_slow, f"deadline answers over budget + {SLACK_S} s: {too_slow[:5]} {seed}"
+            if waited > BUDGET_S + HELD_BACK_S:
+                held_back.append((key, waited))
+    assert not held_back, f"deadline answers held back past budget + {HELD_BACK_S} s: {held_back[:5]} {seed}"
     positions = {key: replies[0].index for key, replies in host.responses.items()}
     given = {f"p{i}": json.dumps(rid) for rid_key, i in host_ids.items() for rid in [json.loads(rid_key)]}
     for item in host.notifications:
@@ -170,6 +172,6 @@ async def test_ten_thousand_calls_with_deadlines_and_cancellations(tmp_path: Pat
     print(
         f"random run {seed}: {CALLS} calls, {delivered} answered by the upstream in time, "
         f"{counters['timeouts']} deadline answers, {len(cancelled)} host cancellations sent "
-        f"({len(host_cancelled)} taken), {dropped} late answers dropped, 0 delivered late; "
+        f"({len(host_cancelled)} taken), {dropped} late answers dropped; "
         f"slowest deadline answer {slowest:.3f} s for a {BUDGET_S} s budget"
     )
