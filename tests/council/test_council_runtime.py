@@ -14,11 +14,10 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.slow
 async def test_racing_returns_once_enough_models_answered() -> None:
-    # flaky: quick races its three compatible models and wants two; Gemini never answers.
-    async with council("--scenario", "flaky", "--time-scale", "0.01") as (client, wire):
-        started = time.monotonic()
+    # flaky: quick races its three compatible models and wants two; Gemini never answers. Time scale 0.1: the
+    # two answers take ~0.6 s against a 2 s per-model cap, so a busy machine does not turn the race into a cap.
+    async with council("--scenario", "flaky", "--time-scale", "0.1") as (client, wire):
         result, is_error = await consult(client, "Tea or coffee?", confidence="quick")
-        elapsed = time.monotonic() - started
     meta = result["metadata"]
     assert not is_error
     assert statuses(result) == {
@@ -35,8 +34,8 @@ async def test_racing_returns_once_enough_models_answered() -> None:
         3,
         None,
     )
-    # the race did not wait for Gemini's per-model cap (0.2 s): answers took ~0.06 s
-    assert gemini["latency_ms"] < 200 and elapsed < 1.0
+    # the race closed on the two answers, not on Gemini's per-model cap: Gemini is reported raced out (above),
+    # not timed out at its cap; no wall-clock check, which a loaded machine breaks
     assert any(p["message"] == "Stage 1 closed: racing: 2 answers arrived first" for p in wire.progress())
 
 
@@ -90,8 +89,11 @@ async def test_the_callers_deadline_in_meta_ends_the_run_before_it(tmp_path: Pat
         )
     result = raw.structured_content
     assert result is not None and not raw.is_error
-    assert 0.5 < elapsed < 1.0, elapsed  # used the caller's second, and finished inside it
     meta = result["metadata"]
+    # Charlie hangs and Delta takes 300 s, so stage 1 stayed open for them until the window's review and synthesis
+    # reserve (0.9 s less 30 %: 0.63 s; timers never fire early), and the run did not wait for the tier's 9 s (a
+    # generous bound: a busy machine adds seconds, never 8 of them here)
+    assert meta["elapsed_ms"] >= 600 and elapsed < 9.0, (meta["elapsed_ms"], elapsed)
     assert meta["budget"]["source"] == "caller" and meta["budget"]["caller_deadline_ms"] == 1000
     assert meta["budget"]["window_s"] == pytest.approx(0.9)  # 1 s less the 10 % delivery margin
     assert statuses(result) == {"lab/alpha": "ok", "lab/bravo": "ok", "lab/charlie": "timeout", "lab/delta": "timeout"}
@@ -128,22 +130,27 @@ REASONING = """
 async def test_at_most_two_reasoning_runs_at_once(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path / "reasoning.toml", REASONING)
     results: dict[int, dict] = {}
-    # time scale 0.002: reasoning allows 1.2 s; one run takes ~0.2 + 0.12 + 0.16 s
-    async with council("--scenario", scenario, "--time-scale", "0.002") as (client, wire):
+    # time scale 0.005: reasoning allows 3 s; one run holds its slot ~0.5 + 0.3 + 0.4 s, long enough for the
+    # third call to arrive while both slots are held even on a loaded machine
+    async with council("--scenario", scenario, "--time-scale", "0.005") as (client, wire):
 
         async def run(i: int) -> None:
             results[i], _ = await consult(client, f"Prove theorem {i}", confidence="auto")
 
         async with anyio.create_task_group() as tg:
-            for i in range(3):
-                tg.start_soon(run, i)
-                await anyio.sleep(0.05)
+            tg.start_soon(run, 0)
+            tg.start_soon(run, 1)
+            with anyio.fail_after(30):  # the first two have started (reported progress) before the third asks
+                while len({p["progressToken"] for p in wire.progress()}) < 2:
+                    await anyio.sleep(0.01)
+            tg.start_soon(run, 2)
     metas = [results[i]["metadata"] for i in range(3)]
     assert {m["tier"] for m in metas} == {"reasoning"}  # inferred from the slowest model
     assert all(m["status"] == "complete" for m in metas)
-    assert metas[0]["queued_ms"] < 50 and metas[1]["queued_ms"] < 50
-    assert metas[2]["queued_ms"] > 150  # waited for a slot
-    assert any(p["message"] == "Queued: waiting for a reasoning slot (2 of 2 in use)" for p in wire.progress())
+    tokens = [m["params"]["_meta"]["progressToken"] for m in wire.outbound if m.get("method") == "tools/call"]
+    queued = "Queued: waiting for a reasoning slot (2 of 2 in use)"
+    assert [any(p["message"] == queued for p in wire.progress_for(t)) for t in tokens] == [False, False, True]
+    assert metas[2]["queued_ms"] > max(metas[0]["queued_ms"], metas[1]["queued_ms"])  # the third waited
 
 
 @pytest.mark.slow
@@ -227,25 +234,22 @@ async def test_health_check_reports_budgets_after_multiplier_and_time_scale() ->
     ],
 )
 @pytest.mark.slow
-async def test_shipped_scenarios_are_reproducible_in_well_under_a_second(
+async def test_shipped_scenarios_are_reproducible(
     scenario: str, scale: str, confidence: str, expected: set[str]
 ) -> None:
     query = "What should a city do about traffic?"
-    runs: dict[int, tuple[dict, float]] = {}
+    runs: dict[int, dict] = {}
 
     async def run(i: int, *extra: str) -> None:
         async with council("--scenario", scenario, "--time-scale", scale, *extra) as (client, _):
-            started = time.monotonic()
-            result, _ = await consult(client, query, confidence=confidence)
-            runs[i] = (result, time.monotonic() - started)
+            runs[i], _ = await consult(client, query, confidence=confidence)
 
     async with anyio.create_task_group() as tg:  # two separate server processes, side by side
         tg.start_soon(run, 0)
         tg.start_soon(run, 1)
         if scenario == "fast":
             tg.start_soon(run, 2, "--seed", "99")
-    (first, first_s), (second, second_s) = runs[0], runs[1]
-    assert first_s < 1.0 and second_s < 1.0
+    first, second = runs[0], runs[1]
     assert set(statuses(first).values()) == expected
     assert statuses(first) == statuses(second)
     assert first["synthesis"] == second["synthesis"]
@@ -254,7 +258,7 @@ async def test_shipped_scenarios_are_reproducible_in_well_under_a_second(
     ]
     assert first["ranking"] == second["ranking"]
     if scenario == "fast":  # another seed, other answers
-        reseeded = [e["response"] for e in runs[2][0]["model_responses"].values()]
+        reseeded = [e["response"] for e in runs[2]["model_responses"].values()]
         assert reseeded != [e["response"] for e in first["model_responses"].values()]
 
 
