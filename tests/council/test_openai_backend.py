@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Iterator
 
 import anyio
@@ -61,9 +60,8 @@ async def test_classifies_every_http_outcome(fake: FakeOpenAI) -> None:
             error = await failure(backend, model)
             assert (error.kind, error.status) == (kind, status), model
         assert "not available to your key" in str(await failure(backend, "lab/forbidden"))
-        started = time.monotonic()
         slow = await failure(backend, "lab/slow-1", timeout_s=0.2)
-        assert slow.kind == "timeout" and time.monotonic() - started < 0.9
+        assert slow.kind == "timeout"  # had it waited for the slow reply, the key check would have answered
         wrong_key = OpenAIBackend(base_url=fake.base_url, api_key="wrong")
         assert (await failure(wrong_key, "lab/ok-1")).status == 401
         await wrong_key.aclose()
@@ -189,13 +187,12 @@ async def test_a_rejected_key_stops_the_council_at_once(fake: FakeOpenAI) -> Non
     }
     async with council("--backend", "openai", "--time-scale", "0.01", env=env) as (client, _):
         health, _ = await call(client, "council_health_check")
-        started = time.monotonic()
         result, is_error = await consult(client, "Anyone there?")
-        elapsed = time.monotonic() - started
     assert health["api_reachable"] is True and health["ready"] is False and "auth_error" in health["message"]
-    assert is_error and elapsed < 0.8  # did not wait for the slow model (1 s)
+    assert is_error
     assert statuses(result) == {"lab/ok-alpha": "auth_error", "lab/slow-1": "auth_error"}
     assert result["model_responses"]["lab/ok-alpha"]["http_status"] == 401
+    # did not wait for the slow model: it is reported stopped by the 401, not answered or timed out
     assert result["model_responses"]["lab/slow-1"]["error"].startswith(
         "not completed: the API key was rejected (HTTP 401 on lab/ok-alpha)"
     )
