@@ -96,7 +96,8 @@ async def test_a_cancel_acknowledgement_is_no_late_result(isolated_state: Path, 
     for ack in acks:
         assert payload_problems(ack.kind, ack.data) == []
         assert (ack.tool, ack.data["reason"], ack.data["code"]) == (tool, "deadline", expected_code)
-        assert "Request cancelled" in ack.data["error"] and ack.data["delay_s"] < 1.0
+        # the answer to the cancel, not the 3 s sleep finishing (which would come ~2 s after it)
+        assert "Request cancelled" in ack.data["error"] and ack.data["delay_s"] < 2.0
 
     report = json.loads(run("report", str(log), "--json").stdout)
     (row,) = [r for r in report["finished_late"] if r["tier"] is None]

@@ -7,6 +7,7 @@ import json
 import sys
 import time
 
+import anyio
 import pytest
 
 from mcpwatch.store import EventReader
@@ -35,21 +36,28 @@ async def test_deadline_answers_in_budget_with_partial_progress_then_drops_the_l
         result = await client.call_tool("sleep", {"seconds": 2.4, "steps": 8}, progress_callback=on_progress)
         elapsed = time.monotonic() - started
         assert result.is_error is True
-        assert 1.0 <= elapsed <= 1.5, elapsed
+        # the budget's timer never fires early; how late it fires is the machine's load (the exact deadline is
+        # tested on a manual clock), and the answer being the deadline's shows it came before the upstream's
+        assert elapsed >= 1.0, elapsed
         text = result.content[0].text
         assert "'sleep'" in text and "deadline budget of 1 s" in text
         assert "host timeout 3 s" in text and "margin 2 s" in text and "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC" in text
-        assert "last progress 3/8 — step 3" in text
-        assert progress == ["step 1", "step 2", "step 3"]
+        # a step every 0.3 s: about three before the cut, fewer on a busy machine; the answer names the last one
+        steps = len(progress)
+        assert steps >= 1 and progress == [f"step {n}" for n in range(1, steps + 1)], progress
+        assert f"last progress {steps}/8 — step {steps}" in text
         meta = result.meta["dev.mcpwatch/partial"]
-        assert meta["last_progress"]["progress"] == 3
+        assert meta["last_progress"]["progress"] == steps
         # the stubborn server still answers at 2.4 s, and sends progress: both must be dropped, not delivered
-        await asyncio.sleep(1.8)
         status = await operator.tool("status")
+        with anyio.fail_after(20):
+            while status["counters"]["late_dropped"] < 2 or status["counters"]["timeouts"] < 1:
+                await asyncio.sleep(0.1)
+                status = await operator.tool("status")
         assert status["counters"]["timeouts"] == 1
         assert status["counters"]["late_dropped"] >= 2  # late progress and the late response
         assert status["tombstones"]["count"] == 1
-        assert progress == ["step 1", "step 2", "step 3"]
+        assert len(progress) == steps  # nothing delivered after the deadline answer
         # the next call on the same connection is unaffected
         echo = await client.call_tool("echo", {"x": 1})
         assert echo.is_error is False

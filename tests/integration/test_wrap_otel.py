@@ -216,8 +216,8 @@ def test_an_unreachable_collector_costs_the_host_nothing(tmp_path, upstream):
         assert host.ask(call(n, "meta"))["result"]["isError"] is False
     took = time.monotonic() - started
     stderr = host.finish()
-    # an exporter on the pump would hold each call for its 5 s timeout; here 40 calls take well under one
-    assert took < 4, took
+    # an exporter on the pump would hold each call for its 5 s timeout (200 s for 40 calls); a generous bound
+    assert took < 20, took
     assert "Traceback" not in stderr
     # said once by mcpwatch; the SDK's own retry messages stay out of the host's log of the server
     assert [line for line in stderr.splitlines() if "OpenTelemetry" in line or "export" in line.lower()] == [

@@ -306,7 +306,7 @@ def test_emit_is_cheap_and_does_not_wait_for_the_disk(tmp_path: Path) -> None:
     blocker.execute("COMMIT")
     blocker.close()
     writer.close()
-    assert elapsed < 0.5  # ~0.1-0.2 µs each in practice; a blocking emit would wait 30 s for the lock
+    assert elapsed < 10  # a blocking emit would wait 30 s for the lock; the emit cost is measured by bench
     assert writer.events_written == 20_000
 
 
