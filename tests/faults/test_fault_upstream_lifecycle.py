@@ -69,7 +69,7 @@ async def test_a_command_that_cannot_be_started_answers_every_request_at_once_wh
             started = time.monotonic()
             reply = await host.call(method, params.get(method, {}) or {}, timeout=10)
             took = time.monotonic() - started
-            assert took < 1.0, (method, took)
+            assert took < 5, (method, took)  # not held for the host's 10 s; a generous bound for a busy machine
             text = text_of(reply) if method == "tools/call" else reply["error"]["message"]
             assert "could not be started" in text and "no-such-server" in text, (method, reply)
             await asyncio.sleep(0.5)  # across backoff waits and new attempts

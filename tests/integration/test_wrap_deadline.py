@@ -81,7 +81,7 @@ async def test_deadline_is_propagated_to_the_upstream(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER], env=env, wrap_args=["--no-log"]) as client:
         result = await client.call_tool("echo", {"a": 1})
         seen = json.loads(result.content[0].text)
-        assert 44_000 <= seen["deadline_ms"] <= 45_000  # the time left as the frame leaves
+        assert 35_000 <= seen["deadline_ms"] <= 45_000  # the time left as the frame leaves, never more
         assert seen["args"] == {"a": 1}
 
 
