@@ -94,7 +94,7 @@ async def test_a_log_locked_at_start_serves_at_once_then_writes_everything_when_
             started = time.monotonic()
             await host.initialize()
             answered = time.monotonic() - started
-            assert answered < 5  # was: initialize waited for the lock (90 s and more)
+            assert answered < 20  # was: initialize waited for the lock (90 s and more)
             await echo_calls(host, 5)
             operator = Operator(await registry_of(isolated_state, host.pid))
             status = await wait_for_state(operator, "unavailable")
