@@ -274,6 +274,9 @@ class TaskOffer:
     def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
         if task.status != "working":
             return  # cancelled meanwhile: it stays cancelled
+        if _asks_input(message):  # not a result: completing the task with it would lose the question
+            message = {"error": {"code": frames.INTERNAL_ERROR, "message": _input_refusal(task)}}
+            task.status_message = "the upstream asked for input mcpwatch cannot relay inside a task"
         task.reply = {"error": message["error"]} if "error" in message else {"result": _related(message, task)}
         task.status = "failed" if "error" in message else "completed"
         task.updated_wall = self._wall()
@@ -454,6 +457,20 @@ def _declares_extension(params: dict[str, Any]) -> bool:
     capabilities = meta.get(CLIENT_CAPABILITIES_META)
     extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
     return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def _asks_input(message: dict[str, Any]) -> bool:
+    """A 2026-era answer that is a question (multi round-trip `input_required`), not the call's result."""
+    result = message.get("result")
+    return isinstance(result, dict) and result.get("resultType") == "input_required"
+
+
+def _input_refusal(task: OfferedTask) -> str:
+    tool = task.pending.tool or "the tool"
+    return (
+        f"{tool} asked for input (resultType input_required) inside task {task.task_id}, which mcpwatch runs for "
+        f"the host ([tasks] offer) and cannot relay input requests in; call {tool} without a task to answer them"
+    )
 
 
 def _without_extension(meta: dict[str, Any] | None) -> dict[str, Any] | None:
