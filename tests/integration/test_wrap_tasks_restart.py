@@ -14,18 +14,21 @@ import pytest
 
 from checkout import REPO
 
+EXTENSION = "io.modelcontextprotocol/tasks"
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 
 
 class RawHost:
     """A host speaking JSON-RPC lines to a `mcpwatch wrap` process over stdio."""
 
-    def __init__(self, config: Path, name: str) -> None:
+    def __init__(self, config: Path, name: str, *, modern: bool = False) -> None:
         command = [sys.executable, "-m", "mcpwatch", "wrap", "--config", str(config), "--", *NOOP]
         self.proc = subprocess.Popen(
             command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
         self.next_id = 0
+        if modern:  # 2026 era: no initialize, each request names its host and declares the tasks extension
+            return
         capabilities = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
         init = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": name}}
         self.call("initialize", init)
@@ -78,6 +81,49 @@ def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_stat
         assert foreign["error"]["code"] == -32602 and "another host's" in foreign["error"]["message"]
         guessed = again.call("tasks/get", {"taskId": "mcpwatch-guessed"})
         assert guessed["error"]["message"] == "no task 'mcpwatch-guessed' (unknown, expired, or another host's)"
+    finally:
+        again.close()
+        stranger.close()
+
+
+def modern_meta(name: str) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {EXTENSION: {}}},
+    }
+
+
+@pytest.mark.slow
+def test_a_restarted_wrapper_still_answers_a_finished_extension_task_with_its_result(isolated_state: Path) -> None:
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["slow"]\n')
+    mine, theirs = modern_meta("returning-host"), modern_meta("someone-else")
+    host = RawHost(config, "returning-host", modern=True)
+    try:
+        params = {"name": "slow", "arguments": {"seconds": 0.3}, "_meta": mine}
+        created = host.call("tools/call", params)["result"]
+        assert created["resultType"] == "task"
+        task_id = created["taskId"]
+        deadline = time.monotonic() + 30
+        while host.call("tasks/get", {"taskId": task_id, "_meta": mine})["result"]["status"] == "working":
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+    finally:
+        host.close()  # the task ended while its host was away; the wrapper that ran it is gone
+
+    again = RawHost(config, "returning-host", modern=True)
+    stranger = RawHost(config, "someone-else", modern=True)
+    try:
+        got = again.call("tasks/get", {"taskId": task_id, "_meta": mine})["result"]
+        assert (got["taskId"], got["status"], got["resultType"]) == (task_id, "completed", "complete")
+        assert got["result"]["content"] == [{"type": "text", "text": "done"}] and "ttlMs" in got
+        foreign = stranger.call("tasks/get", {"taskId": task_id, "_meta": theirs})
+        assert foreign["error"]["code"] == -32602 and "another host's" in foreign["error"]["message"]
+        cancel = again.call("tasks/cancel", {"taskId": task_id, "_meta": mine})
+        assert cancel["result"] == {"resultType": "complete"}  # as for a live one: acknowledged, whatever its state
+        fetched = again.call("tasks/result", {"taskId": task_id, "_meta": mine})
+        assert fetched["error"]["code"] == -32601  # not part of the extension, whether the task is live or kept
     finally:
         again.close()
         stranger.close()

@@ -50,6 +50,7 @@ TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tool
 CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
 DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
+NO_RESULT_METHOD = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 
 
@@ -369,8 +370,8 @@ class TaskOffer:
     def _answer_kept(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
         """A finished task's polls, answered from what the log kept of it."""
         task = kept["task"]
-        if method == "tasks/get" and "ttlMs" in task:  # the extension's: the result inline
-            link.send({"jsonrpc": "2.0", "id": request_id, "result": {**task, **(kept["reply"] or {}), **DONE}})
+        if "ttlMs" in task:  # the extension's, answered as a live one is
+            self._answer_kept_extension(kept, method, link, request_id)
         elif method == "tasks/get":
             link.send({"jsonrpc": "2.0", "id": request_id, "result": task})
         elif method == "tasks/result" and kept["reply"] is not None:
@@ -380,6 +381,14 @@ class TaskOffer:
             link.send(_error(request_id, text, frames.INTERNAL_ERROR))
         else:
             link.send(_error(request_id, f"task {task.get('taskId')} is already {task.get('status')}"))
+
+    def _answer_kept_extension(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
+        if method == "tasks/get":  # the result inline
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": {**kept["task"], **(kept["reply"] or {}), **DONE}})
+        elif method in ("tasks/cancel", "tasks/update"):  # an empty acknowledgement: nothing runs, nothing is asked
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
+        else:
+            link.send(_error(request_id, NO_RESULT_METHOD, METHOD_NOT_FOUND))
 
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
@@ -406,8 +415,7 @@ class TaskOffer:
 
     def _result(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         if task.extension:
-            text = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
-            link.send(_error(request_id, text, METHOD_NOT_FOUND))
+            link.send(_error(request_id, NO_RESULT_METHOD, METHOD_NOT_FOUND))
         elif task.reply is not None:
             link.send({"jsonrpc": "2.0", "id": request_id, **task.reply})
         elif task.status == "cancelled":
