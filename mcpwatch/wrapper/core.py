@@ -250,7 +250,7 @@ class WrapperCore:
             link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
             return
         if tool is not None and not offered and self.bridge.must_list_first(link, tool, params):
-            self.bridge.list_then(tool, lambda: self._host_request(link, message))  # is it a task-only tool?
+            self.bridge.list_then(tool, params, lambda: self._host_request(link, message))  # is it a task-only tool?
             return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
@@ -283,7 +283,7 @@ class WrapperCore:
             return
         if method == "tools/call" and self.bridge.wants(link, tool, params):
             pending.bridged = True
-            forwarded_params["task"] = self.bridge.task_params()
+            self.bridge.augment(forwarded_params)
         forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
         trace_ids = stamp_trace(forwarded_params) if self.trace_requests else None
         if "params" in message or trace_ids is not None:

@@ -134,6 +134,9 @@ class UpstreamInbound:
             if not pending.bridged:  # a task: the host has it, and the call lives on as it (a bridged one waits)
                 self.table.hand_over(pending, {**reply, "result": message["result"]})
             return
+        retry = self.bridge is not None and self.bridge.retry_as_task(pending, message)
+        if retry and self.session.transmit(pending, pending.message) in ("sent", "queued"):
+            return  # the same call again, as a task the host waits for
         if "error" in message:
             reply["error"] = message["error"]
             outcome = Outcome.ERROR
@@ -155,8 +158,11 @@ class UpstreamInbound:
                     result = self.offer.tools_listed(pending.link, result)
                 if self.state_sync is not None:
                     result = self.state_sync.decorate_tools(result)
-            elif pending.method == "server/discover" and isinstance(result, dict) and self.offer is not None:
-                result = self.offer.decorate_discover(result)  # a 2026-era host learns mcpwatch offers tasks
+            elif pending.method == "server/discover" and isinstance(result, dict):
+                if self.bridge is not None:  # does the upstream take the tasks extension? (before the offer's mark)
+                    self.bridge.discovered(result)
+                if self.offer is not None:  # a 2026-era host learns mcpwatch offers tasks
+                    result = self.offer.decorate_discover(result)
             elif pending.method == "initialize" and isinstance(result, dict):
                 self.session.init_result = result
                 if self.offer is not None:  # a host with tasks learns mcpwatch takes them for offered tools

@@ -28,19 +28,31 @@ from mcpwatch.events import (
     TaskCreatedData,
 )
 from mcpwatch.scheduler import Scheduler
+from mcpwatch.wire import modern_version
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.partial import deadline_result, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, REUSABLE, BridgedRun, answer_from_run, log_late_result
-from mcpwatch.wrapper.tasks.shapes import RELATED_TASK_META, TaskState, host_has_tasks, read_task, tool_task_support
+from mcpwatch.wrapper.tasks.shapes import (
+    EXTENSION,
+    RELATED_TASK_META,
+    TaskState,
+    declares_extension,
+    envelope,
+    host_has_tasks,
+    read_task,
+    tool_task_support,
+    with_extension,
+)
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 POLL_TIMEOUT_S = 30.0
 POLL_FLOOR_S = 0.05  # never poll faster than this, whatever interval a server suggests
 DEFAULT_POLL_S = 1.0  # a server that suggests no interval
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
+MISSING_CAPABILITY = -32021  # the 2026 era's "the client did not declare a capability this request needs"
 
 
 class TaskBridge:
@@ -74,6 +86,7 @@ class TaskBridge:
         self._on_progress = on_progress
         self._modern = modern
         self._jobs: set[asyncio.Future[None]] = set()
+        self.upstream_extension = False  # the upstream's server/discover declared the tasks extension (2026 era)
         watch.bridge = self
 
     # ------------------------------------------------------------------ what a host and the upstream can do
@@ -105,6 +118,21 @@ class TaskBridge:
         tools = requests.get("tools") if isinstance(requests, dict) else None
         return isinstance(tools, dict) and "call" in tools
 
+    def discovered(self, result: dict[str, Any]) -> None:
+        """The upstream's `server/discover` answer: whether it takes the tasks extension."""
+        capabilities = result.get("capabilities")
+        extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+        self.upstream_extension = isinstance(extensions, dict) and EXTENSION in extensions
+
+    def _can_bridge(self, link: HostLink, params: dict[str, Any]) -> bool:
+        """The host cannot run tasks and the upstream can: a 2026-era request (which names its capabilities itself)
+        without the extension to an upstream with it, or a 2025-era host without tasks to an upstream with them."""
+        if "task" in params:
+            return False
+        if modern_version({"params": params}) is not None:
+            return self.upstream_extension and not declares_extension(params.get("_meta"))
+        return self._host_lacks_tasks(link) and self.upstream_takes_tasks()
+
     def host_has_tasks(self, link: HostLink) -> bool:
         return host_has_tasks(self._hosts.get(id(link)))
 
@@ -118,7 +146,10 @@ class TaskBridge:
             return result
         for tool in tools:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                self.support[tool["name"]] = tool_task_support(tool)
+                if isinstance(tool.get("execution"), dict):
+                    self.support[tool["name"]] = tool_task_support(tool)
+                else:  # a 2026-era listing never says: what a refusal taught stays
+                    self.support.setdefault(tool["name"], "forbidden")
         if not self._host_lacks_tasks(link) or not self.upstream_takes_tasks():
             return result
         shown = [_without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
@@ -126,34 +157,54 @@ class TaskBridge:
 
     def wants(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
         """Whether this call is one mcpwatch runs as a task for its host."""
-        return (
-            "task" not in params
-            and self._bridges(tool)
-            and self._host_lacks_tasks(link)
-            and self.upstream_takes_tasks()
-        )
+        return self._bridges(tool) and self._can_bridge(link, params)
+
+    def retry_as_task(self, pending: Pending, message: dict[str, Any]) -> bool:
+        """A 2026-era call the upstream refused because it runs only as a task (`-32021` naming the tasks
+        extension; its tools/list does not say so): it is made a bridged call, to be sent again with the extension
+        declared, and the tool is remembered as task-only."""
+        params = pending.message.get("params")
+        if (
+            pending.method != "tools/call"
+            or pending.bridged
+            or pending.tool is None
+            or self.settings.bridge == "off"
+            or not isinstance(params, dict)
+            or not _needs_extension(message.get("error"))
+            or not self._can_bridge(pending.link, params)
+        ):
+            return False
+        self.support[pending.tool] = "required"
+        pending.bridged = True
+        params = dict(params)
+        self.augment(params)
+        pending.message = {**pending.message, "params": params}
+        return True
 
     def must_list_first(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
         """A host without tasks calls a tool whose task support is not known yet (it never listed the tools through
         mcpwatch): the tools must be listed first, or a task-only tool would fail."""
         return (
             tool is not None
+            and modern_version({"params": params}) is None  # a 2026-era listing does not show task support
             and tool not in self.support
             and self.settings.bridge != "off"
-            and "task" not in params
-            and self._host_lacks_tasks(link)
-            and self.upstream_takes_tasks()
+            and self._can_bridge(link, params)
         )
 
-    def list_then(self, tool: str, then: Callable[[], None]) -> None:
-        """List the upstream's tools (all pages), note their task support, then go on with the call."""
-        self._spawn(self._list_then(tool, then))
+    def list_then(self, tool: str, params: dict[str, Any], then: Callable[[], None]) -> None:
+        """List the upstream's tools (all pages), note their task support, then go on with the call (a 2026-era
+        call's listing carries its envelope)."""
+        self._spawn(self._list_then(tool, envelope(params.get("_meta")), then))
 
-    async def _list_then(self, tool: str, then: Callable[[], None]) -> None:
+    async def _list_then(self, tool: str, meta: dict[str, Any], then: Callable[[], None]) -> None:
         cursor: Any = None
         try:
             for _page in range(LIST_PAGES_MAX):
-                answer = await self._request("tools/list", {"cursor": cursor} if cursor else {}, POLL_TIMEOUT_S)
+                page = {"cursor": cursor} if cursor else {}
+                answer = await self._request(
+                    "tools/list", {**page, **({"_meta": meta} if meta else {})}, POLL_TIMEOUT_S
+                )
                 result = answer.get("result") if isinstance(answer, dict) else None
                 if not isinstance(result, dict):
                     break
@@ -168,9 +219,12 @@ class TaskBridge:
         self.support.setdefault(tool, "forbidden")  # not listed: not a task tool (and never listed again for it)
         then()
 
-    def task_params(self) -> dict[str, Any]:
-        """The `params.task` mcpwatch adds to a bridged call."""
-        return {"ttl": int(self.settings.ttl_s * 1000)}
+    def augment(self, params: dict[str, Any]) -> None:
+        """Ask the upstream for a task: `params.task` (2025-11-25), or the extension declared in `_meta` (2026)."""
+        if modern_version({"params": params}) is not None:
+            params["_meta"] = with_extension(params.get("_meta"))
+        else:
+            params["task"] = {"ttl": int(self.settings.ttl_s * 1000)}
 
     # ------------------------------------------------------------------ an identical call: attach, or take the result
 
@@ -201,7 +255,7 @@ class TaskBridge:
             status_message=state.status_message if state is not None else None,
             ttl_ms=state.ttl_ms if state is not None else None,
             poll_interval_ms=state.poll_interval_ms if state is not None else None,
-            era="2025-11-25",
+            era=run.era,
             bridged=True,
             attached_to=run.maker.request_key,
         )
@@ -216,7 +270,9 @@ class TaskBridge:
         ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
         arguments = pending.message.get("params", {}).get("arguments")
         key = _key(pending.link, pending.tool or "", arguments)
-        run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s)
+        run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s, era=state.era)
+        if state.era == "extension":  # each poll repeats the call's 2026-era envelope, the extension declared
+            run.poll_meta = envelope(pending.message.get("params", {}).get("_meta"))
         run.waiters.append(pending)
         old = self.runs.get(run.key) if run.key is not None else None
         if old is not None and old.finished_at is not None:
@@ -234,7 +290,7 @@ class TaskBridge:
 
     async def _poll_once(self, run: BridgedRun) -> None:
         try:
-            answer = await self._request("tasks/get", {"taskId": run.task_id}, POLL_TIMEOUT_S)
+            answer = await self._request("tasks/get", _poll_params(run), POLL_TIMEOUT_S)
         except (ConnectionError, TimeoutError):
             answer = None  # unreachable for now: a lost upstream ends the task; else try again
         if run.finished_at is not None:
@@ -243,10 +299,13 @@ class TaskBridge:
             why = f"the upstream no longer knows task {run.task_id}: {frames.text_of(answer['error'], 300)}"
             self._watch.end(run.task_id, Outcome.ERROR, why)
             return
-        state = read_task(answer.get("result"), "2025-11-25") if isinstance(answer, dict) else None
+        state = read_task(answer.get("result"), run.era) if isinstance(answer, dict) else None
         if state is not None and state.task_id == run.task_id:
             if state.status == "input_required" and not run.resolving:
                 self._input_required(run, state)
+            elif state.terminal and run.era == "extension":
+                self._watch.observe(state, "bridge")  # its tasks/get carries the result: the watch ends it
+                return
             elif state.terminal and state.status != "cancelled":
                 self._watch.observe(state, "bridge")
                 self._resolve(run)  # the result (or error) comes by tasks/result
@@ -263,19 +322,24 @@ class TaskBridge:
         take one; a host that cannot is told so, and the task is cancelled rather than left waiting forever."""
         self._watch.observe(state, "bridge")
         capabilities = self._hosts.get(id(run.maker.link)) or {}
-        if isinstance(capabilities.get("elicitation"), dict):
+        if run.era == "2025-11-25" and isinstance(capabilities.get("elicitation"), dict):
             self._resolve(run)
             return
+        cannot = (
+            "mcpwatch does not relay the tasks extension's input requests"
+            if run.era == "extension"
+            else "the host did not declare elicitation"
+        )
         why = (
             f"task {run.task_id} needs input from the user ({state.status_message or 'input_required'}), "
-            "and the host did not declare elicitation; mcpwatch cancelled the task"
+            f"and {cannot}; mcpwatch cancelled the task"
         )
         run.resolving = True
         self._spawn(self._give_up(run, why))
 
     async def _give_up(self, run: BridgedRun, why: str) -> None:
         try:
-            await self._request("tasks/cancel", {"taskId": run.task_id}, POLL_TIMEOUT_S)
+            await self._request("tasks/cancel", _poll_params(run), POLL_TIMEOUT_S)
         except (ConnectionError, TimeoutError):
             pass  # the host is answered all the same; the task's TTL ends it upstream
         self._watch.end(run.task_id, Outcome.ERROR, why)
@@ -303,7 +367,7 @@ class TaskBridge:
         run = self._by_task.get(state.task_id)
         if run is not None and run.finished_at is None:
             self._relay(run, state)
-            if state.terminal and state.status != "cancelled":
+            if state.terminal and state.status != "cancelled" and run.era == "2025-11-25":
                 self._resolve(run)  # its result (or error) at once, not at the next poll
 
     def _relay(self, run: BridgedRun, state: TaskState) -> None:
@@ -414,6 +478,20 @@ class TaskBridge:
         future = asyncio.ensure_future(job)
         self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
+
+
+def _needs_extension(error: Any) -> bool:
+    """The extension's refusal of a task-only call from a client that did not declare it (`-32021`)."""
+    if not isinstance(error, dict) or error.get("code") != MISSING_CAPABILITY:
+        return False
+    data = error.get("data")
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    extensions = required.get("extensions") if isinstance(required, dict) else None
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def _poll_params(run: BridgedRun) -> dict[str, Any]:
+    return {"taskId": run.task_id, **({"_meta": run.poll_meta} if run.poll_meta else {})}
 
 
 def _name(tool: Any) -> str | None:

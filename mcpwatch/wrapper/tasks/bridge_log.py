@@ -13,6 +13,7 @@ from mcpwatch.scheduler import Timer
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending
 from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.tasks.shapes import Era
 
 PREVIEW_CHARS = 4096
 REUSABLE = frozenset({Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR})  # the task's own answer, not a failure of ours
@@ -40,6 +41,8 @@ class BridgedRun:
     result: dict[str, Any] | None = None  # the reply body kept for reuse: {"result": …} or {"error": …}
     outcome: Outcome | None = None
     expiry: Timer | None = None
+    era: Era = "2025-11-25"
+    poll_meta: dict[str, Any] | None = None  # the extension's: the 2026-era envelope every poll repeats
 
 
 def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now: float) -> None:

@@ -37,17 +37,18 @@ from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.pending import HostLink, Pending
 from mcpwatch.wrapper.recorder import Recorder
 from mcpwatch.wrapper.tasks.shapes import (
+    CLIENT_CAPABILITIES_META,
     EXTENSION,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RELATED_TASK_META,
+    declares_extension,
     poll_task_id,
     tool_task_support,
 )
 
 ID_PREFIX = "mcpwatch-"
 TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
-CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
 DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
 NO_RESULT_METHOD = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
@@ -459,12 +460,7 @@ class TaskOffer:
 
 def _declares_extension(params: dict[str, Any]) -> bool:
     """A 2026-era request whose own client capabilities name the tasks extension."""
-    meta = params.get("_meta")
-    if not isinstance(meta, dict) or modern_version({"params": params}) is None:
-        return False
-    capabilities = meta.get(CLIENT_CAPABILITIES_META)
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-    return isinstance(extensions, dict) and EXTENSION in extensions
+    return modern_version({"params": params}) is not None and declares_extension(params.get("_meta"))
 
 
 def _asks_input(message: dict[str, Any]) -> bool:

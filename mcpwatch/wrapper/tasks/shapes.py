@@ -23,6 +23,12 @@ RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 INVALID_PARAMS = -32602  # the spec's code for a bad task id, or a cancel of a finished task
 METHOD_NOT_FOUND = -32601
 EXTENSION = "io.modelcontextprotocol/tasks"
+CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
+ENVELOPE_META = (
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    CLIENT_CAPABILITIES_META,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +135,23 @@ def host_has_tasks(capabilities: Any) -> bool:
         return True
     extensions = capabilities.get("extensions")
     return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def declares_extension(meta: Any) -> bool:
+    """Whether a 2026-era request's own `_meta` client capabilities name the tasks extension."""
+    capabilities = meta.get(CLIENT_CAPABILITIES_META) if isinstance(meta, dict) else None
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def with_extension(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A 2026-era request's `_meta` whose client capabilities declare the tasks extension (mcpwatch's, bridging)."""
+    capabilities = got if isinstance(got := (meta or {}).get(CLIENT_CAPABILITIES_META), dict) else {}
+    extensions = got if isinstance(got := capabilities.get("extensions"), dict) else {}
+    declared = {**capabilities, "extensions": {**extensions, EXTENSION: {}}}
+    return {**(meta or {}), CLIENT_CAPABILITIES_META: declared}
+
+
+def envelope(meta: Any) -> dict[str, Any]:
+    """The 2026-era envelope of a request's `_meta` (version, client, capabilities): what each poll must repeat."""
+    return {k: meta[k] for k in ENVELOPE_META if k in meta} if isinstance(meta, dict) else {}
