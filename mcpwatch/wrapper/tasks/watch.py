@@ -30,6 +30,7 @@ from mcpwatch.wrapper.tasks.shapes import (
     TaskState,
     call_outcome,
     created_task,
+    envelope,
     notified_task,
     poll_task_id,
     polled_task,
@@ -187,7 +188,7 @@ class TaskWatch:
     async def _cancel(self, task: WatchedTask) -> None:
         task_id = task.state.task_id
         try:
-            answer = await self._request("tasks/cancel", {"taskId": task_id}, CANCEL_TIMEOUT_S)
+            answer = await self._request("tasks/cancel", cancel_params(task), CANCEL_TIMEOUT_S)
         except (ConnectionError, TimeoutError) as exc:
             self._warn(f"tasks/cancel of task {task_id} got no answer: {exc or 'timed out'}")
             return
@@ -283,3 +284,10 @@ class TaskWatch:
             self.bridge.ended(task_id, outcome, detail, result, error)
             return
         self._table.finish(task.pending, outcome, None, detail, elapsed=elapsed)
+
+
+def cancel_params(task: WatchedTask) -> dict[str, Any]:
+    """An extension task's cancel repeats its call's 2026-era envelope (the upstream checks it on every request)."""
+    params = task.pending.message.get("params")
+    meta = envelope(params.get("_meta")) if isinstance(params, dict) else {}
+    return {"taskId": task.state.task_id, **({"_meta": meta} if meta else {})}

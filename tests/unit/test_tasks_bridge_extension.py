@@ -1,0 +1,125 @@
+"""Extension tasks (2026 era) bridged for a host that does not declare the extension: the upstream's `-32021`
+refusal of a task-only call makes mcpwatch call again with the extension, poll `tasks/get` with the call's envelope,
+relay status changes as progress and answer with the result `tasks/get` carries. On a manual clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from taskrig import TaskRig, closing_loop
+
+from mcpwatch.events import Kind
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+CAPS = "io.modelcontextprotocol/clientCapabilities"
+REFUSAL = {
+    "code": -32021,
+    "message": "Tool 'crunch' requires the tasks extension",
+    "data": {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+}
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    yield from closing_loop()
+
+
+def spin(loop: asyncio.AbstractEventLoop) -> None:
+    for _ in range(5):
+        loop.run_until_complete(asyncio.sleep(0))
+
+
+def meta(tasks: bool = False) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "sdk-host", "version": "1"},
+        CAPS: {"extensions": {EXTENSION: {}}} if tasks else {},
+    }
+
+
+def task(status: str, **extra: Any) -> dict[str, Any]:
+    return {"taskId": "t-1", "status": status, "ttlMs": 60000, "pollIntervalMs": 1000, **extra}
+
+
+def discovered(loop) -> TaskRig:
+    rig = TaskRig(loop, host_timeout_s=30.0, margin_s=0.0)
+    answer = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {EXTENSION: {}}}}
+    rig.answer(rig.request(0, "server/discover", {"_meta": meta()}), answer)
+    return rig
+
+
+def calls(rig: TaskRig, method: str) -> list[dict[str, Any]]:
+    return [m for m in rig.upstream.sent if m.get("method") == method]
+
+
+def refused_then_task(rig: TaskRig, loop, tasks: bool = False) -> None:
+    params = {"name": "crunch", "arguments": {"n": 1}, "_meta": {**meta(tasks), "progressToken": "p1"}}
+    rig.answer(rig.request(1, "tools/call", params), error=REFUSAL)
+    if not tasks:
+        again = calls(rig, "tools/call")[-1]
+        assert EXTENSION in again["params"]["_meta"][CAPS]["extensions"]  # the same call, now as a task
+        rig.answer(again["id"], {"resultType": "task", **task("working")})
+
+
+def next_poll(rig: TaskRig, loop) -> dict[str, Any]:
+    rig.scheduler.advance(1.0)
+    spin(loop)
+    return calls(rig, "tasks/get")[-1]
+
+
+def test_a_refused_task_only_call_runs_as_a_task_and_its_host_gets_the_result(loop) -> None:
+    rig = discovered(loop)
+    refused_then_task(rig, loop)
+    assert rig.replies()[-1]["id"] == 0  # the host has no answer yet: it waits for the task
+    poll = next_poll(rig, loop)
+    assert poll["params"] == {"taskId": "t-1", "_meta": meta(tasks=True)}  # the 2026 envelope, the extension declared
+    rig.answer(poll["id"], {"resultType": "complete", **task("working", statusMessage="halfway")})
+    spin(loop)
+    progress = [m for m in rig.host.sent if m.get("method") == "notifications/progress"]
+    assert progress[-1]["params"]["message"] == "working: halfway" and progress[-1]["params"]["progressToken"] == "p1"
+    poll = next_poll(rig, loop)
+    result = {"content": [{"type": "text", "text": "crunched"}]}
+    rig.answer(poll["id"], {"resultType": "complete", **task("completed", result=result)})
+    spin(loop)
+    answer = rig.replies()[-1]
+    assert answer["id"] == 1 and answer["result"]["content"] == result["content"]
+    [created] = rig.events(Kind.TASK_CREATED)
+    assert (created.data["era"], created.data["bridged"]) == ("extension", True)
+
+
+def test_input_required_of_a_bridged_extension_task_cancels_it_and_says_why(loop) -> None:
+    rig = discovered(loop)
+    refused_then_task(rig, loop)
+    poll = next_poll(rig, loop)
+    asking = task(
+        "input_required", statusMessage="Which tides?", inputRequests={"k1": {"method": "elicitation/create"}}
+    )
+    rig.answer(poll["id"], {"resultType": "complete", **asking})
+    spin(loop)
+    cancel = calls(rig, "tasks/cancel")[-1]
+    assert cancel["params"] == {"taskId": "t-1", "_meta": meta(tasks=True)}
+    rig.answer(cancel["id"], {"resultType": "complete"})
+    spin(loop)
+    answer = rig.replies()[-1]
+    assert answer["id"] == 1 and answer["result"]["isError"] is True
+    text = answer["result"]["content"][0]["text"]
+    assert "Which tides?" in text and "does not relay the tasks extension's input requests" in text
+
+
+def test_a_host_that_declares_the_extension_gets_the_refusal_as_it_is(loop) -> None:
+    rig = discovered(loop)
+    refused_then_task(rig, loop, tasks=True)
+    assert len(calls(rig, "tools/call")) == 1
+    assert rig.replies()[-1]["error"]["code"] == -32021
+
+
+def test_the_operators_cancel_of_a_bridged_extension_task_carries_the_envelope(loop) -> None:
+    rig = discovered(loop)
+    refused_then_task(rig, loop)
+    assert rig.core.cancel("1") is True
+    spin(loop)
+    cancel = calls(rig, "tasks/cancel")[-1]
+    assert cancel["params"] == {"taskId": "t-1", "_meta": meta(tasks=True)}  # else the upstream refuses it (-32021)
