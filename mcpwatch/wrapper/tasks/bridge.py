@@ -42,6 +42,7 @@ from mcpwatch.wrapper.tasks.shapes import (
     declares_extension,
     envelope,
     host_has_tasks,
+    needs_extension,
     read_task,
     tool_task_support,
     with_extension,
@@ -52,7 +53,6 @@ POLL_TIMEOUT_S = 30.0
 POLL_FLOOR_S = 0.05  # never poll faster than this, whatever interval a server suggests
 DEFAULT_POLL_S = 1.0  # a server that suggests no interval
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
-MISSING_CAPABILITY = -32021  # the 2026 era's "the client did not declare a capability this request needs"
 
 
 class TaskBridge:
@@ -170,7 +170,7 @@ class TaskBridge:
             or pending.tool is None
             or self.settings.bridge == "off"
             or not isinstance(params, dict)
-            or not _needs_extension(message.get("error"))
+            or not needs_extension(message.get("error"))
             or not self._can_bridge(pending.link, params)
         ):
             return False
@@ -478,16 +478,6 @@ class TaskBridge:
         future = asyncio.ensure_future(job)
         self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
-
-
-def _needs_extension(error: Any) -> bool:
-    """The extension's refusal of a task-only call from a client that did not declare it (`-32021`)."""
-    if not isinstance(error, dict) or error.get("code") != MISSING_CAPABILITY:
-        return False
-    data = error.get("data")
-    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
-    extensions = required.get("extensions") if isinstance(required, dict) else None
-    return isinstance(extensions, dict) and EXTENSION in extensions
 
 
 def _poll_params(run: BridgedRun) -> dict[str, Any]:

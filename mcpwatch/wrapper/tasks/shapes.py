@@ -22,6 +22,7 @@ STATUS_NOTIFICATIONS: frozenset[str] = frozenset({"notifications/tasks/status", 
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 INVALID_PARAMS = -32602  # the spec's code for a bad task id, or a cancel of a finished task
 METHOD_NOT_FOUND = -32601
+MISSING_CAPABILITY = -32021  # the 2026 era's "the client did not declare a capability this request needs"
 EXTENSION = "io.modelcontextprotocol/tasks"
 CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
 ENVELOPE_META = (
@@ -155,3 +156,13 @@ def with_extension(meta: dict[str, Any] | None) -> dict[str, Any]:
 def envelope(meta: Any) -> dict[str, Any]:
     """The 2026-era envelope of a request's `_meta` (version, client, capabilities): what each poll must repeat."""
     return {k: meta[k] for k in ENVELOPE_META if k in meta} if isinstance(meta, dict) else {}
+
+
+def needs_extension(error: Any) -> bool:
+    """The extension's refusal of a task-only call from a client that did not declare it (`-32021`)."""
+    if not isinstance(error, dict) or error.get("code") != MISSING_CAPABILITY:
+        return False
+    data = error.get("data")
+    required = data.get("requiredCapabilities") if isinstance(data, dict) else None
+    extensions = required.get("extensions") if isinstance(required, dict) else None
+    return isinstance(extensions, dict) and EXTENSION in extensions
