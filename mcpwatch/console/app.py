@@ -32,6 +32,7 @@ from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.console.themes import DEFAULT_THEME, load_themes, semantic_defaults
 from mcpwatch.registry import WrapperEntry, find_wrapper
+from mcpwatch.terminal import safe_lines
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +239,9 @@ class ConsoleApp(InsightActions, App[None]):
         markup: bool = False,
     ) -> None:
         """Notifications are plain text unless asked: they quote ids, tool names and errors from the wire, which
-        may look like markup (`[/x]`) and would fail to parse or restyle the message."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        may look like markup (`[/x]`) and would fail to parse or restyle the message, or hold an escape sequence
+        (shown, not obeyed)."""
+        super().notify(safe_lines(message), title=title, severity=severity, timeout=timeout, markup=markup)
 
     def action_ask_quit(self) -> None:
         """Quit; while watching a live wrapper, ask first (q is easy to hit, and the view is lost)."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.console.headless.wire_text import clean, shown_entry
 from mcpwatch.operator.client import OperatorClient, OperatorError
 from mcpwatch.registry import WrapperEntry
 from mcpwatch.store.db import LogError
@@ -60,7 +61,9 @@ def fleet_row(
     warning: str | None,
     problem: str = "",
 ) -> FleetRow:
-    """One wrapper's row from what could be learnt about it (None where that part failed)."""
+    """One wrapper's row from what could be learnt about it (None where that part failed). Everything in it came
+    from the registry, the wrapper or its log: made safe for the terminal here."""
+    entry, status, warning, problem = shown_entry(entry), clean(status), clean(warning), clean(problem)
     wrapper = (status or {}).get("wrapper") or {}
     upstream = wrapper.get("upstream") or {}
     host = wrapper.get("host") or {}

@@ -82,6 +82,7 @@ class InsightActions:
 
         from mcpwatch.console.fleet import probe_fleet
         from mcpwatch.registry import pid_alive, running_wrappers
+        from mcpwatch.terminal import safe
 
         watched = self._watched_entry()
         others = [
@@ -91,7 +92,8 @@ class InsightActions:
         if gone and others and self._offered_for != watched.pid:
             self._offered_for = watched.pid
             count = f"{len(others)} other wrapper{'s' if len(others) != 1 else ''}"
-            self.action_fleet(headline=f" {watched.name} (pid {watched.pid}) is gone — {count} running: watch one?")
+            name = safe(watched.name)
+            self.action_fleet(headline=f" {name} (pid {watched.pid}) is gone — {count} running: watch one?")
         rows = await probe_fleet(others, time.time()) if others else []
         troubled = [r for r in rows if r.trouble]
         if not troubled:

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwatch.console.headless.wire_text import clean
 from mcpwatch.console.trends import percentile
 from mcpwatch.store.reader import EventReader
 
@@ -74,7 +75,7 @@ def _switch(data_text: str | None) -> tuple[str, bool] | None:
         arguments = json.loads(data.get("arguments") or "{}")
     except (TypeError, ValueError):
         return None
-    model = arguments.get("model") if isinstance(arguments, dict) else None
+    model = clean(arguments.get("model")) if isinstance(arguments, dict) else None  # decoded JSON: may hold ESC
     return (model, tool == ENABLE_TOOL) if isinstance(model, str) and model else None
 
 
@@ -94,7 +95,7 @@ class ModelLog:
         total = 0
         while True:
             rows = reader.model_rows(self.session_id, after_seq=self.after_seq, limit=page)
-            self.add_rows(rows)
+            self.add_rows(clean(rows))  # names from the log, made safe for the terminal
             total += len(rows)
             if len(rows) < page:
                 return total

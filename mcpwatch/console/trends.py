@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwatch.console.headless.wire_text import clean
 from mcpwatch.store.reader import EventReader
 
 # name → seconds (None: the whole session up to now)
@@ -89,7 +90,7 @@ def bucket_seconds(span_s: float, max_buckets: int = MAX_BUCKETS) -> float:
 def _marker(kind: str, data_text: str | None) -> tuple[str, str] | None:
     """A configuration change, or an upstream coming back as a new generation (a restart); else None."""
     try:
-        data: Any = json.loads(data_text) if data_text else {}
+        data: Any = clean(json.loads(data_text)) if data_text else {}  # decoded JSON may hold what the text escaped
     except ValueError:
         data = {}
     if not isinstance(data, dict):
@@ -144,7 +145,7 @@ class TrendLog:
         total = 0
         while True:
             rows = reader.trend_rows(self.session_id, after_seq=self.after_seq, limit=page)
-            self.add_rows(rows)
+            self.add_rows(clean(rows))  # names from the log, made safe for the terminal
             total += len(rows)
             if progress is not None:
                 progress(total)

@@ -6,9 +6,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from mcpwatch.console.headless.source import Locator
-from mcpwatch.operator import OperatorUnavailable
+from mcpwatch.console.headless.wire_text import clean
+from mcpwatch.operator import OperatorError, OperatorUnavailable
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import WrapperEntry
+from mcpwatch.terminal import safe
 
 T = TypeVar("T")
 
@@ -41,11 +43,19 @@ class LiveControls:
         self._client_factory = client_factory or OperatorClient.for_entry
 
     async def _with(self, action: Callable[[OperatorClient], Awaitable[T]]) -> T:
+        """Run one action; its answer and its error text come from the wrapper (and its upstream), so both are
+        made safe for the terminal here (`wire_text`)."""
         entry = self._locator.last or self._locator.resolve()
         if entry is None:
-            raise OperatorUnavailable(f"no running wrapper matches {self._locator.target.describe()}")
-        async with self._client_factory(entry) as op:
-            return await action(op)
+            raise OperatorUnavailable(safe(f"no running wrapper matches {self._locator.target.describe()}"))
+        try:
+            async with self._client_factory(entry) as op:
+                return clean(await action(op))
+        except OperatorError as exc:
+            text = str(exc)
+            if clean(text) is text:
+                raise
+            raise type(exc)(clean(text, lines=True)) from None
 
     async def health_check(self) -> dict[str, Any]:
         return await self._with(lambda op: op.health_check())

@@ -49,6 +49,7 @@ from mcpwatch.console.headless.views import (
     ViewState,
     WarningView,
 )
+from mcpwatch.console.headless.wire_text import clean, clean_event
 from mcpwatch.events import Event, Kind
 from mcpwatch.reliability.degraded import degraded_note
 
@@ -158,7 +159,9 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         return self._s.last_mono if origin is None else wall_ts - origin
 
     def apply(self, event: Event) -> None:
-        """Fold one event. Unknown kinds are ignored; malformed data is counted, never raised."""
+        """Fold one event. Unknown kinds are ignored; malformed data is counted, never raised. Its texts are made safe
+        for a terminal first (`wire_text`): every feed, live or replayed, comes in here."""
+        event = clean_event(event)
         s = self._s
         if event.session_id and s.session_id is not None and event.session_id != s.session_id:
             self.reset()  # another session (a restarted wrapper): start over rather than mix the two
@@ -217,6 +220,7 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         Only used when the event history does not start at `session_start`; anything the events already
         established stays as the events say.
         """
+        status = clean(status)
         s = self._s
         wrapper: Mapping[str, Any] = got if isinstance(got := status.get("wrapper"), Mapping) else {}
         log: Mapping[str, Any] = got if isinstance(got := status.get("log"), Mapping) else {}

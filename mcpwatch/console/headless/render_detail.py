@@ -15,6 +15,7 @@ from mcpwatch.console.headless.model import (
     TimelineItem,
 )
 from mcpwatch.console.headless.render_base import Palette, _kv, gauge, status_text, wall_clock
+from mcpwatch.terminal import safe_lines
 
 # --- the detail screen ---------------------------------------------------------------------------------------
 
@@ -27,7 +28,7 @@ def pretty_json(text: str | None, limit: int = 4000) -> str:
         out = readable_json(json.loads(text))
     except ValueError:
         out = text
-    return _cap(out, limit)
+    return _cap(safe_lines(out), limit)
 
 
 def readable_json(value: object, indent: str = "") -> str:
@@ -100,7 +101,7 @@ def result_texts(preview: str) -> tuple[list[str], bool] | None:
         match = _TEXT_FIELD.search(preview)
         if match is None or '"content"' not in preview[: match.start()]:
             return None
-        text = _cut_json_string(preview[match.end() :]).rstrip("…") + "\n… (cut: the log keeps 4 KiB)"
+        text = safe_lines(_cut_json_string(preview[match.end() :]).rstrip("…")) + "\n… (cut: the log keeps 4 KiB)"
         return [text], re.search(r'"isError"\s*:\s*true', preview) is not None
     if isinstance(value, dict) and isinstance(value.get("result"), dict):
         value = value["result"]  # the whole answer sent to the host
@@ -109,11 +110,11 @@ def result_texts(preview: str) -> tuple[list[str], bool] | None:
     texts: list[str] = []
     for item in value["content"]:
         if isinstance(item, dict) and item.get("type", "text") == "text" and isinstance(item.get("text"), str):
-            texts.append(_pretty_text(item["text"]))
+            texts.append(safe_lines(_pretty_text(item["text"])))
         elif isinstance(item, dict):
             texts.append(f"({item.get('type', 'unknown')} content)")
     if not texts and value.get("structuredContent") is not None:
-        texts.append(readable_json(value["structuredContent"]))
+        texts.append(safe_lines(readable_json(value["structuredContent"])))
     return texts, value.get("isError") is True
 
 

@@ -24,6 +24,7 @@ from mcpwatch.events import Event, Kind
 from mcpwatch.logview.ending import gone_reason, stand_in_end
 from mcpwatch.registry import WrapperEntry, find_wrapper, pid_alive, running_wrappers
 from mcpwatch.reliability.backoff import Backoff
+from mcpwatch.terminal import safe
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +295,7 @@ class LiveFeed:
 
     def _set(self, state: FeedState, text: str, retry_in_s: float | None = None) -> None:
         target = self.locator.last.name if self.locator.last else self.locator.target.describe()
-        self._status = FeedStatus(state, text, target, retry_in_s)
+        self._status = FeedStatus(state, safe(text), safe(target), retry_in_s)  # an error text or a name: from outside
 
     def _client(self, entry: WrapperEntry) -> Any:
         if self._client_factory is not None:

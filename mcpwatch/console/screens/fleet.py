@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer
 from mcpwatch.console.fleet import FleetRow, probe_fleet
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.wire_text import shown_entry
 from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.registry import WrapperEntry
 
@@ -97,7 +98,7 @@ class FleetScreen(Screen[None]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        self._entries_source = entries
+        self._entries_source = lambda: [shown_entry(e) for e in entries()]  # the registry is anyone's to write
         self._on_choose = on_choose
         self.watching = watching
         self.can_go_back = can_go_back
