@@ -86,6 +86,8 @@ async def test_a_hostile_session_is_shown_never_obeyed() -> None:
     app = ConsoleApp(session=WatchSession(StaticFeed(hostile_session(), 4.0), RecordingControls()))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        await until(pilot, lambda: "step" in terminal_text(app) and "model" in terminal_text(app), what="all drawn")
+        assert_nothing_raw(app)
         for visible in (r"host\x1b]0;pwned\x07", r"tool\x1b[2J", r"step\u009b2J\x07", r"wrap\x1b[2J", r"model\x1b]0;"):
             await until(pilot, lambda v=visible: v in terminal_text(app), what=f"{visible} shown")
         assert_nothing_raw(app)
@@ -137,6 +139,8 @@ async def test_a_hostile_recording_replays_shown_never_obeyed(tmp_path: Path) ->
     replay_clock = ReplayClock(recording.end_mono, wall=lambda: 1000.0, playing=False)
     app = ReplayApp(ReplayFeed(engine, replay_clock, indexer="none", start_at=recording.end_mono), title=WRAPPER)
     async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: "step" in terminal_text(app) and "model" in terminal_text(app), what="all drawn")
+        assert_nothing_raw(app)
         for visible in (r"wrap\x1b[2J", r"tool\x1b[2J", r"step\u009b2J\x07", r"model\x1b]0;"):
             await until(pilot, lambda v=visible: v in terminal_text(app), what=f"{visible} shown")
         assert_nothing_raw(app)
