@@ -30,7 +30,7 @@ from mcpwatch.events import (
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import modern_version
 from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.partial import deadline_result, failed_reply
+from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
 from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.progress import note_progress
 from mcpwatch.wrapper.recorder import Recorder
@@ -410,18 +410,7 @@ class TaskBridge:
                 f"it goes on upstream as task {run.task_id}: the same call within {self.settings.reuse_s:g} s "
                 "takes its result (or waits for it)"
             )
-            result = deadline_result(
-                tool=pending.tool or "?",
-                budget=pending.budget,
-                elapsed_s=elapsed,
-                reason=reason,
-                last_progress=pending.last_progress,
-                progress_log=list(pending.progress_log),
-                models=pending.models,
-                upstream_note=note,
-                modern=self._modern(),
-            )
-            reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
+            reply = abandoned_reply(pending, reason, elapsed, note, self._modern())
             detail["result_preview"] = frames.text_of(reply, PREVIEW_CHARS)
         outcome = Outcome.DEADLINE if reason == "deadline" else Outcome.CANCELLED
         self._table.finish(pending, outcome, reply, detail, elapsed=elapsed)
