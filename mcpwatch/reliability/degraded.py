@@ -30,8 +30,8 @@ def _verdict(found: set[str]) -> str | None:
 
 def degraded_note(preview: str | None) -> str | None:
     """Why an ok result is not the whole answer, when its text says so (also inside a content text)."""
-    if not preview:
-        return None
+    if not preview or ("status" not in preview and "synthesi" not in preview):
+        return None  # the common case, without the scan: every mark names status, synthesis_type or synthesized_by
     return _verdict({m.group(1) or m.group(2) for m in _IN_TEXT.finditer(preview)})
 
 

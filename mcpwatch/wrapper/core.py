@@ -22,7 +22,7 @@ from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
-from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, modern_version
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META, modern_version
 from mcpwatch.wrapper import frames, oversize
 from mcpwatch.wrapper.endings import Endings
 from mcpwatch.wrapper.heartbeat import Heartbeats
@@ -230,7 +230,8 @@ class WrapperCore:
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
             self.bridge.host_initialized(link, params.get("capabilities"))
             self.offer.host_initialized(link, params.get("clientInfo"))
-        if (version := modern_version(message)) is not None:
+        version = got if meta is not None and isinstance(got := meta.get(MODERN_VERSION_META), str) else None
+        if version is not None:  # as `modern_version(message)`, from the `_meta` already read
             self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
         host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
@@ -241,16 +242,25 @@ class WrapperCore:
             and late.answer_from_store(link, host, message["id"], tool, params.get("arguments"))
         ):
             return
-        if tool is not None and self.bridge.answer_at_once(link, message["id"], tool, params.get("arguments")):
+        bridge, offer = self.bridge, self.offer
+        arguments = params.get("arguments")
+        if tool is not None and bridge.runs and bridge.answer_at_once(link, message["id"], tool, arguments):
             return  # an identical call whose bridged task finished after its host stopped waiting
-        if method in POLL_METHODS and self.offer.handles(link, message):
+        if method in POLL_METHODS and offer.handles(link, message):
             return  # a poll of a task mcpwatch itself runs for this host
-        offered = method == "tools/call" and self.offer.wants(link, tool, params)
-        if offered and (refusal := self.offer.refusal(params)) is not None:
+        # only a call naming a task (or, in the 2026 era, with a `_meta` to declare the extension in) can be offered one
+        offered = method == "tools/call" and ("task" in params or meta is not None)
+        offered = offered and offer.wants(link, tool, params)
+        if offered and (refusal := offer.refusal(params)) is not None:
             link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
             return
-        if tool is not None and not offered and self.bridge.must_list_first(link, tool, params):
-            self.bridge.list_then(tool, params, lambda: self._host_request(link, message))  # is it a task-only tool?
+        if (
+            tool is not None
+            and not offered
+            and tool not in bridge.support  # a tool listed already needs no listing
+            and bridge.must_list_first(link, tool, params)
+        ):
+            bridge.list_then(tool, params, lambda: self._host_request(link, message))  # is it a task-only tool?
             return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
@@ -278,12 +288,12 @@ class WrapperCore:
                 pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self._propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
-        if tool is not None and self.bridge.attach(pending, params.get("arguments")):
+        if tool is not None and bridge.runs and bridge.attach(pending, arguments):
             _request_start(self.recorder, pending, params, None)  # it waits for the task an identical call made
             return
-        if method == "tools/call" and self.bridge.wants(link, tool, params):
+        if tool is not None and tool in bridge.support and bridge.wants(link, tool, params):
             pending.bridged = True
-            self.bridge.augment(forwarded_params)
+            bridge.augment(forwarded_params)
         forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
         trace_ids = stamp_trace(forwarded_params) if self.trace_requests else None
         if "params" in message or trace_ids is not None:

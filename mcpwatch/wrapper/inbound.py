@@ -129,12 +129,13 @@ class UpstreamInbound:
             self.table.finish(pending, Outcome.OK, {**message, "id": pending.host_id}, {})
             self.tasks.answered(pending, message)
             return
-        watch = self.tasks if pending.method == "tools/call" and "result" in message else None
-        if watch is not None and watch.created(pending, message["result"], bridged=pending.bridged) is not None:
+        result = message.get("result")
+        watch = self.tasks if pending.method == "tools/call" and _may_be_task(result) else None
+        if watch is not None and watch.created(pending, result, bridged=pending.bridged) is not None:
             if not pending.bridged:  # a task: the host has it, and the call lives on as it (a bridged one waits)
                 self.table.hand_over(pending, {**reply, "result": message["result"]})
             return
-        retry = self.bridge is not None and self.bridge.retry_as_task(pending, message)
+        retry = self.bridge is not None and "error" in message and self.bridge.retry_as_task(pending, message)
         if retry and self.session.transmit(pending, pending.message) in ("sent", "queued"):
             return  # the same call again, as a task the host waits for
         if "error" in message:
@@ -142,7 +143,6 @@ class UpstreamInbound:
             outcome = Outcome.ERROR
             detail: RequestEndDetail = {"error": frames.text_of(message["error"], 1000)}
         else:
-            result = message["result"]
             outcome = Outcome.OK
             if pending.method == "tools/call" and isinstance(result, dict):
                 if result.get("isError") is True:
@@ -243,3 +243,9 @@ class UpstreamInbound:
             return
         host_meta = {**meta, SUBSCRIPTION_ID_META: pending.host_id}
         pending.link.send({**message, "params": {**params, "_meta": host_meta}})
+
+
+def _may_be_task(result: Any) -> bool:
+    """Whether a tools/call result can be a task's creation at all (`created_task` reads no other shape): an
+    ordinary answer skips the task watch."""
+    return isinstance(result, dict) and ("resultType" in result or "task" in result)
