@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from textual import events
 from textual.app import App
 from textual.pilot import Pilot
 
@@ -37,3 +38,13 @@ def screen_text(app: App[Any]) -> str:
         if title:
             parts.append(str(title))
     return "\n".join(parts)
+
+
+def type_at_once(app: App[Any], keys: list[str]) -> None:
+    """Queue every key on the driver in one go, as a busy terminal delivers them: none waits for the previous."""
+    chars = {"full_stop": ".", "colon": ":", "enter": None, "backspace": None}
+    for key in keys:
+        event = events.Key(key, chars.get(key, key))
+        event.set_sender(app)
+        assert app._driver is not None
+        app._driver.send_message(event)

@@ -29,7 +29,7 @@ from mcpwatch.console.screens.choose import ChooseWrapperScreen
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.screens.modals import SecondsPrompt
+from mcpwatch.console.screens.modals import TypedAheadPrompt
 from mcpwatch.console.themes import DEFAULT_THEME, load_themes, semantic_defaults
 from mcpwatch.registry import WrapperEntry, find_wrapper
 from mcpwatch.terminal import safe_lines
@@ -193,8 +193,8 @@ class ConsoleApp(InsightActions, App[None]):
         self._replace(self.main_screen(session))
 
     async def on_event(self, event: events.Event) -> None:
-        """A seconds prompt takes every key typed while it is open, in order (see `SecondsPrompt.take_key`)."""
-        if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, SecondsPrompt):
+        """An open prompt takes every key typed, in order (see `TypedAheadPrompt.take_key`)."""
+        if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, TypedAheadPrompt):
             self.screen.take_key(event)
             return
         await super().on_event(event)

@@ -18,7 +18,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.theme import Theme
 from textual.widgets import Button, Input, Label, Static
 
@@ -29,6 +29,7 @@ from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import BACK_BINDING, VIEW_BINDINGS, MainScreen
+from mcpwatch.console.screens.modals import TypedAheadPrompt
 from mcpwatch.console.themes import DEFAULT_THEME
 from mcpwatch.console.widgets import Line
 from mcpwatch.replay import timeline
@@ -126,13 +127,13 @@ class ReplayDetailScreen(RequestDetailScreen, inherit_bindings=False):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="detail.back")]
 
 
-class GotoPrompt(ModalScreen[float | None]):
+class GotoPrompt(TypedAheadPrompt[float | None]):
     """Asks for a session time; a value that does not work is explained in the dialog, which stays open."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="goto.cancel")]
 
     def __init__(self, *, end: float, now: float, origin_ts: float | None) -> None:
-        super().__init__(classes="dialog-screen")
+        super().__init__()
         self._end, self._now, self._origin = end, now, origin_ts
 
     def compose(self) -> ComposeResult:
@@ -143,14 +144,11 @@ class GotoPrompt(ModalScreen[float | None]):
         with Vertical(classes="dialog"):
             yield Label("Go to a time", classes="dialog-title")
             yield Static(text, classes="dialog-text", markup=False)
-            yield Input(placeholder="e.g. 1:30, 50%, end, +10s, @14:03", id="value")
+            yield Input(placeholder="e.g. 1:30, 50%, end, +10s, @14:03", id="value", select_on_focus=False)
             yield Static("", id="problem", classes="dialog-problem", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Go", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
 
     def _problem(self, text: str) -> None:
         self.query_one("#problem", Static).update(text)

@@ -12,23 +12,13 @@ from typing import Any
 
 import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app
-from textual import events
 
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.screens.modals import SecondsPrompt
+from mcpwatch.console.screens.modals import TypedAheadPrompt
 
-from pilot_tools import until
+from pilot_tools import type_at_once, until
 
 pytestmark = pytest.mark.anyio
-
-
-def _type_at_once(app: Any, keys: list[str]) -> None:
-    """Queue every key on the driver in one go: none waits for the previous one to be handled."""
-    chars = {"full_stop": ".", "enter": None, "backspace": None}
-    for key in keys:
-        event = events.Key(key, chars.get(key, key))
-        event.set_sender(app)
-        app._driver.send_message(event)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +40,7 @@ async def test_keys_typed_faster_than_the_prompt_mounts_all_reach_it(
         await ready(pilot)
         behind = app.screen
         assert isinstance(behind, MainScreen)
-        _type_at_once(app, [opening, *typed, "enter"])
+        type_at_once(app, [opening, *typed, "enter"])
         await until(pilot, lambda: controls.calls, what="the value to be sent")
         assert controls.calls == [expected]
         await until(pilot, lambda: app.screen is behind, what="the prompt to close")
@@ -59,23 +49,23 @@ async def test_keys_typed_faster_than_the_prompt_mounts_all_reach_it(
 
 async def test_keys_reach_the_prompt_while_it_mounts_slowly(monkeypatch: pytest.MonkeyPatch) -> None:
     """A loaded app: the prompt takes a while to be ready; what is typed meanwhile is kept, in order."""
-    original = SecondsPrompt.on_mount
+    original = TypedAheadPrompt.on_mount
 
-    async def slow_mount(self: SecondsPrompt) -> None:
+    async def slow_mount(self: TypedAheadPrompt[Any]) -> None:
         await asyncio.sleep(0.4)  # other work runs meanwhile: the keys pile up
         original(self)
 
-    monkeypatch.setattr(SecondsPrompt, "on_mount", slow_mount)
+    monkeypatch.setattr(TypedAheadPrompt, "on_mount", slow_mount)
     controls = RecordingControls()
     app = sample_app(controls=controls)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         behind = app.screen
-        _type_at_once(app, ["m", "1"])
+        type_at_once(app, ["m", "1"])
         await asyncio.sleep(0.1)
-        _type_at_once(app, ["2", "p"])
+        type_at_once(app, ["2", "p"])
         await asyncio.sleep(0.1)
-        _type_at_once(app, ["backspace", "full_stop", "5", "enter"])
+        type_at_once(app, ["backspace", "full_stop", "5", "enter"])
         await until(pilot, lambda: controls.calls, what="the value to be sent")
         assert controls.calls == [("set_margin", 12.5)]
         assert isinstance(behind, MainScreen) and behind.session.paused is False

@@ -1,10 +1,10 @@
-"""Modal dialogs: a validated seconds prompt that shows the wrapper's refusal, and a yes/no confirmation."""
+"""Modal dialogs: prompts that keep keys typed ahead, a validated seconds prompt, a yes/no confirmation."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -20,56 +20,18 @@ from mcpwatch.operator import OperatorError
 _NOTHING = object()
 
 
-class SecondsPrompt(ModalScreen[str | None]):
-    """Asks for seconds, checks them, sends them with `submit`, and stays open (explaining) until one works.
+_Result = TypeVar("_Result")
 
-    `submit` returns the success message the caller shows; an `OperatorError` it raises (the wrapper refused,
-    or is unreachable) is shown in the dialog and nothing changes. Dismisses with the message, or None on escape.
+
+class TypedAheadPrompt(ModalScreen[_Result]):
+    """A dialog with one text field that takes every key typed after the key that opened it, in order.
+
+    The app hands each key to the open prompt (`take_key`) before routing it; subclasses compose one `Input`.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="prompt.cancel")]
-
-    def __init__(
-        self,
-        title: str,
-        explanation: str,
-        submit: Callable[[float | None], Awaitable[str]],
-        *,
-        initial: str = "",
-        allow_empty: bool = False,
-        allow_zero: bool = True,
-        budget: bool = False,
-        what: str = "the value",
-        placeholder: str = "seconds",
-        caution: Callable[[float | None], str | None] | None = None,
-        effect: Callable[[float | None], str] | None = None,
-    ) -> None:
+    def __init__(self) -> None:
         super().__init__(classes="dialog-screen")
-        self._title = title
-        self._explanation = explanation
-        self._submit = submit
-        self._initial = initial
-        self._allow_empty = allow_empty
-        self._allow_zero = allow_zero
-        self._budget = budget
-        self._what = what
-        self._placeholder = placeholder
-        self._caution = caution
-        self._effect = effect  # what the value would have done to the recent calls (same figures as `whatif`)
-        self._cautioned: object = _NOTHING  # the value last warned about: enter again sends it
         self._keys: asyncio.Queue[events.Key] = asyncio.Queue()  # typed, not yet acted on (see `take_key`)
-
-    def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label(self._title, classes="dialog-title", markup=False)
-            yield Static(self._explanation, classes="dialog-text", markup=False)
-            yield Input(self._initial, placeholder=self._placeholder, id="value", select_on_focus=False)
-            if self._effect is not None:
-                yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text", markup=False)
-            yield Static("", id="problem", classes="dialog-problem", markup=False)
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Set", variant="primary", id="ok")
-                yield Button("Cancel", id="cancel")
 
     def take_key(self, event: events.Key) -> None:
         """Queue a key typed while the prompt is open (the app hands over every key, before it routes any).
@@ -101,6 +63,57 @@ class SecondsPrompt(ModalScreen[str | None]):
             active = self.active_bindings.get(event.key)
             if active is not None and active.enabled:
                 await self.app.run_action(active.binding.action, active.node)
+
+
+class SecondsPrompt(TypedAheadPrompt[str | None]):
+    """Asks for seconds, checks them, sends them with `submit`, and stays open (explaining) until one works.
+
+    `submit` returns the success message the caller shows; an `OperatorError` it raises (the wrapper refused,
+    or is unreachable) is shown in the dialog and nothing changes. Dismisses with the message, or None on escape.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="prompt.cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        explanation: str,
+        submit: Callable[[float | None], Awaitable[str]],
+        *,
+        initial: str = "",
+        allow_empty: bool = False,
+        allow_zero: bool = True,
+        budget: bool = False,
+        what: str = "the value",
+        placeholder: str = "seconds",
+        caution: Callable[[float | None], str | None] | None = None,
+        effect: Callable[[float | None], str] | None = None,
+    ) -> None:
+        super().__init__()
+        self._title = title
+        self._explanation = explanation
+        self._submit = submit
+        self._initial = initial
+        self._allow_empty = allow_empty
+        self._allow_zero = allow_zero
+        self._budget = budget
+        self._what = what
+        self._placeholder = placeholder
+        self._caution = caution
+        self._effect = effect  # what the value would have done to the recent calls (same figures as `whatif`)
+        self._cautioned: object = _NOTHING  # the value last warned about: enter again sends it
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self._title, classes="dialog-title", markup=False)
+            yield Static(self._explanation, classes="dialog-text", markup=False)
+            yield Input(self._initial, placeholder=self._placeholder, id="value", select_on_focus=False)
+            if self._effect is not None:
+                yield Static(self._effect_text(self._initial), id="effect", classes="dialog-text", markup=False)
+            yield Static("", id="problem", classes="dialog-problem", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Set", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
 
     def _problem(self, text: str) -> None:
         self.query_one("#problem", Static).update(text)
