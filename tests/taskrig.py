@@ -1,6 +1,6 @@
 """A wrapper core on a manual clock between a recording host and a recording upstream, for the MCP Tasks tests:
 the host's frames go in with `request`, the upstream's with `answer` and `notify`; what each side was sent, and
-the events, are read back."""
+the events, are read back. Its recording host and upstream also serve the core's deadline tests."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from taskrig import Host, Upstream
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.config import DeadlineSettings, Settings
@@ -19,29 +20,6 @@ from mcpwatch.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META, PARTIAL_META
 from mcpwatch.wrapper.core import WrapperCore
 from mcpwatch.wrapper.recorder import Recorder
-
-
-class Host:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def send(self, message: dict[str, Any]) -> None:
-        self.sent.append(message)
-
-
-class Upstream:
-    kind = "fake"
-    target = "fake upstream"
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def send(self, message: dict[str, Any]) -> str:
-        self.sent.append(message)
-        return "sent"
-
-    def describe(self) -> dict[str, Any]:
-        return {"unsent_bytes": 0}
 
 
 class Rig:
