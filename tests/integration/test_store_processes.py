@@ -34,6 +34,11 @@ CONCURRENT_WRITER = textwrap.dedent(
         writer.emit(Event("progress", sid, time.time(), seq * 1e-3, seq, str(seq // 10), "tool", None, data))
         if seq % 500 == 0:
             time.sleep(0.003)  # spread the writes over time, so the processes really interleave
+        if seq == count // 2:  # a barrier: every first half is on disk before any second half, however loaded
+            writer.flush()
+            open(f"{go}.{name}", "w").close()
+            while sum(os.path.exists(f"{go}.w{i}") for i in range(4)) < 4:
+                time.sleep(0.002)
     writer.close()
     print(json.dumps({"sid": sid, "written": writer.events_written, "dropped": writer.dropped,
                       "error": writer.last_error}))
