@@ -47,5 +47,13 @@ class SafeStream:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding… are the stream's own
+    def __getattr__(self, name: str) -> Any:
+        """The stream's own flush, isatty, encoding…; never `buffer` or anything else that writes around the guard."""
+        if name not in _PASSED_THROUGH:
+            raise AttributeError(f"SafeStream has no {name!r}: write text through it so escapes are made visible")
         return getattr(self._stream, name)
+
+
+_PASSED_THROUGH = frozenset(
+    {"flush", "isatty", "fileno", "encoding", "errors", "newlines", "closed", "writable", "name", "mode"}
+)

@@ -179,3 +179,17 @@ def test_the_sanitiser_and_the_formula_rule() -> None:
         "ok",
     ]
     assert csv_row({"seq": -1, "tool": "=cmd", "data": {}})[1:2] == [-1]
+
+
+def test_a_safe_stream_offers_no_way_around_its_guard() -> None:
+    from mcpwatch.terminal import SafeStream
+
+    raw = io.StringIO()
+    stream = SafeStream(raw)
+    stream.write("name\x1b]0;owned\x07\n")
+    stream.flush()
+    assert raw.getvalue() == "name\\x1b]0;owned\\x07\n"
+    for around in ("buffer", "detach", "reconfigure", "_stream_write"):
+        with pytest.raises(AttributeError, match="write text through it"):
+            getattr(stream, around)
+    assert stream.isatty() is False
