@@ -22,6 +22,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpwatch.bench.baseline import BASELINE_ENV
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
@@ -29,7 +30,6 @@ HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughpu
 SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]
 HTTPX2_WRAP = [sys.executable, "-m", "mcpwatch.bench.httpx2_upstream"]
-BASELINE_ENV = "MCPWATCH_BENCH_BASELINE"
 
 
 def _wrap(*args: str) -> list[str]:

@@ -6,11 +6,13 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 
 HELP = "run a benchmark and print its figures as JSON (mcpwatch bench --list)"
 
 # name -> module in mcpwatch.bench; a benchmark is offered only when its module exists.
+# MCPWATCH_BENCH_BASELINE=DIR runs each against DIR's own in the same run (mcpwatch.bench.baseline).
 BENCHMARKS = ("log", "core", "wrap", "otel", "metrics", "memory", "sessions", "console", "replay", "trends")
 
 
@@ -31,9 +33,14 @@ def run(args: argparse.Namespace) -> int:
             module = importlib.import_module(f"mcpwatch.bench.{name}")
             print(f"{name:10} {module.HELP}")
         return 0
+    from mcpwatch.bench.baseline import BASELINE_ENV, compare
+
+    baseline = os.environ.get(BASELINE_ENV)
     for name in names if args.name == "all" else [args.name]:
-        module = importlib.import_module(f"mcpwatch.bench.{name}")
-        figures = module.run(quick=args.quick)
+        if baseline and name != "wrap":  # wrap measures the baseline's wrapper beside its own paths, call by call
+            figures = compare(name, args.quick, baseline)
+        else:
+            figures = importlib.import_module(f"mcpwatch.bench.{name}").run(quick=args.quick)
         print(json.dumps({"benchmark": name, **figures}, indent=2), flush=True)
     sys.stdout.flush()
     return 0
