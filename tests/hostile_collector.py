@@ -3,7 +3,8 @@
 Modes: `huge` answers 200 with a body of `huge_bytes` (it counts how much it managed to send before the exporter
 closed the connection), `silent` reads the request and never answers, `429` always asks to retry later, `slow`
 answers 200 after `slow_s`, `refuse_metrics` takes traces and answers 405 to metrics (a trace-only engine such as
-Arize Phoenix or MLflow), `refuse_all` answers 405 to everything.
+Arize Phoenix or MLflow), `refuse_all` answers 405 to everything, `trickle` sends its status line and then headers
+one byte every 0.2 s, never ending them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class HostileCollector:
         self.requests: list[str] = []  # the paths posted to, in order
         self.sent_per_answer: list[int] = []  # huge: body bytes sent before the exporter hung up
         self._release = threading.Event()
+        self.hung_up = threading.Event()  # trickle: the exporter closed the connection
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,7 +36,9 @@ class HostileCollector:
                 if mode == "silent" or (mode == "slow" and collector._release.wait(slow_s)):
                     collector._release.wait()
                     return
-                if mode == "huge":
+                if mode == "trickle":
+                    self._trickle()
+                elif mode == "huge":
                     self._huge(huge_bytes)
                 elif mode == "429":
                     self._plain(429, b"", {"Retry-After": "1"})
@@ -67,6 +71,16 @@ class HostileCollector:
                 finally:
                     collector.sent_per_answer.append(sent)
                     self.close_connection = True
+
+            def _trickle(self) -> None:
+                try:
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    while not collector._release.wait(0.2):
+                        self.wfile.write(b"X")
+                        self.wfile.flush()
+                except OSError:  # the exporter hung up: what this collector is for
+                    collector.hung_up.set()
+                self.close_connection = True
 
             def log_message(self, *args: Any) -> None:
                 pass

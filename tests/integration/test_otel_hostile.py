@@ -172,3 +172,21 @@ def test_export_otlp_stops_at_the_first_refused_batch(tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert "took 0 of 1200 spans (HTTP 405" in result.stderr and len(result.stderr.splitlines()) == 1, result.stderr
     assert collector.requests == ["/v1/traces"]
+
+
+def test_a_collector_trickling_its_headers_is_cut_at_the_export_timeout(tmp_path: Path, upstream: list[str]) -> None:
+    """A socket timeout only bounds the silence between two bytes: a collector sending its head a byte at a time
+    held `export --format otlp` (and the wrapper's export thread) for as long as it liked."""
+    env = wrapper_env(tmp_path, "http://127.0.0.1:9", OTEL_SDK_DISABLED="true")  # a session to export
+    host = Host(mcpwatch_cmd("wrap", "--", *upstream), env)
+    host.ask(INIT)
+    assert host.ask(call(1, "meta"))["result"]["isError"] is False
+    host.finish()
+    with HostileCollector("trickle") as collector:
+        command = mcpwatch_cmd("export", "--format", "otlp", "--endpoint", collector.endpoint)
+        result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert collector.hung_up.wait(30), "the export never hung up on the trickling collector"
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"mcpwatch: the collector at {collector.endpoint}/v1/traces took 0 of 2 spans (no complete answer within 5 s)"
+    ]
