@@ -249,6 +249,9 @@ async def test_the_empty_screen_keeps_polling_under_the_palette(tmp_path: Path) 
         try:
             server.register(tmp_path)
             await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the main screen, palette open")
+            # leave only once it is drawn: an app closed while the screen mounts has no children to find
+            await until(pilot, lambda: bool(app.screen.query("#requests")), what="the main screen drawn")
+            await pilot.pause()
         finally:
             server.stop()
 

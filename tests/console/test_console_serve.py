@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +108,9 @@ async def _devtools(port: int) -> str:
     raise AssertionError("Chromium's DevTools endpoint did not come up")
 
 
-async def _screenshot_when_started(ws_url: str, timeout: float = 40.0) -> bytes:
-    """Wait until the page's terminal has received the console's first bytes and settled; the PNG."""
+async def _screenshot_when_started(ws_url: str, drawn: Callable[[bytes], bool], timeout: float = 60.0) -> bytes:
+    """Wait until the page's terminal has received the console's first bytes, then until a screenshot shows what
+    `drawn` looks for (a loaded machine takes its time to connect and draw); the last PNG."""
     import aiohttp
 
     async with aiohttp.ClientSession() as session, session.ws_connect(ws_url, max_msg_size=0) as ws:
@@ -133,9 +135,12 @@ async def _screenshot_when_started(ws_url: str, timeout: float = 40.0) -> bytes:
                 break
             await asyncio.sleep(0.25)
         assert started, f"the console never started in the page (body classes: {classes!r})"
-        await asyncio.sleep(4.0)  # the console connects to the wrapper and draws
-        shot = await call("Page.captureScreenshot", format="png")
-        return base64.b64decode(shot["data"])
+        deadline = time.monotonic() + timeout
+        while True:
+            png = base64.b64decode((await call("Page.captureScreenshot", format="png"))["data"])
+            if drawn(png) or time.monotonic() > deadline:
+                return png
+            await asyncio.sleep(0.5)
 
 
 @pytest.mark.anyio
@@ -184,7 +189,7 @@ async def test_the_console_in_headless_chromium(tmp_path: Path) -> None:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            png = await _screenshot_when_started(await _devtools(debug_port))
+            png = await _screenshot_when_started(await _devtools(debug_port), lambda png: _green_pixels(png) > 200)
             (tmp_path / "console.png").write_bytes(png)
             print(f"screenshot: {tmp_path / 'console.png'}")
             assert _green_pixels(png) > 200, "no live-green in the page: not the main screen of a live wrapper"
