@@ -51,6 +51,7 @@ class TasksSettings:
     ttl_s: float = 3600.0  # the TTL mcpwatch asks for when it makes a task (the server may give less)
     reuse_s: float = 600.0  # a cut bridged call's task: an identical call this long after attaches or takes its result
     offer: tuple[str, ...] = ()  # tools (State Sync globs) offered as tasks to hosts that declared tasks
+    offer_slow: bool = False  # also offer the tools the log shows outrunning the budget (`wrapper.tasks.slow_tools`)
     max_s: float = 3600.0  # an offered task's call runs this long at most (instead of the tools/call budget)
     max_ttl_ms: int = 86_400_000  # the longest TTL a host may ask of an offered task
     poll_ms: int = 1000  # the pollInterval offered tasks suggest; a poll sooner than half of it is refused
@@ -315,6 +316,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "ttl_s": lambda v: _seconds(v, allow_zero=False),
         "reuse_s": _seconds,
         "offer": lambda v: _globs(v),
+        "offer_slow": _bool,
         "max_s": lambda v: _seconds(v, allow_zero=False),
         "max_ttl_ms": lambda v: _whole(v, 1000, 365 * 86_400_000),
         "poll_ms": lambda v: _whole(v, 100, 3_600_000),

@@ -4,7 +4,8 @@ An MCP server over Streamable HTTP on 127.0.0.1; every request needs `Authorizat
 Tools return JSON as structured content:
 
 - `status()` → `Status` (below): the wrapper, its upstream and host, the deadline block, tombstones, calls in
-  flight, counters, State Sync and the log
+  flight, counters, State Sync and the log (and, with `[tasks] offer_slow`, the tools offered for outrunning the
+  budget, each with its basis)
 - `events(after=0, limit=1000, wait_ms=0)` → {"events": [Event.to_dict()...], "next": seq} (long poll; `after` and
   `next` are session sequence numbers, `Event.seq`; after 0..2^53, limit 1..10000, wait_ms 0..30000, else a tool
   error saying the range)
@@ -184,11 +185,27 @@ class CoreStatus(TypedDict):
     mono: float  # the wrapper's session clock when the answer was built
 
 
+class OfferedSlowTool(TypedDict):
+    tool: str
+    basis: str  # why, in words and figures: "seen cut at the deadline 3× in the log (…)"
+
+
+class OfferedSlowStatus(TypedDict):
+    """`[tasks] offer_slow`: the tools offered as tasks because the log shows them outrunning the budget."""
+
+    tools: list[OfferedSlowTool]
+    log_sessions_read: int  # the upstream's newest sessions the start read covered
+    log_events_read: int  # their newest events (bounded)
+    log_problem: str | None  # why the log could not be read at start
+    untracked: int  # ends of tools beyond the tracked maximum, not counted
+
+
 class Status(CoreStatus):
     """What `status()` answers; the console seeds its model from it when it attaches mid-session."""
 
     log: LogStatus
     otel: dict[str, Any] | None  # OpenTelemetry export's queue and counts; None when it is off
+    offered_slow: NotRequired[OfferedSlowStatus]  # with [tasks] offer_slow on
 
 
 def status_problems(status: Any) -> list[str]:

@@ -26,6 +26,7 @@ from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.store.kept_tasks import find_kept_task
+from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.actions import OperatorActions
 from mcpwatch.wrapper.core import WrapperCore
@@ -33,6 +34,7 @@ from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.tasks.offer import OfferedTask
+from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
@@ -233,7 +235,13 @@ async def run_wrapper(options: WrapOptions) -> int:
         from mcpwatch.prometheus.fold import MetricFold
 
         fold = MetricFold()
-    sinks = [sink for sink in (writer, otel, fold) if sink is not None]
+    slow = None
+    if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
+        slow = SlowTools(
+            lambda tool: deadline.budget(tool).seconds,
+            on_offered=lambda tool, basis: loop.call_soon(on_warning, offered_text(tool, basis)),
+        )
+    sinks = [sink for sink in (writer, otel, fold, slow) if sink is not None]
     recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
 
     def on_warning(message: str) -> None:
@@ -244,6 +252,8 @@ async def run_wrapper(options: WrapOptions) -> int:
             recorder.emit(Kind.WARNING, message=message)
 
     deadline = DeadlinePolicy(settings.deadline, on_warning=on_warning)
+    if slow is not None and writer is not None:  # what the log shows of this upstream's calls (bounded)
+        slow.load(recent_call_ends(log_path, options.upstream_target))
     state_sync = None
     overlaps: list[str] = []
     if settings.state_sync.enabled:
@@ -270,6 +280,8 @@ async def run_wrapper(options: WrapOptions) -> int:
         made.offer.tasks = offered_tasks  # a host's new HTTP session sees the tasks its other sessions run
         if writer is not None:  # a finished offered task outlives this process (and this session) in the log
             made.offer.kept_lookup = partial(find_kept_task, log_path)
+        if slow is not None:
+            made.offer.also_offered = slow.offers
         return made
 
     pool = None
@@ -326,6 +338,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         log_info=log_info,
         health_tool=settings.upstream.health_tool,
         otel_info=lambda: None if otel is None else otel.status(),
+        offered_slow=None if slow is None else slow.describe,
     )
     operator_limits = within_descriptors(timed_limits(settings.operator), share=1 / 8)
     operator = OperatorServer(

@@ -157,13 +157,17 @@ def build_operator_app(
     log_info: Callable[[], contract.LogStatus],
     health_tool: str | None,
     otel_info: Callable[[], dict[str, Any] | None] = lambda: None,
+    offered_slow: Callable[[], contract.OfferedSlowStatus] | None = None,
 ) -> ASGIApp:
     """The operator tools behind the guard. A small hand-written MCP server (stateless Streamable HTTP, JSON
     answers): the SDK's server would import its pydantic protocol models, ~35 MB of resident memory in a process
     whose whole budget is 60 MB, for nine tools."""
 
     async def status(arguments: dict[str, Any]) -> contract.Status:
-        return contract.Status(**actions.status(), log=log_info(), otel=otel_info())
+        status = contract.Status(**actions.status(), log=log_info(), otel=otel_info())
+        if offered_slow is not None:  # [tasks] offer_slow: the tools offered for how their calls ended, and why
+            status["offered_slow"] = offered_slow()
+        return status
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0, 0, MAX_WHOLE)

@@ -129,10 +129,12 @@ class TaskOffer:
         # read back from the log, when there is one (set by the app)
         self.kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
         self._lookups: set[asyncio.Future[None]] = set()  # log lookups under way (held: the loop keeps weak refs)
+        # tools offered beside the `offer` globs: those the log shows outrunning the budget (set by the app)
+        self.also_offered: Callable[[str], bool] | None = None
 
     @property
     def enabled(self) -> bool:
-        return bool(self.settings.offer)
+        return bool(self.settings.offer) or self.also_offered is not None
 
     def host_initialized(self, link: HostLink, client_info: Any) -> None:
         name = client_info.get("name") if isinstance(client_info, dict) else None
@@ -151,6 +153,8 @@ class TaskOffer:
         return name if isinstance(name, str) else ""
 
     def _offered(self, tool: str | None) -> bool:
+        if tool is not None and self.also_offered is not None and self.also_offered(tool):
+            return True
         return tool is not None and any(match_glob(pattern, tool) for pattern in self.settings.offer)
 
     # ------------------------------------------------------------------ what the host is told

@@ -1,0 +1,81 @@
+"""How one upstream's tool calls ended lately, read back from the log: which ran past the host's budget.
+
+`[tasks] offer_slow` offers such tools as tasks when a wrapper starts. The read is bounded so that start stays fast
+on any log: the newest `max_sessions` sessions of the upstream, and of those only the newest `max_events` events in
+all, walked down the (session, seq) index; a session of millions of events costs what its last ones cost.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcpwatch.store.db import LogError, connect_reader
+
+MAX_SESSIONS = 50
+MAX_EVENTS = 200_000
+
+_SESSIONS = "SELECT id FROM sessions WHERE upstream = ? ORDER BY started_at DESC, id DESC LIMIT ?"
+# the newest `?` events of a session; of them only the ends of tool calls and their late results
+_ENDS = (
+    "SELECT kind, tool,"
+    " CASE WHEN json_valid(data) THEN json_extract(data, '$.outcome') END,"
+    " CASE WHEN json_valid(data) THEN json_extract(data, '$.duration_s') END,"
+    " CASE WHEN json_valid(data) THEN json_extract(data, '$.method') END"
+    " FROM (SELECT kind, tool, data FROM events INDEXED BY events_by_session_seq"
+    " WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
+    " WHERE kind IN ('request_end', 'late_result') AND tool IS NOT NULL"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd:
+    """A tool call's end as logged: `late` is a result that came after the call was cut (its true duration)."""
+
+    tool: str
+    outcome: str | None
+    duration_s: float | None
+    late: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnds:
+    ends: list[CallEnd]
+    sessions: int  # sessions of the upstream read
+    events: int  # events walked (at most MAX_EVENTS)
+    problem: str | None = None  # why the log could not be read (then nothing is known of it)
+
+
+def recent_call_ends(
+    path: Path, upstream: str, *, max_sessions: int = MAX_SESSIONS, max_events: int = MAX_EVENTS
+) -> CallEnds:
+    """The tool calls' ends and late results among the newest events of this upstream's newest sessions."""
+    try:
+        conn = connect_reader(path)
+    except LogError as exc:
+        return CallEnds([], 0, 0, str(exc))
+    ends: list[CallEnd] = []
+    sessions: list[str] = []
+    walked = 0
+    try:
+        sessions = [row[0] for row in conn.execute(_SESSIONS, (upstream, max(0, max_sessions)))]
+        for session_id in sessions:
+            left = max_events - walked
+            if left <= 0:
+                break
+            (count,) = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM events WHERE session_id = ? LIMIT ?)", (session_id, left)
+            ).fetchone()
+            walked += int(count)
+            for kind, tool, outcome, duration, method in conn.execute(_ENDS, (session_id, left)):
+                if kind == "request_end" and method != "tools/call":
+                    continue
+                seconds = float(duration) if isinstance(duration, int | float) else None
+                outcome = outcome if isinstance(outcome, str) else None
+                ends.append(CallEnd(str(tool), outcome, seconds, late=kind == "late_result"))
+    except sqlite3.Error as exc:  # a damaged page: what was read stands, and the reason is said
+        return CallEnds(ends, len(sessions), walked, f"{path}: {exc}")
+    finally:
+        conn.close()
+    return CallEnds(ends, len(sessions), walked)

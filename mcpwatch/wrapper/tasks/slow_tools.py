@@ -1,0 +1,147 @@
+"""Tools the log shows running past the host's budget, offered as tasks (`[tasks] offer_slow`).
+
+A tool whose calls to this upstream were cut at the deadline, finished late after a cut, or ran to their end longer
+than the budget they would get now is offered to hosts with tasks exactly as an `[tasks] offer` match is: such a
+host may then call it as a task and wait for it as long as it takes, instead of being cut again. Decided from the
+log at start (bounded: `store.slow_calls`) and learnt live as this session's calls end (a later `tools/list` shows
+it). Each offered tool carries its basis in words and figures, in `status` and in the log: the advice is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.operator import OfferedSlowStatus
+from mcpwatch.store.slow_calls import CallEnd, CallEnds
+from mcpwatch.terminal import safe
+
+MAX_TOOLS = 1000  # tool names tracked at most: a log (or an upstream) naming millions costs no more
+NAME_MAX = 512  # a longer name is no tool a host lists: not tracked
+_WHERE = {(True, False): "in the log", (False, True): "in this session", (True, True): "in the log and this session"}
+
+
+@dataclass(slots=True)
+class Seen:
+    """What the log showed of one tool's calls that outran the budget."""
+
+    cut: int = 0  # cut at the deadline
+    late: int = 0  # a result that came after the cut
+    long: int = 0  # ran to its end longer than the budget it would get now
+    longest_s: float | None = None  # the longest true duration among them
+    longest_budget_s: float | None = None  # the budget it outran
+    in_log: bool = False
+    live: bool = False
+
+    def basis(self) -> str:
+        parts = []
+        if self.cut:
+            parts.append(f"cut at the deadline {self.cut}×")
+        if self.late:
+            parts.append(f"finished late after a cut {self.late}×")
+        if self.long:
+            parts.append(f"ran past the budget {self.long}×")
+        text = "seen " + ", ".join(parts) + " " + _WHERE[(self.in_log, self.live)]
+        if self.longest_s is not None:
+            text += f" (longest {self.longest_s:.1f} s"
+            text += "" if self.longest_budget_s is None else f", budget {self.longest_budget_s:g} s"
+            text += ")"
+        return text
+
+
+class SlowTools:
+    """The tools to offer because of how their calls ended; `offers(tool)` is the offer's hook.
+
+    It is an event sink (`emit`) beside the log, so it learns from this session's own ends as they are recorded."""
+
+    def __init__(
+        self,
+        budget_of: Callable[[str], float | None],
+        *,
+        on_offered: Callable[[str, str], object] | None = None,
+        max_tools: int = MAX_TOOLS,
+    ) -> None:
+        self._budget_of = budget_of  # the budget a call of the tool would get now (None: no budget)
+        self._on_offered = on_offered  # (tool, basis): a tool newly offered, said in the log
+        self._max_tools = max_tools
+        self._seen: dict[str, Seen] = {}
+        self.untracked = 0  # ends of tools beyond max_tools (or with overlong names): not counted
+        self.read: CallEnds | None = None  # what the start read of the log found
+
+    def offers(self, tool: str) -> bool:
+        return tool in self._seen
+
+    def basis(self, tool: str) -> str | None:
+        seen = self._seen.get(tool)
+        return None if seen is None else seen.basis()
+
+    def load(self, read: CallEnds) -> None:
+        """Fold what the log showed at start; each tool it offers is said once (`on_offered`)."""
+        self.read = read
+        before = set(self._seen)
+        for end in read.ends:
+            self._note(end, in_log=True)
+        for tool in self._seen.keys() - before:
+            self._said(tool)
+
+    def emit(self, event: Event) -> None:
+        """This session's ends, as they are recorded: a tool cut now is offered from the next `tools/list`."""
+        kind, tool = event.kind, event.tool
+        if tool is None or kind not in (Kind.REQUEST_END, Kind.LATE_RESULT):
+            return
+        data = event.data
+        if kind == Kind.REQUEST_END and data.get("method") != "tools/call":
+            return
+        duration = data.get("duration_s")
+        seconds = float(duration) if isinstance(duration, int | float) else None
+        end = CallEnd(tool, data.get("outcome"), seconds, late=kind == Kind.LATE_RESULT)
+        if self._note(end, in_log=False):
+            self._said(tool)
+
+    def _note(self, end: CallEnd, *, in_log: bool) -> bool:
+        """Count one end if it outran the budget; True when it makes the tool newly offered."""
+        budget = None
+        if not end.late and end.outcome != "deadline":  # a call that ended: did it outrun the budget it gets now?
+            budget = self._budget_of(end.tool) if end.duration_s is not None else None
+            if budget is None or end.duration_s is None or end.duration_s <= budget:
+                return False
+        seen = self._seen.get(end.tool)
+        new = seen is None
+        if seen is None:
+            if len(self._seen) >= self._max_tools or len(end.tool) > NAME_MAX:
+                self.untracked += 1
+                return False
+            seen = self._seen[end.tool] = Seen()
+        if end.late:
+            seen.late += 1
+        elif end.outcome == "deadline":
+            seen.cut += 1
+        else:
+            seen.long += 1
+        true_s = end.duration_s if end.late or budget is not None else None  # a cut's duration is only the budget
+        if true_s is not None and (seen.longest_s is None or true_s > seen.longest_s):
+            seen.longest_s, seen.longest_budget_s = true_s, budget
+        seen.in_log = seen.in_log or in_log
+        seen.live = seen.live or not in_log
+        return new
+
+    def _said(self, tool: str) -> None:
+        if self._on_offered is not None:
+            self._on_offered(tool, self._seen[tool].basis())
+
+    def describe(self) -> OfferedSlowStatus:
+        """For `status`: each offered tool with its basis, and what the start read covered."""
+        read = self.read
+        return {
+            "tools": [{"tool": tool, "basis": seen.basis()} for tool, seen in sorted(self._seen.items())],
+            "log_sessions_read": 0 if read is None else read.sessions,
+            "log_events_read": 0 if read is None else read.events,
+            "log_problem": None if read is None else read.problem,
+            "untracked": self.untracked,
+        }
+
+
+def offered_text(tool: str, basis: str) -> str:
+    """The line said in the log (and on stderr at start) when a tool is offered for how its calls ended."""
+    return f"[tasks] offer_slow: {safe(tool)} is offered as a task to hosts with tasks: {basis}"
