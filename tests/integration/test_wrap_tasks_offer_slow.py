@@ -4,6 +4,7 @@ past that budget. Real processes: `mcpwatch wrap` over the no-op server, a raw 2
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from mcpwatch.store import EventReader, log_path
 
 from checkout import REPO
+from wraptools import Operator, registry_entry
 
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
@@ -79,6 +81,9 @@ def test_a_tool_cut_in_one_session_is_offered_as_a_task_in_the_next(isolated_sta
     second = RawHost(config, "--deadline", "1")
     try:
         assert slow_support(second) == "optional"  # from the log, at start
+        status = asyncio.run(Operator(registry_entry(isolated_state)).tool("status"))["offered_slow"]
+        assert status["tools"] == [{"tool": "slow", "basis": "seen cut at the deadline 1× in the log"}]
+        assert status["log_sessions_read"] >= 1 and status["log_problem"] is None  # (its own row may be written already)
         call = {"name": "slow", "arguments": {"seconds": 3}, "task": {"ttl": 60000}}
         task_id = second.call("tools/call", call)["result"]["task"]["taskId"]
         result = second.call("tasks/result", {"taskId": task_id})  # blocks until the task ends, past the 1 s budget
@@ -92,3 +97,10 @@ def test_a_tool_cut_in_one_session_is_offered_as_a_task_in_the_next(isolated_sta
         sessions = reader.sessions()
         said = [e.data["message"] for e in reader.events(sessions[-1].id, kinds=["warning"])]
     assert any("slow is offered as a task" in text and "cut at the deadline 1×" in text for text in said), said
+
+    config.write_text("[tasks]\n")  # the setting off: the same log offers nothing
+    third = RawHost(config, "--deadline", "1")
+    try:
+        assert slow_support(third) is None
+    finally:
+        third.close()

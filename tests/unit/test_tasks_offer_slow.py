@@ -1,0 +1,182 @@
+"""`[tasks] offer_slow`: the tools the log shows outrunning the budget are offered as tasks, each with its basis;
+a tool never cut is not, the setting off offers nothing new, and a hostile or huge log costs a bounded read."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from taskrig import TaskRig, closing_loop
+
+from mcpwatch.config import TasksSettings, load_settings
+from mcpwatch.errors import UserError
+from mcpwatch.events import Event, Kind, typed_dict_problems
+from mcpwatch.operator import OfferedSlowStatus
+from mcpwatch.store import EventWriter
+from mcpwatch.store.slow_calls import recent_call_ends
+from mcpwatch.terminal import CONTROL
+from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text
+
+UPSTREAM = "python -m mcpwatch.bench.noop_server"
+TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("slow", "echo", "quick")]
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    yield from closing_loop()
+
+
+def end(sid: str, seq: int, tool: str, outcome: str, duration_s: float, method: str = "tools/call") -> Event:
+    data = {"outcome": outcome, "duration_s": duration_s, "method": method}
+    return Event(Kind.REQUEST_END, sid, 1_700_000_000.0 + seq, float(seq), seq, str(seq), tool, None, data)
+
+
+def late(sid: str, seq: int, tool: str, duration_s: float) -> Event:
+    data = {"up_id": seq, "reason": "deadline", "cut_after_s": 2.0, "delay_s": duration_s - 2.0}
+    data |= {"duration_s": duration_s, "outcome": "ok", "size_bytes": 10, "reuse_ttl_s": None}
+    return Event(Kind.LATE_RESULT, sid, 1_700_000_000.0 + seq, float(seq), seq, str(seq), tool, None, data)
+
+
+def write_log(path: Path, sessions: list[list[tuple[Any, ...]]], upstream: str = UPSTREAM) -> list[str]:
+    """One session per list of (maker, tool, …) rows, in order; their ids."""
+    ids = []
+    with EventWriter(path) as writer:
+        for rows in sessions:
+            sid = writer.start_session(name="w", upstream=upstream, pid=1, config={})
+            for seq, (maker, *args) in enumerate(rows, start=1):
+                writer.emit(maker(sid, seq, *args))
+            ids.append(sid)
+        assert writer.flush(10)
+    return ids
+
+
+def slow_tools(budget_s: float | None = 2.0) -> tuple[SlowTools, list[str]]:
+    said: list[str] = []
+    tools = SlowTools(lambda tool: budget_s, on_offered=lambda tool, basis: said.append(offered_text(tool, basis)))
+    return tools, said
+
+
+def listed_support(loop, slow: SlowTools | None, **tasks: Any) -> dict[str, str | None]:
+    """What a host with tasks is told of each tool's task support, through the wrapper's core."""
+    rig = TaskRig(loop, tasks=TasksSettings(**tasks))
+    if slow is not None:
+        rig.core.offer.also_offered = slow.offers
+    init = {"protocolVersion": "2025-11-25", "capabilities": TASK_HOST, "clientInfo": {"name": "vsc"}}
+    rig.answer(rig.request(0, "initialize", init), {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})
+    rig.answer(rig.request("l", "tools/list", {}), {"tools": TOOLS})
+    listed = rig.replies()[-1]["result"]["tools"]
+    return {tool["name"]: (tool.get("execution") or {}).get("taskSupport") for tool in listed}
+
+
+def test_a_tool_the_log_shows_cut_at_the_deadline_is_offered_with_its_basis(loop, tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    cuts = [(end, "slow", "deadline", 2.0), (end, "quick", "ok", 0.1), (end, "echo", "tool_error", 0.2)]
+    write_log(path, [cuts, [(end, "slow", "deadline", 2.0), (end, "slow", "deadline", 2.0)]])
+    slow, said = slow_tools()
+    slow.load(recent_call_ends(path, UPSTREAM))
+    assert listed_support(loop, slow) == {"slow": "optional", "echo": None, "quick": None}
+    assert slow.basis("slow") == "seen cut at the deadline 3× in the log"
+    assert said == [
+        "[tasks] offer_slow: slow is offered as a task to hosts with tasks: seen cut at the deadline 3× in the log"
+    ]
+    status = slow.describe()
+    assert typed_dict_problems(OfferedSlowStatus, status, "offered_slow") == []
+    assert status["tools"] == [{"tool": "slow", "basis": "seen cut at the deadline 3× in the log"}]
+    assert (status["log_sessions_read"], status["log_events_read"], status["log_problem"]) == (2, 5, None)
+
+
+def test_a_late_result_and_a_run_past_the_budget_count_with_their_true_duration(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    rows = [(end, "slow", "deadline", 2.0), (late, "slow", 6.5), (end, "echo", "ok", 5.0), (end, "quick", "ok", 1.9)]
+    write_log(path, [rows])
+    slow, _ = slow_tools(budget_s=2.0)
+    slow.load(recent_call_ends(path, UPSTREAM))
+    assert slow.basis("slow") == "seen cut at the deadline 1×, finished late after a cut 1× in the log (longest 6.5 s)"
+    assert slow.basis("echo") == "seen ran past the budget 1× in the log (longest 5.0 s, budget 2 s)"
+    assert not slow.offers("quick")  # 1.9 s under a 2 s budget
+    unbounded, _ = slow_tools(budget_s=None)  # no budget now: a long run outran nothing
+    unbounded.load(recent_call_ends(path, UPSTREAM))
+    assert not unbounded.offers("echo") and unbounded.offers("slow")
+
+
+def test_a_tool_never_cut_and_another_upstreams_cuts_offer_nothing(loop, tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    write_log(path, [[(end, "slow", "ok", 0.5), (end, "echo", "cancelled", 9.0)]])
+    write_log(path, [[(end, "echo", "deadline", 2.0)]], upstream="some other server")
+    write_log(path, [[(end, "quick", "deadline", 2.0, "resources/read")]])  # not a tool call
+    slow, said = slow_tools(budget_s=None)
+    slow.load(recent_call_ends(path, UPSTREAM))
+    assert listed_support(loop, slow) == {"slow": None, "echo": None, "quick": None}
+    assert said == [] and slow.describe()["tools"] == []
+
+
+def test_the_setting_off_offers_nothing_new(loop, tmp_path: Path) -> None:
+    assert TasksSettings().offer_slow is False
+    assert listed_support(loop, None) == {"slow": None, "echo": None, "quick": None}
+    assert listed_support(loop, None, offer=("echo",)) == {"slow": None, "echo": "optional", "quick": None}
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[tasks]\noffer_slow = true\n")
+    assert load_settings(config).tasks.offer_slow is True
+    config.write_text('[tasks]\noffer_slow = "yes"\n')
+    with pytest.raises(UserError, match="offer_slow"):
+        load_settings(config)
+
+
+def test_this_sessions_cuts_are_learnt_live(loop) -> None:
+    slow, said = slow_tools(budget_s=2.0)
+    slow.emit(end("s", 1, "echo", "ok", 0.3))
+    slow.emit(end("s", 2, "slow", "deadline", 2.0, method="tasks/get"))  # not a tool call
+    slow.emit(Event(Kind.WARNING, "s", 1.0, 1.0, 3, data={"message": "x"}))
+    assert listed_support(loop, slow)["slow"] is None and said == []
+    slow.emit(end("s", 4, "slow", "deadline", 2.0))
+    assert listed_support(loop, slow)["slow"] == "optional"
+    slow.emit(late("s", 5, "slow", 4.0))
+    assert said == [offered_text("slow", "seen cut at the deadline 1× in this session")]  # said once
+    assert (
+        slow.basis("slow")
+        == "seen cut at the deadline 1×, finished late after a cut 1× in this session (longest 4.0 s)"
+    )
+
+
+def test_a_huge_log_is_read_only_to_its_bound(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    old_cut = [(end, "slow", "deadline", 2.0)]
+    write_log(path, [old_cut + [(end, "quick", "ok", 0.1)] * 3000])  # the cut is older than the newest 1000 events
+    write_log(path, [[(end, "echo", "deadline", 2.0)]] + [[(end, "quick", "ok", 0.1)]] * 5)  # then 5 newer sessions
+    read = recent_call_ends(path, UPSTREAM, max_sessions=5, max_events=1000)
+    assert (read.sessions, read.events, read.problem) == (5, 5, None)  # the 5 newest sessions: no cut among them
+    read = recent_call_ends(path, UPSTREAM, max_sessions=10, max_events=1000)
+    assert read.sessions == 7 and read.events == 1000  # every session, but only the newest 1000 events in all
+    assert {e.tool for e in read.ends if e.outcome == "deadline"} == {"echo"}  # the old cut is beyond the bound
+
+
+def test_a_hostile_log_costs_bounded_memory_and_says_what_it_could_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    many = [(end, f"tool-{i}", "deadline", 2.0) for i in range(30)] + [(end, "x" * 100_000, "deadline", 2.0)]
+    (sid,) = write_log(path, [many])
+    with sqlite3.connect(path) as conn:  # a damaged row: not JSON
+        row = (sid, 99, 1.0, 1.0, "request_end", "slow", "{not json")
+        conn.execute("INSERT INTO events (session_id, seq, ts, mono, kind, tool, data) VALUES (?,?,?,?,?,?,?)", row)
+    slow = SlowTools(lambda tool: 2.0, max_tools=20)
+    slow.load(recent_call_ends(path, UPSTREAM))
+    assert len(slow.describe()["tools"]) == 20 and slow.describe()["untracked"] == 11  # the rest, and the huge name
+    assert not slow.offers("slow")  # a damaged row says nothing
+    missing = recent_call_ends(tmp_path / "none.db", UPSTREAM)
+    assert missing.ends == [] and "no such event log" in (missing.problem or "")
+    (tmp_path / "foreign.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    assert recent_call_ends(tmp_path / "foreign.db", UPSTREAM).problem
+
+
+def test_a_tool_name_with_escape_sequences_is_safe_where_it_is_said() -> None:
+    hostile = "\x1b]0;owned\x07slow\x1b[2J\u202e"
+    slow, said = slow_tools()
+    slow.emit(end("s", 1, hostile, "deadline", 2.0))
+    assert slow.offers(hostile)  # the host lists it by its own name
+    assert len(said) == 1 and not CONTROL.search(said[0])
+    assert "\\x1b]0;owned\\x07slow\\x1b[2J\\u202e is offered" in said[0]
+    assert slow.describe()["tools"][0]["tool"] == hostile  # status is JSON: the name as it is, escaped by JSON
