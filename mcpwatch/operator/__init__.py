@@ -193,6 +193,7 @@ class OfferedSlowTool(TypedDict):
 class OfferedSlowStatus(TypedDict):
     """`[tasks] offer_slow`: the tools offered as tasks because the log shows them outrunning the budget."""
 
+    log_read: Literal["reading", "read", "none"]  # none: no log (--no-log, or it could not be opened)
     tools: list[OfferedSlowTool]
     log_sessions_read: int  # the upstream's newest sessions the start read covered
     log_events_read: int  # their newest events (bounded)

@@ -252,8 +252,9 @@ async def run_wrapper(options: WrapOptions) -> int:
             recorder.emit(Kind.WARNING, message=message)
 
     deadline = DeadlinePolicy(settings.deadline, on_warning=on_warning)
-    if slow is not None and writer is not None:  # what the log shows of this upstream's calls (bounded)
-        slow.load(recent_call_ends(log_path, options.upstream_target))
+    if slow is not None and writer is not None:  # what the log shows of this upstream's calls: bounded, in a thread
+        read = partial(recent_call_ends, log_path, options.upstream_target, exclude=session_id)
+        slow.reading(loop.run_in_executor(None, read))
     state_sync = None
     overlaps: list[str] = []
     if settings.state_sync.enabled:

@@ -180,3 +180,30 @@ def test_a_tool_name_with_escape_sequences_is_safe_where_it_is_said() -> None:
     assert len(said) == 1 and not CONTROL.search(said[0])
     assert "\\x1b]0;owned\\x07slow\\x1b[2J\\u202e is offered" in said[0]
     assert slow.describe()["tools"][0]["tool"] == hostile  # status is JSON: the name as it is, escaped by JSON
+
+
+def test_the_log_is_read_in_a_thread_and_its_own_session_left_to_live_learning(loop, tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    _, own = write_log(path, [[(end, "slow", "deadline", 2.0)], [(end, "echo", "deadline", 2.0)]])
+    slow, _ = slow_tools()
+    assert slow.describe()["log_read"] == "none"
+    read = loop.run_in_executor(None, lambda: recent_call_ends(path, UPSTREAM, exclude=own))
+    slow.reading(read)
+    assert slow.describe()["log_read"] == "reading" and not slow.offers("slow")
+    loop.run_until_complete(read)
+    loop.run_until_complete(asyncio.sleep(0))  # its done callback
+    assert slow.offers("slow") and not slow.offers("echo")  # the own session's cut is learnt live, not read twice
+    assert (slow.describe()["log_read"], slow.describe()["log_sessions_read"]) == ("read", 1)
+
+    failing, _ = slow_tools()
+    broken = loop.create_future()
+    failing.reading(broken)
+    broken.set_exception(OSError("disk gone"))
+    loop.run_until_complete(asyncio.sleep(0))
+    assert failing.describe()["log_problem"] == "the log could not be read: disk gone"
+    stopped, _ = slow_tools()
+    job = loop.create_future()
+    stopped.reading(job)
+    job.cancel()
+    loop.run_until_complete(asyncio.sleep(0))
+    assert stopped.describe()["log_read"] == "reading" and stopped.describe()["tools"] == []

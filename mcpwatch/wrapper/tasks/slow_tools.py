@@ -9,6 +9,7 @@ it). Each offered tool carries its basis in words and figures, in `status` and i
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -68,6 +69,7 @@ class SlowTools:
         self._seen: dict[str, Seen] = {}
         self.untracked = 0  # ends of tools beyond max_tools (or with overlong names): not counted
         self.read: CallEnds | None = None  # what the start read of the log found
+        self._read_job: asyncio.Future[CallEnds] | None = None
 
     def offers(self, tool: str) -> bool:
         return tool in self._seen
@@ -75,6 +77,17 @@ class SlowTools:
     def basis(self, tool: str) -> str | None:
         seen = self._seen.get(tool)
         return None if seen is None else seen.basis()
+
+    def reading(self, read: asyncio.Future[CallEnds]) -> None:
+        """The log is being read (in a thread, so the host is served meanwhile): its tools are offered once read."""
+        self._read_job = read
+        read.add_done_callback(self._read_done)
+
+    def _read_done(self, done: asyncio.Future[CallEnds]) -> None:
+        if done.cancelled():  # the wrapper stopped first
+            return
+        failed = done.exception()
+        self.load(done.result() if failed is None else CallEnds([], 0, 0, f"the log could not be read: {failed}"))
 
     def load(self, read: CallEnds) -> None:
         """Fold what the log showed at start; each tool it offers is said once (`on_offered`)."""
@@ -134,6 +147,7 @@ class SlowTools:
         """For `status`: each offered tool with its basis, and what the start read covered."""
         read = self.read
         return {
+            "log_read": "read" if read is not None else "reading" if self._read_job is not None else "none",
             "tools": [{"tool": tool, "basis": seen.basis()} for tool, seen in sorted(self._seen.items())],
             "log_sessions_read": 0 if read is None else read.sessions,
             "log_events_read": 0 if read is None else read.events,
