@@ -34,7 +34,7 @@ from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
 from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.tasks.offer import OfferedTask
-from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text
+from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
@@ -237,9 +237,17 @@ async def run_wrapper(options: WrapOptions) -> int:
         fold = MetricFold()
     slow = None
     if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
+
+        def offered_now(offered: list[tuple[str, str]]) -> None:
+            for tool, basis in offered:
+                on_warning(offered_text(tool, basis))
+            for each in [core] if pool is None else [entry.core for entry in pool.all()]:
+                capabilities = (each.session.init_result or {}).get("capabilities")
+                tell_hosts(each.links, each.bridge.host_has_tasks, capabilities)
+
         slow = SlowTools(
             lambda tool: deadline.budget(tool).seconds,
-            on_offered=lambda tool, basis: loop.call_soon(on_warning, offered_text(tool, basis)),
+            on_offered=lambda offered: loop.call_soon(offered_now, offered),  # not within the event that taught it
         )
     sinks = [sink for sink in (writer, otel, fold, slow) if sink is not None]
     recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from taskrig import TaskRig, closing_loop
+from taskrig import Host, TaskRig, closing_loop
 
 from mcpwatch.config import TasksSettings, load_settings
 from mcpwatch.errors import UserError
@@ -19,7 +19,7 @@ from mcpwatch.operator import OfferedSlowStatus
 from mcpwatch.store import EventWriter
 from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import CONTROL
-from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text
+from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
 UPSTREAM = "python -m mcpwatch.bench.noop_server"
 TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
@@ -57,7 +57,7 @@ def write_log(path: Path, sessions: list[list[tuple[Any, ...]]], upstream: str =
 
 def slow_tools(budget_s: float | None = 2.0) -> tuple[SlowTools, list[str]]:
     said: list[str] = []
-    tools = SlowTools(lambda tool: budget_s, on_offered=lambda tool, basis: said.append(offered_text(tool, basis)))
+    tools = SlowTools(lambda tool: budget_s, on_offered=lambda new: said.extend(offered_text(*each) for each in new))
     return tools, said
 
 
@@ -207,3 +207,20 @@ def test_the_log_is_read_in_a_thread_and_its_own_session_left_to_live_learning(l
     job.cancel()
     loop.run_until_complete(asyncio.sleep(0))
     assert stopped.describe()["log_read"] == "reading" and stopped.describe()["tools"] == []
+
+
+def test_hosts_with_tasks_are_told_the_list_changed_only_where_the_upstream_declared_it(loop) -> None:
+    rig = TaskRig(loop, tasks=TasksSettings(offer_slow=True))
+    init = {"protocolVersion": "2025-11-25", "capabilities": TASK_HOST, "clientInfo": {"name": "vsc"}}
+    declared = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}}
+    rig.answer(rig.request(0, "initialize", init), declared)
+    plain = Host()
+    rig.core.attach_link(plain)
+    rig.core.bridge.host_initialized(plain, {})  # a host without tasks: nothing to re-list for
+    capabilities = rig.core.session.init_result["capabilities"]
+    assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, capabilities) == 1
+    assert rig.host.sent[-1] == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    assert plain.sent == []
+    assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, {"tools": {}}) == 0  # not declared: never
+    assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, None) == 0
+    assert rig.host.sent.count({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) == 1

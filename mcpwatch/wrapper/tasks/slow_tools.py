@@ -10,8 +10,9 @@ it). Each offered tool carries its basis in words and figures, in `status` and i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.operator import OfferedSlowStatus
@@ -60,11 +61,11 @@ class SlowTools:
         self,
         budget_of: Callable[[str], float | None],
         *,
-        on_offered: Callable[[str, str], object] | None = None,
+        on_offered: Callable[[list[tuple[str, str]]], object] | None = None,
         max_tools: int = MAX_TOOLS,
     ) -> None:
         self._budget_of = budget_of  # the budget a call of the tool would get now (None: no budget)
-        self._on_offered = on_offered  # (tool, basis): a tool newly offered, said in the log
+        self._on_offered = on_offered  # [(tool, basis)]: the tools newly offered, said in the log
         self._max_tools = max_tools
         self._seen: dict[str, Seen] = {}
         self.untracked = 0  # ends of tools beyond max_tools (or with overlong names): not counted
@@ -90,13 +91,12 @@ class SlowTools:
         self.load(done.result() if failed is None else CallEnds([], 0, 0, f"the log could not be read: {failed}"))
 
     def load(self, read: CallEnds) -> None:
-        """Fold what the log showed at start; each tool it offers is said once (`on_offered`)."""
+        """Fold what the log showed at start; the tools it offers are said once (`on_offered`)."""
         self.read = read
         before = set(self._seen)
         for end in read.ends:
             self._note(end, in_log=True)
-        for tool in self._seen.keys() - before:
-            self._said(tool)
+        self._said(sorted(self._seen.keys() - before))
 
     def emit(self, event: Event) -> None:
         """This session's ends, as they are recorded: a tool cut now is offered from the next `tools/list`."""
@@ -110,7 +110,7 @@ class SlowTools:
         seconds = float(duration) if isinstance(duration, int | float) else None
         end = CallEnd(tool, data.get("outcome"), seconds, late=kind == Kind.LATE_RESULT)
         if self._note(end, in_log=False):
-            self._said(tool)
+            self._said([tool])
 
     def _note(self, end: CallEnd, *, in_log: bool) -> bool:
         """Count one end if it outran the budget; True when it makes the tool newly offered."""
@@ -139,9 +139,9 @@ class SlowTools:
         seen.live = seen.live or not in_log
         return new
 
-    def _said(self, tool: str) -> None:
-        if self._on_offered is not None:
-            self._on_offered(tool, self._seen[tool].basis())
+    def _said(self, tools: list[str]) -> None:
+        if tools and self._on_offered is not None:
+            self._on_offered([(tool, self._seen[tool].basis()) for tool in tools])
 
     def describe(self) -> OfferedSlowStatus:
         """For `status`: each offered tool with its basis, and what the start read covered."""
@@ -159,3 +159,15 @@ class SlowTools:
 def offered_text(tool: str, basis: str) -> str:
     """The line said in the log (and on stderr at start) when a tool is offered for how its calls ended."""
     return f"[tasks] offer_slow: {safe(tool)} is offered as a task to hosts with tasks: {basis}"
+
+
+def tell_hosts(links: Iterable[Any], host_has_tasks: Callable[[Any], bool], upstream_capabilities: Any) -> int:
+    """`notifications/tools/list_changed` to each host with tasks, so a tool offered now shows at once; only where
+    the upstream declared `tools.listChanged` (a host told nothing of it need not expect one). How many were told."""
+    tools = upstream_capabilities.get("tools") if isinstance(upstream_capabilities, dict) else None
+    if not isinstance(tools, dict) or tools.get("listChanged") is not True:
+        return 0
+    told = [link for link in list(links) if host_has_tasks(link)]
+    for link in told:
+        link.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    return len(told)
