@@ -2,7 +2,8 @@
 
 `[tasks] offer_slow` offers such tools as tasks when a wrapper starts. The read is bounded so that it costs the same
 on any log: the newest `max_sessions` sessions of the upstream, and of those only the newest `max_events` events in
-all, walked down the (session, seq) index; a session of millions of events costs what its last ones cost. Measured on
+all, walked down the (session, seq) index; a session of millions of events costs what its last ones cost, and a log
+of many other upstreams' sessions costs its newest `SCANNED_SESSIONS`. Measured on
 a 1.2 GB log of one million events (1 KB each): 0.15 s warm, 1.2 s with nothing in the page cache (2-core machine,
 loaded), which is why the wrapper reads it in a thread while it serves.
 """
@@ -17,14 +18,21 @@ from mcpwatch.store.db import LogError, connect_reader
 
 MAX_SESSIONS = 50
 MAX_EVENTS = 50_000
+NAME_MAX = 512  # a longer tool name is no tool a host lists: read only far enough to tell (a hostile log's are huge)
+SCANNED_SESSIONS = 5000  # the log's newest sessions (of any upstream) looked through for this upstream's
 
-_SESSIONS = "SELECT id FROM sessions WHERE upstream = ? AND id != ? ORDER BY started_at DESC, id DESC LIMIT ?"
-# the newest `?` events of a session; of them only the ends of tool calls and their late results
+_SESSIONS = (
+    "SELECT id FROM (SELECT id, upstream FROM sessions INDEXED BY sessions_by_start ORDER BY started_at DESC LIMIT ?)"
+    " WHERE upstream = ? AND id != ? LIMIT ?"
+)
+# the newest `?` events of a session; of them only the ends of tool calls (with their method) and their late results
+# (with the reason the call was cut)
 _ENDS = (
-    "SELECT kind, tool,"
+    f"SELECT kind, substr(tool, 1, {NAME_MAX + 1}),"
     " CASE WHEN json_valid(data) THEN json_extract(data, '$.outcome') END,"
     " CASE WHEN json_valid(data) THEN json_extract(data, '$.duration_s') END,"
-    " CASE WHEN json_valid(data) THEN json_extract(data, '$.method') END"
+    " CASE WHEN NOT json_valid(data) THEN NULL WHEN kind = 'request_end' THEN json_extract(data, '$.method')"
+    " ELSE json_extract(data, '$.reason') END"
     " FROM (SELECT kind, tool, data FROM events INDEXED BY events_by_session_seq"
     " WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
     " WHERE kind IN ('request_end', 'late_result') AND tool IS NOT NULL"
@@ -56,6 +64,7 @@ def recent_call_ends(
     exclude: str = "",
     max_sessions: int = MAX_SESSIONS,
     max_events: int = MAX_EVENTS,
+    scanned_sessions: int = SCANNED_SESSIONS,
 ) -> CallEnds:
     """The tool calls' ends and late results among the newest events of this upstream's newest sessions (but
     `exclude`, the reader's own session, whose ends it learns as they happen)."""
@@ -67,7 +76,9 @@ def recent_call_ends(
     sessions: list[str] = []
     walked = 0
     try:
-        sessions = [row[0] for row in conn.execute(_SESSIONS, (upstream, exclude, max(0, max_sessions)))]
+        sessions = [
+            row[0] for row in conn.execute(_SESSIONS, (scanned_sessions, upstream, exclude, max(0, max_sessions)))
+        ]
         for session_id in sessions:
             left = max_events - walked
             if left <= 0:
@@ -76,9 +87,9 @@ def recent_call_ends(
                 "SELECT count(*) FROM (SELECT 1 FROM events WHERE session_id = ? LIMIT ?)", (session_id, left)
             ).fetchone()
             walked += int(count)
-            for kind, tool, outcome, duration, method in conn.execute(_ENDS, (session_id, left)):
-                if kind == "request_end" and method != "tools/call":
-                    continue
+            for kind, tool, outcome, duration, method_or_reason in conn.execute(_ENDS, (session_id, left)):
+                if method_or_reason != ("tools/call" if kind == "request_end" else "deadline"):
+                    continue  # not a tool call; a late result of a call the host or an operator cancelled
                 seconds = float(duration) if isinstance(duration, int | float) else None
                 outcome = outcome if isinstance(outcome, str) else None
                 ends.append(CallEnd(str(tool), outcome, seconds, late=kind == "late_result"))

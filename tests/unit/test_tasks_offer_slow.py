@@ -163,7 +163,9 @@ def test_a_hostile_log_costs_bounded_memory_and_says_what_it_could_not_read(tmp_
         row = (sid, 99, 1.0, 1.0, "request_end", "slow", "{not json")
         conn.execute("INSERT INTO events (session_id, seq, ts, mono, kind, tool, data) VALUES (?,?,?,?,?,?,?)", row)
     slow = SlowTools(lambda tool: 2.0, max_tools=20)
-    slow.load(recent_call_ends(path, UPSTREAM))
+    read = recent_call_ends(path, UPSTREAM)
+    assert max(len(e.tool) for e in read.ends) == 513  # a huge name is read only far enough to tell it is too long
+    slow.load(read)
     assert len(slow.describe()["tools"]) == 20 and slow.describe()["untracked"] == 11  # the rest, and the huge name
     assert not slow.offers("slow")  # a damaged row says nothing
     missing = recent_call_ends(tmp_path / "none.db", UPSTREAM)
@@ -224,3 +226,26 @@ def test_hosts_with_tasks_are_told_the_list_changed_only_where_the_upstream_decl
     assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, {"tools": {}}) == 0  # not declared: never
     assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, None) == 0
     assert rig.host.sent.count({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) == 1
+
+
+def cancelled_late(sid: str, seq: int, tool: str, duration_s: float) -> Event:
+    event = late(sid, seq, tool, duration_s)
+    event.data["reason"] = "host_cancel"
+    return event
+
+
+def test_a_late_result_of_a_call_the_host_cancelled_is_no_sign_of_slowness(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    write_log(path, [[(cancelled_late, "echo", 9.0), (late, "slow", 9.0)]])
+    slow, _ = slow_tools()
+    slow.load(recent_call_ends(path, UPSTREAM))
+    slow.emit(cancelled_late("s", 1, "quick", 9.0))
+    assert slow.offers("slow") and not slow.offers("echo") and not slow.offers("quick")
+
+
+def test_a_log_of_many_other_upstreams_is_looked_through_only_to_its_newest_sessions(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    write_log(path, [[(end, "slow", "deadline", 2.0)]])
+    write_log(path, [[]] * 30, upstream="another server")
+    assert recent_call_ends(path, UPSTREAM, scanned_sessions=30).sessions == 0  # beyond the 30 newest
+    assert recent_call_ends(path, UPSTREAM, scanned_sessions=31).sessions == 1

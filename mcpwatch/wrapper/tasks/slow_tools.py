@@ -16,11 +16,10 @@ from typing import Any
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.operator import OfferedSlowStatus
-from mcpwatch.store.slow_calls import CallEnd, CallEnds
+from mcpwatch.store.slow_calls import NAME_MAX, CallEnd, CallEnds
 from mcpwatch.terminal import safe
 
 MAX_TOOLS = 1000  # tool names tracked at most: a log (or an upstream) naming millions costs no more
-NAME_MAX = 512  # a longer name is no tool a host lists: not tracked
 _WHERE = {(True, False): "in the log", (False, True): "in this session", (True, True): "in the log and this session"}
 
 
@@ -29,7 +28,7 @@ class Seen:
     """What the log showed of one tool's calls that outran the budget."""
 
     cut: int = 0  # cut at the deadline
-    late: int = 0  # a result that came after the cut
+    late: int = 0  # a result that came after a cut at the deadline
     long: int = 0  # ran to its end longer than the budget it would get now
     longest_s: float | None = None  # the longest true duration among them
     longest_budget_s: float | None = None  # the budget it outran
@@ -106,6 +105,8 @@ class SlowTools:
         data = event.data
         if kind == Kind.REQUEST_END and data.get("method") != "tools/call":
             return
+        if kind == Kind.LATE_RESULT and data.get("reason") != "deadline":
+            return  # a late result of a call the host or an operator cancelled: stopped, not seen outrunning a budget
         duration = data.get("duration_s")
         seconds = float(duration) if isinstance(duration, int | float) else None
         end = CallEnd(tool, data.get("outcome"), seconds, late=kind == Kind.LATE_RESULT)
@@ -157,7 +158,7 @@ class SlowTools:
 
 
 def offered_text(tool: str, basis: str) -> str:
-    """The line said in the log (and on stderr at start) when a tool is offered for how its calls ended."""
+    """The line said in the log (and on stderr) when a tool is offered for how its calls ended."""
     return f"[tasks] offer_slow: {safe(tool)} is offered as a task to hosts with tasks: {basis}"
 
 
