@@ -75,3 +75,18 @@ async def test_a_running_offered_task_is_seen_by_its_host_from_a_new_session_onl
         (session,) = reader.sessions()
         ends = [e.data for e in reader.events(session.id, kinds=["request_end"]) if e.tool == "slow"]
     assert [e["outcome"] for e in ends] == ["cancelled"]  # the call upstream was cancelled, not left running
+
+
+async def test_a_tool_cut_on_one_http_session_is_offered_to_the_next_session(tmp_path: Path) -> None:
+    wrapper = listening_wrapper(tmp_path, "--deadline", "1", config="[tasks]\noffer_slow = true\n", upstream=NOOP)
+    async with wrapper as front, httpx2.AsyncClient(timeout=30) as http:
+        first = await TaskHost(http, front, "vsc").open()
+        cut = await first.call("tools/call", {"name": "slow", "arguments": {"seconds": 3}})
+        assert "result" in cut  # the partial answer at the 1 s budget
+        later = await TaskHost(http, front, "another-host").open()  # its own core and upstream: the offer is shared
+        tools = (await later.call("tools/list", {}))["result"]["tools"]
+        assert next(t for t in tools if t["name"] == "slow")["execution"] == {"taskSupport": "optional"}
+        call = {"name": "slow", "arguments": {"seconds": 2}, "task": {"ttl": 60000}}
+        task_id = (await later.call("tools/call", call))["result"]["task"]["taskId"]
+        done = await later.call("tasks/result", {"taskId": task_id})  # blocks until the task ends, past the budget
+        assert done["result"]["content"] == [{"type": "text", "text": "done"}]
