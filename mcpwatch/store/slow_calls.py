@@ -5,7 +5,7 @@ on any log: the newest `max_sessions` sessions of the upstream, and of those onl
 all, walked down the (session, seq) index; a session of millions of events costs what its last ones cost, and a log
 of many other upstreams' sessions costs its newest `SCANNED_SESSIONS`. Measured on
 a 1.2 GB log of one million events (1 KB each): 0.15 s warm, 1.2 s with nothing in the page cache (2-core machine,
-loaded), which is why the wrapper reads it in a thread while it serves.
+loaded), which is why the wrapper reads it in a thread while its upstream starts, waiting 2 s for it at most.
 """
 
 from __future__ import annotations

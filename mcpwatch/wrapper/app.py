@@ -415,6 +415,8 @@ async def run_wrapper(options: WrapOptions) -> int:
     # the HTTP front starts an upstream per host session (and the shared one on the first sessionless request)
     upstream_task = asyncio.ensure_future(upstream.run() if pool is None else asyncio.sleep(0))
     sweeper = asyncio.ensure_future(sweep())
+    if slow is not None:  # the upstream starts meanwhile
+        await slow.read_or_wait()
     front_task = asyncio.ensure_future(front.serve())
     stopper = asyncio.ensure_future(stop.wait())
     await asyncio.wait({front_task, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,16 @@ def slow_support(host: RawHost) -> str | None:
     return (slow.get("execution") or {}).get("taskSupport")
 
 
+def read_status(state: Path) -> dict[str, Any]:
+    """The wrapper's `offered_slow` status once its read of the log is done."""
+    operator = Operator(registry_entry(state))
+    give_up = time.monotonic() + 30
+    while (status := asyncio.run(operator.tool("status"))["offered_slow"])["log_read"] == "reading":
+        assert time.monotonic() < give_up, "the log was not read in 30 s"
+        time.sleep(0.05)
+    return status
+
+
 @pytest.mark.slow
 def test_a_tool_cut_in_one_session_is_offered_as_a_task_in_the_next(isolated_state: Path) -> None:
     config = isolated_state / "offer.toml"
@@ -80,8 +91,8 @@ def test_a_tool_cut_in_one_session_is_offered_as_a_task_in_the_next(isolated_sta
 
     second = RawHost(config, "--deadline", "1")
     try:
+        status = read_status(isolated_state)  # the log is read in a thread while the host is served
         assert slow_support(second) == "optional"  # from the log, at start
-        status = asyncio.run(Operator(registry_entry(isolated_state)).tool("status"))["offered_slow"]
         assert status["tools"] == [{"tool": "slow", "basis": "seen cut at the deadline 1× in the log"}]
         assert (status["log_read"], status["log_sessions_read"], status["log_problem"]) == ("read", 1, None)
         call = {"name": "slow", "arguments": {"seconds": 3}, "task": {"ttl": 60000}}

@@ -17,7 +17,7 @@ from mcpwatch.errors import UserError
 from mcpwatch.events import Event, Kind, typed_dict_problems
 from mcpwatch.operator import OfferedSlowStatus
 from mcpwatch.store import EventWriter
-from mcpwatch.store.slow_calls import recent_call_ends
+from mcpwatch.store.slow_calls import CallEnd, CallEnds, recent_call_ends
 from mcpwatch.terminal import CONTROL
 from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
@@ -249,3 +249,18 @@ def test_a_log_of_many_other_upstreams_is_looked_through_only_to_its_newest_sess
     write_log(path, [[]] * 30, upstream="another server")
     assert recent_call_ends(path, UPSTREAM, scanned_sessions=30).sessions == 0  # beyond the 30 newest
     assert recent_call_ends(path, UPSTREAM, scanned_sessions=31).sessions == 1
+
+
+def test_the_host_is_served_after_the_read_or_after_its_wait_whichever_comes_first(loop) -> None:
+    slow, _ = slow_tools()
+    loop.run_until_complete(slow.read_or_wait(30))  # nothing being read: no wait
+    job = loop.create_future()
+    slow.reading(job)
+    read = CallEnds([CallEnd("slow", "deadline", 2.0, late=False)], 1, 1)
+    loop.call_soon(job.set_result, read)
+    loop.run_until_complete(slow.read_or_wait(30))
+    assert slow.offers("slow")  # the first tools/list will show it
+    stuck, _ = slow_tools()
+    stuck.reading(loop.create_future())  # a read that never ends (a disk that hangs)
+    loop.run_until_complete(stuck.read_or_wait(0.01))
+    assert stuck.describe()["log_read"] == "reading"  # served anyway; offered when (if) the read ends

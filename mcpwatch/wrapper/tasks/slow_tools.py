@@ -19,6 +19,7 @@ from mcpwatch.operator import OfferedSlowStatus
 from mcpwatch.store.slow_calls import NAME_MAX, CallEnd, CallEnds
 from mcpwatch.terminal import safe
 
+READ_WAIT_S = 2.0  # the host is served after the log's read, or after this long if it is not done by then
 MAX_TOOLS = 1000  # tool names tracked at most: a log (or an upstream) naming millions costs no more
 _WHERE = {(True, False): "in the log", (False, True): "in this session", (True, True): "in the log and this session"}
 
@@ -82,6 +83,12 @@ class SlowTools:
         """The log is being read (in a thread, so the host is served meanwhile): its tools are offered once read."""
         self._read_job = read
         read.add_done_callback(self._read_done)
+
+    async def read_or_wait(self, most_s: float = READ_WAIT_S) -> None:
+        """Wait for the log's read, at most `most_s`: the host's first `tools/list` then shows what the log offers,
+        and a cold disk delays serving it by no more (the rest is offered when read, as a live cut is)."""
+        if self._read_job is not None and not self._read_job.done():
+            await asyncio.wait({self._read_job}, timeout=most_s)
 
     def _read_done(self, done: asyncio.Future[CallEnds]) -> None:
         if done.cancelled():  # the wrapper stopped first
