@@ -14,8 +14,8 @@ from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Event, UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.scheduler import ManualScheduler
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core.pump import WrapperCore
 
 
 class Host:

@@ -226,7 +226,7 @@ CASES = (
 def run_direct_http(kind: str, seconds: float) -> dict[str, Any]:
     """The direct path over HTTP: the flood server's own event stream read as fast as it comes, and the same echo
     schedule, with the wrapper's HTTP client and no wrapper."""
-    from mcpwatch.wrapper.http11 import Client, EventStream
+    from mcpwatch.wrapper.upstreams.http11 import Client, EventStream
 
     port = free_port()
     server = subprocess.Popen([*FLOOD_SERVER, "http", str(port)], stderr=subprocess.DEVNULL)

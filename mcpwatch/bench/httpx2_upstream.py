@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 
-from mcpwatch.wrapper.http11 import TransportError
+from mcpwatch.wrapper.upstreams.http11 import TransportError
 
 
 class _Response:
@@ -61,7 +61,7 @@ class Httpx2Client:
 
 def main(argv: list[str]) -> int:
     from mcpwatch import cli
-    from mcpwatch.wrapper import upstream_http
+    from mcpwatch.wrapper.upstreams import upstream_http
 
     upstream_http.Client = Httpx2Client  # type: ignore[misc,assignment]  # the benchmark swaps the client class on purpose
     return cli.main(["wrap", *argv])

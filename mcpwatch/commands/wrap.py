@@ -134,11 +134,11 @@ def run(args: argparse.Namespace) -> int:
     metrics_port = _metrics_port(args, settings)
     if (args.allow_remote or args.token_file) and not (args.listen or metrics_port is not None):
         raise UserError("--allow-remote and --token-file only apply to --listen and --metrics-port")
-    from mcpwatch.wrapper.front_guard import check_listen_address, read_token_file
+    from mcpwatch.httpserve.guard import check_listen_address, read_token_file
 
     front_token = read_token_file(args.token_file) if args.token_file else None
     if args.listen:
-        from mcpwatch.wrapper.front_http import parse_listen
+        from mcpwatch.wrapper.fronts.front_http import parse_listen
 
         host, port, _ = parse_listen(args.listen)
         check_listen_address(host, args.allow_remote)

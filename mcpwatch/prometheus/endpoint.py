@@ -17,11 +17,11 @@ from typing import Any
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
+from mcpwatch.httpserve.guard import FrontGuard, new_front_token
+from mcpwatch.httpserve.limits import ConnectionLimits
 from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
 from mcpwatch.prometheus.fold import MetricFold
-from mcpwatch.wrapper.asgi import quiet_server, respond, stop_server
-from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token
-from mcpwatch.wrapper.http_limits import ConnectionLimits
 
 PATH = "/metrics"
 MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s

@@ -22,17 +22,17 @@ from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
 from mcpwatch.errors import UserError
 from mcpwatch.events import Kind, SessionEndData, SessionStartData
+from mcpwatch.httpserve.limits import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
 from mcpwatch.store.kept_tasks import find_kept_task
 from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import safe_lines
-from mcpwatch.wrapper.actions import OperatorActions
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.http_limits import timed_limits, within_descriptors
-from mcpwatch.wrapper.operator_server import OperatorServer, build_operator_app, new_token
-from mcpwatch.wrapper.recorder import HostSessionRecorder, Recorder, Tee
+from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
+from mcpwatch.wrapper.core.pump import WrapperCore
+from mcpwatch.wrapper.operator.actions import OperatorActions
+from mcpwatch.wrapper.operator.operator_server import OperatorServer, build_operator_app, new_token
 from mcpwatch.wrapper.tasks.offer import OfferedTask
 from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
@@ -118,18 +118,18 @@ def start_otel(
 def _make_upstream(options: WrapOptions, core: WrapperCore) -> Any:
     """The upstream link of one core: a child process over stdio, or an MCP session over HTTP."""
     if options.url:
-        from mcpwatch.wrapper.upstream_http import HttpUpstream
+        from mcpwatch.wrapper.upstreams.upstream_http import HttpUpstream
 
         return HttpUpstream(options.url, options.headers, core, options.settings)
-    from mcpwatch.wrapper.upstream_stdio import StdioUpstream
+    from mcpwatch.wrapper.upstreams.upstream_stdio import StdioUpstream
 
     return StdioUpstream(options.command, core, options.settings)
 
 
 def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], None]) -> Any:
     """The Streamable HTTP front with its guard: a token when serving remote hosts (printed once if generated)."""
-    from mcpwatch.wrapper.front_guard import FrontGuard, new_front_token, token_file_is_private
-    from mcpwatch.wrapper.front_http import HttpFront, parse_listen
+    from mcpwatch.httpserve.guard import FrontGuard, new_front_token, token_file_is_private
+    from mcpwatch.wrapper.fronts.front_http import HttpFront, parse_listen
 
     settings = options.settings.front
     host = parse_listen(options.listen or "")[0]
@@ -295,7 +295,7 @@ async def run_wrapper(options: WrapOptions) -> int:
 
     pool = None
     if options.listen:
-        from mcpwatch.wrapper.front_sessions import SHARED_TAG, SessionPool
+        from mcpwatch.wrapper.fronts.front_sessions import SHARED_TAG, SessionPool
 
         core = make_core(SHARED_TAG, shared=True)
         pool = SessionPool(
@@ -337,7 +337,7 @@ async def run_wrapper(options: WrapOptions) -> int:
 
     actions: Any = OperatorActions(core)
     if pool is not None:
-        from mcpwatch.wrapper.actions_pool import PoolActions
+        from mcpwatch.wrapper.operator.actions_pool import PoolActions
 
         actions = PoolActions(pool, deadline, recorder)
     operator_app = build_operator_app(
@@ -401,7 +401,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     if pool is not None:
         front: Any = _http_front(pool, options, on_warning)
     else:
-        from mcpwatch.wrapper.front_stdio import StdioFront
+        from mcpwatch.wrapper.fronts.front_stdio import StdioFront
 
         front = StdioFront(core)
         core.attach_link(front)

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from mcpwatch.config import Settings
 from mcpwatch.events import UpstreamState, payload_problems
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.actions import OperatorActions
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core.pump import WrapperCore
+from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.operator.actions import OperatorActions
 
 WELL = "well-"  # ids of the harness's own well-formed calls; fuzzed ids never start with it
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from faultkit import FAULT_SERVER, INIT_PARAMS, RAW_SERVER, raw_host, read_jsonl, registry_of, session_events, text_of
 
-from mcpwatch.wrapper.upstream_stdio import HARD_UNSENT_LIMIT
+from mcpwatch.wrapper.upstreams.upstream_stdio import HARD_UNSENT_LIMIT
 
 from wraptools import Operator
 

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from mcpwatch.wrapper.http11 import Client, EventStream, TransportError
+from mcpwatch.wrapper.upstreams.http11 import Client, EventStream, TransportError
 
 pytestmark = pytest.mark.anyio
 

@@ -12,10 +12,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from mcpwatch.commands.prometheus import shipped
 from mcpwatch.events import Event, Kind
+from mcpwatch.httpserve.guard import FrontGuard
 from mcpwatch.prometheus.collector import OTLP_NAME
 from mcpwatch.prometheus.endpoint import MetricsApp, metrics_registry
 from mcpwatch.prometheus.fold import FOLD_AT, MAX_TOOLS, MetricFold
-from mcpwatch.wrapper.front_guard import FrontGuard
 
 TOKEN = "s3cret-token-for-scrapes"
 

@@ -29,6 +29,9 @@ def test_every_cited_path_exists() -> None:
 
 
 def test_a_missing_path_is_caught() -> None:
-    assert cited_paths("see `wrapper/core.py` and `wrapper/gone.py`") == {"wrapper/core.py", "wrapper/gone.py"}
-    assert resolves("wrapper/core.py")
+    assert cited_paths("see `wrapper/core/pump.py` and `wrapper/gone.py`") == {
+        "wrapper/core/pump.py",
+        "wrapper/gone.py",
+    }
+    assert resolves("wrapper/core/pump.py")
     assert not resolves("wrapper/gone.py")

@@ -18,8 +18,8 @@ from mcpwatch.events import Kind, UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META, PARTIAL_META
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core.pump import WrapperCore
 
 
 class Rig:

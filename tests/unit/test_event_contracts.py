@@ -52,7 +52,7 @@ from mcpwatch.events import (
 from mcpwatch.logview.ending import crashed_reason, stand_in_end
 from mcpwatch.store import EventReader, EventWriter, schema
 from mcpwatch.store import reader as reader_module
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import Recorder
 
 DEADLINE = DeadlineBlock(
     host_timeout_s=120.0,

@@ -9,13 +9,13 @@ import json
 from mcpwatch.config import Settings
 from mcpwatch.events import UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.http11 import EventStream
-from mcpwatch.wrapper.lines import LineSplitter
-from mcpwatch.wrapper.oversize import NOT_AN_ANSWER, UNKNOWN, read_id
-from mcpwatch.wrapper.pressure import Backpressure, Outbox
-from mcpwatch.wrapper.recorder import Recorder
-from mcpwatch.wrapper.session import WAITING_MAX
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core.oversize import NOT_AN_ANSWER, UNKNOWN, read_id
+from mcpwatch.wrapper.core.pressure import Backpressure, Outbox
+from mcpwatch.wrapper.core.pump import WrapperCore
+from mcpwatch.wrapper.core.session import WAITING_MAX
+from mcpwatch.wrapper.framing.lines import LineSplitter
+from mcpwatch.wrapper.upstreams.http11 import EventStream
 
 
 def test_read_id_finds_only_the_top_level_id_of_a_frame_start() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcpwatch.errors import UserError
-from mcpwatch.wrapper.front_guard import FrontGuard, check_listen_address, read_token_file
+from mcpwatch.httpserve.guard import FrontGuard, check_listen_address, read_token_file
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "127.255.255.254", "localhost", "LOCALHOST", "::1"])

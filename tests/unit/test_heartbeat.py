@@ -11,7 +11,7 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.heartbeat import elapsed_text, heartbeat_message, next_heartbeat
 from mcpwatch.reliability.hosts import catalog
 from mcpwatch.scheduler import ManualScheduler
-from mcpwatch.wrapper.heartbeat import Heartbeats
+from mcpwatch.wrapper.core.heartbeat import Heartbeats
 
 
 class Timers:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mcpwatch.reliability.hosts import NAME_MAX, catalog
-from mcpwatch.wrapper.hostwatch import SEEN_MAX, HostDirectory
+from mcpwatch.wrapper.core.hostwatch import SEEN_MAX, HostDirectory
 
 
 class Link:

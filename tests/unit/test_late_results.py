@@ -16,9 +16,9 @@ from mcpwatch.events import Event, UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.reuse import META_KEY, LateResultReuse, ReuseKey, canonical_arguments, reuse_note
 from mcpwatch.reliability.statesync import StateSync
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.core import WrapperCore
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core.pump import WrapperCore
+from mcpwatch.wrapper.framing import frames
 
 BUDGET_S = 0.05  # the smallest budget mcpwatch accepts: calls are cut fast
 

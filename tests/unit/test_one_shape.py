@@ -16,9 +16,9 @@ from mcpwatch.events import COUNTER_NAMES, CountersBlock, Event, Kind, Outcome, 
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
 from mcpwatch.reliability.tombstones import ttl_terms
-from mcpwatch.wrapper import pending
-from mcpwatch.wrapper.actions import change_deadline, reset_deadline
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls import pending
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.operator.actions import change_deadline, reset_deadline
 
 PACKAGE = Path(config.__file__).parent
 

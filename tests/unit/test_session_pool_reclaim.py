@@ -7,7 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from mcpwatch.wrapper.front_sessions import SessionPool
+from mcpwatch.wrapper.fronts.front_sessions import SessionPool
 
 
 class _Core(SimpleNamespace):

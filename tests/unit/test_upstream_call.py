@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpwatch.wrapper.upstream_call import MAX_ARGUMENTS_BYTES, CallRefused, check_call
+from mcpwatch.wrapper.operator.upstream_call import MAX_ARGUMENTS_BYTES, CallRefused, check_call
 
 
 def test_a_good_request_gets_defaults() -> None:

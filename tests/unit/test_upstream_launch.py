@@ -1,5 +1,5 @@
-"""The lifeline of a stdio upstream (see mcpwatch.wrapper.upstream_process) is the wrapper's to close, whatever
-way the start ends: a descriptor left open keeps the keeper waiting, and leaks one descriptor a start."""
+"""The lifeline of a stdio upstream (see mcpwatch.wrapper.upstreams.upstream_process) is the wrapper's to close,
+whatever way the start ends: a descriptor left open keeps the keeper waiting, and leaks one descriptor a start."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpwatch.config import Settings
-from mcpwatch.wrapper.upstream_stdio import StdioUpstream
+from mcpwatch.wrapper.upstreams.upstream_stdio import StdioUpstream
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the lifeline exists on Linux only")
 

@@ -29,11 +29,11 @@ from mcpwatch.events import (
 )
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import modern_version
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.partial import abandoned_reply, failed_reply
-from mcpwatch.wrapper.pending import Counters, HostLink, Pending, PendingTable
-from mcpwatch.wrapper.progress import note_progress
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.partial import abandoned_reply, failed_reply
+from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
+from mcpwatch.wrapper.calls.progress import note_progress
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, REUSABLE, BridgedRun, answer_from_run, log_late_result
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,

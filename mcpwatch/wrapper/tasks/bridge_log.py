@@ -10,9 +10,9 @@ from typing import Any
 
 from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData
 from mcpwatch.scheduler import Timer
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.pending import Counters, HostLink, Pending
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.shapes import Era
 
 PREVIEW_CHARS = 4096

@@ -33,9 +33,9 @@ from mcpwatch.events import KeptTask, Kind, TaskCreatedData, TaskStatusData
 from mcpwatch.reliability.statesync.glob import match_glob
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wire import MODERN_CLIENT_META, modern_version
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.pending import HostLink, Pending
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.pending import HostLink, Pending
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.shapes import (
     CLIENT_CAPABILITIES_META,
     EXTENSION,

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcpwatch.events import Kind, Outcome, RequestEndDetail, TaskCreatedData, TaskStatusData
 from mcpwatch.scheduler import Scheduler, Timer
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.pending import Pending, PendingTable
-from mcpwatch.wrapper.recorder import Recorder
+from mcpwatch.wrapper.calls.pending import Pending, PendingTable
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.shapes import (
     Era,
     Status,

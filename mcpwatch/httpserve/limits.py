@@ -1,0 +1,246 @@
+"""Connection-level bounds for mcpwatch's HTTP servers (the front, the operator endpoint, the scrape endpoint).
+
+uvicorn's httptools protocol keeps any header however long (its parser joins the pieces), keeps a connection that
+never sends a request open forever, and waits for a body however slowly it comes. A peer could hold memory or file
+descriptors until the wrapper cannot respawn its upstream, or hold every connection slot with a trickle. This
+protocol bounds what a client owes us, in size and in time:
+
+- a request head of at most `max_head_bytes` (else 431 and the connection is closed); the body is not head, and is
+  capped by the app (`[front] max_body_mb`), whether it arrives with its head in one read or in many;
+- a head that has begun must be complete within `head_timeout_s`, and a body must arrive at `min_body_bytes_s` on
+  average after its first `body_grace_s` (else 408 and the connection is closed): a trickle of a byte every few
+  seconds is disconnected, whatever the gaps between its bytes;
+- `idle_timeout_s` without a byte from a client that owes one closes the connection;
+- at most `max_connections` open at once: a newcomer closes the connection quiet longest among those that owe us
+  bytes (between requests, in a head, in a body), sparing those that were answered before (a real client's
+  kept-alive connections), and gets 503 only when every connection waits on the wrapper.
+
+A connection waiting on the wrapper — a long call, an event stream — owes nothing and is never timed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_head_bytes: int = 64 * 1024
+    max_connections: int = 256
+    idle_timeout_s: float = 30.0
+    head_timeout_s: float = 5.0
+    min_body_bytes_s: float = 16 * 1024
+    body_grace_s: float = 5.0
+
+    def body_deadline(self, started: float, received: int) -> float:
+        """When a body begun at `started`, with `received` bytes in so far, has fallen below the minimum rate."""
+        return started + self.body_grace_s + received / self.min_body_bytes_s
+
+
+def timed_limits(settings: Any, **bounds: Any) -> ConnectionLimits:
+    """ConnectionLimits from a config section with `idle_timeout_s`, `head_timeout_s` and `min_body_kib_s` (the
+    front's and the operator's): a body's grace is the head's time."""
+    return ConnectionLimits(
+        idle_timeout_s=settings.idle_timeout_s,
+        head_timeout_s=settings.head_timeout_s,
+        min_body_bytes_s=settings.min_body_kib_s * 1024,
+        body_grace_s=settings.head_timeout_s,
+        max_connections=settings.max_connections,
+        **bounds,
+    )
+
+
+RESERVED_DESCRIPTORS = 64  # the log, the upstream's pipes (and a respawn's), sockets to an HTTP upstream, the loop
+RECHECK_S = 1.0  # while reading is paused by us (the app has not taken the body yet), the rate is not the client's
+
+
+def within_descriptors(limits: ConnectionLimits, share: float) -> ConnectionLimits:
+    """`limits` with at most `share` of the descriptors the process may open (after a reserve) as connections: a
+    cap above the process's own limit would let idle clients take the descriptors the upstream needs."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return limits
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    room = max(4, int((soft - RESERVED_DESCRIPTORS) * share))
+    return replace(limits, max_connections=min(limits.max_connections, room))
+
+
+def _refusal(status: int, reason: str, text: str) -> bytes:
+    body = text.encode()
+    head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    return head.encode() + body
+
+
+def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """A uvicorn HTTP protocol class bound to `limits` (one class per server: its connections are counted together)."""
+    open_connections: set[LimitedProtocol] = set()
+
+    class LimitedProtocol(HttpToolsProtocol):
+        _awaiting_head = True
+        _head_bytes = 0  # of the current head, in reads that held nothing else
+        _head_started: float | None = None  # the first byte of the current head
+        _body_started = 0.0
+        _body_bytes = 0
+        _last_active = 0.0
+        _chunk = b""  # the read being parsed, and how much head came before it
+        _chunk_head_base = 0
+        _heads_in_chunk = 0
+        _ended_in_chunk = 0
+        _head_too_large = False
+        _answered = 0  # responses completed on this connection
+        _timer: asyncio.TimerHandle | None = None
+        _closed = False
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._last_active = self.loop.time()
+            open_connections.add(self)
+            if len(open_connections) > limits.max_connections and not self._make_room():
+                self._refuse(503, "Service Unavailable", "too many connections: try again later")
+                return
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._closed = True
+            open_connections.discard(self)
+            if self._timer is not None:
+                self._timer.cancel()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            now = self._last_active = self.loop.time()
+            starting = self._awaiting_head and self._head_started is None
+            if starting:
+                self._head_started = now
+            self._chunk, self._chunk_head_base = data, self._head_bytes
+            self._heads_in_chunk = self._ended_in_chunk = 0
+            super().data_received(data)
+            self._chunk = b""
+            if self._closed:
+                return
+            if self._head_too_large:
+                self._refuse_head()
+            elif self._awaiting_head and self._ended_in_chunk:
+                # A whole request in this read; what follows of a pipelined next head is counted from the next one.
+                self._head_bytes, self._head_started = 0, None
+            elif self._awaiting_head:
+                self._head_bytes += len(data)
+                if self._head_bytes > limits.max_head_bytes:
+                    self._refuse_head()
+            if starting:
+                self._arm()
+
+        def on_headers_complete(self) -> None:
+            if self._heads_in_chunk == 0:
+                end = self._chunk.find(b"\r\n\r\n")  # -1: the blank line began in the previous read
+                if self._chunk_head_base + (end + 4 if end >= 0 else 0) > limits.max_head_bytes:
+                    self._head_too_large = True
+                    return
+            self._heads_in_chunk += 1
+            self._awaiting_head = False
+            self._head_started = None
+            self._body_started, self._body_bytes = self.loop.time(), 0
+            super().on_headers_complete()
+            self._arm()
+
+        def on_body(self, body: bytes) -> None:
+            if self._head_too_large:
+                return
+            self._body_bytes += len(body)
+            super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if self._head_too_large:
+                return
+            super().on_message_complete()
+            self._ended_in_chunk += 1
+            self._awaiting_head = True
+            self._head_bytes = 0
+
+        def on_response_complete(self) -> None:
+            self._last_active = self.loop.time()  # quiet while the wrapper worked is not the client's silence
+            self._answered += 1
+            super().on_response_complete()
+            self._arm()
+
+        def owes_bytes(self) -> bool:
+            """Whether the connection waits on its client: between requests, in a head, or in a body."""
+            cycle = self.cycle  # the current request, once its head is in
+            return cycle is None or cycle.response_complete or (cycle.more_body and not cycle.response_started)
+
+        def deadline(self) -> float | None:
+            """When this connection is to be closed unless its client sends more; None while the wrapper owes."""
+            if not self.owes_bytes():
+                return None
+            idle = self._last_active + limits.idle_timeout_s
+            if self._awaiting_head:
+                started = self._head_started
+                return idle if started is None else min(idle, started + limits.head_timeout_s)
+            if self.flow.read_paused:  # we stopped reading (the app has not taken the body yet)
+                return self.loop.time() + RECHECK_S
+            return min(idle, limits.body_deadline(self._body_started, self._body_bytes))
+
+        def _arm(self) -> None:
+            """(Re)schedule the check for the deadline, if it is sooner than the one scheduled."""
+            if self._closed:
+                return
+            due = self.deadline()
+            when = due if due is not None else self.loop.time() + limits.idle_timeout_s
+            timer = self._timer
+            if timer is None or timer.cancelled() or when < timer.when():
+                if timer is not None:
+                    timer.cancel()
+                self._timer = self.loop.call_at(when, self._check)
+
+        def _check(self) -> None:
+            self._timer = None
+            if self._closed:
+                return
+            due = self.deadline()
+            if due is not None and self.loop.time() >= due:
+                self._expire()
+            else:
+                self._arm()
+
+        def _expire(self) -> None:
+            if self._awaiting_head and self._head_started is None:  # between requests: nothing is owed but a visit
+                self._closed = True
+                open_connections.discard(self)
+                self.transport.close()
+                return
+            what = "request head" if self._awaiting_head else "request body"
+            self._refuse(408, "Request Timeout", f"the {what} did not arrive in time")
+
+        def _make_room(self) -> bool:
+            """Close a connection that owes us bytes, one never answered before one a client has used (a host's
+            kept-alive connection, which it may reuse at any moment), the quietest first; False if none owes."""
+            owing = [c for c in open_connections if c is not self and not c._closed and c.owes_bytes()]
+            if not owing:
+                return False
+            oldest = min(owing, key=lambda c: (c._answered > 0, c._last_active))
+            oldest._closed = True
+            open_connections.discard(oldest)
+            oldest.transport.close()
+            return True
+
+        def _refuse_head(self) -> None:
+            kib = limits.max_head_bytes // 1024
+            self._refuse(431, "Request Header Fields Too Large", f"request headers are limited to {kib} KiB")
+
+        def _refuse(self, status: int, reason: str, text: str) -> None:
+            self._closed = True
+            open_connections.discard(self)
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(_refusal(status, reason, text))
+            self.transport.close()
+
+    return LimitedProtocol

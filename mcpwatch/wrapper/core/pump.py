@@ -1,0 +1,447 @@
+"""The wrapper's message pump, independent of transports: host requests in, upstream answers out, and the three
+ways a call ends early (deadline, cancel, failure).
+
+The parts it routes through each have their own module: the requests in flight (`pending`), the upstream
+connection (`session`), tombstones (`late`), the council's progress (`progress`), the operator's actions
+(`actions`). Links reach the core only through its ports (`port`). Everything runs on one asyncio loop, so no
+locks: each handler runs to completion between frames.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from mcpwatch.config import Settings
+from mcpwatch.events import Kind, Outcome, RequestStartData, UpstreamState
+from mcpwatch.otel.context import stamp as stamp_trace
+from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.hosts import catalog as host_catalog
+from mcpwatch.reliability.statesync import StateSync
+from mcpwatch.reliability.tombstones import TtlTerms
+from mcpwatch.scheduler import LoopScheduler, Scheduler
+from mcpwatch.terminal import safe_lines
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META, modern_version
+from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
+from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.core import oversize
+from mcpwatch.wrapper.core.endings import Endings
+from mcpwatch.wrapper.core.heartbeat import Heartbeats
+from mcpwatch.wrapper.core.hostwatch import HostDirectory
+from mcpwatch.wrapper.core.inbound import UpstreamInbound
+from mcpwatch.wrapper.core.late_results import LateResults
+from mcpwatch.wrapper.core.port import retrieve_exception
+from mcpwatch.wrapper.core.pressure import Backpressure
+from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
+from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.tasks.bridge import TaskBridge
+from mcpwatch.wrapper.tasks.offer import TaskOffer
+from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
+from mcpwatch.wrapper.tasks.watch import TaskWatch
+
+__all__ = ["HostLink", "Pending", "UpstreamLink", "WrapperCore", "modern_version", "retrieve_exception"]
+
+
+def _view(part: str, name: str) -> Any:
+    """A read-write view of one of the core's parts' attributes, for harnesses that look inside the core."""
+    return property(
+        lambda core: getattr(getattr(core, part), name),
+        lambda core, value: setattr(getattr(core, part), name, value),
+    )
+
+
+class WrapperCore:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        deadline: DeadlinePolicy,
+        recorder: Recorder,
+        state_sync: StateSync | None = None,
+        name: str = "mcpwatch",
+        loop: asyncio.AbstractEventLoop | None = None,
+        scheduler: Scheduler | None = None,
+        shared: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.deadline = deadline
+        self.recorder = recorder
+        self.state_sync = state_sync if state_sync is not None and state_sync.enabled else None
+        self.name = name
+        self.loop = loop or asyncio.get_running_loop()
+        self.scheduler: Scheduler = scheduler if scheduler is not None else LoopScheduler(self.loop)
+        self.counters = Counters()
+        self.table = PendingTable(recorder=recorder, counters=self.counters, scheduler=self.scheduler)
+        self.session = UpstreamSession(
+            settings=settings,
+            recorder=recorder,
+            counters=self.counters,
+            scheduler=self.scheduler,
+            loop=self.loop,
+            undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
+        )
+        self.late_results = LateResults(
+            settings.late_results,
+            recorder,
+            counters=self.counters,
+            state_sync=self.state_sync,
+            cap=settings.tombstones.cap,
+        )
+        self.session.late.results = self.late_results
+        self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
+        self.endings = Endings(
+            table=self.table,
+            session=self.session,
+            deadline=deadline,
+            late_results=self.late_results,
+            modern=lambda: self.modern_era,
+        )
+        self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
+        self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
+        self.links: list[HostLink] = []
+        self.tasks = TaskWatch(
+            table=self.table,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            request=self.session.request,
+            warn=self.warn,
+        )
+        self.bridge = TaskBridge(
+            settings=settings.tasks,
+            table=self.table,
+            watch=self.tasks,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            counters=self.counters,
+            request=self.session.request,
+            upstream_capabilities=lambda: (self.session.init_result or {}).get("capabilities"),
+            on_progress=self.heartbeats.touch,
+            modern=lambda: self.modern_era,
+        )
+        self.offer = TaskOffer(
+            settings=settings.tasks,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            host_has_tasks=self.bridge.host_has_tasks,
+            upstream_support=self.bridge.support.get,
+            upstream_takes_tasks=self.bridge.upstream_takes_tasks,
+            cancel_call=lambda pending, why: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", why),
+            keep_bytes=settings.late_results.keep_bytes,
+        )
+        self.inbound = UpstreamInbound(
+            tasks=self.tasks,
+            bridge=self.bridge,
+            offer=self.offer,
+            table=self.table,
+            session=self.session,
+            links=self.links,
+            recorder=recorder,
+            counters=self.counters,
+            state_sync=self.state_sync,
+            health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
+            warn=self.warn,
+            on_progress=self.heartbeats.touch,
+            shared=shared,
+        )
+        self.modern_era = False
+        self.closing = False
+        self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
+        self._propagate = settings.deadline.propagate
+
+    # ------------------------------------------------------------------ the ports' small services
+
+    def warn(self, message: str) -> None:
+        self.recorder.emit(Kind.WARNING, message=message)
+
+    def count_frame_error(self) -> None:
+        self.counters.host_frame_errors += 1
+
+    def frame_limit(self) -> int:
+        return self.settings.limits.max_frame_bytes
+
+    def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
+        oversize.host_frame_over_cap(self, link, size, head)
+
+    def serve_front(self, front: str) -> None:
+        self.hosts.front = front
+
+    # ------------------------------------------------------------------ host side
+
+    def attach_link(self, link: HostLink) -> None:
+        self.links.append(link)
+
+    def detach_link(self, link: HostLink) -> None:
+        if link in self.links:
+            self.links.remove(link)
+        self.late_results.forget_link(link)
+        self.bridge.forget_link(link)
+        self.offer.forget_link(link)
+        self.hosts.forget(link)
+
+    def host_frame(self, link: HostLink, line: bytes) -> None:
+        """One line from a host: parse, answer malformed frames as the spec says, dispatch the rest."""
+        try:
+            message = frames.decode(line)
+        except ValueError:
+            self.counters.host_frame_errors += 1
+            self.warn(f"host sent a frame that is not JSON: {frames.text_of(line, 200)}")
+            link.send(frames.error_response(None, frames.PARSE_ERROR, "Parse error"))
+            return
+        if isinstance(message, list):
+            if not message:
+                self._refuse(link, None, "Invalid Request: empty batch", message)
+            for item in message:
+                self.host_message(link, item)
+            return
+        self.host_message(link, message)
+
+    def host_message(self, link: HostLink, message: Any) -> None:
+        kind = frames.kind_of(message)
+        if kind == frames.REQUEST:
+            self._host_request(link, message)
+        elif kind == frames.NOTIFICATION:
+            self._host_notification(link, message)
+        elif kind == frames.RESPONSE:
+            # only the host that was asked may answer, and only while the upstream that asked is still there
+            if self.session.take_server_request(message["id"], link):
+                self.session.send(None, message)
+        else:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            if not frames.valid_id(request_id):
+                request_id = None
+            self._refuse(link, request_id, "Invalid Request", message)
+
+    def _refuse(self, link: HostLink, request_id: Any, error: str, message: Any) -> None:
+        """A host frame that breaks JSON-RPC: counted, logged as a warning, answered with Invalid Request."""
+        self.counters.host_frame_errors += 1
+        self.warn(f"host sent an invalid JSON-RPC message ({error}): {frames.text_of(message, 200)}")
+        link.send(frames.error_response(request_id, frames.INVALID_REQUEST, error))
+
+    def _host_request(self, link: HostLink, message: dict[str, Any]) -> None:
+        method: str = message["method"]
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            self._refuse(link, message["id"], "Invalid Request: params must be an object", message)
+            return
+        params = params or {}
+        meta = got if isinstance(got := params.get("_meta"), dict) else None
+        if method == "initialize":
+            self.session.init_params = params
+            self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
+            self.bridge.host_initialized(link, params.get("capabilities"))
+            self.offer.host_initialized(link, params.get("clientInfo"))
+        version = got if meta is not None and isinstance(got := meta.get(MODERN_VERSION_META), str) else None
+        if version is not None:  # as `modern_version(message)`, from the `_meta` already read
+            self.modern_era = True
+        tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
+        host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
+        late = self.late_results  # an identical call's late result, given at once (opt-in: [[late_results.reuse]])
+        if (
+            tool is not None
+            and late.reuse.enabled
+            and late.answer_from_store(link, host, message["id"], tool, params.get("arguments"))
+        ):
+            return
+        bridge, offer = self.bridge, self.offer
+        arguments = params.get("arguments")
+        if tool is not None and bridge.runs and bridge.answer_at_once(link, message["id"], tool, arguments):
+            return  # an identical call whose bridged task finished after its host stopped waiting
+        if method in POLL_METHODS and offer.handles(link, message):
+            return  # a poll of a task mcpwatch itself runs for this host
+        # only a call naming a task (or, in the 2026 era, with a `_meta` to declare the extension in) can be offered one
+        offered = method == "tools/call" and ("task" in params or meta is not None)
+        offered = offered and offer.wants(link, tool, params)
+        if offered and (refusal := offer.refusal(params)) is not None:
+            link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
+            return
+        if (
+            tool is not None
+            and not offered
+            and tool not in bridge.support  # a tool listed already needs no listing
+            and bridge.must_list_first(link, tool, params)
+        ):
+            bridge.list_then(tool, params, lambda: self._host_request(link, message))  # is it a task-only tool?
+            return
+        up_id = self.session.ids.allocate()
+        host_id = message["id"]
+        request_key = getattr(link, "key_prefix", "") + str(host_id)  # two hosts' equal ids stay apart in the log
+        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, request_key)
+        pending.host = host
+        if method in POLL_METHODS:
+            self.tasks.poll(pending, params)
+        self.table.add(pending)
+        forwarded_params = dict(params)
+        if meta is not None and "progressToken" in meta:
+            # The wrapper owns the token space upstream too: several hosts may share one upstream, and a late
+            # progress notification is then recognised by its token alone.
+            pending.host_token = meta["progressToken"]
+            forwarded_params["_meta"] = meta = {**meta, "progressToken": up_id}
+        budget = None
+        if method == "tools/call":
+            budget = pending.budget = self.deadline.budget(tool, host, pending.host_token is not None)
+            if offered:  # the host has its task at once; the call runs to its end, bounded by [tasks] max_s
+                forwarded_params["_meta"] = meta = self.offer.start(pending, link, params, forwarded_params, meta)
+                budget = pending.budget
+            else:
+                self.heartbeats.start(pending)
+            if budget.seconds is not None:
+                pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
+                if self._propagate:  # the time left is stamped again when the frame is sent
+                    forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
+        if tool is not None and bridge.runs and bridge.attach(pending, arguments):
+            _request_start(self.recorder, pending, params, None)  # it waits for the task an identical call made
+            return
+        if tool is not None and tool in bridge.support and bridge.wants(link, tool, params):
+            pending.bridged = True
+            bridge.augment(forwarded_params)
+        forwarded = {"jsonrpc": "2.0", "id": up_id, "method": method}
+        trace_ids = stamp_trace(forwarded_params) if self.trace_requests else None
+        if "params" in message or trace_ids is not None:
+            forwarded["params"] = forwarded_params
+        pending.message = forwarded
+        outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
+        if pending.poll is None:  # a task's poll is its task's, not a call of its own
+            _request_start(self.recorder, pending, params, trace_ids)
+        if outcome == "unstartable":
+            self.endings.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
+        elif outcome not in ("sent", "queued"):
+            self.endings.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
+
+    def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
+        if message["method"] == "notifications/cancelled":
+            params = got if isinstance(got := message.get("params"), dict) else {}
+            request_id = params.get("requestId")
+            if request_id is None or not frames.valid_id(request_id):
+                return  # names no request of ours (and may not even be hashable)
+            pending = self.table.for_host(link, request_id)
+            if pending is None:
+                return  # nothing of ours in flight: the spec says ignore
+            if pending.bridged and self.bridge.cut(pending, "host_cancel"):
+                return  # the host stopped waiting; its task goes on (an identical call takes its result)
+            if self.offer.host_cancelled(pending, params.get("reason")):
+                return  # the request that made an offered task: the task is cancelled, as by tasks/cancel
+            self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
+            return
+        self.session.send(None, message)
+
+    # ------------------------------------------------------------------ upstream side
+
+    def upstream_frame(self, line: bytes, fallback: Any = oversize.UNKNOWN) -> None:
+        try:
+            message = frames.decode(line)
+        except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
+            oversize.upstream_frame_unreadable(self, line, str(exc), fallback)
+            return
+        self.inbound.decoded(message)
+
+    def upstream_message(self, message: Any) -> None:
+        self.inbound.message(message)
+
+    def upstream_oversize(self, size: int, head: bytes = b"", fallback: Any = oversize.UNKNOWN) -> None:
+        oversize.upstream_frame_over_cap(self, size, head, fallback)
+
+    def is_waiting(self, up_id: Any) -> bool:
+        """Whether a request sent upstream under this id still waits for its answer."""
+        return self.table.get(up_id) is not None or self.session.has_internal(up_id)
+
+    def requeue(self, up_id: Any) -> bool:
+        """A request the upstream never received (its connection was gone): send it again on the next one."""
+        return self.session.requeue(self.table.get(up_id))
+
+    # ------------------------------------------------------------------ deadlines, cancellation, failure
+
+    def _deadline_hit(self, up_id: int) -> None:
+        pending = self.table.get(up_id)
+        if pending is not None and pending.bridged and self.bridge.cut(pending, "deadline"):
+            return  # the host's answer is the partial one; its task goes on
+        self.endings.deadline_hit(up_id)
+
+    def cancel(self, request_id: str) -> bool:
+        return self.bridge.cancel(request_id) or self.endings.cancel(request_id) or self.tasks.cancel(request_id)
+
+    def ttl_terms(self) -> TtlTerms:
+        return self.session.late.terms(self.deadline.budget(None))
+
+    def sweep_tombstones(self) -> int:
+        return self.session.late.sweep()
+
+    # ------------------------------------------------------------------ upstream lifecycle
+
+    def attach_upstream(self, upstream: UpstreamLink) -> None:
+        self.session.link = upstream
+        self.pressure.upstream = upstream
+
+    def upstream_connecting(self) -> int:
+        return self.session.connecting()
+
+    async def upstream_started(self) -> None:
+        await self.session.started()
+
+    def upstream_lost(
+        self,
+        *,
+        reason: str,
+        exit_code: int | None = None,
+        stderr_tail: list[str] | None = None,
+        fail_queued: bool = False,
+    ) -> None:
+        """The upstream is gone: answer every call it held at once, clearly. Queued calls keep waiting for the next
+        connection, unless it could not even be started (`fail_queued`): then they are answered with that too."""
+        text = self.session.lost(reason, exit_code, stderr_tail or [])
+        if fail_queued:
+            self.session.start_failure = text
+        if not self.closing:
+            # the host keeps this as the server's log; the upstream's stderr lines in it may hold escape sequences
+            print(f"mcpwatch: {safe_lines(text)}", file=sys.stderr, flush=True)
+        for pending in [p for p in self.table if p.sent or fail_queued]:
+            self.endings.fail(pending, Outcome.UPSTREAM_LOST, text)
+        self.tasks.end_all(Outcome.UPSTREAM_LOST, text)
+
+    def upstream_backoff(self, retry_in_s: float) -> None:
+        self.session.backoff(retry_in_s)
+
+    # ------------------------------------------------------------------ operator actions and shutdown
+
+    def shutdown(self, why: str) -> None:
+        """Cancel every call upstream and tombstone it; answer hosts that are still there."""
+        self.closing = True
+        for pending in list(self.table):
+            self.endings.abandon(
+                pending, Outcome.CANCELLED, "shutdown", reason_text=f"mcpwatch is shutting down ({why})"
+            )
+        self.session.waiting.clear()
+        self.tasks.end_all(Outcome.CANCELLED, "shutdown")
+
+    # ------------------------------------------------------------------ views kept for in-process harnesses
+
+    pending = _view("table", "calls")
+    waiting = _view("session", "waiting")
+    ids = _view("session", "ids")
+    upstream_state = _view("session", "state")
+
+    def _set_state(self, state: UpstreamState, **data: Any) -> None:
+        self.session.set_state(state, **data)
+
+    def _flush_waiting(self) -> None:
+        self.session.flush()
+
+
+def _request_start(
+    recorder: Recorder, pending: Pending, params: dict[str, Any], trace_ids: dict[str, str] | None
+) -> None:
+    budget = pending.budget
+    if budget is None:
+        host = None if pending.host is None else pending.host.label
+        start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
+        recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
+        return
+    start = RequestStartData(
+        method=pending.method,
+        up_id=pending.up_id,
+        budget_s=budget.seconds,
+        budget_source=budget.source,
+        arguments=frames.text_of(params.get("arguments", {})),
+        host=budget.host,
+    )
+    recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
