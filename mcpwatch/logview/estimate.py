@@ -22,13 +22,11 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mcpwatch.events import Event, Kind
+from mcpwatch.logview.timing import CallTiming
 from mcpwatch.reliability.deadline import fmt_seconds
-
-if TYPE_CHECKING:
-    from mcpwatch.logview.whatif import CallTiming
 
 DELIVERY_SHARE = 0.1  # a server reading dev.mcpwatch/deadline_ms (the council) keeps this much back to deliver
 DELIVERY_MAX_S = 3.0

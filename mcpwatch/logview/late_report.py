@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcpwatch.logview.estimate import Estimate, budget_needed, estimates
-from mcpwatch.logview.whatif import FIXED_SOURCES, CallTiming
+from mcpwatch.logview.timing import FIXED_SOURCES, CallTiming
 from mcpwatch.reliability.deadline import fmt_seconds
 
 MIN_MARGIN_S = 1.0  # the least margin advised: the host must still get the wrapper's answer before it gives up

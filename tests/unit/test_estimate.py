@@ -188,7 +188,7 @@ def test_estimating_every_cut_call_reads_each_call_a_bounded_number_of_times(mon
     """A log of many cut calls beside many whole ones (a flood): each estimate must not rescan every call, or
     `whatif` and the report take minutes (quadratic) on one session."""
     from mcpwatch.logview import estimate
-    from mcpwatch.logview.whatif import CallTiming
+    from mcpwatch.logview.timing import CallTiming
 
     cut = [CallTiming(f"c{i}", "t", float(i), 2.0, "deadline", 2.0, None) for i in range(300)]
     whole = [CallTiming(f"w{i}", "t", float(i), None, "ok", 3.0 + i % 7, 3.0 + i % 7) for i in range(300)]
