@@ -1,18 +1,17 @@
 """The synthetic session's traffic, one generator per event family: each schedules its events on the session.
 
 The families and their rates are in `SyntheticSession.events`; the session keeps the state they share (the random
-generator, the deadline settings, the upstream's generation and the id counters).
+generator, the deadline settings, the upstream's generation and the id counters), which the generators see through
+`Sim`, so this module needs nothing of the session's.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import random
+from typing import Any, Protocol
 
-from mcpwatch.events import HealthCheckData, Kind
-
-if TYPE_CHECKING:
-    from mcpwatch.bench.replay import SyntheticSession
+from mcpwatch.events import DeadlineBlock, HealthCheckData, Kind
 
 MODELS = ("openai/gpt-5.1", "anthropic/claude-opus-4.5", "google/gemini-3-pro", "x-ai/grok-4")
 TIERS: dict[str, dict[str, Any]] = {
@@ -23,7 +22,26 @@ TIERS: dict[str, dict[str, Any]] = {
 QUICK_TOOLS = ("countries.lookup", "tasks.update", "tasks.list", "sprints.get")
 
 
-def session_opening(sim: SyntheticSession) -> None:
+class Sim(Protocol):
+    """What the generators ask of the simulated session (`bench.replay.SyntheticSession`)."""
+
+    rng: random.Random
+    generation: int
+    margin: float
+
+    @property
+    def budget(self) -> float: ...
+
+    def at(self, mono: float, kind: str, **fields: Any) -> None: ...
+
+    def deadline_block(self) -> DeadlineBlock: ...
+
+    def tombstone_ttl(self) -> float: ...
+
+    def new_call_ids(self) -> tuple[str, int]: ...
+
+
+def session_opening(sim: Sim) -> None:
     """The session_start, the upstream coming up and the host introducing itself."""
     sim.at(
         0.0,
@@ -51,7 +69,7 @@ def session_opening(sim: SyntheticSession) -> None:
     sim.at(0.5, Kind.HOST_INFO, data={"name": "claude-code", "version": "2.1.3", "protocol_version": "2025-11-25"})
 
 
-def health_check(sim: SyntheticSession, mono: float) -> None:
+def health_check(sim: Sim, mono: float) -> None:
     """A periodic health check; about one in fifty fails."""
     ok = sim.rng.random() > 0.02
     ping_ms = round(sim.rng.uniform(1.5, 9.0), 2)
@@ -70,7 +88,7 @@ def health_check(sim: SyntheticSession, mono: float) -> None:
     )
 
 
-def quick_call(sim: SyntheticSession, mono: float) -> None:
+def quick_call(sim: Sim, mono: float) -> None:
     """A short tool call with some progress, now and then an error, and an invalidation after a task update."""
     rng = sim.rng
     rid, up = sim.new_call_ids()
@@ -115,7 +133,7 @@ def quick_call(sim: SyntheticSession, mono: float) -> None:
         )
 
 
-def council_call(sim: SyntheticSession, mono: float) -> None:
+def council_call(sim: Sim, mono: float) -> None:
     """A council run: per-model status and progress; a slow one misses the budget and leaves a tombstone."""
     rng = sim.rng
     rid, up = sim.new_call_ids()
@@ -240,7 +258,7 @@ def council_call(sim: SyntheticSession, mono: float) -> None:
     )
 
 
-def margin_change(sim: SyntheticSession, mono: float) -> None:
+def margin_change(sim: Sim, mono: float) -> None:
     """An operator changing the deadline margin."""
     old = sim.margin
     sim.margin = sim.rng.choice([m for m in (5.0, 10.0, 15.0, 20.0) if m != old])
@@ -257,7 +275,7 @@ def margin_change(sim: SyntheticSession, mono: float) -> None:
     )
 
 
-def upstream_restart(sim: SyntheticSession, mono: float) -> None:
+def upstream_restart(sim: Sim, mono: float) -> None:
     """The upstream dying and coming back as the next generation."""
     sim.generation += 1
     sim.at(
