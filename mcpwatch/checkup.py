@@ -10,10 +10,13 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch import __version__
 from mcpwatch.config import Settings
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PROTOCOL_VERSION = "2025-06-18"
 LINE_LIMIT = 64 * 1024 * 1024
@@ -174,14 +177,13 @@ def budgets_by_host(settings: Settings, front: str) -> list[dict[str, Any]]:
     return rows
 
 
-def print_report(report: CheckReport, budgets: list[dict[str, Any]]) -> None:
+def print_report(report: CheckReport, budgets: list[dict[str, Any]], console: Console) -> None:
+    """The report on `console`, which the command hands in (the CLI's, which shows control characters visibly)."""
     from rich.markup import escape
     from rich.table import Table
 
-    from mcpwatch.commands._output import stdout_console
     from mcpwatch.reliability.deadline import fmt_seconds
 
-    console = stdout_console()
     for step, ok, detail in report.steps:
         mark = "[green]ok[/]  " if ok else "[red]FAIL[/]"
         console.print(f"{mark} {step:<10} {escape(detail)}")

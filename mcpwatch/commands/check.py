@@ -66,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     apply_budget_options(args)
     settings = load_settings(args.config)
     from mcpwatch.checkup import budgets_by_host, print_report, probe
+    from mcpwatch.commands._output import stdout_console
 
     report = asyncio.run(probe(_wrap_argv(args, command), args.timeout))
-    print_report(report, budgets_by_host(settings, args.front))
+    print_report(report, budgets_by_host(settings, args.front), stdout_console())
     return 0 if report.ok else 1
