@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from mcpwatch.events import Kind, Outcome, RequestEndDetail, TaskCreatedData, TaskStatusData
 from mcpwatch.scheduler import Scheduler, Timer
@@ -36,12 +36,21 @@ from mcpwatch.wrapper.tasks.shapes import (
     polled_task,
 )
 
-if TYPE_CHECKING:
-    from mcpwatch.wrapper.tasks.bridge import TaskBridge
-
 CANCEL_TIMEOUT_S = 30.0
 RESULT_GRACE_MIN_S = 5.0  # how long a completed 2025-era task waits for the host's tasks/result before it ends
 _OUTCOME = {"failed": Outcome.ERROR, "cancelled": Outcome.CANCELLED}
+
+
+class BridgedTasks(Protocol):
+    """What the watch tells the bridge (`bridge.TaskBridge`) about the tasks it made: their hosts wait for an answer."""
+
+    def created(self, pending: Pending, state: TaskState) -> None: ...
+
+    def made(self, task_id: str) -> bool: ...
+
+    def changed(self, state: TaskState) -> None: ...
+
+    def ended(self, task_id: str, outcome: Outcome, detail: RequestEndDetail, result: Any, error: Any) -> None: ...
 
 
 @dataclass(eq=False, slots=True)
@@ -72,7 +81,7 @@ class TaskWatch:
         self._request = request  # UpstreamSession.request: the wrapper's own request upstream (a cancel)
         self._warn = warn
         self._cancels: set[asyncio.Future[None]] = set()  # operator cancels under way (held: the loop keeps weak refs)
-        self.bridge: TaskBridge | None = None  # ends the calls of tasks it made (their hosts wait for an answer)
+        self.bridge: BridgedTasks | None = None  # ends the calls of tasks it made (their hosts wait for an answer)
 
     def __len__(self) -> int:
         return len(self.tasks)
