@@ -84,7 +84,7 @@ class Harness:
         self.upstream = FakeUpstream()
         self.core.attach_upstream(self.upstream)
         self.core.attach_link(self.host)
-        self.core.upstream_state = UpstreamState.READY
+        self.core.session.state = UpstreamState.READY
         self.frames_with_id: dict[str, int] = {}  # id (as JSON) -> host frames that carried it
         self.host_tokens: set[str] = set()
         self.well: list[str] = []  # ids of well-formed calls, in order
@@ -166,25 +166,25 @@ class Harness:
         self.core.upstream_frame(json.dumps(message).encode())
 
     def deadline(self, index: int) -> None:
-        pending = list(self.core.pending)
+        pending = list(self.core.table.calls)
         if pending:
             self.core._deadline_hit(pending[index % len(pending)])
 
     def operator_cancel(self, index: int) -> None:
-        pending = list(self.core.pending.values())
+        pending = list(self.core.table.calls.values())
         if pending:
             self.core.cancel(pending[index % len(pending)].request_key)
 
     def lost(self) -> None:
         self.core.upstream_lost(reason="exited", exit_code=9, stderr_tail=["gone"])
         self.core.upstream_connecting()
-        self.core._set_state(UpstreamState.READY, generation=self.core.ids.generation)
-        self.core._flush_waiting()
+        self.core.session.set_state(UpstreamState.READY, generation=self.core.session.ids.generation)
+        self.core.session.flush()
 
     def set_mode(self, mode: str) -> None:
         self.upstream.mode = mode
         if mode == "sent":
-            self.core._flush_waiting()
+            self.core.session.flush()
 
     # -- the end -------------------------------------------------------------------------------------------
 
@@ -193,7 +193,7 @@ class Harness:
         self.core.sweep_tombstones()
         OperatorActions(self.core).status()
         self.core.shutdown("fuzz over")
-        assert not self.core.pending and not self.core.waiting
+        assert not self.core.table.calls and not self.core.session.waiting
 
     def check(self) -> None:
         replies: dict[str, int] = {}

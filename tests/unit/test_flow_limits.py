@@ -148,16 +148,16 @@ def test_frames_held_while_the_upstream_is_away_are_bounded() -> None:
         core = WrapperCore(
             settings=settings, deadline=DeadlinePolicy(settings.deadline), recorder=Recorder("t", None), loop=loop
         )
-        core.upstream_state = UpstreamState.BACKOFF  # no upstream now: frames wait
+        core.session.state = UpstreamState.BACKOFF  # no upstream now: frames wait
         host = Host()
         limit = WAITING_MAX
         for n in range(limit):
             notification = {"jsonrpc": "2.0", "method": "notifications/x", "params": {"n": n}}
             core.host_frame(host, json.dumps(notification).encode())
-        assert len(core.waiting) == limit and host.sent == []
+        assert len(core.session.waiting) == limit and host.sent == []
         core.host_frame(host, b'{"jsonrpc":"2.0","id":"one-more","method":"tools/list"}')
         core.host_frame(host, b'{"jsonrpc":"2.0","method":"notifications/y"}')
-        assert len(core.waiting) == limit  # neither held
+        assert len(core.session.waiting) == limit  # neither held
         assert [m["id"] for m in host.sent] == ["one-more"]
         assert f"{limit} frames wait for it already" in host.sent[0]["error"]["message"]
     finally:

@@ -72,7 +72,7 @@ class Wrapper:
         self.host, self.upstream = Link(), Link()
         self.core.attach_upstream(self.upstream)
         self.core.attach_link(self.host)
-        self.core.upstream_state = UpstreamState.READY
+        self.core.session.state = UpstreamState.READY
         self.next_id = 0
 
     def close(self) -> None:

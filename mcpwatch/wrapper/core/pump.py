@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from mcpwatch.config import Settings
-from mcpwatch.events import Kind, Outcome, RequestStartData, UpstreamState
+from mcpwatch.events import Kind, Outcome, RequestStartData
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
@@ -22,7 +22,7 @@ from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
-from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META, modern_version
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core import oversize
@@ -31,7 +31,6 @@ from mcpwatch.wrapper.core.heartbeat import Heartbeats
 from mcpwatch.wrapper.core.hostwatch import HostDirectory
 from mcpwatch.wrapper.core.inbound import UpstreamInbound
 from mcpwatch.wrapper.core.late_results import LateResults
-from mcpwatch.wrapper.core.port import retrieve_exception
 from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.framing import frames
@@ -39,16 +38,6 @@ from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.offer import TaskOffer
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
 from mcpwatch.wrapper.tasks.watch import TaskWatch
-
-__all__ = ["HostLink", "Pending", "UpstreamLink", "WrapperCore", "modern_version", "retrieve_exception"]
-
-
-def _view(part: str, name: str) -> Any:
-    """A read-write view of one of the core's parts' attributes, for harnesses that look inside the core."""
-    return property(
-        lambda core: getattr(getattr(core, part), name),
-        lambda core, value: setattr(getattr(core, part), name, value),
-    )
 
 
 class WrapperCore:
@@ -412,19 +401,6 @@ class WrapperCore:
             )
         self.session.waiting.clear()
         self.tasks.end_all(Outcome.CANCELLED, "shutdown")
-
-    # ------------------------------------------------------------------ views kept for in-process harnesses
-
-    pending = _view("table", "calls")
-    waiting = _view("session", "waiting")
-    ids = _view("session", "ids")
-    upstream_state = _view("session", "state")
-
-    def _set_state(self, state: UpstreamState, **data: Any) -> None:
-        self.session.set_state(state, **data)
-
-    def _flush_waiting(self) -> None:
-        self.session.flush()
 
 
 def _request_start(
