@@ -29,14 +29,20 @@ _VERDICT_REASON: dict[str, UnknownReason] = {"stale_generation": "stale_generati
 
 class LateFrames:
     def __init__(
-        self, *, ids: UpstreamIds, settings: TombstoneSettings, recorder: Recorder, counters: Counters
+        self,
+        *,
+        ids: UpstreamIds,
+        settings: TombstoneSettings,
+        recorder: Recorder,
+        counters: Counters,
+        results: LateResults | None = None,
     ) -> None:
         self.ids = ids
         self.settings = settings
         self.table = TombstoneTable(clock=recorder.clock, cap=settings.cap)
         self._recorder = recorder
         self._counters = counters
-        self.results: LateResults | None = None  # keeps what a cut tools/call answered late (late_result)
+        self.results = results  # keeps what a cut tools/call answered late (late_result)
 
     def terms(self, budget: Budget) -> TtlTerms:
         return ttl_terms(budget, self.settings)

@@ -62,14 +62,6 @@ class WrapperCore:
         self.scheduler: Scheduler = scheduler if scheduler is not None else LoopScheduler(self.loop)
         self.counters = Counters()
         self.table = PendingTable(recorder=recorder, counters=self.counters, scheduler=self.scheduler)
-        self.session = UpstreamSession(
-            settings=settings,
-            recorder=recorder,
-            counters=self.counters,
-            scheduler=self.scheduler,
-            loop=self.loop,
-            undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
-        )
         self.late_results = LateResults(
             settings.late_results,
             recorder,
@@ -77,7 +69,15 @@ class WrapperCore:
             state_sync=self.state_sync,
             cap=settings.tombstones.cap,
         )
-        self.session.late.results = self.late_results
+        self.session = UpstreamSession(
+            settings=settings,
+            recorder=recorder,
+            counters=self.counters,
+            scheduler=self.scheduler,
+            loop=self.loop,
+            undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
+            late_results=self.late_results,
+        )
         self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
         self.endings = Endings(
             table=self.table,

@@ -21,6 +21,7 @@ from mcpwatch.wire import DEADLINE_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.late import LateFrames
+from mcpwatch.wrapper.core.late_results import LateResults
 from mcpwatch.wrapper.framing import frames
 
 
@@ -54,12 +55,15 @@ class UpstreamSession:
         scheduler: Scheduler,
         loop: asyncio.AbstractEventLoop,
         undeliverable: Callable[[Pending, str], None],
+        late_results: LateResults | None = None,
     ) -> None:
         self.settings = settings
         self.link: UpstreamLink | None = None
         self.state = UpstreamState.CONNECTING
         self.ids = UpstreamIds()
-        self.late = LateFrames(ids=self.ids, settings=settings.tombstones, recorder=recorder, counters=counters)
+        self.late = LateFrames(
+            ids=self.ids, settings=settings.tombstones, recorder=recorder, counters=counters, results=late_results
+        )
         self.waiting: list[tuple[Pending | None, dict[str, Any]]] = []  # frames held until the upstream is ready
         self.init_params: dict[str, Any] | None = None  # the host's initialize, replayed to a new connection
         self.init_result: dict[str, Any] | None = None
