@@ -10,8 +10,12 @@ it at once with an error naming what was wrong, instead of leaving it to its dea
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from mcpwatch.wrapper.calls.pending import Counters, HostLink, PendingTable
+from mcpwatch.wrapper.core.endings import Endings
+from mcpwatch.wrapper.core.session import UpstreamSession
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.framing.lines import HEAD_BYTES
 
@@ -71,51 +75,69 @@ def describe(size: int, cap_bytes: int) -> str:
     return f"at least {size} bytes, over the frame limit of {cap_bytes // (1024 * 1024)} MB ([limits] max_frame_mb)"
 
 
-def upstream_frame_over_cap(core: Any, size: int, head: bytes, fallback: Any = UNKNOWN) -> None:
-    """An upstream frame over the cap: warn, and answer the request it was the answer to at once."""
-    cap = core.settings.limits.max_frame_bytes
-    core.inbound.garbage(f"a line of {describe(size, cap)}; discarded")
-    text = f"the upstream MCP server's answer was {describe(size, cap)}; it was discarded"
-    answer_unusable(core, head, fallback, text)
+class UnusableFrames:
+    """The answers to frames the core cannot take, built from the parts they touch: the cap, the upstream session
+    (the wrapper's own requests, the upstream's requests to a host), the calls in flight and how they end."""
 
+    def __init__(
+        self,
+        *,
+        cap_bytes: int,
+        session: UpstreamSession,
+        table: PendingTable,
+        endings: Endings,
+        counters: Counters,
+        garbage: Callable[[str], None],
+        warn: Callable[[str], None],
+    ) -> None:
+        self._cap = cap_bytes
+        self._session = session
+        self._table = table
+        self._endings = endings
+        self._counters = counters
+        self._garbage = garbage  # the inbound side's rate-limited note of what the upstream sent that is no frame
+        self._warn = warn
 
-def upstream_frame_unreadable(core: Any, line: bytes, why: str, fallback: Any = UNKNOWN) -> None:
-    """An upstream frame that cannot be decoded (`why` says how): warn, and answer the request it was the answer to
-    at once."""
-    core.inbound.garbage(f"{why}: {frames.text_of(line, 200)}")
-    text = f"the upstream MCP server's answer could not be read: {why}; it was discarded"
-    answer_unusable(core, line[:HEAD_BYTES], fallback, text)
+    def upstream_over_cap(self, size: int, head: bytes, fallback: Any = UNKNOWN) -> None:
+        """An upstream frame over the cap: warn, and answer the request it was the answer to at once."""
+        self._garbage(f"a line of {describe(size, self._cap)}; discarded")
+        text = f"the upstream MCP server's answer was {describe(size, self._cap)}; it was discarded"
+        self.answer_unusable(head, fallback, text)
 
+    def upstream_unreadable(self, line: bytes, why: str, fallback: Any = UNKNOWN) -> None:
+        """An upstream frame that cannot be decoded (`why` says how): warn, and answer the request it was the answer
+        to at once."""
+        self._garbage(f"{why}: {frames.text_of(line, 200)}")
+        text = f"the upstream MCP server's answer could not be read: {why}; it was discarded"
+        self.answer_unusable(line[:HEAD_BYTES], fallback, text)
 
-def answer_unusable(core: Any, head: bytes, fallback: Any, text: str) -> None:
-    """The request an unusable upstream frame answers gets `text` as a JSON-RPC error at once: the response id its
-    start shows, else `fallback` (over HTTP, the request whose POST carried it). A frame that shows it is a request
-    or notification, or names no request of ours, answers nothing."""
-    up_id = read_id(head, answer=True)
-    if up_id is UNKNOWN:
-        up_id = fallback
-    if not isinstance(up_id, int) or isinstance(up_id, bool):
-        return  # the wrapper's own ids are integers: this frame answers nothing of ours
-    internal = core.session.take_internal(up_id)
-    if internal is not None:
-        if not internal.done():
-            internal.set_exception(ConnectionError(text))
-        return
-    pending = core.table.get(up_id)
-    if pending is not None:
-        core.endings.fail_with_error(pending, frames.INTERNAL_ERROR, text)
+    def answer_unusable(self, head: bytes, fallback: Any, text: str) -> None:
+        """The request an unusable upstream frame answers gets `text` as a JSON-RPC error at once: the response id
+        its start shows, else `fallback` (over HTTP, the request whose POST carried it). A frame that shows it is a
+        request or notification, or names no request of ours, answers nothing."""
+        up_id = read_id(head, answer=True)
+        if up_id is UNKNOWN:
+            up_id = fallback
+        if not isinstance(up_id, int) or isinstance(up_id, bool):
+            return  # the wrapper's own ids are integers: this frame answers nothing of ours
+        internal = self._session.take_internal(up_id)
+        if internal is not None:
+            if not internal.done():
+                internal.set_exception(ConnectionError(text))
+            return
+        pending = self._table.get(up_id)
+        if pending is not None:
+            self._endings.fail_with_error(pending, frames.INTERNAL_ERROR, text)
 
-
-def host_frame_over_cap(core: Any, link: Any, size: int, head: bytes) -> None:
-    """A host frame over the cap: warn, and answer it with its own id when its start shows one."""
-    cap = core.settings.limits.max_frame_bytes
-    core.count_frame_error()
-    core.warn(f"host sent a frame of {describe(size, cap)}; discarded")
-    request_id = read_id(head)
-    request_id = None if request_id is UNKNOWN else request_id
-    text = f"Invalid Request: the frame is {describe(size, cap)}"
-    if request_id is not None and core.session.take_server_request(request_id, link):
-        # it was the host's answer to the upstream's own request: the upstream is told instead
-        core.session.send_direct(frames.error_response(request_id, frames.INTERNAL_ERROR, text))
-        return
-    link.send(frames.error_response(request_id, frames.INVALID_REQUEST, text))
+    def host_over_cap(self, link: HostLink, size: int, head: bytes) -> None:
+        """A host frame over the cap: warn, and answer it with its own id when its start shows one."""
+        self._counters.host_frame_errors += 1
+        self._warn(f"host sent a frame of {describe(size, self._cap)}; discarded")
+        request_id = read_id(head)
+        request_id = None if request_id is UNKNOWN else request_id
+        text = f"Invalid Request: the frame is {describe(size, self._cap)}"
+        if request_id is not None and self._session.take_server_request(request_id, link):
+            # it was the host's answer to the upstream's own request: the upstream is told instead
+            self._session.send_direct(frames.error_response(request_id, frames.INTERNAL_ERROR, text))
+            return
+        link.send(frames.error_response(request_id, frames.INVALID_REQUEST, text))

@@ -133,6 +133,15 @@ class WrapperCore:
             on_progress=self.heartbeats.touch,
             shared=shared,
         )
+        self.unusable = oversize.UnusableFrames(
+            cap_bytes=settings.limits.max_frame_bytes,
+            session=self.session,
+            table=self.table,
+            endings=self.endings,
+            counters=self.counters,
+            garbage=self.inbound.garbage,
+            warn=self.warn,
+        )
         self.modern_era = False
         self.closing = False
         self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
@@ -150,7 +159,7 @@ class WrapperCore:
         return self.settings.limits.max_frame_bytes
 
     def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
-        oversize.host_frame_over_cap(self, link, size, head)
+        self.unusable.host_over_cap(link, size, head)
 
     def serve_front(self, front: str) -> None:
         self.hosts.front = front
@@ -320,7 +329,7 @@ class WrapperCore:
         try:
             message = frames.decode(line)
         except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
-            oversize.upstream_frame_unreadable(self, line, str(exc), fallback)
+            self.unusable.upstream_unreadable(line, str(exc), fallback)
             return
         self.inbound.decoded(message)
 
@@ -328,7 +337,7 @@ class WrapperCore:
         self.inbound.message(message)
 
     def upstream_oversize(self, size: int, head: bytes = b"", fallback: Any = oversize.UNKNOWN) -> None:
-        oversize.upstream_frame_over_cap(self, size, head, fallback)
+        self.unusable.upstream_over_cap(size, head, fallback)
 
     def is_waiting(self, up_id: Any) -> bool:
         """Whether a request sent upstream under this id still waits for its answer."""
