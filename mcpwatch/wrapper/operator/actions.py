@@ -26,11 +26,11 @@ if TYPE_CHECKING:
     from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
     from mcpwatch.reliability.statesync import StateSync
     from mcpwatch.wrapper.calls.recorder import Recorder
-    from mcpwatch.wrapper.core.pump import WrapperCore
+    from mcpwatch.wrapper.operator.operated import OperatedCore
 
 
 class OperatorActions:
-    def __init__(self, core: WrapperCore) -> None:
+    def __init__(self, core: OperatedCore) -> None:
         self._core = core
 
     async def health_check(self, health_tool: str | None, timeout: float = 15.0) -> HealthCheckData:

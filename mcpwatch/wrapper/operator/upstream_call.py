@@ -17,7 +17,7 @@ from mcpwatch.wrapper.core.health import tool_payload
 from mcpwatch.wrapper.framing import frames
 
 if TYPE_CHECKING:
-    from mcpwatch.wrapper.core.pump import WrapperCore
+    from mcpwatch.wrapper.operator.operated import OperatedCore
 
 MAX_NAME = 200
 MAX_ARGUMENTS_BYTES = 64 * 1024
@@ -49,7 +49,7 @@ def check_call(name: Any, arguments: Any, timeout_s: Any) -> tuple[str, dict[str
     return name, arguments, float(timeout_s)
 
 
-async def call_upstream(core: WrapperCore, name: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+async def call_upstream(core: OperatedCore, name: str, arguments: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """Send the call, log it, pass on State Sync's hints; returns {tool, ok, result, error, duration_s}."""
     scheduler, recorder = core.scheduler, core.recorder
     started = scheduler.time()
@@ -85,7 +85,7 @@ def _error_text(payload: Any) -> str:
     return "the tool reported an error"
 
 
-def _invalidate(core: WrapperCore, name: str, result: dict[str, Any]) -> None:
+def _invalidate(core: OperatedCore, name: str, result: dict[str, Any]) -> None:
     assert core.state_sync is not None
     _, event = core.state_sync.decorate_call(name, result)
     if event is None:
