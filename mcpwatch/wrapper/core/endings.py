@@ -62,6 +62,10 @@ class Endings:
             detail["result_preview"] = frames.text_of(reply, 4096)
         self.table.finish(pending, outcome, reply, detail, elapsed=elapsed)
 
+    def host_cancel(self, pending: Pending, reason_text: Any = None) -> None:
+        """The host cancelled the call (`notifications/cancelled`): it is abandoned, and the host is owed nothing."""
+        self.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text)
+
     def fail(self, pending: Pending, outcome: Outcome, text: str, reason: str = "upstream_lost") -> None:
         """Answer a call that cannot complete (upstream gone or stuck) at once, with a clear error."""
         elapsed = self.table.elapsed(pending)

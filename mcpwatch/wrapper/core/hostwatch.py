@@ -27,6 +27,11 @@ class HostDirectory:
         self._modern: dict[tuple[Any, Any, str], DetectedHost] = {}
         self.latest: DetectedHost | None = None
         self.latest_info: dict[str, Any] = {}
+        self.modern_era = False  # a host has spoken the 2026 era (its requests carry the protocol version)
+
+    def speaks_modern(self) -> bool:
+        """Whether a host of this core speaks the 2026 era (its results then carry resultType)."""
+        return self.modern_era
 
     def initialized(self, link: Any, client_info: Any, protocol_version: Any) -> DetectedHost:
         """A 2025-era `initialize`: the host of this link from now on."""
@@ -40,6 +45,7 @@ class HostDirectory:
     ) -> DetectedHost | None:
         """The host of one request: its own 2026-era clientInfo when it carries one, else its link's host."""
         if protocol_version is not None:
+            self.modern_era = True
             info = meta.get(MODERN_CLIENT_META) if meta is not None else None
             info = info if isinstance(info, Mapping) else {}
             key = (_hashable(info.get("name")), _hashable(info.get("version")), self.front)

@@ -79,14 +79,14 @@ class WrapperCore:
             late_results=self.late_results,
         )
         self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
+        self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
         self.endings = Endings(
             table=self.table,
             session=self.session,
             deadline=deadline,
             late_results=self.late_results,
-            modern=lambda: self.modern_era,
+            modern=self.hosts.speaks_modern,
         )
-        self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
         self.tasks = TaskWatch(
@@ -104,9 +104,9 @@ class WrapperCore:
             scheduler=self.scheduler,
             counters=self.counters,
             request=self.session.request,
-            upstream_capabilities=lambda: (self.session.init_result or {}).get("capabilities"),
+            upstream_capabilities=self.session.capabilities,
             on_progress=self.heartbeats.touch,
-            modern=lambda: self.modern_era,
+            modern=self.hosts.speaks_modern,
         )
         self.offer = TaskOffer(
             settings=settings.tasks,
@@ -115,7 +115,7 @@ class WrapperCore:
             host_has_tasks=self.bridge.host_has_tasks,
             upstream_support=self.bridge.support.get,
             upstream_takes_tasks=self.bridge.upstream_takes_tasks,
-            cancel_call=lambda pending, why: self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", why),
+            cancel_call=self.endings.host_cancel,
             keep_bytes=settings.late_results.keep_bytes,
         )
         self.inbound = UpstreamInbound(
@@ -142,7 +142,6 @@ class WrapperCore:
             garbage=self.inbound.garbage,
             warn=self.warn,
         )
-        self.modern_era = False
         self.closing = False
         self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
         self._propagate = settings.deadline.propagate
@@ -229,9 +228,8 @@ class WrapperCore:
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
             self.bridge.host_initialized(link, params.get("capabilities"))
             self.offer.host_initialized(link, params.get("clientInfo"))
+        # as `modern_version(message)`, from the `_meta` already read; the host directory notes the era
         version = got if meta is not None and isinstance(got := meta.get(MODERN_VERSION_META), str) else None
-        if version is not None:  # as `modern_version(message)`, from the `_meta` already read
-            self.modern_era = True
         tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
         host = self.hosts.for_request(link, meta, version)  # each call gets the budget of its own host
         late = self.late_results  # an identical call's late result, given at once (opt-in: [[late_results.reuse]])
@@ -319,7 +317,7 @@ class WrapperCore:
                 return  # the host stopped waiting; its task goes on (an identical call takes its result)
             if self.offer.host_cancelled(pending, params.get("reason")):
                 return  # the request that made an offered task: the task is cancelled, as by tasks/cancel
-            self.endings.abandon(pending, Outcome.CANCELLED, "host_cancel", reason_text=params.get("reason"))
+            self.endings.host_cancel(pending, params.get("reason"))
             return
         self.session.send(None, message)
 

@@ -79,6 +79,10 @@ class UpstreamSession:
         self._propagate = settings.deadline.propagate
         self._queue_limit_s = settings.tombstones.init_timeout_s + settings.tombstones.backoff_max_s
 
+    def capabilities(self) -> Any:
+        """What the upstream declared in its `initialize` answer (None before it answered)."""
+        return (self.init_result or {}).get("capabilities")
+
     @property
     def ready(self) -> bool:
         return self.link is not None and self.state == UpstreamState.READY

@@ -41,7 +41,7 @@ class OperatorActions:
             core.recorder,
             core.scheduler,
             health_tool=health_tool,
-            host_initialised=session.init_params is not None or core.modern_era,
+            host_initialised=session.init_params is not None or core.hosts.modern_era,
             timeout=timeout,
         )
 

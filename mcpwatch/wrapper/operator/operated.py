@@ -29,7 +29,6 @@ class OperatedCore(Protocol):
     table: PendingTable  # the calls in flight, read for status
     state_sync: StateSync | None
     links: list[HostLink]  # the hosts an operator call's invalidation hints go to
-    modern_era: bool
 
     def ttl_terms(self) -> TtlTerms: ...
 
