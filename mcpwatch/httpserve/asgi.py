@@ -61,7 +61,7 @@ def quiet_server(
     app: ASGIApp, host: str, port: int, limits: ConnectionLimits, *, lifespan: Literal["auto", "on", "off"] = "off"
 ) -> Any:
     """A uvicorn server that logs only warnings, speaks plain ASGI 3, leaves signal handling to the wrapper, and
-    bounds its connections (see http_limits)."""
+    bounds its connections (see limits)."""
     import uvicorn
 
     class _Server(uvicorn.Server):

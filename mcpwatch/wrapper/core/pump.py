@@ -1,10 +1,13 @@
 """The wrapper's message pump, independent of transports: host requests in, upstream answers out, and the three
 ways a call ends early (deadline, cancel, failure).
 
-The parts it routes through each have their own module: the requests in flight (`pending`), the upstream
-connection (`session`), tombstones (`late`), the council's progress (`progress`), the operator's actions
-(`actions`). Links reach the core only through its ports (`port`). Everything runs on one asyncio loop, so no
-locks: each handler runs to completion between frames.
+The parts it routes through each have their own module: the requests in flight (`calls.pending`), the upstream
+connection (`session`), tombstones (`late`) and late results (`late_results`), what the upstream sends (`inbound`),
+the early endings (`endings`), frames it cannot take (`oversize`), MCP Tasks (`wrapper.tasks`). Each part is handed
+the parts or bound methods it needs when it is built; none holds the core, except the session's `undeliverable`
+callback, which reaches the endings (they need the session's tombstones, so they are built after it). Links reach
+the core only through its ports (`port`); the operator through `operator.operated.OperatedCore`. Everything runs on
+one asyncio loop, so no locks: each handler runs to completion between frames.
 """
 
 from __future__ import annotations

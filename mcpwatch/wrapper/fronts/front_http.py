@@ -6,7 +6,7 @@ on its own SSE stream, which also carries the progress of those requests and clo
 server messages go to the session's GET stream. A batch is answered with a batch (one JSON array) unless something
 streams first. 2026-era sessionless requests share one upstream, each answered on its own POST. Every request
 passes the FrontGuard (one Host, Host and Origin naming this machine, the bearer token when serving remote hosts);
-bodies are capped and read in linear time, heads and connections are bounded by http_limits.
+bodies are capped and read in linear time, heads and connections are bounded by httpserve.limits.
 """
 
 from __future__ import annotations
