@@ -282,10 +282,10 @@ async def run_wrapper(options: WrapOptions) -> int:
             name=options.display_name,
             loop=loop,
             shared=shared,
+            front="http" if options.listen else "stdio",
+            trace_requests=otel is not None and otel.target.traces_url is not None,
+            on_tools_listed=None if fold is None else fold.tools.add_listed,
         )
-        made.trace_requests = otel is not None and otel.target.traces_url is not None
-        if fold is not None:
-            made.inbound.on_tools_listed = fold.tools.add_listed
         made.offer.tasks = offered_tasks  # a host's new HTTP session sees the tasks its other sessions run
         if writer is not None:  # a finished offered task outlives this process (and this session) in the log
             made.offer.kept_lookup = partial(find_kept_task, log_path)

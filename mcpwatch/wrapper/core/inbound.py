@@ -46,6 +46,7 @@ class UpstreamInbound:
         tasks: TaskWatch | None = None,
         bridge: TaskBridge | None = None,
         offer: TaskOffer | None = None,
+        on_tools_listed: Callable[[Any], None] | None = None,
     ) -> None:
         self.tasks = tasks
         self.bridge = bridge
@@ -61,7 +62,7 @@ class UpstreamInbound:
         self._on_progress = on_progress  # the upstream spoke for a call (heartbeats wait again)
         self._garbage_warnings = 0
         self._shared = shared
-        self.on_tools_listed: Callable[[Any], None] | None = None  # the scrape endpoint learns the tool names
+        self.on_tools_listed = on_tools_listed  # the scrape endpoint learns the tool names
 
     def _owner(self) -> HostLink | None:
         """The host an unattributed frame (a server request, a notification) belongs to: the one with calls in

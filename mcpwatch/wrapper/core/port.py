@@ -41,10 +41,6 @@ class HostPort(LinkPort, Protocol):
 
     def detach_link(self, link: HostLink) -> None: ...
 
-    def serve_front(self, front: str) -> None:
-        """The kind of front hosts use ("stdio" or "http"): host profiles may have clocks for one front only."""
-        ...
-
 
 class UpstreamPort(LinkPort, Protocol):
     """An upstream connection: its frames in, its lifecycle reported."""

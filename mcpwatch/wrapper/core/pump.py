@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from mcpwatch.config import Settings
@@ -55,7 +56,13 @@ class WrapperCore:
         loop: asyncio.AbstractEventLoop | None = None,
         scheduler: Scheduler | None = None,
         shared: bool = False,
+        front: str = "stdio",
+        trace_requests: bool = False,
+        on_tools_listed: Callable[[Any], None] | None = None,
     ) -> None:
+        """`front`: the kind of front its hosts use ("stdio" or "http"; host profiles may have clocks for one only).
+        `trace_requests`: OpenTelemetry export is on, so each forwarded request carries the wrapper's span.
+        `on_tools_listed`: told each tools/list result (the scrape endpoint learns the tool names)."""
         self.settings = settings
         self.deadline = deadline
         self.recorder = recorder
@@ -82,7 +89,9 @@ class WrapperCore:
             late_results=self.late_results,
         )
         self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
-        self.hosts = HostDirectory(host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit)
+        self.hosts = HostDirectory(
+            host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit, front=front
+        )
         self.endings = Endings(
             table=self.table,
             session=self.session,
@@ -135,6 +144,7 @@ class WrapperCore:
             warn=self.warn,
             on_progress=self.heartbeats.touch,
             shared=shared,
+            on_tools_listed=on_tools_listed,
         )
         self.unusable = oversize.UnusableFrames(
             cap_bytes=settings.limits.max_frame_bytes,
@@ -146,7 +156,7 @@ class WrapperCore:
             warn=self.warn,
         )
         self.closing = False
-        self.trace_requests = False  # OpenTelemetry export on: each forwarded request carries the wrapper's span
+        self.trace_requests = trace_requests
         self._propagate = settings.deadline.propagate
 
     # ------------------------------------------------------------------ the ports' small services
@@ -162,9 +172,6 @@ class WrapperCore:
 
     def host_oversize(self, link: HostLink, size: int, head: bytes = b"") -> None:
         self.unusable.host_over_cap(link, size, head)
-
-    def serve_front(self, front: str) -> None:
-        self.hosts.front = front
 
     # ------------------------------------------------------------------ host side
 

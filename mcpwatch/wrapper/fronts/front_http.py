@@ -131,7 +131,6 @@ class HttpFront:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.pool = pool
-        pool.shared.core.serve_front("http")
         self.host, self.port, self.path = parse_listen(listen)
         self.guard = guard or FrontGuard()
         self.limits = limits or ConnectionLimits()
@@ -236,7 +235,6 @@ class HttpFront:
         entry = self.pool.open(session_id)
         if entry is None:
             return None
-        entry.core.serve_front("http")
         session = HttpSession(session_id, entry, f"{entry.tag}/")
         self.sessions[session_id] = session
         entry.core.attach_link(session)
