@@ -237,7 +237,7 @@ class HttpFront:
             return None
         session = HttpSession(session_id, entry, f"{entry.tag}/")
         self.sessions[session_id] = session
-        entry.core.attach_link(session)
+        session.port.attach_link(session)
         return session
 
     async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
