@@ -12,7 +12,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
-from mcpwatch.events import Event
+from mcpwatch.events import Event, Kind
 
 
 class EventSink(Protocol):
@@ -93,6 +93,10 @@ class Recorder:
                 if not waiter.done():
                     waiter.set_result(None)
         return event
+
+    def warn(self, message: str) -> None:
+        """A `warning` event: something the wrapper handled that the operator should know."""
+        self.emit(Kind.WARNING, message=message)
 
     def since(self, after: int, limit: int) -> list[Event]:
         """Events with seq > after still in the ring, oldest first (older ones are in the log)."""

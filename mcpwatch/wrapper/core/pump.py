@@ -88,7 +88,7 @@ class WrapperCore:
             undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
             late_results=self.late_results,
         )
-        self.pressure = Backpressure(clock=self.loop.time, warn=self.warn, counters=self.counters)
+        self.pressure = Backpressure(clock=self.loop.time, warn=recorder.warn, counters=self.counters)
         self.hosts = HostDirectory(
             host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit, front=front
         )
@@ -106,7 +106,7 @@ class WrapperCore:
             recorder=recorder,
             scheduler=self.scheduler,
             request=self.session.request,
-            warn=self.warn,
+            warn=recorder.warn,
         )
         self.bridge = TaskBridge(
             settings=settings.tasks,
@@ -141,7 +141,7 @@ class WrapperCore:
             counters=self.counters,
             state_sync=self.state_sync,
             health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
-            warn=self.warn,
+            warn=recorder.warn,
             on_progress=self.heartbeats.touch,
             shared=shared,
             on_tools_listed=on_tools_listed,
@@ -153,7 +153,7 @@ class WrapperCore:
             endings=self.endings,
             counters=self.counters,
             garbage=self.inbound.garbage,
-            warn=self.warn,
+            warn=recorder.warn,
         )
         self.closing = False
         self.trace_requests = trace_requests
@@ -162,7 +162,7 @@ class WrapperCore:
     # ------------------------------------------------------------------ the ports' small services
 
     def warn(self, message: str) -> None:
-        self.recorder.emit(Kind.WARNING, message=message)
+        self.recorder.warn(message)
 
     def count_frame_error(self) -> None:
         self.counters.host_frame_errors += 1
