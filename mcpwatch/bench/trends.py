@@ -33,8 +33,8 @@ WINDOW_KEYS = {"15 min": "1", "1 h": "2", "session": "3"}
 
 
 async def _measure(path: Path, positions: int, seed: int) -> dict[str, Any]:
+    from mcpwatch.console.headless.trends import trend_log
     from mcpwatch.console.screens.trends import TrendsScreen
-    from mcpwatch.console.trends import trend_log
     from mcpwatch.replay.app import ReplayApp
     from mcpwatch.replay.feed import open_replay
 
@@ -104,7 +104,7 @@ async def _measure(path: Path, positions: int, seed: int) -> dict[str, Any]:
         out["rss_mb"] = {"end": round(rss, 1), "peak": round(peak, 1)}
     feed.close()
     # The direct path: reading the log again from scratch, which a frame without the rollup would cost.
-    from mcpwatch.console.trends import TrendLog
+    from mcpwatch.console.headless.trends import TrendLog
     from mcpwatch.store.reader import EventReader
 
     fresh = TrendLog(str(path), log.session_id)

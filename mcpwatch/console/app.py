@@ -263,7 +263,7 @@ class ConsoleApp(InsightActions, App[None]):
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """The palette's Screenshot: into Downloads when it exists, else mcpwatch's own folder (made if need be),
         and say where — or why it could not be saved."""
-        from mcpwatch.console.export import screenshot_dir
+        from mcpwatch.console.headless.export import screenshot_dir
 
         try:
             folder = Path(path) if path else screenshot_dir()

@@ -80,7 +80,7 @@ class InsightActions:
     async def _fleet_round(self) -> None:
         import time
 
-        from mcpwatch.console.fleet import probe_fleet
+        from mcpwatch.console.headless.fleet import probe_fleet
         from mcpwatch.registry import pid_alive, running_wrappers
         from mcpwatch.terminal import safe
 

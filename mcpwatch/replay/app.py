@@ -23,7 +23,7 @@ from textual.theme import Theme
 from textual.widgets import Button, Input, Label, Static
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.render import Palette, wall_clock
+from mcpwatch.console.headless.render_base import Palette, wall_clock
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.screens.detail import RequestDetailScreen

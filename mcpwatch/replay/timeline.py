@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from mcpwatch.console.headless.render import Palette, wall_clock
+from mcpwatch.console.headless.render_base import Palette, wall_clock
 from mcpwatch.replay.clock import offset_text, speed_text
 from mcpwatch.replay.recording import Marker
 

@@ -14,7 +14,7 @@ from console_helpers import SIZE
 from trends_helpers import ORIGIN, standard_script
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.fleet import fleet_row, log_part
+from mcpwatch.console.headless.fleet import fleet_row, log_part
 from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.fleet import FleetScreen
 from mcpwatch.console.screens.main import MainScreen

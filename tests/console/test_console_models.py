@@ -17,9 +17,9 @@ from trends_helpers import ORIGIN, LoggedFeed, Script
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.app import ConsoleApp
+from mcpwatch.console.headless.council_models import ModelLog, enabled_from_list, sort_stats
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import Target
-from mcpwatch.console.models import ModelLog, enabled_from_list, sort_stats
 from mcpwatch.console.screens.models import ModelsScreen
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.operator.client import OperatorClient, OperatorRefused

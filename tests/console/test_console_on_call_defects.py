@@ -94,7 +94,7 @@ async def test_watching_an_unknown_name_lists_what_is_running(tmp_path: Path) ->
 
 def test_export_names_tell_sessions_of_the_same_hour_apart(tmp_path: Path) -> None:
     """Export file names kept 12 characters of the session id: every session of the hour looked the same."""
-    from mcpwatch.console.export import write_export
+    from mcpwatch.console.headless.export import write_export
 
     first = write_export("{}", "7", ".json", tmp_path, session_id="20261125-151007861-e7e9e4")
     second = write_export("{}", "7", ".json", tmp_path, session_id="20261125-151055726-75d8e2")

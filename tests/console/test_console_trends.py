@@ -12,12 +12,12 @@ from console_helpers import RecordingControls, council_replay_app
 from trends_helpers import ORIGIN, LoggedFeed, Script, standard_script
 
 from mcpwatch.clock import ManualClock
-from mcpwatch.console import charts
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.commands import ConsoleCommands
+from mcpwatch.console.headless import charts
 from mcpwatch.console.headless.session import WatchSession
+from mcpwatch.console.headless.trends import TrendLog, bucket_seconds, percentile
 from mcpwatch.console.screens.trends import TrendsScreen
-from mcpwatch.console.trends import TrendLog, bucket_seconds, percentile
 from mcpwatch.console.widgets import Line
 from mcpwatch.store.reader import EventReader
 

@@ -9,7 +9,8 @@ from typing import Any
 from textual.pilot import Pilot
 
 from mcpwatch.bench.replay import write_session
-from mcpwatch.console.headless.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.events import Event
 from mcpwatch.replay.app import ReplayApp, ReplayMainScreen
 from mcpwatch.replay.clock import ReplayClock

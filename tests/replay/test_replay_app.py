@@ -217,7 +217,7 @@ async def test_a_detail_draw_cut_short_is_done_again(
 ) -> None:
     """Paused, nothing changes to make the detail screen draw again: a draw that failed half-way (as when a tick
     meets a screen still being built) must not be remembered as done."""
-    from mcpwatch.console.headless import render
+    from mcpwatch.console.headless import render_detail
 
     feed = make_feed(shared_log[0])
     deadline = next(m for m in feed.markers() if m.kind == "deadline")
@@ -231,15 +231,15 @@ async def test_a_detail_draw_cut_short_is_done_again(
         screen = app.screen
         assert isinstance(screen, RequestDetailScreen)
         feed.seek(deadline.mono + 1.0)
-        real = render.timeline_panel
+        real = render_detail.timeline_panel
 
         def broken(*args: object, **kwargs: object) -> object:
             raise RuntimeError("cut short")
 
-        monkeypatch.setattr(render, "timeline_panel", broken)
+        monkeypatch.setattr(render_detail, "timeline_panel", broken)
         with pytest.raises(RuntimeError):
             screen.refresh_view()
-        monkeypatch.setattr(render, "timeline_panel", real)
+        monkeypatch.setattr(render_detail, "timeline_panel", real)
         timeline = screen.query_one("#timeline")
         await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
 

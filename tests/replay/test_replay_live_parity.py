@@ -24,8 +24,8 @@ from textual.widgets import Input
 
 from mcpwatch import paths
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.model import RequestDetail, ViewState
 from mcpwatch.console.headless.source import Target
+from mcpwatch.console.headless.views import RequestDetail, ViewState
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.events import Event
 from mcpwatch.operator.client import OperatorClient

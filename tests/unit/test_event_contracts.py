@@ -15,9 +15,10 @@ import pytest
 
 from mcpwatch.bench.replay import SyntheticSession
 from mcpwatch.clock import ManualClock
-from mcpwatch.console.headless.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.council_models import ModelLog
+from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.sample import EventFactory, flood, sample_session
-from mcpwatch.console.models import ModelLog
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.events import (
     PAYLOADS,
     CancelAckData,

@@ -10,7 +10,6 @@ the model without bound.
 
 The model is split by job: `views` (the view dataclasses), `state` (the mutable state), one mixin per group of
 event handlers (`session_events`, `request_events`, `tombstone_events`) and `view_builder` (state → views).
-The public names stay importable from here.
 """
 
 from __future__ import annotations
@@ -24,63 +23,10 @@ from mcpwatch.console.headless.session_events import SessionEvents
 from mcpwatch.console.headless.state import _COUNTER_NAMES, _clock_text, _int, _num, _State, _text, _Tombstone, _up_key
 from mcpwatch.console.headless.task_events import TaskEvents
 from mcpwatch.console.headless.tombstone_events import TombstoneEvents
-from mcpwatch.console.headless.view_builder import ViewBuilder, filter_requests
-from mcpwatch.console.headless.views import (
-    COUNCIL_TOOL_HINT,
-    LATE_TEXT_MAX,
-    ConfigChangeView,
-    CouncilView,
-    Counters,
-    DeadlineView,
-    HeaderView,
-    HealthView,
-    InFlightView,
-    InvalidationView,
-    LateView,
-    Limits,
-    ModelView,
-    RequestDetail,
-    RequestView,
-    TierView,
-    TimelineItem,
-    TombstonesView,
-    TombstoneView,
-    TtlTerms,
-    ViewState,
-    WarningView,
-)
+from mcpwatch.console.headless.view_builder import ViewBuilder
+from mcpwatch.console.headless.views import Limits
 from mcpwatch.console.headless.wire_text import clean, clean_event
 from mcpwatch.events import Event, Kind
-from mcpwatch.reliability.degraded import degraded_note
-
-__all__ = [
-    "COUNCIL_TOOL_HINT",
-    "LATE_TEXT_MAX",
-    "ConfigChangeView",
-    "ConsoleModel",
-    "CouncilView",
-    "Counters",
-    "DeadlineView",
-    "HeaderView",
-    "HealthView",
-    "InFlightView",
-    "InvalidationView",
-    "LateView",
-    "Limits",
-    "ModelSnapshot",
-    "ModelView",
-    "RequestDetail",
-    "RequestView",
-    "TierView",
-    "TimelineItem",
-    "TombstoneView",
-    "TombstonesView",
-    "TtlTerms",
-    "ViewState",
-    "WarningView",
-    "degraded_note",
-    "filter_requests",
-]
 
 
 @dataclass(frozen=True, slots=True)

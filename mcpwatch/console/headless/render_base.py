@@ -10,8 +10,8 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless import words
 
 # outcome / model status -> (icon, semantic colour). Icons are single-cell so columns stay aligned.
 STATUS_STYLE: dict[str, tuple[str, str]] = {

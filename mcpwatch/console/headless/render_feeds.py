@@ -8,9 +8,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.model import (
+from mcpwatch.console.headless import words
+from mcpwatch.console.headless.render_base import STATUS_STYLE, Fitted, Palette, gauge, status_text, wall_clock
+from mcpwatch.console.headless.views import (
     CouncilView,
     DeadlineView,
     InFlightView,
@@ -20,7 +21,6 @@ from mcpwatch.console.headless.model import (
     TombstoneView,
     WarningView,
 )
-from mcpwatch.console.headless.render_base import STATUS_STYLE, Fitted, Palette, gauge, status_text, wall_clock
 
 # --- council, tombstones, feeds ------------------------------------------------------------------------------
 

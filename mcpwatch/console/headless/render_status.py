@@ -6,17 +6,10 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.model import (
-    ConfigChangeView,
-    Counters,
-    DeadlineView,
-    HeaderView,
-    HealthView,
-    TierView,
-)
+from mcpwatch.console.headless import words
 from mcpwatch.console.headless.render_base import UPSTREAM_STYLE, Fitted, Palette, _grid, _kv, plain, sparkline
+from mcpwatch.console.headless.views import ConfigChangeView, Counters, DeadlineView, HeaderView, HealthView, TierView
 
 # --- the top bar ---------------------------------------------------------------------------------------------
 

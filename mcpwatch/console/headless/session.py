@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mcpwatch.console.headless.controls import Controls
-from mcpwatch.console.headless.model import ConsoleModel, ViewState
+from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.source import Feed, FeedStatus
+from mcpwatch.console.headless.views import ViewState
 
 
 @dataclass

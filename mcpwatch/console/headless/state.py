@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mcpwatch.console.headless.notable import NotableLog
+from mcpwatch.console.headless.tool_stats import ToolStats
 from mcpwatch.console.headless.views import (
     ConfigChangeView,
     DeadlineView,
@@ -21,8 +23,6 @@ from mcpwatch.console.headless.views import (
     TtlTerms,
     WarningView,
 )
-from mcpwatch.console.notable import NotableLog
-from mcpwatch.console.tool_stats import ToolStats
 from mcpwatch.events import COUNTER_NAMES, Event, Outcome
 
 # --- internal mutable state --------------------------------------------------------------------------------

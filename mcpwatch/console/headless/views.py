@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcpwatch.console.notable import NotableEvent
-from mcpwatch.console.tool_stats import ToolStatView
+from mcpwatch.console.headless.notable import NotableEvent
+from mcpwatch.console.headless.tool_stats import ToolStatView
 
 COUNCIL_TOOL_HINT = "council"
 LATE_TEXT_MAX = 4096  # a late result's text kept per request, like a result preview

@@ -15,9 +15,9 @@ from textual.binding import ActiveBinding
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless import words
+from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.operator import OperatorError

@@ -12,9 +12,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer
 
-from mcpwatch.console.headless import render
+from mcpwatch.console.headless import render_detail, render_feeds, render_status
+from mcpwatch.console.headless.late_text import late_part
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.late_text import late_part
 from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
 from mcpwatch.console.widgets import Line, Panel
 
@@ -102,7 +102,7 @@ class RequestDetailScreen(WatchScreen):
         return super().check_action(action, parameters)
 
     def _record(self) -> dict[str, object] | None:
-        from mcpwatch.console import export
+        from mcpwatch.console.headless import export
 
         detail = self.session.model.request_detail(self.request_id, self.session.now())
         if detail is None:
@@ -112,7 +112,7 @@ class RequestDetailScreen(WatchScreen):
 
     def action_copy(self, form: str = "json") -> None:
         """The request (id, arguments, result or partial result, timeline, replay command) to the clipboard."""
-        from mcpwatch.console import export
+        from mcpwatch.console.headless import export
 
         record = self._record()
         if record is None:
@@ -130,7 +130,7 @@ class RequestDetailScreen(WatchScreen):
 
     def action_export(self) -> None:
         """The request as JSON and as Markdown files (private, in mcpwatch's exports folder)."""
-        from mcpwatch.console import export
+        from mcpwatch.console.headless import export
 
         record = self._record()
         if record is None:
@@ -157,7 +157,7 @@ class RequestDetailScreen(WatchScreen):
         theme = self.app.theme
         compact = self.compact_bar
         self.query_one("#topbar", Line).show(
-            lambda: render.top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
+            lambda: render_status.top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
             (theme, header, feed, compact),
         )
         in_flight = session.model.is_in_flight(self.request_id)
@@ -178,17 +178,19 @@ class RequestDetailScreen(WatchScreen):
             return
         r = detail.request
         self.query_one("#summary", Panel).show(
-            render.detail_summary(detail, origin, p), title=f"Request #{r.request_id} · {r.label}"
+            render_detail.detail_summary(detail, origin, p), title=f"Request #{r.request_id} · {r.label}"
         )
         for council in self.query(".council").results(Panel):
             council.set_class(detail.council is None, "-empty")
             if detail.council is not None:
-                council.show(render.council_panel(detail.council, p), title=render.council_title(detail.council))
-        args = render.pretty_json(detail.arguments) or "(no arguments recorded)"
+                council.show(
+                    render_feeds.council_panel(detail.council, p), title=render_feeds.council_title(detail.council)
+                )
+        args = render_detail.pretty_json(detail.arguments) or "(no arguments recorded)"
         self.query_one("#arguments", Panel).show(Text(args, style="" if detail.arguments else p.dim))
         result: RenderableType
         if detail.result_preview:
-            result = render.result_panel(detail.result_preview, p)
+            result = render_detail.result_panel(detail.result_preview, p)
             title = result_title(r.outcome, r.partial)
         elif detail.unfinished:
             result, title = Text("no answer: the session ended while it ran", style=p("status-warn")), "Result"
@@ -203,6 +205,6 @@ class RequestDetailScreen(WatchScreen):
             result = Group(result, late_part(detail.late, p))
             title += " · finished late" if detail.late.from_request_id is None else " · reused late result"
         self.query_one("#result", Panel).show(result, title=title)
-        timeline = render.timeline_panel(detail.timeline, detail.timeline_dropped, origin, r.started_mono, p)
+        timeline = render_detail.timeline_panel(detail.timeline, detail.timeline_dropped, origin, r.started_mono, p)
         self.query_one("#timeline", Panel).show(timeline, title=f"Timeline ({len(detail.timeline)} entries)")
         self._last_key = (theme, detail)

@@ -13,8 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
-from mcpwatch.console import render_tools
-from mcpwatch.console.headless import render
+from mcpwatch.console.headless import render_status, render_tools
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.widgets import Line, ScrollPanel
@@ -53,7 +52,7 @@ class EventsScreen(WatchScreen):
         session.events_seen = view.notable_total
         unread = self.unread
         self.query_one("#topbar", Line).show(
-            lambda: render.top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
+            lambda: render_status.top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
             (theme, view.header, feed, session.paused, compact),
         )
         title = f"Events {len(view.notable)}" + (f" · {unread} new" if unread else "") + " · esc back"

@@ -18,9 +18,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
-from mcpwatch.console.fleet import FleetRow, probe_fleet
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.render import Palette
+from mcpwatch.console.headless.fleet import FleetRow, probe_fleet
+from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.wire_text import shown_entry
 from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.registry import WrapperEntry

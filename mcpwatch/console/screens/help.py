@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from mcpwatch.console import request_filter, words
+from mcpwatch.console.headless import request_filter, words
 from mcpwatch.console.widgets import Line
 
 VIEW_KEYS = [

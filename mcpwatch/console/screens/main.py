@@ -10,11 +10,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Input
 
-from mcpwatch.console import render_tools
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless import render
-from mcpwatch.console.headless.model import TombstoneView, ViewState
+from mcpwatch.console.headless import render_feeds, render_status, render_tools
 from mcpwatch.console.headless.session import WatchSession
+from mcpwatch.console.headless.views import TombstoneView, ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.requests_view import RequestsView, fit_tool_width
@@ -140,21 +139,21 @@ class MainScreen(WatchScreen):
             self._render_bar(view)
             self._announce(view)
             q("#deadline", Panel).show(
-                lambda: render.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
+                lambda: render_status.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
             )
             parts.show_council_panels(self, view.council_seen)
             q("#tiers", Panel).show(
-                lambda: render.tiers_panel(view.tiers, view.deadline, p, live),
+                lambda: render_status.tiers_panel(view.tiers, view.deadline, p, live),
                 (theme, view.tiers, view.deadline.limit_s),
-                title=render.tiers_title(view.deadline),
+                title=render_feeds.tiers_title(view.deadline),
             )
             health_key = (theme, view.health, round(view.health.ago_s or 0))
-            q("#health", Panel).show(lambda: render.health_panel(view.health, p, live), health_key)
-            q("#counters", Panel).show(lambda: render.counters_panel(view.counters, p), (theme, view.counters))
+            q("#health", Panel).show(lambda: render_status.health_panel(view.health, p, live), health_key)
+            q("#counters", Panel).show(lambda: render_status.counters_panel(view.counters, p), (theme, view.counters))
             tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
-            rows = [(r.request_id, render.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
+            rows = [(r.request_id, render_feeds.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
             inflight.show(rows, force=resized)
             title = f"In flight {len(view.in_flight)}"
             if view.in_flight and view.in_flight[0].unfinished:
@@ -178,7 +177,7 @@ class MainScreen(WatchScreen):
             tomb = view.tombstones
             tomb_rows = LIST_ROWS
             q("#tombstones", ScrollPanel).show(
-                lambda: render.tombstones_panel(tomb, p, tomb_rows),
+                lambda: render_feeds.tombstones_panel(tomb, p, tomb_rows),
                 # Keyed to the second: the countdowns change every tick, the text once a second.
                 (
                     theme,
@@ -188,17 +187,17 @@ class MainScreen(WatchScreen):
                     tomb.late_dropped,
                     _tomb_key(tomb.items[:tomb_rows]),
                 ),
-                title=render.tombstones_title(tomb),
+                title=render_feeds.tombstones_title(tomb),
             )
             shown = view.invalidations[:LIST_ROWS]
             q("#invalidations", ScrollPanel).show(
-                lambda: render.invalidations_panel(shown, origin, p),
+                lambda: render_feeds.invalidations_panel(shown, origin, p),
                 (theme, shown),
                 title=f"Invalidations {view.counters.invalidations:,}",
             )
             warnings = view.warnings[:LIST_ROWS]
             q("#warnings", ScrollPanel).show(
-                lambda: render.warnings_panel(warnings, origin, p),
+                lambda: render_feeds.warnings_panel(warnings, origin, p),
                 (theme, warnings),
                 title=f"Warnings {len(view.warnings)}",
             )
@@ -206,9 +205,9 @@ class MainScreen(WatchScreen):
     def _render_council(self, view: ViewState) -> None:
         p = self.palette
         self.query_one("#council", ScrollPanel).show(
-            lambda: render.council_panel(view.council, p),
+            lambda: render_feeds.council_panel(view.council, p),
             (self.app.theme, view.council),
-            title=render.council_title(view.council),
+            title=render_feeds.council_title(view.council),
         )
 
     def _announce(self, view: ViewState) -> None:

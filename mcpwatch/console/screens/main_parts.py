@@ -3,23 +3,18 @@ narrow layout's order, and tab moving through the scrolled body. Each takes the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 from textual.widget import Widget
 
-from mcpwatch.console.headless import render
-from mcpwatch.console.headless.model import ViewState
-from mcpwatch.console.screens.base import NARROW
+from mcpwatch.console.headless import render_status
+from mcpwatch.console.headless.views import ViewState
+from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.widgets import Line, WindowTable, set_title
 
 TOAST_WITHIN_S = 30.0  # an error event older than this (in session time) is listed in Events, not toasted
 
-if TYPE_CHECKING:
-    from mcpwatch.console.screens.main import MainScreen
 
-
-def render_bar(screen: MainScreen, view: ViewState) -> None:
+def render_bar(screen: WatchScreen, view: ViewState) -> None:
     """The top bar (feed, unread events, wrapper, upstream, host) and the banner (disconnected, session ended)."""
     p = screen.palette
     session = screen.session
@@ -32,7 +27,7 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
     bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
 
     def bar() -> Text:
-        return render.top_bar(
+        return render_status.top_bar(
             view.header,
             feed.label,
             feed.connected,
@@ -61,7 +56,7 @@ def render_bar(screen: MainScreen, view: ViewState) -> None:
         banner.show(lambda: Text(f" {message}", style=p(style, "bold")), (theme, message))
 
 
-def announce(screen: MainScreen, view: ViewState, toasted: int) -> int:
+def announce(screen: WatchScreen, view: ViewState, toasted: int) -> int:
     """A toast for each new error-level event (an upstream crash…); the Events view keeps them all."""
     total = view.notable_total
     if toasted < 0 or total < toasted:
@@ -75,7 +70,7 @@ def announce(screen: MainScreen, view: ViewState, toasted: int) -> int:
     return total
 
 
-def arrange(screen: MainScreen, width: int) -> None:
+def arrange(screen: WatchScreen, width: int) -> None:
     """Stacked (narrow): the calls first, the settings panels after them, so the first screen shows calls."""
     body = screen.query("#body")
     if not width or not body:
@@ -89,7 +84,7 @@ def arrange(screen: MainScreen, width: int) -> None:
         body_widget.move_child(top, before=screen.query_one("#row-mid"))
 
 
-def focus_step(screen: MainScreen, step: int) -> None:
+def focus_step(screen: WatchScreen, step: int) -> None:
     """Tab / shift+tab: the next table or list, its top brought into view when the body is scrolled past it."""
     widget = screen.focus_next() if step > 0 else screen.focus_previous()
     if widget is None:
@@ -103,7 +98,7 @@ def focus_step(screen: MainScreen, step: int) -> None:
         body.scroll_to(y=top, animate=False)
 
 
-def show_council_panels(screen: MainScreen, council: bool) -> None:
+def show_council_panels(screen: WatchScreen, council: bool) -> None:
     """Council panels for a council; the per-tool figures for any other server (in the council's place)."""
     for selector, visible in (("#council", council), ("#tiers", council), ("#tools", not council)):
         widget = screen.query_one(selector)
@@ -111,11 +106,11 @@ def show_council_panels(screen: MainScreen, council: bool) -> None:
             widget.display = visible
 
 
-def title(screen: MainScreen, selector: str, text: str) -> None:
+def title(screen: WatchScreen, selector: str, text: str) -> None:
     set_title(screen.query_one(selector), text)  # plain text (a filter or an id may look like markup)
 
 
-def hint(screen: MainScreen, selector: str, visible: bool, text: str) -> None:
+def hint(screen: WatchScreen, selector: str, visible: bool, text: str) -> None:
     line = screen.query_one(selector, Line)
     if line.display != visible:
         line.display = visible

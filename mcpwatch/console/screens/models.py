@@ -17,10 +17,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.render import Palette
-from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.log_scope import LogScope, NoLog, scope_of
-from mcpwatch.console.models import (
+from mcpwatch.console.headless.council_models import (
     DISABLE_TOOL,
     ENABLE_TOOL,
     LIST_TOOL,
@@ -32,6 +29,9 @@ from mcpwatch.console.models import (
     model_log,
     sort_stats,
 )
+from mcpwatch.console.headless.log_scope import LogScope, NoLog, scope_of
+from mcpwatch.console.headless.render_base import Palette
+from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.modals import Confirm
 from mcpwatch.console.widgets import Line, WindowTable

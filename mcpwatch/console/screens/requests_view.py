@@ -5,19 +5,14 @@ Kept apart from `MainScreen` so the screen stays a layout; it renders into the s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rich.text import Text
 
-from mcpwatch.console import render_tools, request_filter
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless import render
-from mcpwatch.console.headless.model import ViewState
+from mcpwatch.console.headless import render_base, render_feeds, render_tools, request_filter
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
+from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.widgets import Line, WindowTable
-
-if TYPE_CHECKING:
-    from mcpwatch.console.screens.main import MainScreen
 
 REQUEST_ROWS = 200  # rows in the requests table (the model keeps more; the filter reaches all of them)
 TOOL_WIDTH_MIN = 12
@@ -34,7 +29,7 @@ def fit_tool_width(table: WindowTable, names: list[str], *, note: bool) -> int:
 
 
 class RequestsView:
-    def __init__(self, screen: MainScreen) -> None:
+    def __init__(self, screen: WatchScreen) -> None:
         self.screen = screen
         self.filter_text = ""
         self.sort_by = "ended"
@@ -66,12 +61,14 @@ class RequestsView:
         shown = rows[: min(REQUEST_ROWS, max(3 * height, table.cursor_row + 2 * height))]
         # The tool column takes the room the note column does not need: names are cut (with …) only when
         # some request has a note to show.
-        has_notes = any(render.request_note(r) for r in shown)
+        has_notes = any(render_feeds.request_note(r) for r in shown)
         tool_width = fit_tool_width(table, [r.label for r in shown], note=has_notes)
         if table.set_width("tool", tool_width):
             now = True
         width = table.free_width
-        table.show([(r.request_id, render.request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
+        table.show(
+            [(r.request_id, render_feeds.request_row(r, origin, p, width, tool_width)) for r in shown], force=now
+        )
         title = "Recent requests"
         if problem:  # never "0 of N" for a filter that was not understood: say so where the count would be
             title += f" · filter {self.filter_text!r} not understood (? for the syntax)"
@@ -109,7 +106,7 @@ class RequestsView:
                 return Text(f"latency: no finished tool {what} yet", style=p.dim)
             return Text.assemble(
                 ("latency ", p.dim),
-                (render.sparkline(recent, width), p("gauge-fill")),
+                (render_base.sparkline(recent, width), p("gauge-fill")),
                 (f"  last {len(recent)} {what}, max {fmt.duration(max(recent))}", p.dim),
             )
 

@@ -17,11 +17,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer
 
+from mcpwatch.console.headless.log_scope import LogScope, NoLog, scope_of
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.log_scope import LogScope, NoLog, scope_of
+from mcpwatch.console.headless.trends import WINDOW_ORDER, TrendLog, trend_log
+from mcpwatch.console.headless.trends_view import trends_text
 from mcpwatch.console.screens.base import WatchScreen
-from mcpwatch.console.trends import WINDOW_ORDER, TrendLog, trend_log
-from mcpwatch.console.trends_view import trends_text
 from mcpwatch.console.widgets import Line
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwatch.console.headless.trends import percentile
 from mcpwatch.console.headless.wire_text import clean
-from mcpwatch.console.trends import percentile
 from mcpwatch.store.reader import EventReader
 
 STATUSES = ("ok", "timeout", "rate_limited", "auth_error", "error")

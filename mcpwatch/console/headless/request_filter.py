@@ -12,8 +12,8 @@ import math
 import re
 from collections.abc import Callable, Iterable
 
-from mcpwatch.console import words
-from mcpwatch.console.headless.model import RequestView
+from mcpwatch.console.headless import words
+from mcpwatch.console.headless.views import RequestView
 
 Test = Callable[[RequestView], bool]
 FIELDS = ("outcome", "tool", "id", "method")

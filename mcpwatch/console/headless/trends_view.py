@@ -6,10 +6,10 @@ import time
 
 from rich.text import Text
 
-from mcpwatch.console import charts
+from mcpwatch.console.headless import charts
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.render import Palette
-from mcpwatch.console.trends import ToolTrend, Trends
+from mcpwatch.console.headless.render_base import Palette
+from mcpwatch.console.headless.trends import ToolTrend, Trends
 
 LABEL = 15  # "  p95 latency  "
 SUMMARY = 16  # right of a chart: the latest and the peak

@@ -12,12 +12,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from mcpwatch.console import words
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.model import RequestView
-from mcpwatch.console.headless.render import Palette, wall_clock
-from mcpwatch.console.notable import NotableEvent
-from mcpwatch.console.tool_stats import ToolStatView
+from mcpwatch.console.headless import words
+from mcpwatch.console.headless.notable import NotableEvent
+from mcpwatch.console.headless.render_base import Palette, wall_clock
+from mcpwatch.console.headless.tool_stats import ToolStatView
+from mcpwatch.console.headless.views import RequestView
 
 TOOLS_TITLE = "Tools"
 SEVERITY_STYLE = {"error": ("✗", "status-error"), "warn": ("⚠", "status-warn"), "info": ("•", "status-pending")}

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.console.headless.model import RequestDetail
+from mcpwatch.console.headless.views import RequestDetail
 from mcpwatch.paths import state_dir
 
 OSC52_MAX = 100_000  # bytes of text; terminals refuse (or hang on) far larger clipboard writes
