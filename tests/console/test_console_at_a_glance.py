@@ -16,8 +16,11 @@ import pytest
 from console_helpers import RecordingControls, generic_session, ready, sample_app
 from textual.widgets import Footer
 
-from mcpwatch.console.headless import render_feeds, render_status, render_tools
 from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.panels.counters import counters_panel
+from mcpwatch.console.headless.panels.header import top_bar
+from mcpwatch.console.headless.panels.requests import request_row, sort_requests
+from mcpwatch.console.headless.panels.tombstones import tombstones_panel
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
 from mcpwatch.console.headless.source import StaticFeed
@@ -95,7 +98,7 @@ def test_tombstones_beyond_the_cap_say_how_many_more() -> None:
     _, events, now = _tombstoned(8, 0)
     model = ConsoleModel()
     model.apply_many(events)
-    shown = render_feeds.tombstones_panel(model.view(now).tombstones, P, max_rows=3)
+    shown = tombstones_panel(model.view(now).tombstones, P, max_rows=3)
     out = _text(shown, 100)
     assert "+5 more" in out
 
@@ -355,10 +358,10 @@ def test_names_are_words_and_the_deadline_has_one_name() -> None:
     model = ConsoleModel()
     model.apply_many(events)
     view = model.view(3.0)
-    row = render_feeds.request_row(view.requests[0], None, P)
+    row = request_row(view.requests[0], None, P)
     assert str(row[3]) == "✗ tool error"
-    assert "operator cancelled" in _text(render_feeds.tombstones_panel(view.tombstones, P), 100)
-    counters = _text(render_status.counters_panel(view.counters, P), 60)
+    assert "operator cancelled" in _text(tombstones_panel(view.tombstones, P), 100)
+    counters = _text(counters_panel(view.counters, P), 60)
     assert "deadline" in counters and "timeouts" not in counters
 
 
@@ -370,7 +373,7 @@ def test_a_degraded_ok_result_is_not_a_plain_ok() -> None:
     events.append(f.make(Kind.REQUEST_END, 2.0, request_id="8", outcome="ok", duration_s=1.0, result_preview=preview))
     model = ConsoleModel()
     model.apply_many(events)
-    row = render_feeds.request_row(model.view(3.0).requests[0], None, P)
+    row = request_row(model.view(3.0).requests[0], None, P)
     assert str(row[3]) == "✓! ok, degraded" and "fallback summary" in str(row[5])
 
 
@@ -484,8 +487,8 @@ def test_sort_orders() -> None:
     model = ConsoleModel()
     model.apply_many(events)
     rows = model.view(40.0).requests
-    assert [r.request_id for r in render_tools.sort_requests(rows, "id")][:3] == ["1", "2", "3"]
-    assert render_tools.sort_requests(rows, "tool")[0].tool == "read_file"
+    assert [r.request_id for r in sort_requests(rows, "id")][:3] == ["1", "2", "3"]
+    assert sort_requests(rows, "tool")[0].tool == "read_file"
 
 
 def _text(renderable: Any, width: int) -> str:
@@ -551,5 +554,5 @@ def test_the_host_shown_is_the_latest_to_connect() -> None:
     events.append(f.make(Kind.HOST_INFO, 5.0, name="cursor", version="1.7", protocol_version="2025-11-25"))
     model = ConsoleModel()
     model.apply_many(events)
-    bar = render_status.top_bar(model.view(6.0).header, "live", True, False, P).plain
+    bar = top_bar(model.view(6.0).header, "live", True, False, P).plain
     assert "host cursor 1.7" in bar and "claude-code" not in bar

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpwatch.console.headless import render_feeds, render_status
 from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.panels.header import top_bar
+from mcpwatch.console.headless.panels.in_flight import time_left
+from mcpwatch.console.headless.panels.requests import filter_requests
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.sample import (
     SAMPLE_NOW,
@@ -26,7 +28,6 @@ from mcpwatch.console.headless.sample import (
     sample_session,
     session_start,
 )
-from mcpwatch.console.headless.view_builder import filter_requests
 from mcpwatch.console.headless.views import Limits
 from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
 
@@ -154,14 +155,14 @@ def test_a_task_in_flight_shows_the_ttl_it_has_left_not_the_tools_call_budget(
     model.apply(f.make(Kind.TASK_CREATED, 10.0, request_id="7", poll_interval_ms=1000, era="2025-11-25", **created))
     (row,) = model.view(70.0).in_flight  # 60 s on: far past the 20 s budget, which no longer applies
     assert row.task and row.remaining_s == 240.0 and row.fraction == 0.2
-    assert render_feeds.time_left(row, Palette({})).plain == "TTL 4m00s 80%"
+    assert time_left(row, Palette({})).plain == "TTL 4m00s 80%"
     (row,) = model.view(320.0).in_flight
-    assert render_feeds.time_left(row, Palette({})).plain == "TTL passed 10s ago"
+    assert time_left(row, Palette({})).plain == "TTL passed 10s ago"
     bridged = {**created, "task_id": "t-2", "bridged": True}  # a bridged call is still cut at its host's budget
     model.apply(start(f, "8", 400.0, budget=20.0))
     model.apply(f.make(Kind.TASK_CREATED, 400.5, request_id="8", poll_interval_ms=1000, era="2025-11-25", **bridged))
     row = next(r for r in model.view(405.0).in_flight if r.request_id == "8")
-    assert not row.task and render_feeds.time_left(row, Palette({})).plain == "15s 75%"
+    assert not row.task and time_left(row, Palette({})).plain == "15s 75%"
 
 
 def test_request_end_moves_it_to_recent_with_outcome_and_counters(model: ConsoleModel, f: EventFactory) -> None:
@@ -731,14 +732,14 @@ def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
     model.apply(f.make(Kind.HOST_INFO, 1.0, **info, protocol_version="2025-06-18"))
     h = model.view(2.0).header
     assert (h.host_profile, h.host_clock) == ("Codex CLI", "tool_timeout_sec 60 s")
-    line = render_status.top_bar(h, "live", True, False, Palette({})).plain
+    line = top_bar(h, "live", True, False, Palette({})).plain
     # The host (and its profile) come before the upstream's command line, which is what a narrow bar cuts.
     host = "host codex-mcp-client 0.154.0 (Codex CLI, budget from tool_timeout_sec 60 s)  │  stdio "
     assert host in line
     model.apply(f.make(Kind.HOST_INFO, 3.0, name="x", label="unknown host 'x'", deciding_clock=None))
     assert (
         "host x (unknown host 'x')  │  stdio "
-        in render_status.top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain
+        in top_bar(model.view(4.0).header, "live", True, False, Palette({})).plain
     )
 
 

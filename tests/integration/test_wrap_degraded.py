@@ -15,9 +15,9 @@ import pytest
 from rich.console import Console
 
 from mcpwatch.console.headless.model import ConsoleModel
+from mcpwatch.console.headless.panels.counters import counters_panel
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.render_detail import detail_summary
-from mcpwatch.console.headless.render_status import counters_panel
 from mcpwatch.events import payload_problems
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.store import EventReader

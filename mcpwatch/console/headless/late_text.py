@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from mcpwatch.console.headless.records import LateView
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.render_detail import result_panel
-from mcpwatch.console.headless.views import LateView
 
 
 def _s(seconds: float | None) -> str:

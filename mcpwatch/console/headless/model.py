@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mcpwatch.console.headless.coerce import as_int, as_num, as_text, clock_text, up_key
+from mcpwatch.console.headless.records import TombstoneRecord
 from mcpwatch.console.headless.request_events import RequestEvents
 from mcpwatch.console.headless.session_events import SessionEvents
-from mcpwatch.console.headless.state import _COUNTER_NAMES, _clock_text, _int, _num, _State, _text, _Tombstone, _up_key
+from mcpwatch.console.headless.state import _COUNTER_NAMES, _State
 from mcpwatch.console.headless.task_events import TaskEvents
 from mcpwatch.console.headless.tombstone_events import TombstoneEvents
 from mcpwatch.console.headless.view_builder import ViewBuilder
@@ -114,11 +116,11 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
             s = self._s
         if s.session_id is None and event.session_id:
             s.session_id = event.session_id
-        mono = _num(event.mono)
+        mono = as_num(event.mono)
         if mono is None:
             s.malformed += 1
             return
-        if s.origin_ts is None and _num(event.ts) is not None:
+        if s.origin_ts is None and as_num(event.ts) is not None:
             s.origin_ts = event.ts - mono
         s.last_mono = max(s.last_mono, mono)
         if isinstance(event.seq, int) and event.seq > s.last_seq:
@@ -170,25 +172,25 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         s = self._s
         wrapper: Mapping[str, Any] = got if isinstance(got := status.get("wrapper"), Mapping) else {}
         log: Mapping[str, Any] = got if isinstance(got := status.get("log"), Mapping) else {}
-        if s.session_id is None and _text(log.get("session_id")):
-            s.session_id = _text(log.get("session_id"))
+        if s.session_id is None and as_text(log.get("session_id")):
+            s.session_id = as_text(log.get("session_id"))
         header = s.header
         for key in ("name", "version"):
-            header.setdefault(key, _text(wrapper.get(key)))
-        header.setdefault("pid", _int(wrapper.get("pid")))
+            header.setdefault(key, as_text(wrapper.get(key)))
+        header.setdefault("pid", as_int(wrapper.get("pid")))
         upstream: Mapping[str, Any] = got if isinstance(got := wrapper.get("upstream"), Mapping) else {}
-        header.setdefault("upstream_kind", _text(upstream.get("kind")))
-        header.setdefault("upstream_target", _text(upstream.get("target")))
-        header.setdefault("upstream_state", _text(upstream.get("state")))
-        header.setdefault("generation", _int(upstream.get("generation")))
+        header.setdefault("upstream_kind", as_text(upstream.get("kind")))
+        header.setdefault("upstream_target", as_text(upstream.get("target")))
+        header.setdefault("upstream_state", as_text(upstream.get("state")))
+        header.setdefault("generation", as_int(upstream.get("generation")))
         host = wrapper.get("host")
         if isinstance(host, Mapping):
-            header.setdefault("host_name", _text(host.get("name")))
-            header.setdefault("host_version", _text(host.get("version")))
-            header.setdefault("host_profile", _text(host.get("label")))
-            header.setdefault("host_clock", _clock_text(host.get("deciding_clock")))
+            header.setdefault("host_name", as_text(host.get("name")))
+            header.setdefault("host_version", as_text(host.get("version")))
+            header.setdefault("host_profile", as_text(host.get("label")))
+            header.setdefault("host_clock", clock_text(host.get("deciding_clock")))
         elif host is not None:
-            header.setdefault("host_name", _text(host))
+            header.setdefault("host_name", as_text(host))
         deadline = status.get("deadline")
         if isinstance(deadline, Mapping) and not s.deadline:
             self._set_deadline(deadline)
@@ -199,49 +201,49 @@ class ConsoleModel(SessionEvents, RequestEvents, TaskEvents, TombstoneEvents, Vi
         for item in tomb.get("items") or ():
             if not isinstance(item, Mapping):
                 continue
-            request_id = _text(item.get("request_id"))
-            key = _up_key(item, "key") or f"req:{request_id}"  # the up_id, as tombstone events name it
+            request_id = as_text(item.get("request_id"))
+            key = up_key(item, "key") or f"req:{request_id}"  # the up_id, as tombstone events name it
             if key in s.tombstones or any(t.request_id == request_id for t in s.tombstones.values()):
                 continue
-            age = _num(item.get("age_s")) or 0.0
-            expires_in = _num(item.get("expires_in_s"))
+            age = as_num(item.get("age_s")) or 0.0
+            expires_in = as_num(item.get("expires_in_s"))
             ttl = None if expires_in is None else age + expires_in
-            s.tombstones[key] = _Tombstone(
+            s.tombstones[key] = TombstoneRecord(
                 key,
                 request_id,
-                _text(item.get("tool")),
-                ttl if ttl is not None else _num(tomb.get("ttl_s")),
-                _text(item.get("reason")),
+                as_text(item.get("tool")),
+                ttl if ttl is not None else as_num(tomb.get("ttl_s")),
+                as_text(item.get("reason")),
                 now_mono - age,
                 None if expires_in is None else now_mono + expires_in,
             )
         for item in status.get("in_flight") or ():
-            if not isinstance(item, Mapping) or _text(item.get("request_id")) is None:
+            if not isinstance(item, Mapping) or as_text(item.get("request_id")) is None:
                 continue
             request_id = str(item["request_id"])
             if request_id in s.in_flight:
                 continue
-            elapsed = _num(item.get("elapsed_s")) or 0.0
+            elapsed = as_num(item.get("elapsed_s")) or 0.0
             request = self._new_request(
                 request_id,
-                _text(item.get("method")) or "tools/call",
-                _text(item.get("tool")),
+                as_text(item.get("method")) or "tools/call",
+                as_text(item.get("tool")),
                 None,
                 now_mono - elapsed,
-                _num(item.get("budget_s")),
+                as_num(item.get("budget_s")),
                 None,
                 None,
             )
-            request.progress = _num(item.get("progress"))
-            request.total = _num(item.get("total"))
-            request.message = _text(item.get("message"))
+            request.progress = as_num(item.get("progress"))
+            request.total = as_num(item.get("total"))
+            request.message = as_text(item.get("message"))
             request.note(now_mono, "seed", f"already running for {elapsed:.1f}s when the console attached")
         counters = status.get("counters")
         if isinstance(counters, Mapping) and not s.session_started:
             for name in _COUNTER_NAMES:  # (a wrapper before `degraded` counted those as ok)
-                value = _int(counters.get(name))
+                value = as_int(counters.get(name))
                 if value is not None:
                     s.counters[name] = max(s.counters[name], value)
         state_sync = status.get("state_sync")
         if isinstance(state_sync, Mapping) and s.state_sync_policies is None:
-            s.state_sync_policies = _int(state_sync.get("policies"))
+            s.state_sync_policies = as_int(state_sync.get("policies"))

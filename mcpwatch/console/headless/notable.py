@@ -10,24 +10,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.panels.events import NotableEvent
 
 LATE_SPIKE_COUNT = 5  # late answers dropped within LATE_SPIKE_WINDOW_S that make a spike worth an entry
 LATE_SPIKE_WINDOW_S = 10.0
 BUDGET_KEYS = {"margin_s": "margin", "host_timeout_s": "host timeout", "override_s": "deadline override"}
-
-
-@dataclass(frozen=True, slots=True)
-class NotableEvent:
-    mono: float
-    # upstream_exit · respawn · budget · budget_disabled · tier · late_spike · late_result · late_reuse · warning
-    kind: str
-    severity: str  # "error" · "warn" · "info"
-    text: str
-    detail: tuple[str, ...] = ()  # e.g. the upstream's last stderr lines
 
 
 class NotableLog:

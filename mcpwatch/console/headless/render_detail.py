@@ -10,8 +10,9 @@ from rich.table import Table
 from rich.text import Text
 
 from mcpwatch.console.headless import format as fmt
+from mcpwatch.console.headless.records import TimelineItem
 from mcpwatch.console.headless.render_base import Palette, _kv, gauge, status_text, wall_clock
-from mcpwatch.console.headless.views import RequestDetail, TimelineItem
+from mcpwatch.console.headless.views import RequestDetail
 from mcpwatch.terminal import safe_lines
 
 # --- the detail screen ---------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import deque
 
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.state import _OUTCOME_COUNTER, ModelCore, _int, _ModelRun, _num, _Request, _text, _up_key
+from mcpwatch.console.headless.coerce import as_int, as_num, as_text, up_key
+from mcpwatch.console.headless.records import CallRecord, ModelRun
+from mcpwatch.console.headless.state import _OUTCOME_COUNTER, ModelCore
 from mcpwatch.events import (
     Event,
     ModelStatusData,
@@ -31,7 +33,7 @@ class RequestEvents(ModelCore):
         budget: float | None,
         budget_source: str | None,
         arguments: str | None,
-    ) -> _Request:
+    ) -> CallRecord:
         s = self._s
         old = s.requests.get(request_id)
         if old is not None:
@@ -43,7 +45,7 @@ class RequestEvents(ModelCore):
         if request_id not in s.in_flight and len(s.in_flight) >= s.limits.in_flight:
             oldest = next(iter(s.in_flight))
             self._forget_in_flight(oldest)
-        request = _Request(
+        request = CallRecord(
             request_id,
             method,
             tool,
@@ -71,18 +73,18 @@ class RequestEvents(ModelCore):
         if event.request_id is None:
             raise ValueError("request_start without a request id")
         request_id = str(event.request_id)
-        method = _text(data.get("method")) or "tools/call"
-        budget = _num(data.get("budget_s"))
-        source = _text(data.get("budget_source"))
+        method = as_text(data.get("method")) or "tools/call"
+        budget = as_num(data.get("budget_s"))
+        source = as_text(data.get("budget_source"))
         request = self._new_request(
             request_id,
             method,
-            _text(event.tool),
-            _up_key(data),
+            as_text(event.tool),
+            up_key(data),
             mono,
             budget,
             source,
-            _text(data.get("arguments")),
+            as_text(data.get("arguments")),
         )
         self._s.counters["requests"] += 1
         what = f"{method} {event.tool}" if event.tool else method
@@ -93,11 +95,11 @@ class RequestEvents(ModelCore):
         request = self._request(event)
         if request is None:
             return
-        request.progress = _num(data.get("progress"))
-        request.total = _num(data.get("total"))
-        request.message = _text(data.get("message"))
+        request.progress = as_num(data.get("progress"))
+        request.total = as_num(data.get("total"))
+        request.message = as_text(data.get("message"))
         # The stage the council put in the progress's _meta (the wrapper passes it on); a stage never goes back.
-        stage = _int(data.get("stage"))
+        stage = as_int(data.get("stage"))
         if stage is not None:
             request.stage = stage if request.stage is None else max(request.stage, stage)
         amount = fmt.progress(request.progress, request.total)
@@ -108,13 +110,13 @@ class RequestEvents(ModelCore):
         if request is None or not event.model:
             return
         model = str(event.model)
-        status = _text(data.get("status")) or "pending"
-        stage = _int(data.get("stage"))
-        latency = _int(data.get("latency_ms"))
-        per_model = _num(data.get("per_model_s"))
+        status = as_text(data.get("status")) or "pending"
+        stage = as_int(data.get("stage"))
+        latency = as_int(data.get("latency_ms"))
+        per_model = as_num(data.get("per_model_s"))
         run = request.models.get(model)
         if run is None or (status == "pending" and run.status != "pending"):
-            run = _ModelRun(model, status, stage, latency, per_model, mono, mono)
+            run = ModelRun(model, status, stage, latency, per_model, mono, mono)
             request.models[model] = run
         else:
             run.status, run.updated_mono = status, mono
@@ -125,7 +127,7 @@ class RequestEvents(ModelCore):
             request.per_model_s = per_model
         if stage is not None:  # stages only move on: a late model_status of stage 1 does not take it back
             request.stage = stage if request.stage is None else max(request.stage, stage)
-        tier = _text(data.get("tier"))
+        tier = as_text(data.get("tier"))
         if tier:
             request.tier = tier
         self._s.council_request = request.request_id
@@ -135,18 +137,18 @@ class RequestEvents(ModelCore):
 
     def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
         s = self._s
-        outcome = _text(data.get("outcome")) or Outcome.ERROR
+        outcome = as_text(data.get("outcome")) or Outcome.ERROR
         degraded = end_degraded(data)  # type: ignore[arg-type]  # a RequestEndData is a Mapping
         s.counters["degraded" if degraded else _OUTCOME_COUNTER.get(outcome, "errors")] += 1
         request = self._request(event)
         if request is None or request.end_mono is not None:
             return
-        duration = _num(data.get("duration_s"))
+        duration = as_num(data.get("duration_s"))
         request.end_mono = mono
         request.outcome = outcome
         request.duration_s = duration if duration is not None else max(0.0, mono - request.start_mono)
-        request.error = _text(data.get("error"))
-        request.result_preview = _text(data.get("result_preview"))
+        request.error = as_text(data.get("error"))
+        request.result_preview = as_text(data.get("result_preview"))
         request.partial = bool(data.get("partial"))
         request.degraded = degraded
         detail = f"{outcome} after {request.duration_s:.2f}s"
@@ -175,7 +177,7 @@ class RequestEvents(ModelCore):
     def recent_calls(self, last: int = 50) -> list[CallTiming]:
         """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
         calls: list[CallTiming] = []
-        margin = _num(self._s.deadline.get("margin_s"))  # the margin now (a change in between is rare)
+        margin = as_num(self._s.deadline.get("margin_s"))  # the margin now (a change in between is rare)
         for request_id in reversed(self._s.finished):
             r = self._s.requests.get(request_id)
             if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":

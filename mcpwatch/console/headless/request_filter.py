@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from mcpwatch.console.headless import words
-from mcpwatch.console.headless.views import RequestView
+from mcpwatch.console.headless.panels.requests import RequestView
 
 Test = Callable[[RequestView], bool]
 FIELDS = ("outcome", "tool", "id", "method")

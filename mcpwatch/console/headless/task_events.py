@@ -4,7 +4,8 @@ and request_end)."""
 
 from __future__ import annotations
 
-from mcpwatch.console.headless.state import ModelCore, _num, _text
+from mcpwatch.console.headless.coerce import as_num, as_text
+from mcpwatch.console.headless.state import ModelCore
 from mcpwatch.events import Event, TaskCreatedData, TaskStatusData
 
 
@@ -14,11 +15,11 @@ class TaskEvents(ModelCore):
         if request is None:
             return
         bridged = " by mcpwatch for the host" if data.get("bridged") else ""
-        ttl_ms = _num(data.get("ttl_ms"))
+        ttl_ms = as_num(data.get("ttl_ms"))
         if ttl_ms is not None and not data.get("bridged"):  # a bridged call is still cut at its host's budget
             request.ttl_end_mono = mono + ttl_ms / 1000
         request.message = _task_line(data.get("status"), data.get("status_message"))
-        request.note(mono, "task", f"task {_text(data.get('task_id'))} created{bridged}: {request.message}")
+        request.note(mono, "task", f"task {as_text(data.get('task_id'))} created{bridged}: {request.message}")
 
     def _task_status(self, event: Event, mono: float, data: TaskStatusData) -> None:
         request = self._request(event)
@@ -30,5 +31,5 @@ class TaskEvents(ModelCore):
 
 def _task_line(status: object, message: object) -> str:
     """`working: Analyzing content...`: the status, then the receiver's own words when it gave some."""
-    words = _text(message)
-    return f"{_text(status) or '?'}: {words}" if words else _text(status) or "?"
+    words = as_text(message)
+    return f"{as_text(status) or '?'}: {words}" if words else as_text(status) or "?"

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
-from mcpwatch.console.headless.state import ModelCore, _int, _num, _text, _Tombstone, _up_key
-from mcpwatch.console.headless.views import LATE_TEXT_MAX, LateView
+from mcpwatch.console.headless.coerce import as_int, as_num, as_text, up_key
+from mcpwatch.console.headless.records import LateView, TombstoneRecord
+from mcpwatch.console.headless.state import ModelCore
+from mcpwatch.console.headless.views import LATE_TEXT_MAX
 from mcpwatch.events import (
     CancelAckData,
     Event,
@@ -23,22 +25,22 @@ class TombstoneEvents(ModelCore):
 
     def _tombstone_add(self, event: Event, mono: float, data: TombstoneAddData) -> None:
         s = self._s
-        up_id = _up_key(data)
-        request_id = _text(event.request_id)
+        up_id = up_key(data)
+        request_id = as_text(event.request_id)
         if request_id is None and up_id is not None:
             request_id = s.by_up_id.get(up_id)
         key = up_id if up_id is not None else f"req:{request_id}"
         request = s.requests.get(request_id) if request_id is not None else None
-        ttl = _num(data.get("ttl_s"))
-        expires = _num(data.get("expires_mono"))
+        ttl = as_num(data.get("ttl_s"))
+        expires = as_num(data.get("expires_mono"))
         if expires is None and ttl is not None:
             expires = mono + ttl
-        tomb = _Tombstone(
+        tomb = TombstoneRecord(
             key,
             request_id,
-            _text(event.tool) or (request.tool if request else None),
+            as_text(event.tool) or (request.tool if request else None),
             ttl,
-            _text(data.get("reason")),
+            as_text(data.get("reason")),
             mono,
             expires,
         )
@@ -52,12 +54,12 @@ class TombstoneEvents(ModelCore):
             if up_id is not None:
                 s.by_up_id[up_id] = request.request_id
 
-    def _tombstone(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> _Tombstone | None:
+    def _tombstone(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> TombstoneRecord | None:
         s = self._s
-        up_id = _up_key(data)
+        up_id = up_key(data)
         if up_id is not None and up_id in s.tombstones:
             return s.tombstones[up_id]
-        request_id = _text(event.request_id)
+        request_id = as_text(event.request_id)
         if request_id is None and up_id is not None:
             request_id = s.by_up_id.get(up_id)
         return None if request_id is None else s.tombstones.get(f"req:{request_id}")
@@ -72,9 +74,9 @@ class TombstoneEvents(ModelCore):
         tomb.hits += 1
         request = s.requests.get(tomb.request_id) if tomb.request_id else None
         if request is not None and request.tombstone is tomb:
-            age = _num(data.get("age_s"))
+            age = as_num(data.get("age_s"))
             age_text = "" if age is None else f" {age:.1f}s after the tombstone"
-            request.note(mono, "tombstone_hit", f"late {_text(data.get('what')) or 'response'} dropped{age_text}")
+            request.note(mono, "tombstone_hit", f"late {as_text(data.get('what')) or 'response'} dropped{age_text}")
 
     def _tombstone_expire(self, event: Event, mono: float, data: TombstoneExpireData) -> None:
         s = self._s
@@ -90,7 +92,7 @@ class TombstoneEvents(ModelCore):
         request = self._request(event)
         if request is None:
             return
-        delay = _num(data.get("delay_s"))
+        delay = as_num(data.get("delay_s"))
         after = "" if delay is None else f" {delay:.1f}s after the cut"
         request.cancel_acked = True
         request.note(mono, "cancel_ack", f"the server acknowledged the cancel{after}: it never finished")
@@ -101,20 +103,20 @@ class TombstoneEvents(ModelCore):
             return
         s = self._s
         s.counters["late_results"] += 1
-        s.notable.late_result(mono, _text(event.request_id), _text(event.tool), data)
+        s.notable.late_result(mono, as_text(event.request_id), as_text(event.tool), data)
         request = self._request(event)
         if request is None:
             return
         result = data.get("result")
-        text = _text(data.get("result_preview")) or _text(data.get("error"))
+        text = as_text(data.get("result_preview")) or as_text(data.get("error"))
         if result is not None:
             text = json.dumps(result, ensure_ascii=False)[:LATE_TEXT_MAX]
         late = LateView(
             mono,
-            _num(data.get("delay_s")),
-            _num(data.get("duration_s")),
-            _text(data.get("outcome")),
-            _int(data.get("size_bytes")),
+            as_num(data.get("delay_s")),
+            as_num(data.get("duration_s")),
+            as_text(data.get("outcome")),
+            as_int(data.get("size_bytes")),
             text,
             data.get("truncated") is True,
         )
@@ -126,13 +128,13 @@ class TombstoneEvents(ModelCore):
     def _late_reuse(self, event: Event, mono: float, data: LateReuseData) -> None:
         s = self._s
         s.counters["late_reused"] += 1
-        s.notable.late_reuse(mono, _text(event.request_id), _text(event.tool), data)
+        s.notable.late_reuse(mono, as_text(event.request_id), as_text(event.tool), data)
         request = self._request(event)
         if request is None:
             return
         late = LateView(
-            mono, _num(data.get("delay_s")), from_request_id=_text(data.get("from_request_id")),
-            age_s=_num(data.get("age_s")),
+            mono, as_num(data.get("delay_s")), from_request_id=as_text(data.get("from_request_id")),
+            age_s=as_num(data.get("age_s")),
         )  # fmt: skip
         request.late = late
         age = "" if late.age_s is None else f", {late.age_s:.0f}s old"

@@ -3,29 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+
+from mcpwatch.console.headless.panels.tools import ToolStatView
 
 SAMPLES = 200  # latencies kept per tool for the percentiles
 TOOLS = 100  # tools tracked; beyond that the least recently used is forgotten
-
-
-@dataclass(frozen=True, slots=True)
-class ToolStatView:
-    tool: str
-    calls: int
-    in_flight: int
-    errors: int
-    deadlines: int
-    p50_s: float | None
-    p95_s: float | None
-
-    @property
-    def error_rate(self) -> float | None:
-        return None if not self.calls else self.errors / self.calls
-
-    @property
-    def deadline_rate(self) -> float | None:
-        return None if not self.calls else self.deadlines / self.calls
 
 
 def percentile(values: list[float], q: float) -> float | None:

@@ -12,8 +12,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer
 
-from mcpwatch.console.headless import render_detail, render_feeds, render_status
+from mcpwatch.console.headless import render_detail
 from mcpwatch.console.headless.late_text import late_part
+from mcpwatch.console.headless.panels.council import council_panel, council_title
+from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
 from mcpwatch.console.widgets import Line, Panel
@@ -157,7 +159,7 @@ class RequestDetailScreen(WatchScreen):
         theme = self.app.theme
         compact = self.compact_bar
         self.query_one("#topbar", Line).show(
-            lambda: render_status.top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
+            lambda: top_bar(header, feed.label, feed.connected, session.paused, p, compact=compact),
             (theme, header, feed, compact),
         )
         in_flight = session.model.is_in_flight(self.request_id)
@@ -183,9 +185,7 @@ class RequestDetailScreen(WatchScreen):
         for council in self.query(".council").results(Panel):
             council.set_class(detail.council is None, "-empty")
             if detail.council is not None:
-                council.show(
-                    render_feeds.council_panel(detail.council, p), title=render_feeds.council_title(detail.council)
-                )
+                council.show(council_panel(detail.council, p), title=council_title(detail.council))
         args = render_detail.pretty_json(detail.arguments) or "(no arguments recorded)"
         self.query_one("#arguments", Panel).show(Text(args, style="" if detail.arguments else p.dim))
         result: RenderableType

@@ -13,7 +13,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer
 
-from mcpwatch.console.headless import render_status, render_tools
+from mcpwatch.console.headless.panels.events import events_panel
+from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.widgets import Line, ScrollPanel
@@ -52,11 +53,11 @@ class EventsScreen(WatchScreen):
         session.events_seen = view.notable_total
         unread = self.unread
         self.query_one("#topbar", Line).show(
-            lambda: render_status.top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
+            lambda: top_bar(view.header, feed.label, feed.connected, session.paused, p, compact=compact),
             (theme, view.header, feed, session.paused, compact),
         )
         title = f"Events {len(view.notable)}" + (f" · {unread} new" if unread else "") + " · esc back"
         origin = session.model.origin_ts
         self.query_one("#events", ScrollPanel).show(
-            lambda: render_tools.events_panel(view.notable, origin, p, unread), (theme, view.notable, unread), title
+            lambda: events_panel(view.notable, origin, p, unread), (theme, view.notable, unread), title
         )

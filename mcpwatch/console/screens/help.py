@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from mcpwatch.console.headless import request_filter, words
+from mcpwatch.console.headless import panels, request_filter, words
 from mcpwatch.console.widgets import Line
 
 VIEW_KEYS = [
@@ -37,20 +37,6 @@ OPERATOR_KEYS = [
     ("t", "set the host's tools/call timeout"),
     ("d", "override the deadline budget (empty clears; 0 disables it, after asking again)"),
     ("c", "cancel the selected in-flight call (asks first)"),
-]
-PANELS = [
-    ("Deadline", "the budget each new tools/call gets, where it comes from, and who last changed it"),
-    ("Tier budgets", "a council's tiers (from its health check): total, ×per model; ⚠ = longer than the budget"),
-    ("Health", "the last health check: result, ping, and recent pings"),
-    ("Counters", "requests by outcome since the wrapper started; late drop = late answers dropped"),
-    ("In flight", "running calls, next to be cut first: time left, budget used, progress and stage, message"),
-    ("Council run", "a council call's per-model state against its per-model cap (shown once a council is seen)"),
-    ("Tools", "any other server: calls per tool, p50/p95 latency, error and deadline rates"),
-    ("Recent requests", "finished requests, newest first, with outcome and time; latency sparkline below"),
-    ("Tombstones", "cut or cancelled calls whose late answers are dropped until the TTL expires (live first)"),
-    ("Invalidations", "state-sync invalidations: which call made which cached data stale"),
-    ("Warnings", "what the wrapper warned about, and upstream exits"),
-    ("Events (e)", "everything notable, newest first; the header counts the unread ones"),
 ]
 
 
@@ -108,7 +94,7 @@ class HelpScreen(ModalScreen[None]):
             outer.add_row(self._keys(OPERATOR_KEYS))
         outer.add_row(Text(""))
         outer.add_row(Text("Panels", style="bold"))
-        outer.add_row(self._keys(PANELS))
+        outer.add_row(self._keys(panels.help_rows()))
         outer.add_row(Text(""))
         outer.add_row(Text("Symbols", style="bold"))
         outer.add_row(self._keys(words.LEGEND))

@@ -10,21 +10,30 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Input
 
-from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless import render_feeds, render_status, render_tools
+from mcpwatch.console.headless.panels.council import council_panel, council_title
+from mcpwatch.console.headless.panels.counters import counters_panel
+from mcpwatch.console.headless.panels.deadline import deadline_panel, last_change
+from mcpwatch.console.headless.panels.health import health_panel
+from mcpwatch.console.headless.panels.in_flight import COLUMNS as IN_FLIGHT_COLUMNS
+from mcpwatch.console.headless.panels.in_flight import in_flight_row
+from mcpwatch.console.headless.panels.in_flight import title as in_flight_title
+from mcpwatch.console.headless.panels.invalidations import invalidations_panel
+from mcpwatch.console.headless.panels.invalidations import title as invalidations_title
+from mcpwatch.console.headless.panels.requests import COLUMNS as REQUEST_COLUMNS
+from mcpwatch.console.headless.panels.requests import SORT_ORDER
+from mcpwatch.console.headless.panels.tiers import tiers_panel, tiers_title
+from mcpwatch.console.headless.panels.tombstones import TombstoneView, tombstones_panel, tombstones_title
+from mcpwatch.console.headless.panels.tools import TOOLS_TITLE, tools_panel
+from mcpwatch.console.headless.panels.warnings import title as warnings_title
+from mcpwatch.console.headless.panels.warnings import warnings_panel
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.views import TombstoneView, ViewState
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.requests_view import RequestsView, fit_tool_width
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable, set_title
 
 LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)
-
-IN_FLIGHT_COLUMNS = [("id", 5), ("tool", 20), ("left", 10), ("budget used", 20), ("progress", 10), ("message", None)]
-REQUEST_COLUMNS = [("ended", 8), ("id", 5), ("tool", 20), ("outcome", 15), ("took", 6), ("note", None)]
-# What a click on a request column's header sorts by (the second click reverses); "ended" is the default order.
-SORTABLE = {"ended", "id", "tool", "outcome", "took"}
 
 
 VIEW_BINDINGS: list[BindingType] = [
@@ -133,51 +142,42 @@ class MainScreen(WatchScreen):
         theme = self.app.theme
         origin = session.model.origin_ts
         q = self.query_one
-        changed = next((c for c in view.config_changes if c.key in ("margin_s", "host_timeout_s", "override_s")), None)
+        changed = last_change(view.config_changes)
         live = session.controls is not None  # h works: the panels may say "press h"
         with self.app.batch_update():
             self._render_bar(view)
             self._announce(view)
             q("#deadline", Panel).show(
-                lambda: render_status.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
+                lambda: deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
             )
             parts.show_council_panels(self, view.council_seen)
             q("#tiers", Panel).show(
-                lambda: render_status.tiers_panel(view.tiers, view.deadline, p, live),
+                lambda: tiers_panel(view.tiers, view.deadline, p, live),
                 (theme, view.tiers, view.deadline.limit_s),
-                title=render_feeds.tiers_title(view.deadline),
+                title=tiers_title(view.deadline),
             )
             health_key = (theme, view.health, round(view.health.ago_s or 0))
-            q("#health", Panel).show(lambda: render_status.health_panel(view.health, p, live), health_key)
-            q("#counters", Panel).show(lambda: render_status.counters_panel(view.counters, p), (theme, view.counters))
+            q("#health", Panel).show(lambda: health_panel(view.health, p, live), health_key)
+            q("#counters", Panel).show(lambda: counters_panel(view.counters, p), (theme, view.counters))
             tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
-            rows = [(r.request_id, render_feeds.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
+            rows = [(r.request_id, in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
             inflight.show(rows, force=resized)
-            title = f"In flight {len(view.in_flight)}"
-            if view.in_flight and view.in_flight[0].unfinished:
-                title += " · unfinished: the session ended"
-            elif len(view.in_flight) > 1:
-                title += " · next to be cut first"
-            if view.deadline.known:
-                title += " · budget " + (
-                    fmt.seconds(view.deadline.budget_s) if view.deadline.budget_s is not None else "DISABLED"
-                )
-            parts.title(self, "#inflight-box", title)
+            parts.title(self, "#inflight-box", in_flight_title(view.in_flight, view.deadline))
             parts.hint(self, "#inflight-empty", not view.in_flight, "no calls in flight")
             if view.council_seen:
                 self._render_council(view)
             else:
                 q("#tools", ScrollPanel).show(
-                    lambda: render_tools.tools_panel(view.tools, p), (theme, view.tools), title=render_tools.TOOLS_TITLE
+                    lambda: tools_panel(view.tools, p), (theme, view.tools), title=TOOLS_TITLE
                 )
             self._render_requests(view, origin)
             # The lists are capped (LIST_ROWS): under a flood, every row costs a frame time. Their panels scroll.
             tomb = view.tombstones
             tomb_rows = LIST_ROWS
             q("#tombstones", ScrollPanel).show(
-                lambda: render_feeds.tombstones_panel(tomb, p, tomb_rows),
+                lambda: tombstones_panel(tomb, p, tomb_rows),
                 # Keyed to the second: the countdowns change every tick, the text once a second.
                 (
                     theme,
@@ -187,27 +187,27 @@ class MainScreen(WatchScreen):
                     tomb.late_dropped,
                     _tomb_key(tomb.items[:tomb_rows]),
                 ),
-                title=render_feeds.tombstones_title(tomb),
+                title=tombstones_title(tomb),
             )
             shown = view.invalidations[:LIST_ROWS]
             q("#invalidations", ScrollPanel).show(
-                lambda: render_feeds.invalidations_panel(shown, origin, p),
+                lambda: invalidations_panel(shown, origin, p),
                 (theme, shown),
-                title=f"Invalidations {view.counters.invalidations:,}",
+                title=invalidations_title(view.counters.invalidations),
             )
             warnings = view.warnings[:LIST_ROWS]
             q("#warnings", ScrollPanel).show(
-                lambda: render_feeds.warnings_panel(warnings, origin, p),
+                lambda: warnings_panel(warnings, origin, p),
                 (theme, warnings),
-                title=f"Warnings {len(view.warnings)}",
+                title=warnings_title(len(view.warnings)),
             )
 
     def _render_council(self, view: ViewState) -> None:
         p = self.palette
         self.query_one("#council", ScrollPanel).show(
-            lambda: render_feeds.council_panel(view.council, p),
+            lambda: council_panel(view.council, p),
             (self.app.theme, view.council),
-            title=render_feeds.council_title(view.council),
+            title=council_title(view.council),
         )
 
     def _announce(self, view: ViewState) -> None:
@@ -283,7 +283,7 @@ class MainScreen(WatchScreen):
     @on(DataTable.HeaderSelected, "#requests")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
         label = str(event.column_key.value)
-        if label in SORTABLE:
+        if label in SORT_ORDER:
             self.sort_requests(label)
 
     @property

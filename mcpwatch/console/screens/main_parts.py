@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from mcpwatch.console.headless import render_status
+from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.widgets import Line, WindowTable, set_title
@@ -27,7 +27,7 @@ def render_bar(screen: WatchScreen, view: ViewState) -> None:
     bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
 
     def bar() -> Text:
-        return render_status.top_bar(
+        return top_bar(
             view.header,
             feed.label,
             feed.connected,

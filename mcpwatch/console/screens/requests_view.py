@@ -8,7 +8,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless import render_base, render_feeds, render_tools, request_filter
+from mcpwatch.console.headless import render_base, request_filter
+from mcpwatch.console.headless.panels.requests import SORT_ORDER, request_note, request_row, sort_requests
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
@@ -17,7 +18,6 @@ from mcpwatch.console.widgets import Line, WindowTable
 REQUEST_ROWS = 200  # rows in the requests table (the model keeps more; the filter reaches all of them)
 TOOL_WIDTH_MIN = 12
 TOOL_WIDTH_MAX = 34
-SORT_ORDER = ["ended", "id", "tool", "outcome", "took"]
 
 
 def fit_tool_width(table: WindowTable, names: list[str], *, note: bool) -> int:
@@ -54,21 +54,19 @@ class RequestsView:
             rows = request_filter.filter_requests(view.requests, self.filter_text)
         except request_filter.FilterError as exc:
             rows, problem = (), str(exc)
-        rows = render_tools.sort_requests(rows, self.sort_by, self.sort_reverse)
+        rows = sort_requests(rows, self.sort_by, self.sort_reverse)
         table = screen.query_one("#requests", WindowTable)
         # A window a few screens deep, growing as the selection moves down (up to REQUEST_ROWS).
         height = max(10, table.size.height)
         shown = rows[: min(REQUEST_ROWS, max(3 * height, table.cursor_row + 2 * height))]
         # The tool column takes the room the note column does not need: names are cut (with …) only when
         # some request has a note to show.
-        has_notes = any(render_feeds.request_note(r) for r in shown)
+        has_notes = any(request_note(r) for r in shown)
         tool_width = fit_tool_width(table, [r.label for r in shown], note=has_notes)
         if table.set_width("tool", tool_width):
             now = True
         width = table.free_width
-        table.show(
-            [(r.request_id, render_feeds.request_row(r, origin, p, width, tool_width)) for r in shown], force=now
-        )
+        table.show([(r.request_id, request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
         title = "Recent requests"
         if problem:  # never "0 of N" for a filter that was not understood: say so where the count would be
             title += f" · filter {self.filter_text!r} not understood (? for the syntax)"
