@@ -10,9 +10,9 @@ from typing import get_args
 
 from mcpwatch import config
 from mcpwatch.clock import ManualClock
-from mcpwatch.console.headless import state
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.counters import Counters
+from mcpwatch.console.headless.tally import Tally
 from mcpwatch.events import COUNTER_NAMES, CountersBlock, Event, Kind, Outcome, OutcomeText, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
@@ -28,7 +28,7 @@ def test_every_copy_of_the_counters_has_the_contracts_fields_in_its_order() -> N
     assert tuple(CountersBlock.__annotations__) == COUNTER_NAMES
     assert tuple(f.name for f in fields(pending.Counters)) == COUNTER_NAMES
     assert tuple(f.name for f in fields(Counters)) == COUNTER_NAMES
-    assert state._COUNTER_NAMES == COUNTER_NAMES
+    assert tuple(Tally().counts) == COUNTER_NAMES
 
 
 def test_the_wrappers_counters_are_all_declared() -> None:

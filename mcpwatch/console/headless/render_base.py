@@ -79,11 +79,11 @@ def plain(value: Text | str) -> Text:
     return value if isinstance(value, Text) else Text(value)
 
 
-def _kv(table: Table, key: str, value: Text | str, p: Palette) -> None:
+def key_value(table: Table, key: str, value: Text | str, p: Palette) -> None:
     table.add_row(Text(key, style=p.dim), plain(value))
 
 
-def _grid() -> Table:
+def kv_grid() -> Table:
     table = Table.grid(padding=(0, 1), expand=True)
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless.records import TimelineItem
-from mcpwatch.console.headless.render_base import Palette, _kv, gauge, status_text, wall_clock
+from mcpwatch.console.headless.render_base import Palette, gauge, key_value, status_text, wall_clock
 from mcpwatch.console.headless.views import RequestDetail
 from mcpwatch.terminal import safe_lines
 
@@ -140,9 +140,9 @@ def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> Ren
     g = Table.grid(padding=(0, 1), expand=True)
     g.add_column(no_wrap=True)
     g.add_column(overflow="fold", ratio=1)  # an error or a progress message is read in full: it wraps
-    _kv(g, "request", Text.assemble((f"#{r.request_id}", "bold"), (f"  upstream id {d.up_id or '—'}", p.dim)), p)
-    _kv(g, "call", Text.assemble((r.method, ""), (f"  {r.tool}" if r.tool else "", "bold")), p)
-    _kv(g, "started", wall_clock(origin_ts, r.started_mono), p)
+    key_value(g, "request", Text.assemble((f"#{r.request_id}", "bold"), (f"  upstream id {d.up_id or '—'}", p.dim)), p)
+    key_value(g, "call", Text.assemble((r.method, ""), (f"  {r.tool}" if r.tool else "", "bold")), p)
+    key_value(g, "started", wall_clock(origin_ts, r.started_mono), p)
     if d.unfinished:
         outcome = Text("⊘ unfinished: the session ended while it ran", style=p("status-warn"))
     else:
@@ -151,7 +151,7 @@ def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> Ren
             outcome.append(f"  {r.degraded}", style=p("status-warn"))
     if r.partial:
         outcome.append("  partial result", style=p("status-warn"))
-    _kv(g, "outcome", outcome, p)
+    key_value(g, "outcome", outcome, p)
     budget = (
         "no budget"
         if d.budget_s is None
@@ -160,11 +160,11 @@ def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> Ren
     fraction = None if not d.budget_s else d.elapsed_s / d.budget_s
     spent = Text(f"{fmt.duration(d.elapsed_s)} of {budget}  ")
     spent.append_text(gauge(fraction, 20, p))
-    _kv(g, "time", spent, p)
+    key_value(g, "time", spent, p)
     if d.progress is not None or d.message:
-        _kv(g, "last progress", f"{fmt.progress(d.progress, d.total)} {d.message or ''}".strip(), p)
+        key_value(g, "last progress", f"{fmt.progress(d.progress, d.total)} {d.message or ''}".strip(), p)
     if r.error:
-        _kv(g, "error", Text(r.error, style=p("status-error")), p)
+        key_value(g, "error", Text(r.error, style=p("status-error")), p)
     if d.tombstone is not None:
         t = d.tombstone
         left = (
@@ -175,7 +175,7 @@ def detail_summary(d: RequestDetail, origin_ts: float | None, p: Palette) -> Ren
             else f"expires in {fmt.duration(t.expires_in_s)}"
         )
         text = Text(f"{t.reason or '?'} · TTL {fmt.seconds(t.ttl_s)} · {left} · {t.hits} late response(s) dropped")
-        _kv(g, "tombstone", text, p)
+        key_value(g, "tombstone", text, p)
     return g
 
 

@@ -1,13 +1,20 @@
-"""Event handlers for requests: start, progress, the council's per-model status, end; and the what-if call list."""
+"""The model's calls part: every request, in flight and the finished ones kept — start, progress, the council's
+per-model status, end — with the latencies and per-tool figures they make, and the what-if call list. It owns
+that state; the counts go to the `Tally`. Other parts reach a call through `of`, `get` and `by_upstream`.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
+from typing import Any
 
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless.coerce import as_int, as_num, as_text, up_key
-from mcpwatch.console.headless.records import CallRecord, ModelRun
-from mcpwatch.console.headless.state import _OUTCOME_COUNTER, ModelCore
+from mcpwatch.console.headless.records import CallRecord, ModelRun, TombstoneRecord
+from mcpwatch.console.headless.tally import Tally
+from mcpwatch.console.headless.tool_stats import ToolStats
+from mcpwatch.console.headless.views import Limits
 from mcpwatch.events import (
     Event,
     ModelStatusData,
@@ -19,9 +26,52 @@ from mcpwatch.events import (
 from mcpwatch.logview.whatif import CallTiming, call_timing
 from mcpwatch.reliability.degraded import end_degraded
 
+# Which counter a request_end bumps; every other outcome (tool_error, error, upstream_lost, unknown) is an error.
+OUTCOME_COUNTER: dict[str, str] = {Outcome.OK: "ok", Outcome.DEADLINE: "timeouts", Outcome.CANCELLED: "cancelled"}
 
-class RequestEvents(ModelCore):
-    """Folds request_start, progress, model_status and request_end into per-request state."""
+
+class CallsPart:
+    """Folds request_start, progress, model_status and request_end into per-request records."""
+
+    def __init__(self, limits: Limits, tally: Tally) -> None:
+        self.limits = limits
+        self.tally = tally
+        self.requests: dict[str, CallRecord] = {}  # in flight and retained finished
+        self.in_flight: dict[str, None] = {}  # insertion-ordered set
+        self.finished: deque[str] = deque(maxlen=limits.requests)
+        self.by_up_id: dict[str, str] = {}  # upstream id -> host request id (retained requests)
+        self.latencies: deque[float] = deque(maxlen=limits.latencies)
+        self.tool_stats = ToolStats()
+        self.council_request: str | None = None  # the latest request that reported per-model status
+
+    def copy(self, tally: Tally, tombstones: Mapping[int, TombstoneRecord]) -> CallsPart:
+        """A copy counting into `tally`; a request's tombstone becomes its copy in `tombstones` (id of the
+        original → its copy), so the tombstones part and the request still share one record."""
+        clone = CallsPart(self.limits, tally)
+        clone.requests = {k: r.copy(tombstones) for k, r in self.requests.items()}
+        clone.in_flight = dict(self.in_flight)
+        clone.finished = deque(self.finished, maxlen=self.finished.maxlen)
+        clone.by_up_id = dict(self.by_up_id)
+        clone.latencies = deque(self.latencies, maxlen=self.latencies.maxlen)
+        clone.tool_stats = self.tool_stats.copy()
+        clone.council_request = self.council_request
+        return clone
+
+    def of(self, event: Event) -> CallRecord | None:
+        """The request an event is about, if the model still has it."""
+        if event.request_id is None:
+            return None
+        return self.requests.get(str(event.request_id))
+
+    def get(self, request_id: str | None) -> CallRecord | None:
+        return None if request_id is None else self.requests.get(request_id)
+
+    def by_upstream(self, up_id: str) -> str | None:
+        """The host request id of an upstream id (see `coerce.up_key`)."""
+        return self.by_up_id.get(up_id)
+
+    def link_upstream(self, up_id: str, request_id: str) -> None:
+        self.by_up_id[up_id] = request_id
 
     def _new_request(
         self,
@@ -34,16 +84,15 @@ class RequestEvents(ModelCore):
         budget_source: str | None,
         arguments: str | None,
     ) -> CallRecord:
-        s = self._s
-        old = s.requests.get(request_id)
+        old = self.requests.get(request_id)
         if old is not None:
             # A reused host id: forget the earlier request so the two never mix.
-            if old.end_mono is not None and request_id in s.finished:
-                s.finished.remove(request_id)
-            if old.up_id is not None and s.by_up_id.get(old.up_id) == request_id:
-                del s.by_up_id[old.up_id]
-        if request_id not in s.in_flight and len(s.in_flight) >= s.limits.in_flight:
-            oldest = next(iter(s.in_flight))
+            if old.end_mono is not None and request_id in self.finished:
+                self.finished.remove(request_id)
+            if old.up_id is not None and self.by_up_id.get(old.up_id) == request_id:
+                del self.by_up_id[old.up_id]
+        if request_id not in self.in_flight and len(self.in_flight) >= self.limits.in_flight:
+            oldest = next(iter(self.in_flight))
             self._forget_in_flight(oldest)
         request = CallRecord(
             request_id,
@@ -54,22 +103,21 @@ class RequestEvents(ModelCore):
             budget,
             budget_source,
             arguments,
-            deque(maxlen=s.limits.timeline),
+            deque(maxlen=self.limits.timeline),
         )
-        s.requests[request_id] = request
-        s.in_flight[request_id] = None
+        self.requests[request_id] = request
+        self.in_flight[request_id] = None
         if up_id is not None:
-            s.by_up_id[up_id] = request_id
+            self.by_up_id[up_id] = request_id
         return request
 
     def _forget_in_flight(self, request_id: str) -> None:
-        s = self._s
-        s.in_flight.pop(request_id, None)
-        request = s.requests.pop(request_id, None)
+        self.in_flight.pop(request_id, None)
+        request = self.requests.pop(request_id, None)
         if request is not None and request.up_id is not None:
-            s.by_up_id.pop(request.up_id, None)
+            self.by_up_id.pop(request.up_id, None)
 
-    def _request_start(self, event: Event, mono: float, data: RequestStartData) -> None:
+    def request_start(self, event: Event, mono: float, data: RequestStartData) -> None:
         if event.request_id is None:
             raise ValueError("request_start without a request id")
         request_id = str(event.request_id)
@@ -86,13 +134,13 @@ class RequestEvents(ModelCore):
             source,
             as_text(data.get("arguments")),
         )
-        self._s.counters["requests"] += 1
+        self.tally.add("requests")
         what = f"{method} {event.tool}" if event.tool else method
         budget_text = "no budget" if budget is None else f"budget {budget:g}s" + (f" ({source})" if source else "")
         request.note(mono, "request_start", f"started {what}, {budget_text}")
 
-    def _progress(self, event: Event, mono: float, data: ProgressData) -> None:
-        request = self._request(event)
+    def progress(self, event: Event, mono: float, data: ProgressData) -> None:
+        request = self.of(event)
         if request is None:
             return
         request.progress = as_num(data.get("progress"))
@@ -105,8 +153,8 @@ class RequestEvents(ModelCore):
         amount = fmt.progress(request.progress, request.total)
         request.note(mono, "progress", " ".join(p for p in (amount, request.message or "") if p) or "progress")
 
-    def _model_status(self, event: Event, mono: float, data: ModelStatusData) -> None:
-        request = self._request(event)
+    def model_status(self, event: Event, mono: float, data: ModelStatusData) -> None:
+        request = self.of(event)
         if request is None or not event.model:
             return
         model = str(event.model)
@@ -130,17 +178,16 @@ class RequestEvents(ModelCore):
         tier = as_text(data.get("tier"))
         if tier:
             request.tier = tier
-        self._s.council_request = request.request_id
+        self.council_request = request.request_id
         if status != "pending":
             took = "" if latency is None else f" in {latency} ms"
             request.note(mono, "model_status", f"{model}: {status}{took}")
 
-    def _request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
-        s = self._s
+    def request_end(self, event: Event, mono: float, data: RequestEndData) -> None:
         outcome = as_text(data.get("outcome")) or Outcome.ERROR
         degraded = end_degraded(data)  # type: ignore[arg-type]  # a RequestEndData is a Mapping
-        s.counters["degraded" if degraded else _OUTCOME_COUNTER.get(outcome, "errors")] += 1
-        request = self._request(event)
+        self.tally.add("degraded" if degraded else OUTCOME_COUNTER.get(outcome, "errors"))
+        request = self.of(event)
         if request is None or request.end_mono is not None:
             return
         duration = as_num(data.get("duration_s"))
@@ -157,29 +204,24 @@ class RequestEvents(ModelCore):
         if request.error:
             detail += f": {request.error}"
         request.note(mono, "request_end", detail)
-        s.in_flight.pop(request.request_id, None)
+        self.in_flight.pop(request.request_id, None)
         if request.method == "tools/call":
-            s.latencies.append(request.duration_s)
-            s.tool_stats.record(request.tool or "?", outcome, request.duration_s)
-        if len(s.finished) == s.finished.maxlen:
-            evicted = s.finished[0]
-            old = s.requests.get(evicted)
+            self.latencies.append(request.duration_s)
+            self.tool_stats.record(request.tool or "?", outcome, request.duration_s)
+        if len(self.finished) == self.finished.maxlen:
+            evicted = self.finished[0]
+            old = self.requests.get(evicted)
             if old is not None and old.end_mono is not None:
-                del s.requests[evicted]
-                if old.up_id is not None and s.by_up_id.get(old.up_id) == evicted:
-                    del s.by_up_id[old.up_id]
-        s.finished.append(request.request_id)
+                del self.requests[evicted]
+                if old.up_id is not None and self.by_up_id.get(old.up_id) == evicted:
+                    del self.by_up_id[old.up_id]
+        self.finished.append(request.request_id)
 
-    def tier_estimates(self) -> dict[str, float]:
-        """The council's own per-tier duration estimates, from the latest health check (a basis for advice)."""
-        return dict(self._s.tier_estimates)
-
-    def recent_calls(self, last: int = 50) -> list[CallTiming]:
+    def recent_calls(self, margin: float | None, last: int = 50) -> list[CallTiming]:
         """The latest finished tools/calls (not those answered from a stored late result), for what-if figures."""
         calls: list[CallTiming] = []
-        margin = as_num(self._s.deadline.get("margin_s"))  # the margin now (a change in between is rare)
-        for request_id in reversed(self._s.finished):
-            r = self._s.requests.get(request_id)
+        for request_id in reversed(self.finished):
+            r = self.requests.get(request_id)
             if r is None or r.method != "tools/call" or r.tool is None or r.budget_source == "late_reuse":
                 continue
             answers = [m for m in r.models.values() if m.stage == 1 or m.stage is None]
@@ -192,3 +234,27 @@ class RequestEvents(ModelCore):
             if len(calls) >= last:
                 break
         return calls[::-1]
+
+    def seed(self, items: Any, now_mono: float) -> None:
+        """The calls a `status()` says are running (attaching mid-session), unless the events already have them."""
+        for item in items or ():
+            if not isinstance(item, Mapping) or as_text(item.get("request_id")) is None:
+                continue
+            request_id = str(item["request_id"])
+            if request_id in self.in_flight:
+                continue
+            elapsed = as_num(item.get("elapsed_s")) or 0.0
+            request = self._new_request(
+                request_id,
+                as_text(item.get("method")) or "tools/call",
+                as_text(item.get("tool")),
+                None,
+                now_mono - elapsed,
+                as_num(item.get("budget_s")),
+                None,
+                None,
+            )
+            request.progress = as_num(item.get("progress"))
+            request.total = as_num(item.get("total"))
+            request.message = as_text(item.get("message"))
+            request.note(now_mono, "seed", f"already running for {elapsed:.1f}s when the console attached")

@@ -1,17 +1,21 @@
-"""Event handlers for calls that run as MCP tasks: the in-flight row shows the task's status and status message
-and the TTL it has left, and the request's timeline each change (the call itself starts and ends by request_start
-and request_end)."""
+"""The model's tasks part: for calls that run as MCP tasks, the in-flight row shows the task's status and status
+message and the TTL it has left, and the request's timeline each change (the call itself starts and ends by
+request_start and request_end, in the calls part). It has no state of its own: it writes on the calls' records.
+"""
 
 from __future__ import annotations
 
 from mcpwatch.console.headless.coerce import as_num, as_text
-from mcpwatch.console.headless.state import ModelCore
+from mcpwatch.console.headless.request_events import CallsPart
 from mcpwatch.events import Event, TaskCreatedData, TaskStatusData
 
 
-class TaskEvents(ModelCore):
-    def _task_created(self, event: Event, mono: float, data: TaskCreatedData) -> None:
-        request = self._request(event)
+class TasksPart:
+    def __init__(self, calls: CallsPart) -> None:
+        self.calls = calls
+
+    def created(self, event: Event, mono: float, data: TaskCreatedData) -> None:
+        request = self.calls.of(event)
         if request is None:
             return
         bridged = " by mcpwatch for the host" if data.get("bridged") else ""
@@ -21,8 +25,8 @@ class TaskEvents(ModelCore):
         request.message = _task_line(data.get("status"), data.get("status_message"))
         request.note(mono, "task", f"task {as_text(data.get('task_id'))} created{bridged}: {request.message}")
 
-    def _task_status(self, event: Event, mono: float, data: TaskStatusData) -> None:
-        request = self._request(event)
+    def status(self, event: Event, mono: float, data: TaskStatusData) -> None:
+        request = self.calls.of(event)
         if request is None:
             return
         request.message = _task_line(data.get("status"), data.get("status_message"))

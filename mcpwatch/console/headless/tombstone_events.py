@@ -1,13 +1,21 @@
-"""Event handlers for cut calls: tombstones added, hit and expired, and late results kept or reused."""
+"""The model's cut-calls part: tombstones added, hit and expired, cancel acknowledgements, and late results kept
+or reused. It owns the tombstones; a request shows its own tombstone's story through the calls part (`CallsPart`),
+the counts go to the `Tally`, the notable things to the `NotableLog`.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 from mcpwatch.console.headless.coerce import as_int, as_num, as_text, up_key
+from mcpwatch.console.headless.notable import NotableLog
 from mcpwatch.console.headless.records import LateView, TombstoneRecord
-from mcpwatch.console.headless.state import ModelCore
-from mcpwatch.console.headless.views import LATE_TEXT_MAX
+from mcpwatch.console.headless.request_events import CallsPart
+from mcpwatch.console.headless.tally import Tally
+from mcpwatch.console.headless.views import LATE_TEXT_MAX, Limits
 from mcpwatch.events import (
     CancelAckData,
     Event,
@@ -20,17 +28,35 @@ from mcpwatch.events import (
 from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 
 
-class TombstoneEvents(ModelCore):
-    """Folds tombstone and late-result events; a request shows its own tombstone's story."""
+class TombstonesPart:
+    """Folds tombstone, cancel-acknowledgement and late-result events."""
 
-    def _tombstone_add(self, event: Event, mono: float, data: TombstoneAddData) -> None:
-        s = self._s
+    def __init__(
+        self,
+        limits: Limits,
+        calls: CallsPart,
+        tally: Tally,
+        notable: NotableLog,
+        records: dict[str, TombstoneRecord] | None = None,
+    ) -> None:
+        self.limits = limits
+        self.calls = calls
+        self.tally = tally
+        self.notable = notable
+        self.records: dict[str, TombstoneRecord] = {} if records is None else records
+
+    def copied_records(self) -> tuple[dict[str, TombstoneRecord], dict[int, TombstoneRecord]]:
+        """Copies of the tombstones, and each original's copy by its id (for the calls part's copy to share)."""
+        records = {k: replace(t) for k, t in self.records.items()}
+        return records, {id(t): records[k] for k, t in self.records.items()}
+
+    def add(self, event: Event, mono: float, data: TombstoneAddData) -> None:
         up_id = up_key(data)
         request_id = as_text(event.request_id)
         if request_id is None and up_id is not None:
-            request_id = s.by_up_id.get(up_id)
+            request_id = self.calls.by_upstream(up_id)
         key = up_id if up_id is not None else f"req:{request_id}"
-        request = s.requests.get(request_id) if request_id is not None else None
+        request = self.calls.get(request_id)
         ttl = as_num(data.get("ttl_s"))
         expires = as_num(data.get("expires_mono"))
         if expires is None and ttl is not None:
@@ -44,52 +70,49 @@ class TombstoneEvents(ModelCore):
             mono,
             expires,
         )
-        if key not in s.tombstones and len(s.tombstones) >= s.limits.tombstones:
-            del s.tombstones[next(iter(s.tombstones))]
-        s.tombstones[key] = tomb
+        if key not in self.records and len(self.records) >= self.limits.tombstones:
+            del self.records[next(iter(self.records))]
+        self.records[key] = tomb
         if request is not None:
             request.tombstone = tomb
             ttl_text = "" if ttl is None else f", TTL {ttl:g}s"
             request.note(mono, "tombstone_add", f"tombstoned ({tomb.reason or 'no reason given'}{ttl_text})")
             if up_id is not None:
-                s.by_up_id[up_id] = request.request_id
+                self.calls.link_upstream(up_id, request.request_id)
 
-    def _tombstone(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> TombstoneRecord | None:
-        s = self._s
+    def _find(self, event: Event, data: TombstoneHitData | TombstoneExpireData) -> TombstoneRecord | None:
         up_id = up_key(data)
-        if up_id is not None and up_id in s.tombstones:
-            return s.tombstones[up_id]
+        if up_id is not None and up_id in self.records:
+            return self.records[up_id]
         request_id = as_text(event.request_id)
         if request_id is None and up_id is not None:
-            request_id = s.by_up_id.get(up_id)
-        return None if request_id is None else s.tombstones.get(f"req:{request_id}")
+            request_id = self.calls.by_upstream(up_id)
+        return None if request_id is None else self.records.get(f"req:{request_id}")
 
-    def _tombstone_hit(self, event: Event, mono: float, data: TombstoneHitData) -> None:
-        s = self._s
-        s.counters["late_dropped"] += 1
-        s.notable.late_answer(mono)
-        tomb = self._tombstone(event, data)
+    def hit(self, event: Event, mono: float, data: TombstoneHitData) -> None:
+        self.tally.add("late_dropped")
+        self.notable.late_answer(mono)
+        tomb = self._find(event, data)
         if tomb is None:
             return
         tomb.hits += 1
-        request = s.requests.get(tomb.request_id) if tomb.request_id else None
+        request = self.calls.get(tomb.request_id) if tomb.request_id else None
         if request is not None and request.tombstone is tomb:
             age = as_num(data.get("age_s"))
             age_text = "" if age is None else f" {age:.1f}s after the tombstone"
             request.note(mono, "tombstone_hit", f"late {as_text(data.get('what')) or 'response'} dropped{age_text}")
 
-    def _tombstone_expire(self, event: Event, mono: float, data: TombstoneExpireData) -> None:
-        s = self._s
-        tomb = self._tombstone(event, data)
+    def expire(self, event: Event, mono: float, data: TombstoneExpireData) -> None:
+        tomb = self._find(event, data)
         if tomb is None:
             return
-        del s.tombstones[tomb.up_id]
-        request = s.requests.get(tomb.request_id) if tomb.request_id else None
+        del self.records[tomb.up_id]
+        request = self.calls.get(tomb.request_id) if tomb.request_id else None
         if request is not None and request.tombstone is tomb:
             request.note(mono, "tombstone_expire", "tombstone expired")
 
-    def _cancel_ack(self, event: Event, mono: float, data: CancelAckData) -> None:
-        request = self._request(event)
+    def cancel_ack(self, event: Event, mono: float, data: CancelAckData) -> None:
+        request = self.calls.of(event)
         if request is None:
             return
         delay = as_num(data.get("delay_s"))
@@ -97,14 +120,13 @@ class TombstoneEvents(ModelCore):
         request.cancel_acked = True
         request.note(mono, "cancel_ack", f"the server acknowledged the cancel{after}: it never finished")
 
-    def _late_result(self, event: Event, mono: float, data: LateResultData) -> None:
+    def late_result(self, event: Event, mono: float, data: LateResultData) -> None:
         if is_cancel_ack_text(data.get("outcome"), data.get("error")):  # an older log's acknowledgement
-            self._cancel_ack(event, mono, data)  # type: ignore[arg-type]  # an older log's cancel_ack, logged as late_result
+            self.cancel_ack(event, mono, data)  # type: ignore[arg-type]  # an older log's cancel_ack, logged as late_result
             return
-        s = self._s
-        s.counters["late_results"] += 1
-        s.notable.late_result(mono, as_text(event.request_id), as_text(event.tool), data)
-        request = self._request(event)
+        self.tally.add("late_results")
+        self.notable.late_result(mono, as_text(event.request_id), as_text(event.tool), data)
+        request = self.calls.of(event)
         if request is None:
             return
         result = data.get("result")
@@ -125,11 +147,10 @@ class TombstoneEvents(ModelCore):
         took = "" if late.duration_s is None else f" (it took {late.duration_s:.1f}s in all)"
         request.note(mono, "late_result", f"finished late: {late.outcome or '?'}{delay}{took}")
 
-    def _late_reuse(self, event: Event, mono: float, data: LateReuseData) -> None:
-        s = self._s
-        s.counters["late_reused"] += 1
-        s.notable.late_reuse(mono, as_text(event.request_id), as_text(event.tool), data)
-        request = self._request(event)
+    def late_reuse(self, event: Event, mono: float, data: LateReuseData) -> None:
+        self.tally.add("late_reused")
+        self.notable.late_reuse(mono, as_text(event.request_id), as_text(event.tool), data)
+        request = self.calls.of(event)
         if request is None:
             return
         late = LateView(
@@ -139,3 +160,25 @@ class TombstoneEvents(ModelCore):
         request.late = late
         age = "" if late.age_s is None else f", {late.age_s:.0f}s old"
         request.note(mono, "late_reuse", f"answered with the late result of #{late.from_request_id}{age}")
+
+    def seed(self, tomb: Mapping[str, Any], now_mono: float) -> None:
+        """The tombstones a `status()` lists (attaching mid-session), unless the events already have them."""
+        for item in tomb.get("items") or ():
+            if not isinstance(item, Mapping):
+                continue
+            request_id = as_text(item.get("request_id"))
+            key = up_key(item, "key") or f"req:{request_id}"  # the up_id, as tombstone events name it
+            if key in self.records or any(t.request_id == request_id for t in self.records.values()):
+                continue
+            age = as_num(item.get("age_s")) or 0.0
+            expires_in = as_num(item.get("expires_in_s"))
+            ttl = None if expires_in is None else age + expires_in
+            self.records[key] = TombstoneRecord(
+                key,
+                request_id,
+                as_text(item.get("tool")),
+                ttl if ttl is not None else as_num(tomb.get("ttl_s")),
+                as_text(item.get("reason")),
+                now_mono - age,
+                None if expires_in is None else now_mono + expires_in,
+            )

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless import words
-from mcpwatch.console.headless.render_base import Palette, _grid, _kv
+from mcpwatch.console.headless.render_base import Palette, key_value, kv_grid
 
 HELP: tuple[str, str] | None = (
     "Deadline",
@@ -49,22 +49,22 @@ def deadline_panel(d: DeadlineView, p: Palette, changed: ConfigChangeView | None
     quarter of an 80-column terminal shows them whole."""
     if not d.known:
         return Text("waiting for the wrapper's deadline settings…", style=p.dim)
-    g = _grid()
+    g = kv_grid()
     if d.budget_s is None:
-        _kv(g, "budget", Text("DISABLED", style=p("status-warn", "bold")), p)
-        _kv(g, "", Text("the host's timeout rules", style=p("status-warn")), p)
+        key_value(g, "budget", Text("DISABLED", style=p("status-warn", "bold")), p)
+        key_value(g, "", Text("the host's timeout rules", style=p("status-warn")), p)
     else:
-        _kv(g, "budget", Text(fmt.seconds(d.budget_s), style="bold"), p)
-        _kv(g, "source", Text(words.budget_source(d.source), style=p.dim), p)
-    _kv(g, "host, margin", f"{fmt.seconds(d.host_timeout_s)}, {fmt.seconds(d.margin_s)}", p)
+        key_value(g, "budget", Text(fmt.seconds(d.budget_s), style="bold"), p)
+        key_value(g, "source", Text(words.budget_source(d.source), style=p.dim), p)
+    key_value(g, "host, margin", f"{fmt.seconds(d.host_timeout_s)}, {fmt.seconds(d.margin_s)}", p)
     override = Text("none", style=p.dim) if d.override_s is None else Text(fmt.seconds(d.override_s))
     if d.override_s is not None and d.override_s <= 0:
         override.append(" (disables)", style=p("status-warn"))
-    _kv(g, "override", override, p)
+    key_value(g, "override", override, p)
     if changed is not None and changed.source in ("operator", "reset"):
         who = "operator" if changed.source == "operator" else "reset"
         what = f"{words.CHANGED_KEYS.get(changed.key, changed.key)} by {who}"
-        _kv(g, "changed", Text(what, style=p("status-warn")), p)
+        key_value(g, "changed", Text(what, style=p("status-warn")), p)
     return g
 
 

@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.render_base import Palette, _grid, _kv, sparkline
+from mcpwatch.console.headless.render_base import Palette, key_value, kv_grid, sparkline
 
 HELP: tuple[str, str] | None = ("Health", "the last health check: result, ping, and recent pings")
 WIDGET: str | None = "health"
@@ -50,28 +50,28 @@ HEALTH_STATE = {
 def health_panel(h: HealthView, p: Palette, live: bool = True) -> RenderableType:
     if h.state is None:
         return Text("no health check yet — " + ("press h" if live else "none in the recording so far"), style=p.dim)
-    g = _grid()
+    g = kv_grid()
     label, colour = HEALTH_STATE[h.state]
     state = Text(label, style=p(colour, "bold"))
     state.append(f"  {fmt.duration(h.ago_s)} ago", style=p.dim)
-    _kv(g, "last", state, p)
+    key_value(g, "last", state, p)
     if h.ping_ms is None and h.latency_ms is not None:
         # The host called the health tool itself: no MCP ping, but the call's own time says as much.
         took = Text(fmt.millis(h.latency_ms))
         if h.source == "host":
             took.append("  (the host's call)", style=p.dim)
-        _kv(g, "took", took, p)
+        key_value(g, "took", took, p)
     else:
-        _kv(g, "ping", fmt.millis(h.ping_ms), p)
+        key_value(g, "ping", fmt.millis(h.ping_ms), p)
     if h.error:
-        _kv(g, "error", Text(fmt.clip(h.error, 60), style=p("status-error")), p)
+        key_value(g, "error", Text(fmt.clip(h.error, 60), style=p("status-error")), p)
     else:
         tool = h.tool or "ping only"
         if h.timeout_multiplier is not None and h.timeout_multiplier != 1:
             tool += f"  ×{h.timeout_multiplier:g}"
-        _kv(g, "tool", tool, p)
+        key_value(g, "tool", tool, p)
     if h.history:
-        _kv(g, "history", Text(sparkline(h.history, 24), style=p("gauge-fill")), p)
+        key_value(g, "history", Text(sparkline(h.history, 24), style=p("gauge-fill")), p)
     return g
 
 
