@@ -1,4 +1,5 @@
-"""The console's view dataclasses: what screens render (plain, immutable, Textual-free), and the model's `Limits`."""
+"""What the main screen shows at one instant (`ViewState`, made of the panels' views, see `panels/`), the detail
+screen's `RequestDetail`, and the model's `Limits`."""
 
 from __future__ import annotations
 
@@ -36,9 +37,6 @@ class Limits:
     tombstones: int = 10_000
     latencies: int = 60  # points in the latency sparkline
     health_history: int = 60
-
-
-# --- view dataclasses (what screens render; plain, immutable, Textual-free) ---------------------------------
 
 
 @dataclass(frozen=True, slots=True)

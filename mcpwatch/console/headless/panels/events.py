@@ -1,4 +1,7 @@
-"""The Events feed (`e`): everything notable, newest first; the top bar counts the unread ones."""
+"""The Events feed (`e`): everything notable, newest first; the top bar counts the unread ones.
+
+Its view is built by the model's `notable.NotableLog` (the part that decides what is notable), which makes
+`NotableEvent`s as it folds; the Events screen shows them with `events_panel`."""
 
 from __future__ import annotations
 
