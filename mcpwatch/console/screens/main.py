@@ -10,22 +10,21 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, Input
 
-from mcpwatch.console.headless.panels.council import council_panel, council_title
-from mcpwatch.console.headless.panels.counters import counters_panel
-from mcpwatch.console.headless.panels.deadline import deadline_panel, last_change
-from mcpwatch.console.headless.panels.health import health_panel
-from mcpwatch.console.headless.panels.in_flight import COLUMNS as IN_FLIGHT_COLUMNS
-from mcpwatch.console.headless.panels.in_flight import in_flight_row
-from mcpwatch.console.headless.panels.in_flight import title as in_flight_title
-from mcpwatch.console.headless.panels.invalidations import invalidations_panel
-from mcpwatch.console.headless.panels.invalidations import title as invalidations_title
-from mcpwatch.console.headless.panels.requests import COLUMNS as REQUEST_COLUMNS
-from mcpwatch.console.headless.panels.requests import SORT_ORDER
-from mcpwatch.console.headless.panels.tiers import tiers_panel, tiers_title
-from mcpwatch.console.headless.panels.tombstones import TombstoneView, tombstones_panel, tombstones_title
-from mcpwatch.console.headless.panels.tools import TOOLS_TITLE, tools_panel
-from mcpwatch.console.headless.panels.warnings import title as warnings_title
-from mcpwatch.console.headless.panels.warnings import warnings_panel
+from mcpwatch.console.headless.panels import (
+    council,
+    counters,
+    deadline,
+    header,
+    health,
+    in_flight,
+    invalidations,
+    requests,
+    tiers,
+    tombstones,
+    tools,
+    warnings,
+)
+from mcpwatch.console.headless.panels.tombstones import TombstoneView
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
@@ -82,33 +81,33 @@ class MainScreen(WatchScreen):
         self._toasted = -1  # notable events already announced (-1: none drawn yet; the first draw sets it)
 
     def compose(self) -> ComposeResult:
-        yield Line(id="topbar")
+        yield Line(id=header.WIDGET)
         yield Line(id="banner", layout=True)
         with Vertical(id="body"):
             with Horizontal(id="row-top"):
-                yield Panel("Deadline", id="deadline")
-                yield Panel("Tier budgets", id="tiers")
-                yield Panel("Health", id="health")
-                yield Panel("Counters", id="counters")
+                yield Panel("Deadline", id=deadline.WIDGET)
+                yield Panel("Tier budgets", id=tiers.WIDGET)
+                yield Panel("Health", id=health.WIDGET)
+                yield Panel("Counters", id=counters.WIDGET)
             with Horizontal(id="row-mid"):
                 with Vertical(id="inflight-box", classes="box"):
-                    yield WindowTable(IN_FLIGHT_COLUMNS, id="inflight")
+                    yield WindowTable(in_flight.COLUMNS, id=in_flight.WIDGET)
                     yield Line(id="inflight-empty", classes="hint", layout=True)
-                yield ScrollPanel("Council run", id="council")
-                yield ScrollPanel("Tools", id="tools")
+                yield ScrollPanel("Council run", id=council.WIDGET)
+                yield ScrollPanel("Tools", id=tools.WIDGET)
             with Horizontal(id="row-bottom"):
                 with Vertical(id="requests-box", classes="box"):
                     yield Input(
                         placeholder="words, or outcome:deadline tool:search* took>15s — enter keeps it, esc clears",
                         id="filter",
                     )
-                    yield WindowTable(REQUEST_COLUMNS, id="requests")
+                    yield WindowTable(requests.COLUMNS, id=requests.WIDGET)
                     yield Line(id="requests-empty", classes="hint", layout=True)
                     yield Line(id="latency")
                 with Vertical(id="side"):
-                    yield ScrollPanel("Tombstones", id="tombstones")
-                    yield ScrollPanel("Invalidations", id="invalidations")
-                    yield ScrollPanel("Warnings", id="warnings")
+                    yield ScrollPanel("Tombstones", id=tombstones.WIDGET)
+                    yield ScrollPanel("Invalidations", id=invalidations.WIDGET)
+                    yield ScrollPanel("Warnings", id=warnings.WIDGET)
         yield from self.compose_extra()
         yield Footer()
 
@@ -119,9 +118,9 @@ class MainScreen(WatchScreen):
     def on_mount(self) -> None:
         set_title(self.query_one("#inflight-box"), "In flight")
         set_title(self.query_one("#requests-box"), "Recent requests")
-        requests = self.query_one("#requests", WindowTable)
-        requests.can_follow = requests.following = True
-        requests.focus(scroll_visible=False)  # the screen opens at its top
+        table = self.query_one("#requests", WindowTable)
+        table.can_follow = table.following = True
+        table.focus(scroll_visible=False)  # the screen opens at its top
         self._arrange(self.size.width)
         self.session.pump()  # show what has arrived already, not an empty first frame
         self.refresh_view()
@@ -142,42 +141,42 @@ class MainScreen(WatchScreen):
         theme = self.app.theme
         origin = session.model.origin_ts
         q = self.query_one
-        changed = last_change(view.config_changes)
+        changed = deadline.last_change(view.config_changes)
         live = session.controls is not None  # h works: the panels may say "press h"
         with self.app.batch_update():
             self._render_bar(view)
             self._announce(view)
             q("#deadline", Panel).show(
-                lambda: deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
+                lambda: deadline.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
             )
             parts.show_council_panels(self, view.council_seen)
             q("#tiers", Panel).show(
-                lambda: tiers_panel(view.tiers, view.deadline, p, live),
+                lambda: tiers.tiers_panel(view.tiers, view.deadline, p, live),
                 (theme, view.tiers, view.deadline.limit_s),
-                title=tiers_title(view.deadline),
+                title=tiers.tiers_title(view.deadline),
             )
             health_key = (theme, view.health, round(view.health.ago_s or 0))
-            q("#health", Panel).show(lambda: health_panel(view.health, p, live), health_key)
-            q("#counters", Panel).show(lambda: counters_panel(view.counters, p), (theme, view.counters))
+            q("#health", Panel).show(lambda: health.health_panel(view.health, p, live), health_key)
+            q("#counters", Panel).show(lambda: counters.counters_panel(view.counters, p), (theme, view.counters))
             tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
-            rows = [(r.request_id, in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
+            rows = [(r.request_id, in_flight.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
             inflight.show(rows, force=resized)
-            parts.title(self, "#inflight-box", in_flight_title(view.in_flight, view.deadline))
+            parts.title(self, "#inflight-box", in_flight.title(view.in_flight, view.deadline))
             parts.hint(self, "#inflight-empty", not view.in_flight, "no calls in flight")
             if view.council_seen:
                 self._render_council(view)
             else:
                 q("#tools", ScrollPanel).show(
-                    lambda: tools_panel(view.tools, p), (theme, view.tools), title=TOOLS_TITLE
+                    lambda: tools.tools_panel(view.tools, p), (theme, view.tools), title=tools.TOOLS_TITLE
                 )
             self._render_requests(view, origin)
             # The lists are capped (LIST_ROWS): under a flood, every row costs a frame time. Their panels scroll.
             tomb = view.tombstones
             tomb_rows = LIST_ROWS
             q("#tombstones", ScrollPanel).show(
-                lambda: tombstones_panel(tomb, p, tomb_rows),
+                lambda: tombstones.tombstones_panel(tomb, p, tomb_rows),
                 # Keyed to the second: the countdowns change every tick, the text once a second.
                 (
                     theme,
@@ -187,27 +186,27 @@ class MainScreen(WatchScreen):
                     tomb.late_dropped,
                     _tomb_key(tomb.items[:tomb_rows]),
                 ),
-                title=tombstones_title(tomb),
+                title=tombstones.tombstones_title(tomb),
             )
             shown = view.invalidations[:LIST_ROWS]
             q("#invalidations", ScrollPanel).show(
-                lambda: invalidations_panel(shown, origin, p),
+                lambda: invalidations.invalidations_panel(shown, origin, p),
                 (theme, shown),
-                title=invalidations_title(view.counters.invalidations),
+                title=invalidations.title(view.counters.invalidations),
             )
-            warnings = view.warnings[:LIST_ROWS]
+            recent_warnings = view.warnings[:LIST_ROWS]
             q("#warnings", ScrollPanel).show(
-                lambda: warnings_panel(warnings, origin, p),
-                (theme, warnings),
-                title=warnings_title(len(view.warnings)),
+                lambda: warnings.warnings_panel(recent_warnings, origin, p),
+                (theme, recent_warnings),
+                title=warnings.title(len(view.warnings)),
             )
 
     def _render_council(self, view: ViewState) -> None:
         p = self.palette
         self.query_one("#council", ScrollPanel).show(
-            lambda: council_panel(view.council, p),
+            lambda: council.council_panel(view.council, p),
             (self.app.theme, view.council),
-            title=council_title(view.council),
+            title=council.council_title(view.council),
         )
 
     def _announce(self, view: ViewState) -> None:
@@ -283,7 +282,7 @@ class MainScreen(WatchScreen):
     @on(DataTable.HeaderSelected, "#requests")
     def _header_selected(self, event: DataTable.HeaderSelected) -> None:
         label = str(event.column_key.value)
-        if label in SORT_ORDER:
+        if label in requests.SORT_ORDER:
             self.sort_requests(label)
 
     @property
