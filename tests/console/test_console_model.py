@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.panels.in_flight import time_left
-from mcpwatch.console.headless.panels.requests import filter_requests
 from mcpwatch.console.headless.render_base import Palette
+from mcpwatch.console.headless.request_filter import filter_requests
 from mcpwatch.console.headless.sample import (
     SAMPLE_NOW,
     EventFactory,

@@ -20,7 +20,6 @@ from mcpwatch.console.headless.panels.tools import ToolStatView
 from mcpwatch.console.headless.panels.warnings import WarningView
 from mcpwatch.console.headless.records import LateView, TimelineItem
 
-COUNCIL_TOOL_HINT = "council"
 LATE_TEXT_MAX = 4096  # a late result's text kept per request, like a result preview
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Reversible
+from collections.abc import Callable, Mapping, Reversible
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,18 +103,3 @@ def build(r: CallRecord) -> RequestView:
 def newest_first(calls: Mapping[str, CallRecord], finished: Reversible[str]) -> tuple[RequestView, ...]:
     """The finished requests still retained (`finished`: their ids, oldest first), newest first."""
     return tuple(build(calls[r]) for r in reversed(finished) if r in calls)
-
-
-def filter_requests(requests: Iterable[RequestView], text: str) -> tuple[RequestView, ...]:
-    """Requests whose tool, method, outcome or id contains `text` (case-insensitive); all when `text` is blank."""
-    needle = text.strip().lower()
-    if not needle:
-        return tuple(requests)
-    return tuple(
-        r
-        for r in requests
-        if needle in (r.tool or "").lower()
-        or needle in r.method.lower()
-        or needle in (r.outcome or "in flight").lower()
-        or needle in r.request_id.lower()
-    )
