@@ -145,7 +145,7 @@ async def test_choose_switch_badge_and_offer_among_three_real_wrappers() -> None
                 await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the main screen")
                 await until(pilot, lambda: "gamma" in screen_text(app) and "● live" in screen_text(app))
                 # beta's error shows as a badge in gamma's top bar
-                await until(pilot, lambda: "beta: 1 error in 5 min" in screen_text(app), what="the badge")
+                await until(pilot, lambda: "beta: 1 error in 5 min" in screen_text(app), timeout=30, what="the badge")
                 # F, then 1: now watching alpha
                 await pilot.press("F")
                 await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not chooser)
