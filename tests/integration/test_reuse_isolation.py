@@ -22,8 +22,8 @@ pytestmark = pytest.mark.anyio
 
 TAGGED_SERVER = [sys.executable, str(FIXTURES / "tagged_server.py")]
 MODERN = "2026-07-28"
-DEADLINE_S = 0.5
-SLOW_S = 1.2  # past the deadline: cut, then answers late and is stored for reuse
+DEADLINE_S = 0.25
+SLOW_S = 0.6  # past the deadline: cut, then answers late and is stored for reuse
 ROUNDS = 6
 SEQUENTIAL = 60
 CONFIG = '[[late_results.reuse]]\nmatch = "lookup"\nttl_s = 60\n'
