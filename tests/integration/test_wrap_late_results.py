@@ -1,5 +1,5 @@
-"""Late results end to end with a real slow server: cut at 1 s, it answers at 3 s; the log keeps the answer, report and
-whatif read it, and a reuse policy (only then) answers the next identical call with it."""
+"""Late results end to end with a real slow server: cut at 0.5 s, it answers at 1.5 s; the log keeps the answer,
+report and whatif read it, and a reuse policy (only then) answers the next identical call with it."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from checkout import REPO, mcpwatch_cmd
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
-BUDGET_1S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
-SLOW = {"seconds": 3, "steps": 1}  # the raw server ignores cancellation and answers at 3 s
+BUDGET_HALF_S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "1.5", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "1"}
+SLOW = {"seconds": 1.5, "steps": 1}  # the raw server ignores cancellation and answers at 1.5 s
 
 
 async def wait_for_late_results(operator: Operator, count: int, timeout: float = 20.0) -> dict:
@@ -36,7 +36,7 @@ async def cut_call(client, arguments: dict) -> float:
     started = time.monotonic()
     result = await client.call_tool("sleep", arguments)
     elapsed = time.monotonic() - started
-    assert result.is_error is True and "deadline budget of 1 s" in result.content[0].text
+    assert result.is_error is True and "deadline budget of 0.5 s" in result.content[0].text
     return elapsed
 
 
@@ -46,9 +46,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 async def test_the_late_result_is_kept_and_read_by_report_and_whatif(isolated_state: Path) -> None:
-    async with wrapped_client([sys.executable, RAW_SERVER], env=BUDGET_1S) as client:
+    async with wrapped_client([sys.executable, RAW_SERVER], env=BUDGET_HALF_S) as client:
         operator = Operator(registry_entry(isolated_state))
-        assert await cut_call(client, SLOW) >= 0.9  # never early; how late is the machine's load
+        assert await cut_call(client, SLOW) >= 0.45  # never early; how late is the machine's load
         status = await wait_for_late_results(operator, 1)
         assert status["counters"]["late_results"] == 1 and status["counters"]["late_reused"] == 0
         # without a reuse policy the identical call goes to the server again (and is cut again)
@@ -61,10 +61,10 @@ async def test_the_late_result_is_kept_and_read_by_report_and_whatif(isolated_st
     assert not reuses
     first = late[0]
     assert first.tool == "sleep" and first.data["outcome"] == "ok" and first.data["reason"] == "deadline"
-    # cut at the 1 s budget, answered after the server's 3 s sleep (lower bounds: timers never fire early)
-    assert first.data["cut_after_s"] >= 0.9 and first.data["duration_s"] >= 2.9
+    # cut at the 0.5 s budget, answered after the server's 1.5 s sleep (lower bounds: timers never fire early)
+    assert first.data["cut_after_s"] >= 0.45 and first.data["duration_s"] >= 1.4
     assert first.data["delay_s"] == pytest.approx(first.data["duration_s"] - first.data["cut_after_s"], abs=1e-5)
-    assert first.data["result"]["content"] == [{"type": "text", "text": "slept 3.0"}]
+    assert first.data["result"]["content"] == [{"type": "text", "text": "slept 1.5"}]
     assert first.data["size_bytes"] == len(json.dumps(first.data["result"], separators=(",", ":")))
 
     report = run("report", str(log), "--json")
@@ -114,7 +114,7 @@ async def replay_shows_the_late_result(log: Path, request_id: str) -> None:
                 break
             await pilot.pause(0.02)
         words = " ".join(app.screen.query_one("#result").plain.split())
-        assert "finished late (ok)" in words and "slept 3.0" in words
+        assert "finished late (ok)" in words and "slept 1.5" in words
         await pilot.press("escape", "q")
 
 
@@ -123,13 +123,13 @@ async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_s
     config = tmp_path / "mcpwatch.toml"
     config.write_text('[[late_results.reuse]]\nmatch = "sleep"\nttl_s = 60\n')
     async with wrapped_client(
-        [sys.executable, RAW_SERVER], env=BUDGET_1S, wrap_args=["--config", str(config)]
+        [sys.executable, RAW_SERVER], env=BUDGET_HALF_S, wrap_args=["--config", str(config)]
     ) as client:
         operator = Operator(registry_entry(isolated_state))
         await cut_call(client, SLOW)
         await wait_for_late_results(operator, 1)
-        reused = await client.call_tool("sleep", {"steps": 1, "seconds": 3})
-        assert reused.is_error is False  # not sent upstream again: that would be cut at the 1 s budget
+        reused = await client.call_tool("sleep", {"steps": 1, "seconds": 1.5})
+        assert reused.is_error is False  # not sent upstream again: that would be cut at the 0.5 s budget
         note, answer = reused.content
         meta = reused.meta["dev.mcpwatch/late_result"]
         assert meta["ttl_s"] == 60 and meta["delay_s"] > 0
@@ -137,7 +137,7 @@ async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_s
         assert note.text.startswith(
             f"[mcpwatch: result of an identical call that finished {delay} s after its deadline"
         )
-        assert answer.text == "slept 3.0"
+        assert answer.text == "slept 1.5"
         # once only: the next identical call goes upstream again; other arguments never matched
         await cut_call(client, SLOW)
         await cut_call(client, {**SLOW, "other": True})
@@ -161,7 +161,7 @@ async def test_a_state_sync_mutation_is_never_reused(isolated_state: Path, tmp_p
         '[[state_sync.policies]]\nmatch = "sleep"\ninvalidates = ["naps.*"]\n'
     )
     async with wrapped_client(
-        [sys.executable, RAW_SERVER], env=BUDGET_1S, wrap_args=["--config", str(config)]
+        [sys.executable, RAW_SERVER], env=BUDGET_HALF_S, wrap_args=["--config", str(config)]
     ) as client:
         operator = Operator(registry_entry(isolated_state))
         await cut_call(client, SLOW)
