@@ -38,16 +38,16 @@ async def test_token_host_and_registry_mode(isolated_state):
     assert not list((isolated_state / "wrappers").glob("*.json"))
 
 
-@pytest.mark.parametrize("bad", ["NaN", "inf", "-inf", -1, "1e309", "ten", True])
-async def test_bad_margins_are_refused_and_change_nothing(isolated_state, bad):
+async def test_bad_margins_are_refused_and_change_nothing(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]):
         operator = Operator(registry_entry(isolated_state))
         before = (await operator.tool("status"))["deadline"]
-        refused = await operator.call("set_margin", seconds=bad)
-        assert refused["isError"] is True
-        assert refused["content"][0]["text"].strip()
-        after = (await operator.tool("status"))["deadline"]
-        assert after == before
+        for bad in ["NaN", "inf", "-inf", -1, "1e309", "ten", True]:  # one wrapper takes each in turn
+            refused = await operator.call("set_margin", seconds=bad)
+            assert refused["isError"] is True, bad
+            assert refused["content"][0]["text"].strip(), bad
+            after = (await operator.tool("status"))["deadline"]
+            assert after == before, bad
 
 
 async def test_margin_change_applies_to_the_next_call_and_is_logged(isolated_state):
