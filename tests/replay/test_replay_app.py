@@ -134,6 +134,9 @@ async def test_goto_explains_a_bad_value_and_goes_to_a_good_one(shared_log: tupl
 
 @pytest.mark.slow
 async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[Path, str]) -> None:
+    """README: operator actions are absent in replay — not bound, on the main screen or a request's detail."""
+    from mcpwatch.replay.app import ReplayDetailScreen
+
     feed = make_feed(shared_log[0], start=120.0)
     app = _app(feed)
     async with app.run_test(size=SIZE) as pilot:
@@ -141,6 +144,8 @@ async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[
         actions = {b.binding.action for b in app.screen.active_bindings.values()}
         assert not actions & (OPERATOR_ACTIONS | {"pause"})
         assert {"toggle_play", "goto", "problem(1)", "step(1)"} <= actions
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & (OPERATOR_ACTIONS | {"pause"}) and "filter" in bound
         before = feed.engine.ordinal
         await pilot.press("h", "m", "c", "d", "t", "p")
         await pilot.pause(0.1)
@@ -156,6 +161,13 @@ async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[
         assert "pause the view" not in text and "health check now" not in text and "cancel the selected" not in text
         await pilot.press("space")  # over the help, the replay keys do nothing
         assert not feed.clock.playing
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+        app.screen.open_request(app.screen.last_view.requests[0].request_id)
+        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
+        await pilot.pause(0.2)
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & OPERATOR_ACTIONS
         await pilot.press("escape", "q")
         await until(pilot, lambda: not app.is_running, what="q to quit")
 
@@ -242,25 +254,6 @@ async def test_a_detail_draw_cut_short_is_done_again(
         monkeypatch.setattr(render_detail, "timeline_panel", real)
         timeline = screen.query_one("#timeline")
         await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
-
-
-@pytest.mark.slow
-async def test_operator_keys_are_not_bound_at_all(shared_log: tuple[Path, str]) -> None:
-    """README: operator actions are absent in replay — not bound, on the main screen or a request's detail."""
-    from mcpwatch.replay.app import ReplayDetailScreen
-
-    feed = make_feed(shared_log[0], start=120.0)
-    app = _app(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
-        assert not bound & (OPERATOR_ACTIONS | {"pause"}) and "filter" in bound
-        request_id = app.screen.last_view.requests[0].request_id
-        app.screen.open_request(request_id)
-        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
-        await pilot.pause(0.2)
-        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
-        assert not bound & OPERATOR_ACTIONS
 
 
 async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: tuple[Path, str]) -> None:
