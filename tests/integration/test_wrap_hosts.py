@@ -65,23 +65,31 @@ def modern_meta(name: str) -> dict:
     return {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": {"name": name}}
 
 
-@pytest.mark.parametrize("name", sorted(BUDGETS))
-async def test_stdio_2025_era_each_client_name_gets_its_hosts_budget(tmp_path, name):
-    log = tmp_path / "events.db"
-    async with raw_host(RAW_SERVER, tmp_path, log=log) as host:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "9.9"}}
-        await host.call("initialize", init, timeout=30)
-        host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        reply = await host.tool("echo")
-        assert_budget(stamped_budget_s(reply), BUDGETS[name][0], name)
-        assert await host.close() == 0
-        host.assert_clean_stderr()
-    infos = [e for e in logged(log) if e.kind == "host_info"]
-    assert len(infos) == 1 and infos[0].data["name"] == name and infos[0].data["version"] == "9.9"
-    assert infos[0].data["front"] == "stdio"
-    assert infos[0].data["known"] is (name != "someone-new")
-    if name in LABELS:
-        assert infos[0].data["label"] == LABELS[name]
+async def test_stdio_2025_era_each_client_name_gets_its_hosts_budget(tmp_path):
+    """A stdio front serves one host, so each name has a wrapper of its own: all of them at once."""
+
+    async def host_named(name: str) -> None:
+        log = tmp_path / f"{name}.db"
+        async with raw_host(RAW_SERVER, tmp_path, log=log, name=name) as host:
+            info = {"name": name, "version": "9.9"}
+            await host.call(
+                "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}, timeout=30
+            )
+            host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            reply = await host.tool("echo", timeout=30)
+            assert_budget(stamped_budget_s(reply), BUDGETS[name][0], name)
+            assert await host.close() == 0, name
+            host.assert_clean_stderr()
+        infos = [e for e in logged(log) if e.kind == "host_info"]
+        assert len(infos) == 1 and infos[0].data["name"] == name and infos[0].data["version"] == "9.9", name
+        assert infos[0].data["front"] == "stdio", name
+        assert infos[0].data["known"] is (name != "someone-new"), name
+        if name in LABELS:
+            assert infos[0].data["label"] == LABELS[name]
+
+    async with asyncio.TaskGroup() as group:
+        for name in sorted(BUDGETS):
+            group.create_task(host_named(name))
 
 
 async def test_stdio_2026_era_each_request_names_its_own_host(tmp_path):
