@@ -106,7 +106,7 @@ def test_input_required_of_a_bridged_extension_task_cancels_it_and_says_why(loop
     answer = rig.replies()[-1]
     assert answer["id"] == 1 and answer["result"]["isError"] is True
     text = answer["result"]["content"][0]["text"]
-    assert "Which tides?" in text and "does not relay the tasks extension's input requests" in text
+    assert "Which tides?" in text and "the host did not declare elicitation; mcpwatch cancelled the task" in text
 
 
 def test_a_host_that_declares_the_extension_gets_the_refusal_as_it_is(loop) -> None:

@@ -255,6 +255,9 @@ class WrapperCore:
             return  # an identical call whose bridged task finished after its host stopped waiting
         if method in POLL_METHODS and offer.handles(link, message):
             return  # a poll of a task mcpwatch itself runs for this host
+        if tool is not None and "requestState" in params and (refusal := bridge.input.refusal(link, params)):
+            link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
+            return  # an answer to a bridged task's input requests that no task of this host waits for
         # only a call naming a task (or, in the 2026 era, with a `_meta` to declare the extension in) can be offered one
         offered = method == "tools/call" and ("task" in params or meta is not None)
         offered = offered and offer.wants(link, tool, params)
@@ -295,7 +298,7 @@ class WrapperCore:
                 pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
                 if self._propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
-        if tool is not None and bridge.runs and bridge.attach(pending, arguments):
+        if tool is not None and bridge.attachable and bridge.attach(pending, arguments):
             _request_start(self.recorder, pending, params, None)  # it waits for the task an identical call made
             return
         if tool is not None and tool in bridge.support and bridge.wants(link, tool, params):

@@ -5,8 +5,9 @@ A host that did not declare `tasks` calls a tool the upstream lists as task-only
 the call upstream, and when the upstream answers with a task, keeps the host's call waiting while it polls
 `tasks/get` at the server's `pollInterval`. Each status message reaches the host as progress when it gave a
 progress token (which also keeps its idle clock alive); `input_required` is resolved through `tasks/result`, which
-carries the server's elicitation to the host when it declared elicitation, else the task is cancelled and the host
-told why; the terminal result is the host's answer. The host's tools/list no longer shows those tools as task-only.
+carries the server's elicitation to the host when it declared elicitation (an extension task's requests reach its
+2026-era host as a multi round-trip question: `bridge_input`), else the task is cancelled and the host told why; the
+terminal result is the host's answer. The host's tools/list no longer shows those tools as task-only.
 
 At the host's budget (or its own cancel) the host gets the partial answer of any cut call, but the task goes on:
 its result is logged as a late result, and an identical call from the same host within `[tasks] reuse_s` attaches
@@ -16,7 +17,6 @@ to the running task (answered when it ends) or takes its finished result at once
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -34,18 +34,27 @@ from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingT
 from mcpwatch.wrapper.calls.progress import note_progress
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
-from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, REUSABLE, BridgedRun, answer_from_run, log_late_result
+from mcpwatch.wrapper.tasks.bridge_input import InputRelay
+from mcpwatch.wrapper.tasks.bridge_log import (
+    PREVIEW_CHARS,
+    REUSABLE,
+    BridgedRun,
+    answer_from_run,
+    log_late_result,
+    run_key,
+)
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,
-    RELATED_TASK_META,
     TaskState,
     declares_extension,
     envelope,
     host_has_tasks,
     needs_extension,
     read_task,
+    strip_related,
     tool_task_support,
     with_extension,
+    without_task_support,
 )
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
@@ -87,6 +96,15 @@ class TaskBridge:
         self._modern = modern
         self._jobs: set[asyncio.Future[None]] = set()
         self.upstream_extension = False  # the upstream's server/discover declared the tasks extension (2026 era)
+        self.input = InputRelay(
+            table=table,
+            scheduler=scheduler,
+            request=request,
+            spawn=self._spawn,
+            give_up=self._abandon,
+            stop_waiting=lambda pending: self._by_up_id.pop(pending.up_id, None),
+            wait_s=settings.reuse_s,
+        )
         watch.bridge = self
 
     # ------------------------------------------------------------------ what a host and the upstream can do
@@ -152,7 +170,7 @@ class TaskBridge:
                     self.support.setdefault(tool["name"], "forbidden")
         if not self._host_lacks_tasks(link) or not self.upstream_takes_tasks():
             return result
-        shown = [_without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
+        shown = [without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
         return {**result, "tools": shown}
 
     def wants(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
@@ -232,17 +250,26 @@ class TaskBridge:
         """An identical call whose cut predecessor's task has finished: answered now with that task's result."""
         if not self.runs:
             return False  # the common case, without canonicalising the arguments
-        run = self.runs.get(_key(link, tool, arguments))  # type: ignore[arg-type]  # a None key finds no run
+        run = self.runs.get(run_key(link, tool, arguments))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.result is None or run.finished_at is None:
             return False
         answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
         return True
 
+    @property
+    def attachable(self) -> bool:
+        """Whether a call may join a running task: an identical call's, or one bringing its host's input."""
+        return bool(self.runs or self.input.by_token)
+
     def attach(self, pending: Pending, arguments: Any) -> bool:
-        """An identical call while the task still runs: it waits for the same task instead of starting another."""
-        if not self.runs:
-            return False
-        run = self.runs.get(_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]  # a None key finds no run
+        """An identical call while the task still runs, or the call bringing the answers to its input requests
+        (`bridge_input`): it waits for the same task instead of starting another."""
+        params = got if isinstance(got := pending.message.get("params"), dict) else {}
+        run = self.input.run_for(params)
+        if run is not None:  # its refusal was checked first: it is the host's, and answers what is asked
+            self.input.answered(run, params, _poll_params(run))
+        elif self.runs:
+            run = self.runs.get(run_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True
@@ -260,6 +287,8 @@ class TaskBridge:
             attached_to=run.maker.request_key,
         )
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **data)
+        if run.input is not None and run.input.token == params.get("requestState"):
+            run.maker = pending  # the host's call that waits for it now: a cut of it keeps the result as late
         return True
 
     # ------------------------------------------------------------------ the task's life
@@ -269,7 +298,7 @@ class TaskBridge:
         poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or DEFAULT_POLL_S * 1000) / 1000)
         ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
         arguments = pending.message.get("params", {}).get("arguments")
-        key = _key(pending.link, pending.tool or "", arguments)
+        key = run_key(pending.link, pending.tool or "", arguments)
         run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s, era=state.era)
         if state.era == "extension":  # each poll repeats the call's 2026-era envelope, the extension declared
             run.poll_meta = envelope(pending.message.get("params", {}).get("_meta"))
@@ -318,24 +347,31 @@ class TaskBridge:
         self._scheduler.call_later(run.poll_s, self._poll, run)
 
     def _input_required(self, run: BridgedRun, state: TaskState) -> None:
-        """The task asks its requestor for input: through tasks/result, as the host's own elicitation when it can
-        take one; a host that cannot is told so, and the task is cancelled rather than left waiting forever."""
+        """The task asks its requestor for input: a 2025-era task through tasks/result, which carries the server's
+        elicitation to a host that declared it; an extension task's requests as its 2026-era host's multi round-trip
+        question (`bridge_input`). A host that cannot answer is told so, and the task is cancelled rather than left
+        waiting forever."""
         self._watch.observe(state, "bridge")
-        capabilities = self._hosts.get(id(run.maker.link)) or {}
-        if run.era == "2025-11-25" and isinstance(capabilities.get("elicitation"), dict):
-            self._resolve(run)
-            return
-        cannot = (
-            "mcpwatch does not relay the tasks extension's input requests"
-            if run.era == "extension"
-            else "the host did not declare elicitation"
-        )
+        if run.era == "extension":
+            cannot = self.input.relay(run, state)
+            if cannot is None:
+                return
+        else:
+            capabilities = self._hosts.get(id(run.maker.link)) or {}
+            if isinstance(capabilities.get("elicitation"), dict):
+                self._resolve(run)
+                return
+            cannot = "the host did not declare elicitation"
         why = (
             f"task {run.task_id} needs input from the user ({state.status_message or 'input_required'}), "
             f"and {cannot}; mcpwatch cancelled the task"
         )
-        run.resolving = True
-        self._spawn(self._give_up(run, why))
+        self._abandon(run, why)
+
+    def _abandon(self, run: BridgedRun, why: str) -> None:
+        if not run.resolving:
+            run.resolving = True
+            self._spawn(self._give_up(run, why))
 
     async def _give_up(self, run: BridgedRun, why: str) -> None:
         try:
@@ -357,7 +393,7 @@ class TaskBridge:
             return
         task = self._watch.tasks.get(run.task_id)
         if task is not None and isinstance(answer, dict):
-            self._watch.finished(task, _strip_related(answer.get("result")), answer.get("error"), "bridge")
+            self._watch.finished(task, strip_related(answer.get("result")), answer.get("error"), "bridge")
 
     def made(self, task_id: str) -> bool:
         return task_id in self._by_task
@@ -430,6 +466,7 @@ class TaskBridge:
             return
         run.finished_at = now = self._scheduler.time()
         run.outcome = outcome
+        self.input.forget(run)  # nothing waits for its host's input any more
         if error is not None:
             run.result = {"error": error}
         elif result is not None:
@@ -449,6 +486,9 @@ class TaskBridge:
         run.waiters.clear()
         if run.cut_after_s is not None and run.result is not None:
             log_late_result(self._recorder, self._counters, run, now)
+        elif not answered and run.result is None:  # no host call heard why: the log does
+            message = f"bridged task {task_id} ended: {detail.get('error') or detail.get('task_status')}"
+            self._recorder.emit(Kind.WARNING, request_id=run.maker.request_key, tool=run.maker.tool, message=message)
         if answered or run.result is None or outcome not in REUSABLE:
             self._drop(run)
         else:  # nobody has it yet: an identical call from the same host takes it, for a while
@@ -475,26 +515,3 @@ def _poll_params(run: BridgedRun) -> dict[str, Any]:
 
 def _name(tool: Any) -> str | None:
     return tool.get("name") if isinstance(tool, dict) and isinstance(tool.get("name"), str) else None
-
-
-def _key(link: Any, tool: str, arguments: Any) -> tuple[str, str, str] | None:
-    """What an identical call matches: the same host connection (never a sessionless request's: it has none, and
-    may be any host's), tool and arguments."""
-    connection = getattr(link, "connection", None)
-    if connection is None:
-        return None
-    return (connection, tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
-
-
-def _without_task_support(tool: dict[str, Any]) -> dict[str, Any]:
-    execution = {k: v for k, v in tool["execution"].items() if k != "taskSupport"}
-    shown = {k: v for k, v in tool.items() if k != "execution"}
-    return {**shown, "execution": execution} if execution else shown
-
-
-def _strip_related(result: Any) -> Any:
-    """The task's result as the host's own call result: without the related-task marker of a call it never made."""
-    if not isinstance(result, dict) or not isinstance(result.get("_meta"), dict):
-        return result
-    meta = {k: v for k, v in result["_meta"].items() if k != RELATED_TASK_META}
-    return {**{k: v for k, v in result.items() if k != "_meta"}, **({"_meta": meta} if meta else {})}

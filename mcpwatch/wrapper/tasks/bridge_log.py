@@ -21,6 +21,21 @@ _COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "erro
 
 
 @dataclass(eq=False, slots=True)
+class BridgedInput:
+    """A bridged extension task's input requests, relayed to its host as a multi round-trip question."""
+
+    token: str  # the requestState the host's answering call must carry: unguessable, this run's alone
+    host: tuple[str | None, str]  # the host connection (None: sessionless) and client name that may answer
+    asked: dict[str, Any] = field(default_factory=dict)  # every request relayed, by the upstream's key
+    answered: set[str] = field(default_factory=set)  # keys whose answer went upstream (tasks/update)
+    rounds: int = 0  # relays of new requests: bounded (INPUT_ROUNDS_MAX)
+    timer: Timer | None = None  # the host must call again with its answer by then
+
+    def outstanding(self) -> dict[str, Any]:
+        return {k: v for k, v in self.asked.items() if k not in self.answered}
+
+
+@dataclass(eq=False, slots=True)
 class BridgedRun:
     """One task mcpwatch made for a host, and the host calls waiting for its answer."""
 
@@ -43,6 +58,16 @@ class BridgedRun:
     expiry: Timer | None = None
     era: Era = "2025-11-25"
     poll_meta: dict[str, Any] | None = None  # the extension's: the 2026-era envelope every poll repeats
+    input: BridgedInput | None = None  # the extension's input requests relayed to the host (`bridge_input`)
+
+
+def run_key(link: Any, tool: str, arguments: Any) -> tuple[str, str, str] | None:
+    """What an identical call matches: the same host connection (never a sessionless request's: it has none, and
+    may be any host's), tool and arguments."""
+    connection = getattr(link, "connection", None)
+    if connection is None:
+        return None
+    return (connection, tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
 
 
 def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now: float) -> None:

@@ -45,6 +45,7 @@ class TaskState:
     updated_at: str | None = None  # lastUpdatedAt: an older observation than the last one seen is stale
     result: Any = None  # the extension's terminal tasks/get: the call's result, inline
     error: Any = None  # … or its JSON-RPC error
+    input_requests: Any = None  # the extension's input_required tasks/get: the requests outstanding, by key
 
     @property
     def terminal(self) -> bool:
@@ -74,6 +75,7 @@ def read_task(raw: Any, era: Era) -> TaskState | None:
         updated_at=updated if isinstance(updated, str) else None,
         result=raw.get("result") if era == "extension" else None,
         error=raw.get("error") if era == "extension" else None,
+        input_requests=raw.get("inputRequests") if era == "extension" else None,
     )
 
 
@@ -166,3 +168,17 @@ def needs_extension(error: Any) -> bool:
     required = data.get("requiredCapabilities") if isinstance(data, dict) else None
     extensions = required.get("extensions") if isinstance(required, dict) else None
     return isinstance(extensions, dict) and EXTENSION in extensions
+
+
+def without_task_support(tool: dict[str, Any]) -> dict[str, Any]:
+    execution = {k: v for k, v in tool["execution"].items() if k != "taskSupport"}
+    shown = {k: v for k, v in tool.items() if k != "execution"}
+    return {**shown, "execution": execution} if execution else shown
+
+
+def strip_related(result: Any) -> Any:
+    """The task's result as the host's own call result: without the related-task marker of a call it never made."""
+    if not isinstance(result, dict) or not isinstance(result.get("_meta"), dict):
+        return result
+    meta = {k: v for k, v in result["_meta"].items() if k != RELATED_TASK_META}
+    return {**{k: v for k, v in result.items() if k != "_meta"}, **({"_meta": meta} if meta else {})}

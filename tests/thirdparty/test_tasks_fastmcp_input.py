@@ -1,0 +1,58 @@
+"""Input requests inside tasks, through `mcpwatch wrap`, with peers nobody here wrote: FastMCP 4 with `fastmcp-tasks`
+(`.venv-fastmcp-tasks`, made by `.ci/run`) serves `pick`, a task-only tool that asks for a topic once per round (its
+task goes `input_required`, answered by `tasks/update`). The Python SDK's `Client` (2026 era, no tasks extension)
+calls it: mcpwatch bridges the task and relays each round's elicitation to it as a multi round-trip question, which
+the SDK answers through its elicitation callback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+import pytest
+from mcp import Client
+from test_tasks_fastmcp_bridge import events, text, wrapped
+
+
+def call_pick(rounds: int, action: str | None) -> tuple[Any, list[str]]:
+    """`pick(rounds)` through the wrapper; `action` is what the host's user does (None: it cannot be asked)."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        if action != "accept":
+            return mcp_types.ElicitResult(action=action)  # type: ignore[arg-type]
+        return mcp_types.ElicitResult(action="accept", content={"topic": f"t{len(asked)}"})
+
+    async def run() -> Any:
+        callback = {"elicitation_callback": on_elicit} if action is not None else {}
+        async with Client(wrapped(), read_timeout_seconds=60, **callback) as client:
+            return await client.call_tool("pick", {"rounds": rounds})
+
+    return anyio.run(run), asked  # each request is bounded by the client's read timeout
+
+
+@pytest.mark.slow
+def test_a_bridged_tasks_input_requests_reach_the_host_round_after_round(isolated_state: Path) -> None:
+    result, asked = call_pick(2, "accept")
+    assert (text(result), result.is_error) == ("picked t1 t2", False)
+    assert asked == ["Which topic (topic1)?", "Which topic (topic2)?"]
+    log = events(isolated_state)
+    assert len({e.data["task_id"] for e in log if e.kind == "task_created"}) == 1  # one task, every round
+    ends = [e.data for e in log if e.kind == "request_end" and e.tool == "pick"]
+    assert [e["task_status"] for e in ends] == ["input_required", "input_required", "completed"]
+
+
+@pytest.mark.slow
+def test_a_declined_elicitation_reaches_the_task(isolated_state: Path) -> None:
+    result, asked = call_pick(1, "decline")
+    assert (text(result), asked) == ("decline", ["Which topic (topic1)?"])
+
+
+@pytest.mark.slow
+def test_a_host_that_cannot_be_asked_gets_the_clear_ending(isolated_state: Path) -> None:
+    result, asked = call_pick(1, None)
+    assert result.is_error is True and asked == []
+    assert "needs input from the user" in text(result) and "the host did not declare elicitation" in text(result)
