@@ -1,6 +1,7 @@
 """A 2026-era host with the tasks extension (FastMCP 4's client with `fastmcp-tasks`, run from its own virtualenv):
-calls one tool, which its client resolves by polling `tasks/get` when the server answers with a task, and prints
-one JSON line: the result's text, whether it is an error, and the seconds it took.
+calls one tool, which its client resolves by polling `tasks/get` when the server answers with a task (answering
+each elicitation of it with the topic `tN`, N counting them), and prints one JSON line: the result's text, whether
+it is an error, the seconds it took, and the elicitations' messages.
 Usage: python fastmcp_tasks_client.py TOOL ARGS_JSON -- COMMAND [ARGS…] (or -- URL of a Streamable HTTP server)"""
 
 import asyncio
@@ -18,11 +19,18 @@ async def main() -> None:
     tool, arguments, dashes, command, *args = sys.argv[1:]
     assert dashes == "--", __doc__
     transport = command if command.startswith("http://") else StdioTransport(command, args, env=dict(os.environ))
-    async with Client(transport) as client:
+    asked: list[str] = []
+
+    async def on_elicit(message, response_type, params, context):
+        asked.append(message)
+        return {"topic": f"t{len(asked)}"}
+
+    async with Client(transport, elicitation_handler=on_elicit) as client:
         started = time.monotonic()
         result = await client.call_tool(tool, json.loads(arguments), raise_on_error=False, timeout=120)
         text = " ".join(getattr(block, "text", "") for block in result.content)
-        print(json.dumps({"text": text, "is_error": result.is_error, "elapsed_s": time.monotonic() - started}))
+        elapsed = time.monotonic() - started
+        print(json.dumps({"text": text, "is_error": result.is_error, "elapsed_s": elapsed, "asked": asked}))
 
 
 asyncio.run(main())

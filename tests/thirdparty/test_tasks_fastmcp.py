@@ -30,7 +30,7 @@ def fastmcp_tasks_python() -> str:
     return str(candidate)
 
 
-def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False) -> dict:
+def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, upstream: list[str] = NOOP) -> dict:
     """The client's answer, through `mcpwatch wrap [wrap_args]` over stdio, or over its HTTP front (sessionless)."""
     python = fastmcp_tasks_python()
     wrap = [sys.executable, "-m", "mcpwatch", "wrap", *wrap_args]
@@ -38,9 +38,9 @@ def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False) 
     if http:
         port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
-        wrapper = subprocess.Popen([*wrap, "--listen", url, "--", *NOOP], cwd=REPO, stderr=subprocess.DEVNULL)
+        wrapper = subprocess.Popen([*wrap, "--listen", url, "--", *upstream], cwd=REPO, stderr=subprocess.DEVNULL)
         wait_for_port(port)
-    server = [url] if http else [*wrap, "--", *NOOP]
+    server = [url] if http else [*wrap, "--", *upstream]
     try:
         command = [python, str(CLIENT), tool, json.dumps(arguments), "--", *server]
         run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=os.environ, timeout=120)

@@ -2,7 +2,9 @@
 (`.venv-fastmcp-tasks`, made by `.ci/run`) serves `pick`, a task-only tool that asks for a topic once per round (its
 task goes `input_required`, answered by `tasks/update`). The Python SDK's `Client` (2026 era, no tasks extension)
 calls it: mcpwatch bridges the task and relays each round's elicitation to it as a multi round-trip question, which
-the SDK answers through its elicitation callback."""
+the SDK answers through its elicitation callback. And `pick_now`, the same questions asked by an ordinary tool (a
+multi round-trip `input_required` answer), offered as a task to FastMCP 4's own client with the extension: the
+task goes `input_required`, the client answers by `tasks/update`, and mcpwatch makes the call again with them."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import anyio
 import mcp_types
 import pytest
 from mcp import Client
-from test_tasks_fastmcp_bridge import events, text, wrapped
+from test_tasks_fastmcp import fastmcp_tasks_python, run_client
+from test_tasks_fastmcp_bridge import SERVER, events, text, wrapped
 
 
 def call_pick(rounds: int, action: str | None) -> tuple[Any, list[str]]:
@@ -56,3 +59,18 @@ def test_a_host_that_cannot_be_asked_gets_the_clear_ending(isolated_state: Path)
     result, asked = call_pick(1, None)
     assert result.is_error is True and asked == []
     assert "needs input from the user" in text(result) and "the host did not declare elicitation" in text(result)
+
+
+@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http-sessionless"])
+def test_an_offered_tasks_upstream_question_is_answered_by_its_host(isolated_state: Path, http: bool) -> None:
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["pick_now"]\n')
+    upstream = [fastmcp_tasks_python(), str(SERVER)]
+    answer = run_client("pick_now", {"rounds": 2}, "--config", str(config), http=http, upstream=upstream)
+    assert (answer["text"], answer["is_error"]) == ("picked t1 t2", False)
+    assert answer["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
+    log = events(isolated_state)
+    (created,) = [e.data for e in log if e.kind == "task_created"]
+    assert (created["era"], created["offered"]) == ("extension", True)  # a task, not the client's own round-trips
+    statuses = [e.data["status"] for e in log if e.kind == "task_status"]
+    assert statuses == ["input_required", "working", "input_required", "working", "completed"]

@@ -15,7 +15,7 @@ from taskrig import Host, TaskRig, closing_loop
 from test_tasks_bridge_extension import REFUSAL, calls, discovered, meta, spin, task
 
 from mcpwatch.events import Kind
-from mcpwatch.wrapper.tasks.bridge_input import INPUT_ROUNDS_MAX
+from mcpwatch.wrapper.tasks.shapes import INPUT_ROUNDS_MAX
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Which topic?", "requestedSchema": {}}}

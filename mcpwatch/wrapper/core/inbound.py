@@ -136,6 +136,8 @@ class UpstreamInbound:
             if not pending.bridged:  # a task: the host has it, and the call lives on as it (a bridged one waits)
                 self.table.hand_over(pending, {**reply, "result": message["result"]})
             return
+        if self.offer is not None and "result" in message and self.offer.asked_input(pending, message):
+            return  # an offered task's call asked its host for input: made again once the host answers
         retry = self.bridge is not None and "error" in message and self.bridge.retry_as_task(pending, message)
         if retry and self.session.transmit(pending, pending.message) in ("sent", "queued"):
             return  # the same call again, as a task the host waits for

@@ -24,10 +24,9 @@ from mcpwatch.wire import MODERN_CLIENT_META
 from mcpwatch.wrapper import frames
 from mcpwatch.wrapper.pending import HostLink, Pending, PendingTable
 from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, BridgedInput, BridgedRun
-from mcpwatch.wrapper.tasks.shapes import CLIENT_CAPABILITIES_META, TaskState
+from mcpwatch.wrapper.tasks.shapes import CLIENT_CAPABILITIES_META, INPUT_ROUNDS_MAX, TaskState
 
 TOKEN_PREFIX = "mcpwatch-input-"
-INPUT_ROUNDS_MAX = 10  # new input requests relayed per task (the SDK clients' own bound on multi round-trips)
 UPDATE_TIMEOUT_S = 30.0
 CAPABILITY_OF = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 

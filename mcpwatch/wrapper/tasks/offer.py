@@ -12,7 +12,9 @@ error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll sooner than half the 
 
 The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) is offered the same way to a 2026-era request that
 declares it in its own `_meta` client capabilities: the answer is the task itself (`resultType: "task"`), `tasks/get`
-carries the result once terminal, `tasks/cancel` and `tasks/update` are acknowledged with an empty result. Such a
+carries the result once terminal, `tasks/cancel` and `tasks/update` are acknowledged with an empty result. An
+upstream answering the call with a question (multi round-trip `input_required`) puts the task in `input_required`
+until the host's `tasks/update` answers it, then the call is made again with the answers (`offer_input`). Such a
 request proves no session, so its task is reached by its unguessable id alone (and the `clientInfo` name it gives
 must match); the call upstream is told nothing of the extension, so it cannot answer with a task of its own.
 """
@@ -25,7 +27,6 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 
 from mcpwatch.config import TasksSettings
@@ -36,15 +37,18 @@ from mcpwatch.wire import MODERN_CLIENT_META, modern_version
 from mcpwatch.wrapper.calls.pending import HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.tasks import offer_input
+from mcpwatch.wrapper.tasks.offer_input import OfferedInput, asks_input
 from mcpwatch.wrapper.tasks.shapes import (
-    CLIENT_CAPABILITIES_META,
     EXTENSION,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    RELATED_TASK_META,
     declares_extension,
+    iso_time,
     poll_task_id,
+    related,
     tool_task_support,
+    without_extension,
 )
 
 ID_PREFIX = "mcpwatch-"
@@ -53,6 +57,7 @@ NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave 
 DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
 NO_RESULT_METHOD = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
+ACTIVE = ("working", "input_required")  # a task not ended yet
 
 
 @dataclass(eq=False, slots=True)
@@ -74,6 +79,7 @@ class OfferedTask:
     last_poll: float | None = None
     expiry: Timer | None = None
     extension: bool = False  # offered by the tasks extension (2026 era) rather than by params.task (2025-11-25)
+    input: OfferedInput | None = None  # the upstream's questions to its call, and the host's answers
 
     @property
     def connection(self) -> str | None:
@@ -90,8 +96,8 @@ class OfferedTask:
         task: dict[str, Any] = {
             "taskId": self.task_id,
             "status": self.status,
-            "createdAt": _iso(self.created_wall),
-            "lastUpdatedAt": _iso(self.updated_wall or self.created_wall),
+            "createdAt": iso_time(self.created_wall),
+            "lastUpdatedAt": iso_time(self.updated_wall or self.created_wall),
             ttl: self.ttl_ms,
             poll: poll_ms,
         }
@@ -111,6 +117,7 @@ class TaskOffer:
         upstream_support: Callable[[str], str | None],
         upstream_takes_tasks: Callable[[], bool],
         cancel_call: Callable[[Pending, Any], None],
+        resend: Callable[[Pending], None] = lambda pending: None,
         keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -123,6 +130,7 @@ class TaskOffer:
         self._upstream_support = upstream_support  # a tool's own taskSupport upstream (None: not listed)
         self._upstream_takes_tasks = upstream_takes_tasks
         self._cancel_call = cancel_call  # stop the call upstream (notifications/cancelled), answering no one
+        self._resend = resend  # make the call again upstream (its `message` changed): the host answered its question
         self._wall = wall
         self._keep_bytes = keep_bytes
         # a finished task this process does not hold (made before a restart, or by another HTTP session's core):
@@ -240,7 +248,7 @@ class TaskOffer:
         pending.link = task
         forwarded.pop("task", None)
         if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
-            meta = _without_extension(meta)
+            meta = without_extension(meta)
             pending.host_token = None
         if pending.budget is not None:  # no tools/call budget: the task's own bound
             text = f"[tasks] max_s: an offered task's call runs {self.settings.max_s:g} s at most"
@@ -277,13 +285,33 @@ class TaskOffer:
                 return  # the host asked for no progress: it reads the status message by tasks/get
         task.link.send(message)  # progress (the host's token stays valid for the task's life), requests, notices
 
+    def asked_input(self, pending: Pending, message: dict[str, Any]) -> bool:
+        """The upstream answered an offered extension task's call with a question: the task waits in
+        `input_required` for its host's answers (False: not such a task, or a question it cannot relay)."""
+        task = pending.link
+        if not isinstance(task, OfferedTask) or task.offer is not self or not task.extension:
+            return False
+        if task.status not in ACTIVE or not asks_input(message):
+            return False
+        if task.input is None:
+            params = pending.message.get("params")
+            task.input = OfferedInput(dict(params) if isinstance(params, dict) else {})
+        if not offer_input.ask(task.input, message["result"]):
+            return False  # the task fails, saying why
+        task.status, task.updated_wall = "input_required", self._wall()
+        self._status(task)
+        return True
+
     def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
-        if task.status != "working":
+        if task.status not in ACTIVE:
             return  # cancelled meanwhile: it stays cancelled
-        if _asks_input(message):  # not a result: completing the task with it would lose the question
-            message = {"error": {"code": frames.INTERNAL_ERROR, "message": _input_refusal(task)}}
+        if asks_input(message):  # not a result: completing the task with it would lose the question
+            tool = task.pending.tool or "the tool"
+            text = offer_input.refusal(tool, task.task_id, task.input.rounds if task.input else None)
+            message = {"error": {"code": frames.INTERNAL_ERROR, "message": text}}
             task.status_message = "the upstream asked for input mcpwatch cannot relay inside a task"
-        task.reply = {"error": message["error"]} if "error" in message else {"result": _related(message, task)}
+        result = related(message.get("result"), task.task_id)
+        task.reply = {"error": message["error"]} if "error" in message else {"result": result}
         task.status = "failed" if "error" in message else "completed"
         task.updated_wall = self._wall()
         self._status(task)
@@ -296,7 +324,7 @@ class TaskOffer:
         """A finished task is kept for its TTL from creation (the spec lets a receiver drop it after)."""
         left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
         task.expiry = self._scheduler.call_later(left, self.tasks.pop, task.task_id, None)
-        finished = [t for t in self.tasks.values() if t.status != "working"]
+        finished = [t for t in self.tasks.values() if t.status not in ACTIVE]
         for old in finished[: max(0, len(finished) - TASKS_KEPT_MAX)]:
             self.tasks.pop(old.task_id, None)
 
@@ -348,7 +376,9 @@ class TaskOffer:
             return True
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
         answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
-        if answer is None:
+        if method == "tasks/update":  # the one that reads its params: the host's answers
+            task.offer._update(task, link, request_id, params)
+        elif answer is None:
             link.send(_error(request_id, f"{method} is not supported for mcpwatch's tasks", METHOD_NOT_FOUND))
         else:
             answer(task, link, request_id)
@@ -408,14 +438,25 @@ class TaskOffer:
         view = task.view(self.settings.poll_ms)
         if task.extension:  # the extension's tasks/get carries the result (or error) once the task has ended
             view = {**view, **(task.reply or {}), **DONE}
+            if task.status == "input_required" and task.input is not None:  # … and the questions it waits on
+                view["inputRequests"] = task.input.outstanding()
         link.send({"jsonrpc": "2.0", "id": request_id, "result": view})
 
-    def _update(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
-        """The extension's answers to input requests: an offered call never asks any through its task (its server
-        requests reach the host directly), so there is nothing outstanding and, as the spec says, they are ignored."""
+    def _update(self, task: OfferedTask, link: HostLink, request_id: Any, params: dict[str, Any]) -> None:
+        """The host's answers to the task's input requests (answers to none outstanding are ignored, as the spec
+        says); once every request has its answer, the call is made again upstream, carrying them."""
         if not task.extension:
             link.send(_error(request_id, "tasks/update is not part of 2025-11-25 tasks", METHOD_NOT_FOUND))
             return
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            link.send(_error(request_id, "tasks/update needs inputResponses: an object of answers by request key"))
+            return
+        if task.status == "input_required" and task.input is not None and offer_input.answer(task.input, responses):
+            task.pending.message = {**task.pending.message, "params": offer_input.retry_params(task.input)}
+            task.status, task.updated_wall = "working", self._wall()
+            self._status(task)
+            self._resend(task.pending)
         link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
 
     def _result(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
@@ -430,7 +471,7 @@ class TaskOffer:
 
     def _cancel(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         if task.extension:  # an empty acknowledgement, whether or not the task had already ended (the spec)
-            if task.status == "working":
+            if task.status in ACTIVE:
                 self._cancelled(task, None)
             link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
             return
@@ -447,7 +488,7 @@ class TaskOffer:
         task = pending.link
         if not isinstance(task, OfferedTask) or task.offer is not self:
             return False
-        if task.status == "working":
+        if task.status in ACTIVE:
             self._cancelled(task, reason)
         return True
 
@@ -467,45 +508,9 @@ def _declares_extension(params: dict[str, Any]) -> bool:
     return modern_version({"params": params}) is not None and declares_extension(params.get("_meta"))
 
 
-def _asks_input(message: dict[str, Any]) -> bool:
-    """A 2026-era answer that is a question (multi round-trip `input_required`), not the call's result."""
-    result = message.get("result")
-    return isinstance(result, dict) and result.get("resultType") == "input_required"
-
-
-def _input_refusal(task: OfferedTask) -> str:
-    tool = task.pending.tool or "the tool"
-    return (
-        f"{tool} asked for input (resultType input_required) inside task {task.task_id}, which mcpwatch runs for "
-        f"the host ([tasks] offer) and cannot relay input requests in; call {tool} without a task to answer them"
-    )
-
-
-def _without_extension(meta: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The request's `_meta` with the tasks extension taken out of its client capabilities."""
-    capabilities = (meta or {}).get(CLIENT_CAPABILITIES_META)
-    if not isinstance(capabilities, dict) or not isinstance(capabilities.get("extensions"), dict):
-        return meta
-    extensions = {k: v for k, v in capabilities["extensions"].items() if k != EXTENSION}
-    return {**(meta or {}), CLIENT_CAPABILITIES_META: {**capabilities, "extensions": extensions}}
-
-
 def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:
     return frames.error_response(request_id, code, text)
 
 
 def _unknown(request_id: Any, task_id: str) -> dict[str, Any]:
     return _error(request_id, f"no task {task_id!r} (unknown, expired, or another host's)")
-
-
-def _iso(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _related(message: dict[str, Any], task: OfferedTask) -> Any:
-    """The call's result, marked with its task (the spec asks every task-related response to say so)."""
-    result = message.get("result")
-    if not isinstance(result, dict):
-        return result
-    meta = got if isinstance(got := result.get("_meta"), dict) else {}
-    return {**result, "_meta": {**meta, RELATED_TASK_META: {"taskId": task.task_id}}}

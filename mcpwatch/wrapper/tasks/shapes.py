@@ -10,6 +10,7 @@ with `resultType: "task"` (`ttlMs`, `pollIntervalMs`); `tasks/get` carries the r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 Era = Literal["2025-11-25", "extension"]
@@ -22,6 +23,7 @@ STATUS_NOTIFICATIONS: frozenset[str] = frozenset({"notifications/tasks/status", 
 RELATED_TASK_META = "io.modelcontextprotocol/related-task"
 INVALID_PARAMS = -32602  # the spec's code for a bad task id, or a cancel of a finished task
 METHOD_NOT_FOUND = -32601
+INPUT_ROUNDS_MAX = 10  # input request rounds relayed per task (the SDK clients' own bound on multi round-trips)
 MISSING_CAPABILITY = -32021  # the 2026 era's "the client did not declare a capability this request needs"
 EXTENSION = "io.modelcontextprotocol/tasks"
 CLIENT_CAPABILITIES_META = "io.modelcontextprotocol/clientCapabilities"
@@ -182,3 +184,25 @@ def strip_related(result: Any) -> Any:
         return result
     meta = {k: v for k, v in result["_meta"].items() if k != RELATED_TASK_META}
     return {**{k: v for k, v in result.items() if k != "_meta"}, **({"_meta": meta} if meta else {})}
+
+
+def without_extension(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A request's `_meta` with the tasks extension taken out of its client capabilities."""
+    capabilities = (meta or {}).get(CLIENT_CAPABILITIES_META)
+    if not isinstance(capabilities, dict) or not isinstance(capabilities.get("extensions"), dict):
+        return meta
+    extensions = {k: v for k, v in capabilities["extensions"].items() if k != EXTENSION}
+    return {**(meta or {}), CLIENT_CAPABILITIES_META: {**capabilities, "extensions": extensions}}
+
+
+def related(result: Any, task_id: str) -> Any:
+    """A call's result marked with its task (the spec asks every task-related response to say so)."""
+    if not isinstance(result, dict):
+        return result
+    meta = got if isinstance(got := result.get("_meta"), dict) else {}
+    return {**result, "_meta": {**meta, RELATED_TASK_META: {"taskId": task_id}}}
+
+
+def iso_time(wall: float) -> str:
+    """A `Task` timestamp (ISO 8601, UTC, milliseconds)."""
+    return datetime.fromtimestamp(wall, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,158 @@
+"""An offered extension task whose call the upstream answers with a question (multi round-trip `input_required`):
+the task goes `input_required` with the requests, the host answers by `tasks/update`, and the call is made again
+upstream with the answers and the upstream's `requestState`. Attacked: garbage and partial answers, a foreign
+host's answer, keys reused from round to round, an upstream that keeps asking, a host that never answers, a cancel
+while waiting. On a manual clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from taskrig import Host, TaskRig, closing_loop
+from test_tasks_offer_extension import call, poll
+
+from mcpwatch.config import Settings, TasksSettings
+from mcpwatch.events import Kind
+from mcpwatch.wrapper.tasks.shapes import INPUT_ROUNDS_MAX
+
+ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Which topic?", "requestedSchema": {}}}
+YES = {"action": "accept", "content": {"topic": "tides"}}
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    yield from closing_loop()
+
+
+def started(loop, max_s: float = 3600.0) -> tuple[TaskRig, str, int]:
+    """An offered extension task; returns the rig, the task id and the call's id upstream."""
+    rig = TaskRig(
+        loop,
+        deadline=replace(Settings().deadline, host_timeout_s=2.0, margin_s=0.0),
+        tasks=TasksSettings(offer=("slow",), max_s=max_s),
+    )
+    rig.host.connection = None
+    rig.request(1, "tools/call", call())
+    task_id = rig.replies()[-1]["result"]["taskId"]
+    up_id = next(m for m in rig.upstream.sent if m.get("method") == "tools/call")["id"]
+    return rig, task_id, up_id
+
+
+def asks(rig: TaskRig, up_id: int, requests: dict[str, Any], state: str | None = "s1") -> None:
+    question: dict[str, Any] = {"resultType": "input_required", "inputRequests": requests}
+    if state is not None:
+        question["requestState"] = state
+    rig.answer(up_id, question)
+
+
+def get(rig: TaskRig, task_id: str, request_id: int, host: Any = None) -> dict[str, Any]:
+    rig.scheduler.advance(1.0)
+    rig.request(request_id, "tasks/get", poll(task_id), host=host)
+    return rig.replies(host)[-1]["result"]
+
+
+def update(rig: TaskRig, task_id: str, request_id: int, responses: Any, name: str = "ext-host", host: Any = None):
+    rig.request(request_id, "tasks/update", poll(task_id, name=name, inputResponses=responses), host=host)
+    return rig.replies(host)[-1]
+
+
+def calls(rig: TaskRig) -> list[dict[str, Any]]:
+    return [m for m in rig.upstream.sent if m.get("method") == "tools/call"]
+
+
+def test_the_upstreams_question_becomes_the_tasks_and_the_answer_goes_with_the_call_again(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    asks(rig, up_id, {"topic": ASK})
+    waiting = get(rig, task_id, 2)
+    assert (waiting["status"], waiting["inputRequests"]) == ("input_required", {"topic": ASK})
+    assert update(rig, task_id, 3, {"topic": YES})["result"] == {"resultType": "complete"}
+    first, again = calls(rig)
+    assert again["id"] == up_id and again["params"]["arguments"] == first["params"]["arguments"]
+    assert (again["params"]["inputResponses"], again["params"]["requestState"]) == ({"topic": YES}, "s1")
+    assert again["params"]["_meta"] == first["params"]["_meta"]  # the same envelope (and progress token)
+    assert get(rig, task_id, 4)["status"] == "working"
+    rig.answer(up_id, {"content": [{"type": "text", "text": "picked tides"}]})
+    done = get(rig, task_id, 5)
+    assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "picked tides"
+    statuses = [e.data["status"] for e in rig.events(Kind.TASK_STATUS)]
+    assert statuses == ["input_required", "working", "completed"]
+    [end] = [e for e in rig.events(Kind.REQUEST_END) if e.tool == "slow"]
+    assert end.data["outcome"] == "ok"  # one call, from the task's creation to its result
+
+
+def test_a_key_reused_in_a_later_round_is_shown_under_a_new_one(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    asks(rig, up_id, {"topic": ASK})
+    update(rig, task_id, 2, {"topic": YES})
+    asks(rig, up_id, {"topic": ASK}, state="s2")  # the upstream's own key again: unique it must be to the host
+    assert get(rig, task_id, 3)["inputRequests"] == {"topic.2": ASK}
+    assert update(rig, task_id, 4, {"topic": {"action": "decline"}})["result"] == {"resultType": "complete"}
+    assert len(calls(rig)) == 2  # an answer to a request already answered is ignored
+    update(rig, task_id, 5, {"topic.2": {"action": "decline"}})
+    last = calls(rig)[-1]["params"]
+    assert (last["inputResponses"], last["requestState"]) == ({"topic": {"action": "decline"}}, "s2")
+
+
+def test_garbage_and_partial_answers_leave_the_question_standing(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    asks(rig, up_id, {"a": ASK, "b": ASK}, state=None)
+    refused = update(rig, task_id, 2, "junk")["error"]
+    assert (refused["code"], refused["message"]) == (
+        -32602,
+        "tasks/update needs inputResponses: an object of answers by request key",
+    )
+    for n, garbage in enumerate([{"a": "junk"}, {"zzz": YES}, {}], start=3):
+        assert update(rig, task_id, n, garbage)["result"] == {"resultType": "complete"}  # ignored, as the spec says
+    assert get(rig, task_id, 6)["inputRequests"] == {"a": ASK, "b": ASK} and len(calls(rig)) == 1
+    update(rig, task_id, 7, {"a": YES})
+    assert get(rig, task_id, 8)["inputRequests"] == {"b": ASK} and len(calls(rig)) == 1
+    update(rig, task_id, 9, {"b": YES})
+    again = calls(rig)[-1]["params"]
+    assert again["inputResponses"] == {"a": YES, "b": YES} and "requestState" not in again
+
+
+def test_a_foreign_hosts_answer_reaches_nothing(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    asks(rig, up_id, {"topic": ASK})
+    other = Host(connection=None)
+    rig.core.attach_link(other)
+    refused = update(rig, task_id, 2, {"topic": YES}, name="someone-else", host=other)
+    assert refused["error"]["message"] == f"no task {task_id!r} (unknown, expired, or another host's)"
+    assert len(calls(rig)) == 1 and get(rig, task_id, 3)["status"] == "input_required"
+
+
+def test_an_upstream_that_keeps_asking_fails_the_task_after_the_bound(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    for n in range(1, INPUT_ROUNDS_MAX + 1):
+        asks(rig, up_id, {f"k{n}": ASK})
+        update(rig, task_id, 100 + n, {f"k{n}": YES})
+    asks(rig, up_id, {"one-more": ASK})
+    failed = get(rig, task_id, 2)
+    assert failed["status"] == "failed" and len(calls(rig)) == INPUT_ROUNDS_MAX + 1
+    assert failed["error"]["message"] == (
+        f"slow asked for input more than {INPUT_ROUNDS_MAX} times inside task {task_id}; mcpwatch relays that many"
+        " rounds at most"
+    )
+
+
+def test_a_host_that_never_answers_gets_the_partial_answer_at_max_s(loop) -> None:
+    rig, task_id, up_id = started(loop, max_s=60.0)
+    asks(rig, up_id, {"topic": ASK})
+    rig.scheduler.advance(60.0)  # [tasks] max_s bounds the call, questions and all
+    done = get(rig, task_id, 2)
+    assert done["status"] == "completed" and done["result"]["isError"] is True
+    assert "60 s" in done["result"]["content"][0]["text"]
+
+
+def test_a_task_waiting_for_input_can_be_cancelled(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    asks(rig, up_id, {"topic": ASK})
+    rig.request(2, "tasks/cancel", poll(task_id))
+    assert rig.replies()[-1]["result"] == {"resultType": "complete"}
+    assert get(rig, task_id, 3)["status"] == "cancelled"
+    assert update(rig, task_id, 4, {"topic": YES})["result"] == {"resultType": "complete"}
+    assert len(calls(rig)) == 1  # nothing is sent again for a cancelled task
