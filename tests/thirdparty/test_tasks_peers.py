@@ -13,7 +13,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import mcp_types
 import pytest
 from npm_cache import installed_bin, npm_fixture
 
@@ -197,3 +199,28 @@ def test_a_sampling_request_made_during_an_offered_task_is_answered_by_its_host(
     assert messages[0]["type"] == "taskCreated" and messages[0]["task"]["taskId"].startswith("mcpwatch-")
     assert messages[-1]["type"] == "result", messages
     assert "high and low" in messages[-1]["result"]["content"][0]["text"]  # the host's answer reached the server
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("declared", [True, False], ids=["elicitation", "no-elicitation"])
+async def test_a_bridged_tasks_elicitation_reaches_a_2025_era_host_that_declared_it(npm_bin, declared):
+    """server-everything's `ambiguous` query goes `input_required` and elicits through `tasks/result`: a host without
+    tasks but with elicitation answers it through the bridge. A host without elicitation is never asked (the server
+    sees the host's own capabilities, and goes on without a clarification)."""
+    asked: list[str] = []
+
+    async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
+        asked.append(params.message)
+        return mcp_types.ElicitResult(action="accept", content={"interpretation": "ocean tides"})
+
+    callback = {"elicitation_callback": on_elicit} if declared else {}
+    upstream = [str(npm_bin / "mcp-server-everything")]
+    async with wrapped_client(upstream, wrap_args=["--no-log"], read_timeout_seconds=60, **callback) as client:
+        result = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True})
+    text = result.content[0].text
+    if declared:
+        assert not result.is_error and "# Research Report: tides (ocean tides)" in text
+        assert len(asked) == 1 and "could have multiple interpretations" in asked[0]
+    else:
+        assert not result.is_error and "# Research Report: tides\n" in text and asked == []
