@@ -2,7 +2,8 @@
 `crunch` tool runs only as a task: it reports a status message, then answers `crunched SECONDS`. `pick` (task-only)
 and `pick_now` (an ordinary tool) ask the user for a topic `rounds` times, by FastMCP's guard pattern: a multi
 round-trip `input_required` answer in the foreground, the task's `input_required` status as a task; each answers
-`picked TOPIC…`, or `declined` / `cancelled`.
+`picked TOPIC…`, or `declined` / `cancelled`. `settle` asks to be called again (a multi round-trip answer with only a
+`requestState`, as a server shedding load does) `times` times, then answers `settled after N`.
 Usage: python fastmcp_tasks_server.py (stdio)"""
 
 import asyncio
@@ -52,6 +53,14 @@ async def pick(ctx: Context, rounds: int = 1) -> str | mcp_types.InputRequiredRe
 @mcp.tool
 async def pick_now(ctx: Context, rounds: int = 1) -> str | mcp_types.InputRequiredResult:
     return _ask(ctx, rounds)
+
+
+@mcp.tool
+async def settle(ctx: Context, times: int = 1) -> str | mcp_types.InputRequiredResult:
+    tries = int(ctx.request_state or 0)
+    if tries < times:
+        return mcp_types.InputRequiredResult(request_state=str(tries + 1))
+    return f"settled after {tries}"
 
 
 if __name__ == "__main__":

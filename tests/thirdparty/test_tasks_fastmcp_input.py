@@ -4,7 +4,8 @@ task goes `input_required`, answered by `tasks/update`). The Python SDK's `Clien
 calls it: mcpwatch bridges the task and relays each round's elicitation to it as a multi round-trip question, which
 the SDK answers through its elicitation callback. And `pick_now`, the same questions asked by an ordinary tool (a
 multi round-trip `input_required` answer), offered as a task to FastMCP 4's own client with the extension: the
-task goes `input_required`, the client answers by `tasks/update`, and mcpwatch makes the call again with them."""
+task goes `input_required`, the client answers by `tasks/update`, and mcpwatch makes the call again with them; and
+`settle`, whose answers ask only to be called again (`requestState`), which mcpwatch does itself."""
 
 from __future__ import annotations
 
@@ -74,3 +75,13 @@ def test_an_offered_tasks_upstream_question_is_answered_by_its_host(isolated_sta
     assert (created["era"], created["offered"]) == ("extension", True)  # a task, not the client's own round-trips
     statuses = [e.data["status"] for e in log if e.kind == "task_status"]
     assert statuses == ["input_required", "working", "input_required", "working", "completed"]
+
+
+def test_an_offered_tasks_upstream_asking_to_be_called_again_is_called_again(isolated_state: Path) -> None:
+    config = isolated_state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["settle"]\n')
+    upstream = [fastmcp_tasks_python(), str(SERVER)]
+    answer = run_client("settle", {"times": 3}, "--config", str(config), upstream=upstream)
+    assert (answer["text"], answer["is_error"], answer["asked"]) == ("settled after 3", False, [])
+    ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "settle"]
+    assert [(e["outcome"], e["duration_s"] >= 0.75) for e in ends] == [("ok", True)]  # three pauses of 0.25 s

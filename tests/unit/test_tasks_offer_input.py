@@ -156,3 +156,23 @@ def test_a_task_waiting_for_input_can_be_cancelled(loop) -> None:
     assert get(rig, task_id, 3)["status"] == "cancelled"
     assert update(rig, task_id, 4, {"topic": YES})["result"] == {"resultType": "complete"}
     assert len(calls(rig)) == 1  # nothing is sent again for a cancelled task
+
+
+def test_a_question_with_only_a_state_is_answered_by_calling_again(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    rig.answer(up_id, {"resultType": "input_required", "requestState": "busy-1"})  # "call again" (load shedding)
+    assert get(rig, task_id, 2)["status"] == "working" and len(calls(rig)) == 2  # after 1 s: called again
+    again = calls(rig)[-1]["params"]
+    assert again["requestState"] == "busy-1" and "inputResponses" not in again
+    rig.answer(up_id, {"resultType": "input_required", "inputRequests": "junk", "requestState": "busy-2"})
+    failed = get(rig, task_id, 3)
+    assert failed["status"] == "failed" and len(calls(rig)) == 2
+    assert "without any input request mcpwatch can relay" in failed["error"]["message"]
+
+
+def test_a_task_cancelled_before_its_call_is_made_again_stays_cancelled(loop) -> None:
+    rig, task_id, up_id = started(loop)
+    rig.answer(up_id, {"resultType": "input_required", "requestState": "busy-1"})
+    rig.request(2, "tasks/cancel", poll(task_id))
+    rig.scheduler.advance(1.0)
+    assert len(calls(rig)) == 1 and get(rig, task_id, 3)["status"] == "cancelled"

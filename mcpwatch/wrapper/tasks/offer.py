@@ -296,11 +296,20 @@ class TaskOffer:
         if task.input is None:
             params = pending.message.get("params")
             task.input = OfferedInput(dict(params) if isinstance(params, dict) else {})
-        if not offer_input.ask(task.input, message["result"]):
+        step = offer_input.ask(task.input, message["result"])
+        if step is None:
             return False  # the task fails, saying why
+        if step == "again":  # nothing to ask the host: the call again, with the upstream's state, in a moment
+            task.pending.message = {**task.pending.message, "params": offer_input.retry_params(task.input)}
+            self._scheduler.call_later(offer_input.AGAIN_AFTER_S, self._again, task)
+            return True
         task.status, task.updated_wall = "input_required", self._wall()
         self._status(task)
         return True
+
+    def _again(self, task: OfferedTask) -> None:
+        if task.status in ACTIVE:  # not cancelled meanwhile
+            self._resend(task.pending)
 
     def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
         if task.status not in ACTIVE:

@@ -5,7 +5,8 @@ SEP-2322): its `inputRequests`, and a `requestState` to be carried back when the
 `inputResponses`. Inside a task mcpwatch runs for its host, that question becomes the task's: it goes
 `input_required`, its `tasks/get` lists the requests, and the host answers them by `tasks/update` (SEP-2663). When
 every request has its answer, the call is made again upstream, carrying the answers (by the upstream's keys) and its
-`requestState`, and the task is `working` again until the next answer.
+`requestState`, and the task is `working` again until the next answer. A question without requests (only a
+`requestState`: the server's "call again", as when it sheds load) is answered by calling again after a pause.
 
 The extension asks each request key to be unique over the task's life, while an upstream may reuse its keys from one
 round to the next: a reused key is shown to the host with the round after it (`topic.2`). Rounds are bounded
@@ -15,9 +16,11 @@ round to the next: a reused key is shown to the host with the round after it (`t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mcpwatch.wrapper.tasks.shapes import INPUT_ROUNDS_MAX
+
+AGAIN_AFTER_S = 0.25  # a question with only a requestState: the call is made again this much later (as SDK clients)
 
 
 @dataclass(eq=False, slots=True)
@@ -42,14 +45,18 @@ def asks_input(message: dict[str, Any]) -> bool:
     return isinstance(result, dict) and result.get("resultType") == "input_required"
 
 
-def ask(state: OfferedInput, question: dict[str, Any]) -> bool:
-    """A new round: its requests as the host is to see them. False when there is none to show (no readable
-    requests, or more rounds than the bound)."""
+def ask(state: OfferedInput, question: dict[str, Any]) -> Literal["ask", "again"] | None:
+    """A new round: its requests as the host is to see them ("ask"), or none but a state to call again with
+    ("again"); None when neither is readable, or past the bound on rounds."""
     requests = question.get("inputRequests")
+    got = question.get("requestState")
     state.rounds += 1
-    if not isinstance(requests, dict) or not requests or state.rounds > INPUT_ROUNDS_MAX:
-        return False
     state.requests, state.upstream_key, state.answers = {}, {}, {}
+    state.request_state = got if isinstance(got, str) else None
+    if state.rounds > INPUT_ROUNDS_MAX:
+        return None
+    if not isinstance(requests, dict) or not requests:
+        return "again" if state.request_state is not None and requests in (None, {}) else None
     for key, request in requests.items():
         shown = key if key not in state.used else f"{key}.{state.rounds}"
         while shown in state.used:
@@ -57,9 +64,7 @@ def ask(state: OfferedInput, question: dict[str, Any]) -> bool:
         state.used.add(shown)
         state.requests[shown] = request
         state.upstream_key[shown] = key
-    got = question.get("requestState")
-    state.request_state = got if isinstance(got, str) else None
-    return True
+    return "ask"
 
 
 def answer(state: OfferedInput, responses: dict[str, Any]) -> bool:
@@ -73,7 +78,7 @@ def answer(state: OfferedInput, responses: dict[str, Any]) -> bool:
 
 def retry_params(state: OfferedInput) -> dict[str, Any]:
     """The call made again: as first sent, with this round's answers and the upstream's state."""
-    params = {**state.call_params, "inputResponses": dict(state.answers)}
+    params = {**state.call_params, **({"inputResponses": dict(state.answers)} if state.answers else {})}
     if state.request_state is not None:
         params["requestState"] = state.request_state
     return params
