@@ -142,9 +142,14 @@ def test_a_foreign_hosts_answer_is_refused_and_reaches_nothing(loop) -> None:
     rig.request(2, "tools/call", call(inputResponses=answer, requestState=state), host=other)
     rig.request(3, "tools/call", call(name="impostor", inputResponses=answer, requestState=state))
     rig.request(4, "tools/call", call(inputResponses=answer, requestState="mcpwatch-input-guessed"))
+    other_call = {**call(inputResponses=answer, requestState=state), "arguments": {"n": 2}}
+    rig.request(5, "tools/call", other_call)  # the host's own, but not the call the task was made for
+    assert rig.replies()[-1]["error"]["message"] == (
+        "this requestState answers task t-1's call of crunch: repeat that call as it was"
+    )
     refused = "no task is waiting for this answer: its requestState is unknown, expired, or another host's"
     assert rig.replies(other)[-1]["error"]["message"] == refused
-    assert [r["error"]["message"] for r in rig.replies()[-2:]] == [refused, refused]
+    assert [r["error"]["message"] for r in rig.replies() if r["id"] in (3, 4)] == [refused, refused]
     assert calls(rig, "tasks/update") == [] and len(calls(rig, "tools/call")) == 2
 
 

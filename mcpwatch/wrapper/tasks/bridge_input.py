@@ -14,6 +14,7 @@ same host (connection and client name) with the run's unguessable `requestState`
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -60,7 +61,8 @@ class InputRelay:
             return "its tasks/get named no input requests"
         pending_input = run.input
         if pending_input is None:
-            pending_input = run.input = BridgedInput(TOKEN_PREFIX + secrets.token_urlsafe(18), _host(run.maker))
+            token = TOKEN_PREFIX + secrets.token_urlsafe(18)
+            pending_input = run.input = BridgedInput(token, _host(run.maker), _call(_params(run.maker)))
             self.by_token[pending_input.token] = run
         fresh = {k: v for k, v in requests.items() if k not in pending_input.asked}
         if fresh:
@@ -127,6 +129,10 @@ class InputRelay:
         run = self.by_token.get(token)
         if run is None or run.input is None or run.input.host != _host_of(link, params):
             return "no task is waiting for this answer: its requestState is unknown, expired, or another host's"
+        if _call(params) != run.input.call:
+            return (
+                f"this requestState answers task {run.task_id}'s call of {run.maker.tool}: repeat that call as it was"
+            )
         outstanding = run.input.outstanding()
         if outstanding and not _answers(params.get("inputResponses"), outstanding):
             keys = ", ".join(outstanding)
@@ -184,6 +190,11 @@ def _host_of(link: HostLink, params: dict[str, Any]) -> tuple[str | None, str]:
     info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
     name = info.get("name") if isinstance(info, dict) else None
     return getattr(link, "connection", None), name if isinstance(name, str) else ""
+
+
+def _call(params: dict[str, Any]) -> str:
+    """What a retried call repeats: its tool and arguments."""
+    return json.dumps([params.get("name"), params.get("arguments") or {}], sort_keys=True, default=str)
 
 
 def _host(pending: Pending) -> tuple[str | None, str]:

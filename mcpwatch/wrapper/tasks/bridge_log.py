@@ -26,6 +26,7 @@ class BridgedInput:
 
     token: str  # the requestState the host's answering call must carry: unguessable, this run's alone
     host: tuple[str | None, str]  # the host connection (None: sessionless) and client name that may answer
+    call: str  # the tool and arguments (canonical JSON) the answering call must repeat, as a retried call does
     asked: dict[str, Any] = field(default_factory=dict)  # every request relayed, by the upstream's key
     answered: set[str] = field(default_factory=set)  # keys whose answer went upstream (tasks/update)
     rounds: int = 0  # relays of new requests: bounded (INPUT_ROUNDS_MAX)

@@ -347,12 +347,12 @@ class TaskOffer:
             seen_by="mcpwatch",
             polls=0,
         )
-        size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
-        reply = task.reply if size <= self._keep_bytes else None
-        expires = task.created_wall + task.ttl_ms / 1000
-        status["kept"] = KeptTask(
-            owner=task.owner, task=task.view(self.settings.poll_ms), reply=reply, expires_ts=round(expires, 3)
-        )
+        if task.status not in ACTIVE:  # an ended task is kept (a live one's call ends with this process)
+            size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
+            reply = task.reply if size <= self._keep_bytes else None
+            expires = task.created_wall + task.ttl_ms / 1000
+            view = task.view(self.settings.poll_ms)
+            status["kept"] = KeptTask(owner=task.owner, task=view, reply=reply, expires_ts=round(expires, 3))
         self._recorder.emit(Kind.TASK_STATUS, request_id=pending.request_key, tool=pending.tool, **status)
 
     # ------------------------------------------------------------------ the host's polls
