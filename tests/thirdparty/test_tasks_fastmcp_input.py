@@ -9,6 +9,10 @@ task goes `input_required`, the client answers by `tasks/update`, and mcpwatch m
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +23,29 @@ from mcp import Client
 from test_tasks_fastmcp import fastmcp_tasks_python, run_client
 from test_tasks_fastmcp_bridge import SERVER, events, text, wrapped
 
+from mcpwatch.ports import free_port, wait_for_port
 
-def call_pick(rounds: int, action: str | None) -> tuple[Any, list[str]]:
-    """`pick(rounds)` through the wrapper; `action` is what the host's user does (None: it cannot be asked)."""
+from checkout import REPO
+
+
+@contextmanager
+def http_front() -> Iterator[str]:
+    """`mcpwatch wrap --listen` before the FastMCP 4 server: the URL of its HTTP front."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--listen", url, "--", fastmcp_tasks_python(), str(SERVER)]
+    wrapper = subprocess.Popen(wrap, cwd=REPO, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield url
+    finally:
+        wrapper.terminate()
+        wrapper.wait(30)
+
+
+def call_pick(rounds: int, action: str | None, url: str | None = None) -> tuple[Any, list[str]]:
+    """`pick(rounds)` through the wrapper (over stdio, or its HTTP front at `url`); `action` is what the host's user
+    does (None: it cannot be asked)."""
     asked: list[str] = []
 
     async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
@@ -32,7 +56,7 @@ def call_pick(rounds: int, action: str | None) -> tuple[Any, list[str]]:
 
     async def run() -> Any:
         callback = {"elicitation_callback": on_elicit} if action is not None else {}
-        async with Client(wrapped(), read_timeout_seconds=60, **callback) as client:
+        async with Client(url or wrapped(), read_timeout_seconds=60, **callback) as client:
             return await client.call_tool("pick", {"rounds": rounds})
 
     return anyio.run(run), asked  # each request is bounded by the client's read timeout
@@ -47,6 +71,13 @@ def test_a_bridged_tasks_input_requests_reach_the_host_round_after_round(isolate
     assert len({e.data["task_id"] for e in log if e.kind == "task_created"}) == 1  # one task, every round
     ends = [e.data for e in log if e.kind == "request_end" and e.tool == "pick"]
     assert [e["task_status"] for e in ends] == ["input_required", "input_required", "completed"]
+
+
+@pytest.mark.slow
+def test_over_the_http_front_too(isolated_state: Path) -> None:
+    with http_front() as url:
+        result, asked = call_pick(2, "accept", url)
+    assert (text(result), result.is_error, len(asked)) == ("picked t1 t2", False, 2)
 
 
 @pytest.mark.slow
