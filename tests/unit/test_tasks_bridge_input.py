@@ -76,6 +76,8 @@ def test_the_tasks_input_requests_reach_the_host_and_its_answers_the_task(loop) 
         "inputResponses": answer,
     }
     rig.answer(update["id"], {"resultType": "complete"})
+    poll_answer(rig, loop, "input_required", inputRequests={})  # answered, not taken in yet: nothing to ask
+    assert calls(rig, "tasks/cancel") == [] and rig.replies()[-1]["id"] == 1
     poll_answer(rig, loop, "working")
     result = {"content": [{"type": "text", "text": "picked tides"}]}
     poll_answer(rig, loop, "completed", result=result)

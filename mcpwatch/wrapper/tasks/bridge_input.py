@@ -57,8 +57,8 @@ class InputRelay:
         """The task waits for input: its host's waiting calls are answered with the requests it has not answered
         yet. Returns why the host cannot be asked (None: asked, or nothing new to ask)."""
         requests = state.input_requests if isinstance(state.input_requests, dict) else {}
-        if not requests:
-            return "its tasks/get named no input requests"
+        if not requests:  # none outstanding: answered already (the answers not taken in yet), else a bad snapshot
+            return None if run.input is not None else "its tasks/get named no input requests"
         pending_input = run.input
         if pending_input is None:
             token = TOKEN_PREFIX + secrets.token_urlsafe(18)

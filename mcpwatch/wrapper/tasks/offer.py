@@ -117,7 +117,7 @@ class TaskOffer:
         upstream_support: Callable[[str], str | None],
         upstream_takes_tasks: Callable[[], bool],
         cancel_call: Callable[[Pending, Any], None],
-        resend: Callable[[Pending], None] = lambda pending: None,
+        resend: Callable[[Pending], None],
         keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
     ) -> None:
