@@ -229,3 +229,13 @@ def test_a_partial_answer_is_sent_and_only_the_rest_is_asked_again(loop) -> None
     rig.answer(calls(rig, "tasks/update")[-1]["id"], {"resultType": "complete"})
     poll_answer(rig, loop, "input_required", inputRequests={"a": ASK, "b": ASK})  # not taken in yet: a is answered
     assert question(rig, host_id=2)["inputRequests"] == {"b": ASK}
+
+
+def test_a_flood_of_input_requests_names_them_in_a_bounded_line(loop) -> None:
+    rig = running(loop)
+    many = {f"key-{n:05}-{'x' * 40}": ASK for n in range(2000)}
+    poll_answer(rig, loop, "input_required", inputRequests=many)
+    state = question(rig)["requestState"]
+    rig.request(2, "tools/call", call(inputResponses="junk", requestState=state))
+    message = rig.replies()[-1]["error"]["message"]
+    assert message.startswith("inputResponses must answer task t-1's input requests") and len(message) < 400

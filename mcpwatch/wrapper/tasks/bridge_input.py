@@ -108,7 +108,7 @@ class InputRelay:
         if any(p.open for p in run.waiters):  # the host called back and waits: it is asked at the next poll
             pending_input.timer = self._scheduler.call_later(self._wait_s, self._unanswered, run)
             return
-        keys = ", ".join(pending_input.outstanding())
+        keys = _keys(pending_input.outstanding())
         why = (
             f"the host did not answer task {run.task_id}'s input requests ({keys}) within {self._wait_s:g} s "
             "([tasks] reuse_s); mcpwatch cancelled the task"
@@ -135,7 +135,7 @@ class InputRelay:
             )
         outstanding = run.input.outstanding()
         if outstanding and not _answers(params.get("inputResponses"), outstanding):
-            keys = ", ".join(outstanding)
+            keys = _keys(outstanding)
             return f"inputResponses must answer task {run.task_id}'s input requests, an object for each of: {keys}"
         return None
 
@@ -190,6 +190,11 @@ def _host_of(link: HostLink, params: dict[str, Any]) -> tuple[str | None, str]:
     info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
     name = info.get("name") if isinstance(info, dict) else None
     return getattr(link, "connection", None), name if isinstance(name, str) else ""
+
+
+def _keys(requests: dict[str, Any]) -> str:
+    """The requests' keys for a one-line message, bounded: the upstream chose how many, and how long."""
+    return frames.text_of(", ".join(requests), 200)
 
 
 def _call(params: dict[str, Any]) -> str:
