@@ -43,9 +43,9 @@ def http_front() -> Iterator[str]:
         wrapper.wait(30)
 
 
-def call_pick(rounds: int, action: str | None, url: str | None = None) -> tuple[Any, list[str]]:
-    """`pick(rounds)` through the wrapper (over stdio, or its HTTP front at `url`); `action` is what the host's user
-    does (None: it cannot be asked)."""
+def call_pick(rounds: int, action: str | None, url: str | None = None, tool: str = "pick") -> tuple[Any, list[str]]:
+    """`pick(rounds)` (or `tool`) through the wrapper (over stdio, or its HTTP front at `url`); `action` is what the
+    host's user does (None: it cannot be asked)."""
     asked: list[str] = []
 
     async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
@@ -57,7 +57,7 @@ def call_pick(rounds: int, action: str | None, url: str | None = None) -> tuple[
     async def run() -> Any:
         callback = {"elicitation_callback": on_elicit} if action is not None else {}
         async with Client(url or wrapped(), read_timeout_seconds=60, **callback) as client:
-            return await client.call_tool("pick", {"rounds": rounds})
+            return await client.call_tool(tool, {"rounds": rounds})
 
     return anyio.run(run), asked  # each request is bounded by the client's read timeout
 
@@ -115,23 +115,13 @@ def test_an_offered_tasks_upstream_asking_to_be_called_again_is_called_again(iso
     answer = run_client("settle", {"times": 3}, "--config", str(config), upstream=upstream)
     assert (answer["text"], answer["is_error"], answer["asked"]) == ("settled after 3", False, [])
     ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "settle"]
-    assert [(e["outcome"], e["duration_s"] >= 0.75) for e in ends] == [("ok", True)]  # three pauses of 0.25 s
+    assert [e["outcome"] for e in ends] == ["ok"]  # one call to the host, called again three times upstream
 
 
 @pytest.mark.slow
 def test_an_upstreams_own_multi_round_trip_passes_through_untouched(isolated_state: Path) -> None:
     """`pick_now` asks by its own `requestState` (sealed by FastMCP): mcpwatch neither takes nor refuses it."""
-    asked: list[str] = []
-
-    async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
-        asked.append(params.message)
-        return mcp_types.ElicitResult(action="accept", content={"topic": f"t{len(asked)}"})
-
-    async def run() -> Any:
-        async with Client(wrapped(), read_timeout_seconds=60, elicitation_callback=on_elicit) as client:
-            return await client.call_tool("pick_now", {"rounds": 2})
-
-    result = anyio.run(run)
+    result, asked = call_pick(2, "accept", tool="pick_now")
     assert (text(result), result.is_error, len(asked)) == ("picked t1 t2", False, 2)
     ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "pick_now"]
     assert [e["outcome"] for e in ends] == ["ok", "ok", "ok"]  # three calls: two questions, then the answer
