@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from taskrig import Host, TaskRig, closing_loop
+from test_tasks_offer import CALL, offering
 from test_tasks_offer_extension import call, poll
 
 from mcpwatch.config import Settings, TasksSettings
@@ -176,3 +177,14 @@ def test_a_task_cancelled_before_its_call_is_made_again_stays_cancelled(loop) ->
     rig.request(2, "tasks/cancel", poll(task_id))
     rig.scheduler.advance(1.0)
     assert len(calls(rig)) == 1 and get(rig, task_id, 3)["status"] == "cancelled"
+
+
+def test_a_2025_era_offered_task_cannot_take_answers_and_fails_saying_so(loop) -> None:
+    rig = offering(loop)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    asks(rig, calls(rig)[-1]["id"], {"topic": ASK})  # its host has no tasks/update to answer with
+    rig.request(2, "tasks/result", {"taskId": task_id})
+    error = rig.replies()[-1]["error"]["message"]
+    assert error.startswith(f"slow asked for input (resultType input_required) inside task {task_id}")
+    assert error.endswith("call slow without a task to answer them")
