@@ -108,7 +108,11 @@ def test_a_host_without_the_capability_gets_the_clear_ending(loop) -> None:
     sampling = {"method": "sampling/createMessage", "params": {}}
     rig = running(loop)  # elicitation declared, sampling not
     poll_answer(rig, loop, "input_required", inputRequests={"s1": sampling})
-    assert calls(rig, "tasks/cancel") and rig.events(Kind.TASK_CREATED)
+    rig.answer(calls(rig, "tasks/cancel")[-1]["id"], {"resultType": "complete"})
+    spin(loop)
+    assert (
+        "and the host did not declare sampling; mcpwatch cancelled" in rig.replies()[-1]["result"]["content"][0]["text"]
+    )
 
 
 def test_garbage_answers_get_a_clear_error_and_the_question_stands(loop) -> None:
