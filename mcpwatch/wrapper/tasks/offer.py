@@ -39,9 +39,10 @@ from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks import offer_input
 from mcpwatch.wrapper.tasks.offer_input import OfferedInput, asks_input
+from mcpwatch.wrapper.tasks.offer_kept import DONE, NO_RESULT_METHOD, answer_kept
+from mcpwatch.wrapper.tasks.offer_kept import task_error as _error
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,
-    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     declares_extension,
     iso_time,
@@ -54,8 +55,6 @@ from mcpwatch.wrapper.tasks.shapes import (
 ID_PREFIX = "mcpwatch-"
 TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
-DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
-NO_RESULT_METHOD = "the tasks extension has no tasks/result: tasks/get carries the result once the task has ended"
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 ACTIVE = ("working", "input_required")  # a task not ended yet
 
@@ -398,7 +397,7 @@ class TaskOffer:
         `max_ttl_ms` of events, and any host may ask for an id that does not exist."""
         kept = await asyncio.to_thread(self._kept, task_id)
         if kept is not None and kept["owner"] == owner:
-            self._answer_kept(kept, method, link, request_id)
+            answer_kept(kept, method, link, request_id)
         else:
             link.send(_unknown(request_id, task_id))
 
@@ -410,29 +409,6 @@ class TaskOffer:
         if kept is None or not isinstance(kept.get("expires_ts"), int | float) or kept["expires_ts"] < now:
             return None
         return kept  # type: ignore[return-value]  # the log's row, checked above
-
-    def _answer_kept(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
-        """A finished task's polls, answered from what the log kept of it."""
-        task = kept["task"]
-        if "ttlMs" in task:  # the extension's, answered as a live one is
-            self._answer_kept_extension(kept, method, link, request_id)
-        elif method == "tasks/get":
-            link.send({"jsonrpc": "2.0", "id": request_id, "result": task})
-        elif method == "tasks/result" and kept["reply"] is not None:
-            link.send({"jsonrpc": "2.0", "id": request_id, **kept["reply"]})
-        elif method == "tasks/result":
-            text = f"task {task.get('taskId')} ended {task.get('status')}, but its result was too large to keep"
-            link.send(_error(request_id, text, frames.INTERNAL_ERROR))
-        else:
-            link.send(_error(request_id, f"task {task.get('taskId')} is already {task.get('status')}"))
-
-    def _answer_kept_extension(self, kept: KeptTask, method: str, link: HostLink, request_id: Any) -> None:
-        if method == "tasks/get":  # the result inline
-            link.send({"jsonrpc": "2.0", "id": request_id, "result": {**kept["task"], **(kept["reply"] or {}), **DONE}})
-        elif method in ("tasks/cancel", "tasks/update"):  # an empty acknowledgement: nothing runs, nothing is asked
-            link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
-        else:
-            link.send(_error(request_id, NO_RESULT_METHOD, METHOD_NOT_FOUND))
 
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
@@ -515,10 +491,6 @@ class TaskOffer:
 def _declares_extension(params: dict[str, Any]) -> bool:
     """A 2026-era request whose own client capabilities name the tasks extension."""
     return modern_version({"params": params}) is not None and declares_extension(params.get("_meta"))
-
-
-def _error(request_id: Any, text: str, code: int = INVALID_PARAMS) -> dict[str, Any]:
-    return frames.error_response(request_id, code, text)
 
 
 def _unknown(request_id: Any, task_id: str) -> dict[str, Any]:
