@@ -128,7 +128,7 @@ class WrapperCore:
             upstream_support=self.bridge.support.get,
             upstream_takes_tasks=self.bridge.upstream_takes_tasks,
             cancel_call=self.endings.host_cancel,
-            resend=self._send_again,
+            send_upstream=self.session.send,
             keep_bytes=settings.late_results.keep_bytes,
         )
         self.inbound = UpstreamInbound(
@@ -317,14 +317,6 @@ class WrapperCore:
             self.endings.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
             self.endings.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
-
-    def _send_again(self, pending: Pending) -> None:
-        """A call still in the table sent again as its `message` now is (an offered task's call, with its host's
-        answers to the upstream's question)."""
-        outcome = self.session.transmit(pending, pending.message)
-        if outcome not in ("sent", "queued"):
-            lost = Outcome.UPSTREAM_LOST if outcome == "unstartable" else Outcome.ERROR
-            self.endings.fail(pending, lost, self.session.refusal_text(outcome))
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":

@@ -22,8 +22,8 @@ from typing import Any
 from mcpwatch.events import Outcome, RequestEndDetail
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import MODERN_CLIENT_META
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.pending import HostLink, Pending, PendingTable
+from mcpwatch.wrapper.calls.pending import HostLink, Pending, PendingTable
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.bridge_log import PREVIEW_CHARS, BridgedInput, BridgedRun
 from mcpwatch.wrapper.tasks.shapes import CLIENT_CAPABILITIES_META, INPUT_ROUNDS_MAX, TaskState
 

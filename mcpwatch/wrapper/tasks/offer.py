@@ -116,7 +116,7 @@ class TaskOffer:
         upstream_support: Callable[[str], str | None],
         upstream_takes_tasks: Callable[[], bool],
         cancel_call: Callable[[Pending, Any], None],
-        resend: Callable[[Pending], None],
+        send_upstream: Callable[[Pending, dict[str, Any]], None],
         keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -129,7 +129,7 @@ class TaskOffer:
         self._upstream_support = upstream_support  # a tool's own taskSupport upstream (None: not listed)
         self._upstream_takes_tasks = upstream_takes_tasks
         self._cancel_call = cancel_call  # stop the call upstream (notifications/cancelled), answering no one
-        self._resend = resend  # make the call again upstream (its `message` changed): the host answered its question
+        self._send_upstream = send_upstream  # send (or queue) a call; one the upstream cannot take is answered at once
         self._wall = wall
         self._keep_bytes = keep_bytes
         # a finished task this process does not hold (made before a restart, or by another HTTP session's core):
@@ -308,7 +308,7 @@ class TaskOffer:
 
     def _again(self, task: OfferedTask) -> None:
         if task.status in ACTIVE:  # not cancelled meanwhile
-            self._resend(task.pending)
+            self._send_upstream(task.pending, task.pending.message)
 
     def _finish(self, task: OfferedTask, message: dict[str, Any]) -> None:
         if task.status not in ACTIVE:
@@ -441,7 +441,7 @@ class TaskOffer:
             task.pending.message = {**task.pending.message, "params": offer_input.retry_params(task.input)}
             task.status, task.updated_wall = "working", self._wall()
             self._status(task)
-            self._resend(task.pending)
+            self._send_upstream(task.pending, task.pending.message)
         link.send({"jsonrpc": "2.0", "id": request_id, "result": DONE})
 
     def _result(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:

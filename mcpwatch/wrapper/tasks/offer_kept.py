@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from mcpwatch.events import KeptTask
-from mcpwatch.wrapper import frames
-from mcpwatch.wrapper.pending import HostLink
+from mcpwatch.wrapper.calls.pending import HostLink
+from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, METHOD_NOT_FOUND
 
 DONE = {"resultType": "complete"}  # the extension's mark on every tasks/* answer
