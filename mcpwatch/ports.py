@@ -5,13 +5,23 @@ from __future__ import annotations
 
 import socket
 import time
+from collections import deque
+
+_HANDED_OUT: deque[int] = deque(maxlen=4096)
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on right now (the OS picks it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on right now (the OS picks it), and not one this process was given lately:
+    the OS may pick the same free port twice in a row, and two servers started side by side would then share it
+    (the second one's client silently talking to the first)."""
+    for _ in range(64):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.append(port)
+            return port
+    raise OSError("no free loopback port that was not handed out already")
 
 
 def wait_for_port(port: int, timeout: float = 20.0) -> None:
