@@ -113,3 +113,47 @@ def sdk_server_behind_http_front() -> Iterator[tuple[str, str, subprocess.Popen[
             if process is not None:
                 process.terminate()
                 process.wait(10)
+
+
+class StdioTaskHost:
+    """A host with tasks speaking JSON-RPC lines to `mcpwatch wrap --config CONFIG [extra…]` over the no-op server:
+    2025-11-25 with `initialize` (clientInfo `name`), or the 2026 era (`modern`: no initialize, each request names
+    its host and declares the tasks extension itself)."""
+
+    def __init__(self, config: Path, *extra: str, name: str = "task-host", modern: bool = False) -> None:
+        command = mcpwatch_cmd(
+            "wrap", "--config", str(config), *extra, "--", sys.executable, "-m", "mcpwatch.bench.noop_server"
+        )
+        self.proc = subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self.next_id = 0
+        if modern:
+            return
+        tasks = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+        init = {"protocolVersion": "2025-11-25", "capabilities": tasks, "clientInfo": {"name": name}}
+        self.call("initialize", init)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "the wrapper closed its stdout"
+            message = json.loads(line)
+            if message.get("id") == self.next_id and "method" not in message:
+                return message
+
+    def close(self) -> str:
+        """Stop the wrapper (its host closes stdin); its stderr."""
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        return self.proc.stderr.read().decode(errors="replace")

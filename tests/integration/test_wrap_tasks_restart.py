@@ -3,64 +3,22 @@ restarted stdio host starts one) fetches it by id; another host cannot, and a gu
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from checkout import REPO
+from wraptools import StdioTaskHost
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
-
-
-class RawHost:
-    """A host speaking JSON-RPC lines to a `mcpwatch wrap` process over stdio."""
-
-    def __init__(self, config: Path, name: str, *, modern: bool = False) -> None:
-        command = [sys.executable, "-m", "mcpwatch", "wrap", "--config", str(config), "--", *NOOP]
-        self.proc = subprocess.Popen(
-            command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        self.next_id = 0
-        if modern:  # 2026 era: no initialize, each request names its host and declares the tasks extension
-            return
-        capabilities = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
-        init = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": name}}
-        self.call("initialize", init)
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        assert self.proc.stdout is not None
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, "the wrapper closed its stdout"
-            message = json.loads(line)
-            if message.get("id") == self.next_id and "method" not in message:
-                return message
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 @pytest.mark.slow
 def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_state: Path) -> None:
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["slow"]\n')
-    host = RawHost(config, "returning-host")
+    host = StdioTaskHost(config, name="returning-host")
     try:
         created = host.call("tools/call", {"name": "slow", "arguments": {"seconds": 0.3}, "task": {"ttl": 600000}})
         task_id = created["result"]["task"]["taskId"]
@@ -71,8 +29,8 @@ def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_stat
     finally:
         host.close()  # the task ended; its host never fetched the result, and the wrapper is gone
 
-    again = RawHost(config, "returning-host")
-    stranger = RawHost(config, "someone-else")
+    again = StdioTaskHost(config, name="returning-host")
+    stranger = StdioTaskHost(config, name="someone-else")
     try:
         result = again.call("tasks/result", {"taskId": task_id})
         assert result["result"]["content"] == [{"type": "text", "text": "done"}]
@@ -99,7 +57,7 @@ def test_a_restarted_wrapper_still_answers_a_finished_extension_task_with_its_re
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["slow"]\n')
     mine, theirs = modern_meta("returning-host"), modern_meta("someone-else")
-    host = RawHost(config, "returning-host", modern=True)
+    host = StdioTaskHost(config, name="returning-host", modern=True)
     try:
         params = {"name": "slow", "arguments": {"seconds": 0.3}, "_meta": mine}
         created = host.call("tools/call", params)["result"]
@@ -112,8 +70,8 @@ def test_a_restarted_wrapper_still_answers_a_finished_extension_task_with_its_re
     finally:
         host.close()  # the task ended while its host was away; the wrapper that ran it is gone
 
-    again = RawHost(config, "returning-host", modern=True)
-    stranger = RawHost(config, "someone-else", modern=True)
+    again = StdioTaskHost(config, name="returning-host", modern=True)
+    stranger = StdioTaskHost(config, name="someone-else", modern=True)
     try:
         got = again.call("tasks/get", {"taskId": task_id, "_meta": mine})["result"]
         assert (got["taskId"], got["status"], got["resultType"]) == (task_id, "completed", "complete")
