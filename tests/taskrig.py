@@ -1,6 +1,6 @@
 """A wrapper core on a manual clock between a recording host and a recording upstream, for the MCP Tasks tests:
 the host's frames go in with `request`, the upstream's with `answer` and `notify`; what each side was sent, and
-the events, are read back. Its recording host and upstream also serve the core's deadline tests."""
+the events, are read back. `CoreRig`, the same core without the tasks helpers, serves the core's deadline tests."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ class Upstream:
         return {"unsent_bytes": 0}
 
 
-class TaskRig:
+class CoreRig:
+    """A core on a manual clock (its timers and its event times agree) between a recording host and upstream."""
+
     def __init__(
         self, loop: asyncio.AbstractEventLoop, host_timeout_s: float = 3.0, margin_s: float = 1.0, **settings: Any
     ) -> None:
@@ -61,6 +63,15 @@ class TaskRig:
         self.upstream = Upstream()
         self.core.attach_upstream(self.upstream)
         self.core.attach_link(self.host)
+
+
+class TaskRig(CoreRig):
+    """A core whose upstream is ready at once, with helpers for the tasks' frames."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, host_timeout_s: float = 3.0, margin_s: float = 1.0, **settings: Any
+    ) -> None:
+        super().__init__(loop, host_timeout_s, margin_s, **settings)
         self.core.session.set_state(UpstreamState.READY)
         self.answered: set[Any] = set()
 

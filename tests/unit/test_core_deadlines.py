@@ -6,40 +6,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pytest
-from taskrig import Host, Upstream
+from taskrig import CoreRig
 
 from mcpwatch.clock import ManualClock
-from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Kind, UpstreamState
-from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META, PARTIAL_META
-from mcpwatch.wrapper.calls.recorder import Recorder
-from mcpwatch.wrapper.core.pump import WrapperCore
 
 
-class Rig:
-    """A core on a manual clock (its timers and its event times agree), a host and an upstream."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, host_timeout_s: float, margin_s: float) -> None:
-        settings = replace(Settings(), deadline=DeadlineSettings(host_timeout_s=host_timeout_s, margin_s=margin_s))
-        self.scheduler = ManualScheduler(ManualClock())
-        self.recorder = Recorder("manual", None, clock=self.scheduler.clock)
-        self.core = WrapperCore(
-            settings=settings,
-            deadline=DeadlinePolicy(settings.deadline, environ={}),
-            recorder=self.recorder,
-            loop=loop,
-            scheduler=self.scheduler,
-        )
-        self.host = Host()
-        self.upstream = Upstream()
-        self.core.attach_upstream(self.upstream)
-        self.core.attach_link(self.host)
+class Rig(CoreRig):
+    """A core on a manual clock whose upstream becomes ready when the test says."""
 
     def ready(self) -> None:
         self.core.session.set_state(UpstreamState.READY)
