@@ -130,3 +130,9 @@ def closing_loop() -> Iterator[asyncio.AbstractEventLoop]:
     loop.run_until_complete(asyncio.gather(*jobs, return_exceptions=True))
     asyncio.set_event_loop(None)
     loop.close()
+
+
+def spin(loop: asyncio.AbstractEventLoop) -> None:
+    """Let the core's own requests go out (and their answers come in)."""
+    for _ in range(5):
+        loop.run_until_complete(asyncio.sleep(0))

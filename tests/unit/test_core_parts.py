@@ -5,21 +5,14 @@ mcpwatch/ARCHITECTURE.md; a new one fails this test."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from taskrig import TaskRig, closing_loop
+from taskrig import TaskRig
 
 from mcpwatch.wrapper.core.pump import WrapperCore
 
 # The session fails a call it cannot deliver through the endings, which need the session's tombstones first.
 KNOWN = {("session", "_undeliverable")}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def _reaches(value: Any, core: WrapperCore) -> bool:

@@ -4,13 +4,11 @@ result (or waits for it) instead of starting it again. On a manual clock, agains
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from taskrig import TaskRig, closing_loop, task_2025
+from taskrig import TaskRig, spin, task_2025
 
 from mcpwatch.config import Settings, TasksSettings, settings_from_mapping
 from mcpwatch.errors import UserError
@@ -22,17 +20,6 @@ RESEARCH = {"name": "research", "inputSchema": {"type": "object"}, "execution": 
 QUICK = {"name": "quick", "inputSchema": {"type": "object"}}
 CALL = {"name": "research", "arguments": {"topic": "tides"}, "_meta": {"progressToken": "p1"}}
 REPORT = {"content": [{"type": "text", "text": "# Report"}], "_meta": {"io.modelcontextprotocol/related-task": {}}}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
-
-
-def spin(loop: asyncio.AbstractEventLoop) -> None:
-    """Let the bridge's own requests go out (and their answers come in)."""
-    for _ in range(5):
-        loop.run_until_complete(asyncio.sleep(0))
 
 
 def connected(loop, capabilities: dict[str, Any] | None = None, **settings: Any) -> TaskRig:

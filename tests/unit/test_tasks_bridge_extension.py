@@ -4,12 +4,9 @@ relay status changes as progress and answer with the result `tasks/get` carries.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from taskrig import TaskRig, closing_loop
+from taskrig import TaskRig, spin
 
 from mcpwatch.events import Kind
 
@@ -20,16 +17,6 @@ REFUSAL = {
     "message": "Tool 'crunch' requires the tasks extension",
     "data": {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
 }
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
-
-
-def spin(loop: asyncio.AbstractEventLoop) -> None:
-    for _ in range(5):
-        loop.run_until_complete(asyncio.sleep(0))
 
 
 def meta(tasks: bool = False) -> dict[str, Any]:

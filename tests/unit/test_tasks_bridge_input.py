@@ -6,12 +6,9 @@ an upstream that keeps asking. On a manual clock."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from taskrig import Host, TaskRig, closing_loop
+from taskrig import Host, TaskRig
 from test_tasks_bridge_extension import REFUSAL, calls, discovered, meta, spin, task
 
 from mcpwatch.events import Kind
@@ -19,11 +16,6 @@ from mcpwatch.wrapper.tasks.shapes import INPUT_ROUNDS_MAX
 
 CAPS = "io.modelcontextprotocol/clientCapabilities"
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Which topic?", "requestedSchema": {}}}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def host_meta(name: str = "sdk-host", elicitation: bool = True) -> dict[str, Any]:

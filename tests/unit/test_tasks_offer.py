@@ -5,12 +5,10 @@ unknown or foreign ids, a TTL beyond the maximum, polls too fast, and a cancel o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-import pytest
-from taskrig import Host, TaskRig, closing_loop
+from taskrig import Host, TaskRig
 
 from mcpwatch.config import Settings, TasksSettings
 from mcpwatch.events import Kind
@@ -19,11 +17,6 @@ from mcpwatch.wire import PARTIAL_META
 SLOW = {"name": "slow", "inputSchema": {"type": "object"}}
 TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 CALL = {"name": "slow", "arguments": {"seconds": 6}, "task": {"ttl": 60000}}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def offering(loop, capabilities: dict[str, Any] | None = None, **tasks: Any) -> TaskRig:

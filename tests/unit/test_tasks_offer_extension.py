@@ -4,23 +4,15 @@ declares it: the answer is the task itself, `tasks/get` carries the result once 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-import pytest
-from taskrig import Host, TaskRig, closing_loop
+from taskrig import Host, TaskRig
 
 from mcpwatch.config import Settings, TasksSettings
 from mcpwatch.events import Kind
 
 EXTENSION = "io.modelcontextprotocol/tasks"
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def meta(name: str = "ext-host", tasks: bool = True) -> dict[str, Any]:

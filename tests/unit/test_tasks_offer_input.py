@@ -6,13 +6,10 @@ while waiting. On a manual clock."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-import pytest
-from taskrig import Host, TaskRig, closing_loop
+from taskrig import Host, TaskRig
 from test_tasks_offer import CALL, offering
 from test_tasks_offer_extension import call, poll
 
@@ -22,11 +19,6 @@ from mcpwatch.wrapper.tasks.shapes import INPUT_ROUNDS_MAX
 
 ASK = {"method": "elicitation/create", "params": {"mode": "form", "message": "Which topic?", "requestedSchema": {}}}
 YES = {"action": "accept", "content": {"topic": "tides"}}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def started(loop, max_s: float = 3600.0) -> tuple[TaskRig, str, int]:

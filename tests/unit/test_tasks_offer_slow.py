@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from taskrig import Host, TaskRig, closing_loop
+from taskrig import Host, TaskRig
 
 from mcpwatch.config import TasksSettings, load_settings
 from mcpwatch.errors import UserError
@@ -24,11 +23,6 @@ from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_host
 UPSTREAM = "python -m mcpwatch.bench.noop_server"
 TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("slow", "echo", "quick")]
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def end(sid: str, seq: int, tool: str, outcome: str, duration_s: float, method: str = "tools/call") -> Event:

@@ -5,10 +5,9 @@ budget never cuts it, and the operator's cancel is a tasks/cancel. Both eras, on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from taskrig import TaskRig, closing_loop, task_2025
+from taskrig import TaskRig, task_2025
 
 from mcpwatch.events import Kind
 from mcpwatch.logview.report import build_report
@@ -17,11 +16,6 @@ from mcpwatch.otel.spans import session_spans
 
 CALL = {"name": "research", "arguments": {"topic": "mcp"}, "task": {"ttl": 60000}}
 REPORT = {"content": [{"type": "text", "text": "# Report"}]}
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    yield from closing_loop()
 
 
 def _started_task(rig: TaskRig, task_id: str = "t-1") -> int:
