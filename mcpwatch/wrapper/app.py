@@ -33,7 +33,7 @@ from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.operator.actions import OperatorActions
 from mcpwatch.wrapper.operator.operator_server import OperatorServer, build_operator_app, new_token
-from mcpwatch.wrapper.tasks.offer import OfferedTask
+from mcpwatch.wrapper.tasks.offer import SharedOffers
 from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
 if TYPE_CHECKING:
@@ -270,11 +270,15 @@ async def run_wrapper(options: WrapOptions) -> int:
         state_sync = StateSync(policies, settings.state_sync.default_cache_control)
         overlaps = [w.message for w in detect_overlaps(policies)]
 
-    offered_tasks: dict[str, OfferedTask] = {}
+    offers = SharedOffers(
+        # a finished offered task outlives this process (and this session) in the log
+        kept_lookup=partial(find_kept_task, log_path) if writer is not None else None,
+        also_offered=slow.offers if slow is not None else None,
+    )
 
     def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
-        made = WrapperCore(
+        return WrapperCore(
             settings=settings,
             deadline=deadline,
             recorder=recorder if host_session is None else HostSessionRecorder(recorder, host_session),
@@ -285,13 +289,8 @@ async def run_wrapper(options: WrapOptions) -> int:
             front="http" if options.listen else "stdio",
             trace_requests=otel is not None and otel.target.traces_url is not None,
             on_tools_listed=None if fold is None else fold.tools.add_listed,
+            offers=offers,
         )
-        made.offer.tasks = offered_tasks  # a host's new HTTP session sees the tasks its other sessions run
-        if writer is not None:  # a finished offered task outlives this process (and this session) in the log
-            made.offer.kept_lookup = partial(find_kept_task, log_path)
-        if slow is not None:
-            made.offer.also_offered = slow.offers
-        return made
 
     pool = None
     if options.listen:

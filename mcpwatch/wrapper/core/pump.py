@@ -39,7 +39,7 @@ from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
-from mcpwatch.wrapper.tasks.offer import TaskOffer
+from mcpwatch.wrapper.tasks.offer import SharedOffers, TaskOffer
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
@@ -59,10 +59,12 @@ class WrapperCore:
         front: str = "stdio",
         trace_requests: bool = False,
         on_tools_listed: Callable[[Any], None] | None = None,
+        offers: SharedOffers | None = None,
     ) -> None:
         """`front`: the kind of front its hosts use ("stdio" or "http"; host profiles may have clocks for one only).
         `trace_requests`: OpenTelemetry export is on, so each forwarded request carries the wrapper's span.
-        `on_tools_listed`: told each tools/list result (the scrape endpoint learns the tool names)."""
+        `on_tools_listed`: told each tools/list result (the scrape endpoint learns the tool names).
+        `offers`: what this wrapper's cores share about the tasks they offer."""
         self.settings = settings
         self.deadline = deadline
         self.recorder = recorder
@@ -130,6 +132,7 @@ class WrapperCore:
             cancel_call=self.endings.host_cancel,
             send_upstream=self.session.send,
             keep_bytes=settings.late_results.keep_bytes,
+            shared=offers,
         )
         self.inbound = UpstreamInbound(
             tasks=self.tasks,

@@ -105,6 +105,17 @@ class OfferedTask:
         return task
 
 
+@dataclass(frozen=True, slots=True)
+class SharedOffers:
+    """What every core of one wrapper shares about the tasks it offers (the HTTP front has a core per host session)."""
+
+    tasks: dict[str, OfferedTask] = field(default_factory=dict)  # a host's new session sees those its others run
+    # a finished task this process does not hold (made before a restart, or by another session's core), read back
+    # from the log when there is one
+    kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
+    also_offered: Callable[[str], bool] | None = None  # tools offered beside the globs: the log shows them slow
+
+
 class TaskOffer:
     def __init__(
         self,
@@ -119,9 +130,11 @@ class TaskOffer:
         send_upstream: Callable[[Pending, dict[str, Any]], None],
         keep_bytes: int = 65_536,
         wall: Callable[[], float] = time.time,
+        shared: SharedOffers | None = None,
     ) -> None:
         self.settings = settings
-        self.tasks: dict[str, OfferedTask] = {}  # the HTTP front's sessions share one (set by the app)
+        shared = shared if shared is not None else SharedOffers()
+        self.tasks = shared.tasks
         self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
         self._recorder = recorder
         self._scheduler = scheduler
@@ -132,12 +145,9 @@ class TaskOffer:
         self._send_upstream = send_upstream  # send (or queue) a call; one the upstream cannot take is answered at once
         self._wall = wall
         self._keep_bytes = keep_bytes
-        # a finished task this process does not hold (made before a restart, or by another HTTP session's core):
-        # read back from the log, when there is one (set by the app)
-        self.kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
+        self.kept_lookup = shared.kept_lookup
         self._lookups: set[asyncio.Future[None]] = set()  # log lookups under way (held: the loop keeps weak refs)
-        # tools offered beside the `offer` globs: those the log shows outrunning the budget (set by the app)
-        self.also_offered: Callable[[str], bool] | None = None
+        self.also_offered = shared.also_offered
 
     @property
     def enabled(self) -> bool:
