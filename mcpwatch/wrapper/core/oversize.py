@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, PendingTable
-from mcpwatch.wrapper.core.endings import Endings
+from mcpwatch.wrapper.core.endings import Failures
 from mcpwatch.wrapper.core.session import UpstreamSession
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.framing.lines import HEAD_BYTES
@@ -85,7 +85,7 @@ class UnusableFrames:
         cap_bytes: int,
         session: UpstreamSession,
         table: PendingTable,
-        endings: Endings,
+        failures: Failures,
         counters: Counters,
         garbage: Callable[[str], None],
         warn: Callable[[str], None],
@@ -93,7 +93,7 @@ class UnusableFrames:
         self._cap = cap_bytes
         self._session = session
         self._table = table
-        self._endings = endings
+        self._failures = failures
         self._counters = counters
         self._garbage = garbage  # the inbound side's rate-limited note of what the upstream sent that is no frame
         self._warn = warn
@@ -127,7 +127,7 @@ class UnusableFrames:
             return
         pending = self._table.get(up_id)
         if pending is not None:
-            self._endings.fail_with_error(pending, frames.INTERNAL_ERROR, text)
+            self._failures.fail_with_error(pending, frames.INTERNAL_ERROR, text)
 
     def host_over_cap(self, link: HostLink, size: int, head: bytes) -> None:
         """A host frame over the cap: warn, and answer it with its own id when its start shows one."""

@@ -3,11 +3,11 @@ ways a call ends early (deadline, cancel, failure).
 
 The parts it routes through each have their own module: the requests in flight (`calls.pending`), the upstream
 connection (`session`), tombstones (`late`) and late results (`late_results`), what the upstream sends (`inbound`),
-the early endings (`endings`), frames it cannot take (`oversize`), MCP Tasks (`wrapper.tasks`). Each part is handed
-the parts or bound methods it needs when it is built; none holds the core, except the session's `undeliverable`
-callback, which reaches the endings (they need the session's tombstones, so they are built after it). Links reach
-the core only through its ports (`port`); the operator through `operator.operated.OperatedCore`. Everything runs on
-one asyncio loop, so no locks: each handler runs to completion between frames.
+the early endings and failures (`endings`), frames it cannot take (`oversize`), MCP Tasks (`wrapper.tasks`). Each
+part is handed the parts or bound methods it needs when it is built, in dependency order: the tombstones and the
+failures come before the session, which fails through them a call it cannot deliver. None holds the core. Links
+reach the core only through its ports (`port`); the operator through `operator.operated.OperatedCore`. Everything
+runs on one asyncio loop, so no locks: each handler runs to completion between frames.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mcpwatch.events import Kind, Outcome, RequestStartData
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
+from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
@@ -30,10 +31,11 @@ from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_MET
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core import oversize
-from mcpwatch.wrapper.core.endings import Endings
+from mcpwatch.wrapper.core.endings import Endings, Failures
 from mcpwatch.wrapper.core.heartbeat import Heartbeats
 from mcpwatch.wrapper.core.hostwatch import HostDirectory
 from mcpwatch.wrapper.core.inbound import UpstreamInbound
+from mcpwatch.wrapper.core.late import LateFrames
 from mcpwatch.wrapper.core.late_results import LateResults
 from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
@@ -81,25 +83,34 @@ class WrapperCore:
             state_sync=self.state_sync,
             cap=settings.tombstones.cap,
         )
-        self.session = UpstreamSession(
-            settings=settings,
-            recorder=recorder,
-            counters=self.counters,
-            scheduler=self.scheduler,
-            loop=self.loop,
-            undeliverable=lambda pending, text: self.endings.fail(pending, Outcome.ERROR, text),
-            late_results=self.late_results,
-        )
-        self.pressure = Backpressure(clock=self.loop.time, warn=recorder.warn, counters=self.counters)
         self.hosts = HostDirectory(
             host_catalog(settings.hosts, settings.source or "mcpwatch.toml"), recorder.emit, front=front
         )
-        self.endings = Endings(
+        tombstones = LateFrames(
+            ids=UpstreamIds(),
+            settings=settings.tombstones,
+            recorder=recorder,
+            counters=self.counters,
+            results=self.late_results,
+        )
+        self.failures = Failures(
             table=self.table,
-            session=self.session,
+            tombstones=tombstones,
             deadline=deadline,
             late_results=self.late_results,
             modern=self.hosts.speaks_modern,
+        )
+        self.session = UpstreamSession(
+            settings=settings,
+            recorder=recorder,
+            scheduler=self.scheduler,
+            loop=self.loop,
+            late=tombstones,
+            undeliverable=self.failures.undeliverable,
+        )
+        self.pressure = Backpressure(clock=self.loop.time, warn=recorder.warn, counters=self.counters)
+        self.endings = Endings(
+            table=self.table, session=self.session, failures=self.failures, modern=self.hosts.speaks_modern
         )
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
@@ -154,7 +165,7 @@ class WrapperCore:
             cap_bytes=settings.limits.max_frame_bytes,
             session=self.session,
             table=self.table,
-            endings=self.endings,
+            failures=self.failures,
             counters=self.counters,
             garbage=self.inbound.garbage,
             warn=recorder.warn,
@@ -317,9 +328,9 @@ class WrapperCore:
         if pending.poll is None:  # a task's poll is its task's, not a call of its own
             _request_start(self.recorder, pending, params, trace_ids)
         if outcome == "unstartable":
-            self.endings.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
+            self.failures.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
-            self.endings.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
+            self.failures.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":
@@ -408,7 +419,7 @@ class WrapperCore:
             # the host keeps this as the server's log; the upstream's stderr lines in it may hold escape sequences
             print(f"mcpwatch: {safe_lines(text)}", file=sys.stderr, flush=True)
         for pending in [p for p in self.table if p.sent or fail_queued]:
-            self.endings.fail(pending, Outcome.UPSTREAM_LOST, text)
+            self.failures.fail(pending, Outcome.UPSTREAM_LOST, text)
         self.tasks.end_all(Outcome.UPSTREAM_LOST, text)
 
     def upstream_backoff(self, retry_in_s: float) -> None:

@@ -15,13 +15,11 @@ from typing import Any, Protocol
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, UpstreamState, UpstreamStateData
 from mcpwatch.operator import UpstreamDetail
-from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import DEADLINE_META
-from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending
+from mcpwatch.wrapper.calls.pending import HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.late import LateFrames
-from mcpwatch.wrapper.core.late_results import LateResults
 from mcpwatch.wrapper.framing import frames
 
 
@@ -51,19 +49,18 @@ class UpstreamSession:
         *,
         settings: Settings,
         recorder: Recorder,
-        counters: Counters,
         scheduler: Scheduler,
         loop: asyncio.AbstractEventLoop,
+        late: LateFrames,
         undeliverable: Callable[[Pending, str], None],
-        late_results: LateResults | None = None,
     ) -> None:
+        """`late`: the tombstones of the calls it was sent, in the id space they share (built first: the failure path
+        the session is handed buries calls in them). `undeliverable`: answers a call it can neither send nor queue."""
         self.settings = settings
         self.link: UpstreamLink | None = None
         self.state = UpstreamState.CONNECTING
-        self.ids = UpstreamIds()
-        self.late = LateFrames(
-            ids=self.ids, settings=settings.tombstones, recorder=recorder, counters=counters, results=late_results
-        )
+        self.late = late
+        self.ids = late.ids
         self.waiting: list[tuple[Pending | None, dict[str, Any]]] = []  # frames held until the upstream is ready
         self.init_params: dict[str, Any] | None = None  # the host's initialize, replayed to a new connection
         self.init_result: dict[str, Any] | None = None
@@ -72,7 +69,7 @@ class UpstreamSession:
         self._recorder = recorder
         self._scheduler = scheduler
         self._loop = loop
-        self._undeliverable = undeliverable  # the core answers a call that cannot be delivered
+        self._undeliverable = undeliverable
         self.internal: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._server_requests: dict[Any, tuple[int, HostLink]] = {}
         self._connected_once = False
