@@ -5,9 +5,10 @@ The parts it routes through each have their own module: the requests in flight (
 connection (`session`), tombstones (`late`) and late results (`late_results`), what the upstream sends (`inbound`),
 the early endings and failures (`endings`), frames it cannot take (`oversize`), MCP Tasks (`wrapper.tasks`). Each
 part is handed the parts or bound methods it needs when it is built, in dependency order: the tombstones and the
-failures come before the session, which fails through them a call it cannot deliver. None holds the core. Links
-reach the core only through its ports (`port`); the operator through `operator.operated.OperatedCore`. Everything
-runs on one asyncio loop, so no locks: each handler runs to completion between frames.
+failures come before the session, which fails through them a call it cannot deliver; the task bridge builds the
+task watch, which tells it of its tasks. None holds the core, and none is patched into another after it is built.
+Links reach the core only through its ports (`port`); the operator through `operator.operated.OperatedCore`.
+Everything runs on one asyncio loop, so no locks: each handler runs to completion between frames.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.offer import SharedOffers, TaskOffer
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
-from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 
 class WrapperCore:
@@ -114,17 +114,9 @@ class WrapperCore:
         )
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
-        self.tasks = TaskWatch(
-            table=self.table,
-            recorder=recorder,
-            scheduler=self.scheduler,
-            request=self.session.request,
-            warn=recorder.warn,
-        )
         self.bridge = TaskBridge(
             settings=settings.tasks,
             table=self.table,
-            watch=self.tasks,
             recorder=recorder,
             scheduler=self.scheduler,
             counters=self.counters,
@@ -132,7 +124,9 @@ class WrapperCore:
             upstream_capabilities=self.session.capabilities,
             on_progress=self.heartbeats.touch,
             modern=self.hosts.speaks_modern,
+            warn=recorder.warn,
         )
+        self.tasks = self.bridge.watch  # every task-augmented call; the bridge builds it, to be told of its tasks
         self.offer = TaskOffer(
             settings=settings.tasks,
             recorder=recorder,

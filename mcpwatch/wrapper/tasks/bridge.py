@@ -70,7 +70,6 @@ class TaskBridge:
         *,
         settings: TasksSettings,
         table: PendingTable,
-        watch: TaskWatch,
         recorder: Recorder,
         scheduler: Scheduler,
         counters: Counters,
@@ -78,6 +77,7 @@ class TaskBridge:
         upstream_capabilities: Callable[[], Any],
         on_progress: Callable[[Pending], None],
         modern: Callable[[], bool],
+        warn: Callable[[str], None],
     ) -> None:
         self.settings = settings
         self.support: dict[str, str] = {}  # tool -> execution.taskSupport, from the upstream's tools/list
@@ -86,7 +86,6 @@ class TaskBridge:
         self._by_up_id: dict[int, BridgedRun] = {}  # every waiting host call (the maker and attached ones)
         self._hosts: dict[int, dict[str, Any]] = {}  # id(link) -> the capabilities its initialize declared
         self._table = table
-        self._watch = watch
         self._recorder = recorder
         self._scheduler = scheduler
         self._counters = counters
@@ -105,7 +104,10 @@ class TaskBridge:
             stop_waiting=lambda pending: self._by_up_id.pop(pending.up_id, None),
             wait_s=settings.reuse_s,
         )
-        watch.bridge = self
+        # every task-augmented call, watched; it tells this bridge of the tasks the bridge made
+        self.watch = TaskWatch(
+            table=table, recorder=recorder, scheduler=scheduler, request=request, warn=warn, bridge=self
+        )
 
     # ------------------------------------------------------------------ what a host and the upstream can do
 
@@ -275,7 +277,7 @@ class TaskBridge:
         pending.bridged = True
         run.waiters.append(pending)
         self._by_up_id[pending.up_id] = run
-        state = self._watch.tasks[run.task_id].state if run.task_id in self._watch.tasks else None
+        state = self.watch.tasks[run.task_id].state if run.task_id in self.watch.tasks else None
         data = TaskCreatedData(
             task_id=run.task_id,
             status=state.status if state is not None else "working",
@@ -326,21 +328,21 @@ class TaskBridge:
             return
         if isinstance(answer, dict) and "error" in answer:
             why = f"the upstream no longer knows task {run.task_id}: {frames.text_of(answer['error'], 300)}"
-            self._watch.end(run.task_id, Outcome.ERROR, why)
+            self.watch.end(run.task_id, Outcome.ERROR, why)
             return
         state = read_task(answer.get("result"), run.era) if isinstance(answer, dict) else None
         if state is not None and state.task_id == run.task_id:
             if state.status == "input_required" and not run.resolving:
                 self._input_required(run, state)
             elif state.terminal and run.era == "extension":
-                self._watch.observe(state, "bridge")  # its tasks/get carries the result: the watch ends it
+                self.watch.observe(state, "bridge")  # its tasks/get carries the result: the watch ends it
                 return
             elif state.terminal and state.status != "cancelled":
-                self._watch.observe(state, "bridge")
+                self.watch.observe(state, "bridge")
                 self._resolve(run)  # the result (or error) comes by tasks/result
                 return
             else:
-                self._watch.observe(state, "bridge")  # a change reaches the host through `changed`
+                self.watch.observe(state, "bridge")  # a change reaches the host through `changed`
                 if state.terminal:
                     return
             run.poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or run.poll_s * 1000) / 1000)
@@ -351,7 +353,7 @@ class TaskBridge:
         elicitation to a host that declared it; an extension task's requests as its 2026-era host's multi round-trip
         question (`bridge_input`). A host that cannot answer is told so, and the task is cancelled rather than left
         waiting forever."""
-        self._watch.observe(state, "bridge")
+        self.watch.observe(state, "bridge")
         if run.era == "extension":
             cannot = self.input.relay(run, state)
             if cannot is None:
@@ -378,7 +380,7 @@ class TaskBridge:
             await self._request("tasks/cancel", _poll_params(run), POLL_TIMEOUT_S)
         except (ConnectionError, TimeoutError):
             pass  # the host is answered all the same; the task's TTL ends it upstream
-        self._watch.end(run.task_id, Outcome.ERROR, why)
+        self.watch.end(run.task_id, Outcome.ERROR, why)
 
     def _resolve(self, run: BridgedRun) -> None:
         if not run.resolving:
@@ -389,11 +391,11 @@ class TaskBridge:
         try:
             answer = await self._request("tasks/result", {"taskId": run.task_id}, run.ttl_s)
         except (ConnectionError, TimeoutError) as exc:
-            self._watch.end(run.task_id, Outcome.ERROR, f"tasks/result for task {run.task_id} failed: {exc}")
+            self.watch.end(run.task_id, Outcome.ERROR, f"tasks/result for task {run.task_id} failed: {exc}")
             return
-        task = self._watch.tasks.get(run.task_id)
+        task = self.watch.tasks.get(run.task_id)
         if task is not None and isinstance(answer, dict):
-            self._watch.finished(task, strip_related(answer.get("result")), answer.get("error"), "bridge")
+            self.watch.finished(task, strip_related(answer.get("result")), answer.get("error"), "bridge")
 
     def made(self, task_id: str) -> bool:
         return task_id in self._by_task
@@ -456,7 +458,7 @@ class TaskBridge:
         """The operator's cancel of a bridged call: the task itself is cancelled (tasks/cancel)."""
         for run in self._by_task.values():
             if run.finished_at is None and any(p.request_key == request_key for p in run.waiters):
-                return self._watch.cancel_task(run.task_id)
+                return self.watch.cancel_task(run.task_id)
         return False
 
     def ended(self, task_id: str, outcome: Outcome, detail: RequestEndDetail, result: Any, error: Any) -> None:

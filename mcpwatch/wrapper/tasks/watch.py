@@ -72,7 +72,10 @@ class TaskWatch:
         scheduler: Scheduler,
         request: Callable[..., Any],
         warn: Callable[[str], None],
+        bridge: BridgedTasks,
     ) -> None:
+        """`bridge`: told of the tasks it made (their hosts wait for an answer); it builds this watch and hands
+        itself here."""
         self.tasks: dict[str, WatchedTask] = {}
         self._by_request: dict[str, str] = {}  # the call's request key -> its task id
         self._table = table
@@ -81,7 +84,7 @@ class TaskWatch:
         self._request = request  # UpstreamSession.request: the wrapper's own request upstream (a cancel)
         self._warn = warn
         self._cancels: set[asyncio.Future[None]] = set()  # operator cancels under way (held: the loop keeps weak refs)
-        self.bridge: BridgedTasks | None = None  # ends the calls of tasks it made (their hosts wait for an answer)
+        self._bridge = bridge
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -110,8 +113,8 @@ class TaskWatch:
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **data)
         if state.ttl_ms is not None:
             task.timer = self._scheduler.call_later(state.ttl_ms / 1000, self._expired, state.task_id)
-        if bridged and self.bridge is not None:
-            self.bridge.created(pending, state)
+        if bridged:
+            self._bridge.created(pending, state)
         if state.terminal:
             self._terminal(task, state, "tasks/get")
         return state
@@ -146,7 +149,7 @@ class TaskWatch:
             return False
         self.observe(state, "notification")
         task = self.tasks.get(state.task_id)
-        return (task is not None and task.bridged) or (self.bridge is not None and self.bridge.made(state.task_id))
+        return (task is not None and task.bridged) or self._bridge.made(state.task_id)
 
     def observe(self, state: TaskState, seen_by: str) -> None:
         task = self.tasks.get(state.task_id)
@@ -158,8 +161,8 @@ class TaskWatch:
         task.state = state
         if (state.status, state.status_message) != (before.status, before.status_message):
             self._status(task, seen_by)
-            if task.bridged and self.bridge is not None:
-                self.bridge.changed(state)
+            if task.bridged:
+                self._bridge.changed(state)
         if state.terminal:
             self._terminal(task, state, seen_by)
 
@@ -289,8 +292,8 @@ class TaskWatch:
         detail = detail.copy()
         detail["task_id"], detail["polls"] = task_id, task.polls
         elapsed = (task.terminal_at or self._scheduler.time()) - task.pending.started
-        if task.bridged and self.bridge is not None:
-            self.bridge.ended(task_id, outcome, detail, result, error)
+        if task.bridged:
+            self._bridge.ended(task_id, outcome, detail, result, error)
             return
         self._table.finish(task.pending, outcome, None, detail, elapsed=elapsed)
 
