@@ -3,8 +3,8 @@ failed (the upstream gone or stuck). Either way a call the upstream was sent is 
 dropped (and noted as a late result); an abandoned one is also cancelled upstream, once. The host is answered with
 what mcpwatch knows (partial progress, per-model state), unless it cancelled the call itself.
 
-Two parts, so that neither needs the other's maker: `Failures` needs only the tombstones, so it is built before
-the session, which fails through it a call it cannot deliver; `Endings` cancels upstream, so it is built after."""
+Two parts, split by what they need: `Failures` needs only the tombstones, so it is built before the session (which
+fails through it a call it cannot deliver); `Endings` cancels calls upstream through the session, so it comes after."""
 
 from __future__ import annotations
 
