@@ -1,4 +1,5 @@
-"""What every console panel is drawn with: the theme `Palette`, status icons, gauges, sparklines, key/value grids."""
+"""What every console panel is drawn with: the theme `Palette`, status icons, gauges, sparklines, key/value grids,
+the width of a table's tool column."""
 
 from __future__ import annotations
 
@@ -98,6 +99,18 @@ def sparkline(values: tuple[float, ...], width: int) -> str:
         return ""
     top = max(data) or 1.0
     return "".join(blocks[min(7, int(v / top * 7.999))] for v in data)
+
+
+TOOL_WIDTH_MIN = 12
+TOOL_WIDTH_MAX = 34
+
+
+def fit_tool_width(names: list[str], table_width: int, *, note: bool) -> int:
+    """A table's tool column: as wide as the longest name (within bounds), and at most a quarter of the table
+    (`table_width`; 0 while not laid out) when the last column has something to say."""
+    longest = max((len(n) for n in names), default=TOOL_WIDTH_MIN)
+    cap = TOOL_WIDTH_MAX if not note else max(TOOL_WIDTH_MIN, min(TOOL_WIDTH_MAX, (table_width or 100) // 4))
+    return max(TOOL_WIDTH_MIN, min(cap, longest + 2))
 
 
 class Fitted:

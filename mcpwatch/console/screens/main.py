@@ -25,11 +25,12 @@ from mcpwatch.console.headless.panels import (
     warnings,
 )
 from mcpwatch.console.headless.panels.tombstones import TombstoneView
+from mcpwatch.console.headless.render_base import fit_tool_width
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
-from mcpwatch.console.screens.requests_view import RequestsView, fit_tool_width
+from mcpwatch.console.screens.requests_view import RequestsView
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable, set_title
 
 LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)
@@ -158,7 +159,7 @@ class MainScreen(WatchScreen):
             health_key = (theme, view.health, round(view.health.ago_s or 0))
             q("#health", Panel).show(lambda: health.health_panel(view.health, p, live), health_key)
             q("#counters", Panel).show(lambda: counters.counters_panel(view.counters, p), (theme, view.counters))
-            tool_width = fit_tool_width(inflight, [r.tool or r.method for r in view.in_flight], note=True)
+            tool_width = fit_tool_width([r.tool or r.method for r in view.in_flight], inflight.size.width, note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
             rows = [(r.request_id, in_flight.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
