@@ -1,17 +1,16 @@
-"""Parts of the main screen kept out of its class: the top bar and banner, toasts for new error events, the
-narrow layout's order, and tab moving through the scrolled body. Each takes the screen and draws into it."""
+"""Parts of the main screen kept out of its class: placing the top bar and banner (`panels/header.py` says what
+they say), the toasts for new error events (`panels/events.py` picks them), the narrow layout's order, and tab
+moving through the scrolled body. Each takes the screen and draws into it."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widget import Widget
 
-from mcpwatch.console.headless.panels.header import top_bar
+from mcpwatch.console.headless.panels import events, header
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens.base import NARROW, WatchScreen
 from mcpwatch.console.widgets import Line, WindowTable, set_title
-
-TOAST_WITHIN_S = 30.0  # an error event older than this (in session time) is listed in Events, not toasted
 
 
 def render_bar(screen: WatchScreen, view: ViewState) -> None:
@@ -23,11 +22,10 @@ def render_bar(screen: WatchScreen, view: ViewState) -> None:
     compact = screen.compact_bar
     unread = max(0, view.notable_total - session.events_seen)
     since = session.applied_while_paused if session.paused else 0
-    badge = getattr(screen.app, "fleet_badge", "")  # another wrapper in trouble (the Fleet view, F, says more)
     bar_key = (theme, view.header, feed, session.paused, compact, unread, since)
 
     def bar() -> Text:
-        return top_bar(
+        return header.top_bar(
             view.header,
             feed.label,
             feed.connected,
@@ -39,35 +37,20 @@ def render_bar(screen: WatchScreen, view: ViewState) -> None:
         )
 
     screen.query_one("#topbar", Line).show(bar, bar_key)
-    message = ""
-    style = "status-warn"
-    if not feed.connected:
-        message = f"⚠ {feed.text}  ·  showing the last state received"
-        style = "status-error"
-    elif view.header.ended:
-        message = f"the wrapper's session ended: {view.header.ended}"
-    if badge:  # on the banner, from its first column: at the end of the top bar it showed only from ~260 columns
-        message = f"⚑ {badge}" + (f"  ·  {message}" if message else "")
-        style = "status-error"
+    message, style = header.banner(view.header, feed.connected, feed.text, getattr(screen.app, "fleet_badge", ""))
     banner = screen.query_one("#banner", Line)
     if banner.display != bool(message):
         banner.display = bool(message)
     if message:
-        banner.show(lambda: Text(f" {message}", style=p(style, "bold")), (theme, message))
+        banner.show(lambda: header.banner_line(message, style, p), (theme, message))
 
 
 def announce(screen: WatchScreen, view: ViewState, toasted: int) -> int:
     """A toast for each new error-level event (an upstream crash…); the Events view keeps them all."""
-    total = view.notable_total
-    if toasted < 0 or total < toasted:
-        return total  # what happened before the console looked is in the Events view, unannounced
-    fresh = total - toasted
-    for item in view.notable[:fresh]:
-        # Only what just happened: history fetched after the first draw (a console attaching late) is not news.
-        if item.severity == "error" and item.mono >= view.now_mono - TOAST_WITHIN_S:
-            last = f"\n{item.detail[-1]}" if item.detail else ""
-            screen.notify(f"{item.text}{last}\n(e: Events)", severity="error", timeout=15)
-    return total
+    texts, toasted = events.toasts(view.notable, view.notable_total, toasted, view.now_mono)
+    for text in texts:
+        screen.notify(text, severity="error", timeout=15)
+    return toasted
 
 
 def arrange(screen: WatchScreen, width: int) -> None:

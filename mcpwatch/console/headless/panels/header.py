@@ -1,4 +1,5 @@
-"""The top bar: the feed, the unread events, who is watched (wrapper, upstream, host) and for how long."""
+"""The top bar: the feed, the unread events, who is watched (wrapper, upstream, host) and for how long; and the
+banner under it, for what must not be missed (the feed lost, the session ended, another wrapper in trouble)."""
 
 from __future__ import annotations
 
@@ -95,6 +96,27 @@ def top_bar(
     t.append(f"{sep}{h.upstream_kind or '?'} ", style=p.dim)
     t.append(fmt.clip(h.upstream_target or "?", 40))
     return t
+
+
+def banner(h: HeaderView, feed_ok: bool, feed_text: str, fleet_badge: str = "") -> tuple[str, str]:
+    """The banner's message and its colour (a palette name); the message is "" when there is nothing to say and
+    the banner is hidden. `fleet_badge`: another wrapper in trouble (the Fleet view, F, says more)."""
+    message = ""
+    style = "status-warn"
+    if not feed_ok:
+        message = f"⚠ {feed_text}  ·  showing the last state received"
+        style = "status-error"
+    elif h.ended:
+        message = f"the wrapper's session ended: {h.ended}"
+    if fleet_badge:  # on the banner, from its first column: at the end of the top bar it showed only from ~260 columns
+        message = f"⚑ {fleet_badge}" + (f"  ·  {message}" if message else "")
+        style = "status-error"
+    return message, style
+
+
+def banner_line(message: str, style: str, p: Palette) -> Text:
+    """The banner as drawn: bold, in its colour, from the second column."""
+    return Text(f" {message}", style=p(style, "bold"))
 
 
 def build(header: Mapping[str, Any], session_id: str | None, uptime_s: float, ended: str | None) -> HeaderView:
