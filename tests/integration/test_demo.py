@@ -1,25 +1,62 @@
-"""`mcpwatch demo --headless`: in this checkout, and from a non-editable install in a fresh virtualenv."""
+"""`mcpwatch demo --headless` from a non-editable install, as the README's first command makes it: the one this suite
+runs in when it is one (as `.ci/run` installs it), else a fresh virtualenv with this checkout installed."""
 
 from __future__ import annotations
 
 import io
-import os
 import re
 import subprocess
 import sys
 import venv
+from pathlib import Path
 
 import pytest
 
-from checkout import REPO, mcpwatch_cmd
+from checkout import REPO
+
+
+def _installed_here(outside: Path) -> bool:
+    """Whether this interpreter's mcpwatch, imported from outside the checkout, is an install rather than the source."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import mcpwatch; print(mcpwatch.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=outside,
+        timeout=60,
+    )
+    return found.returncode == 0 and not Path(found.stdout.strip()).resolve().is_relative_to(REPO)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin folder of a non-editable mcpwatch."""
+    outside = tmp_path_factory.mktemp("outside")
+    here = Path(sys.executable).parent
+    if _installed_here(outside) and (here / "mcpwatch").exists():
+        return here
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder().create(env_dir)  # no pip of its own: this pip installs into it (`--python`), saving ensurepip
+    pip = [sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python")]
+    install = subprocess.run(
+        [*pip, "install", "-q", "--disable-pip-version-check", str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    return env_dir / "bin"
 
 
 @pytest.mark.slow
-def test_the_demo_tells_its_story_within_twenty_seconds(isolated_state):
+def test_the_demo_tells_its_story_within_twenty_seconds(installed: Path, isolated_state: Path, tmp_path: Path) -> None:
     """At its own speed the headless demo shows, in 20 s, a deadline answered with partial results, a late answer
     dropped and kept, a model disabled and an invalidation; the summary says each, and everything stops cleanly."""
     result = subprocess.run(
-        mcpwatch_cmd("demo", "--headless", "--duration", "20"), capture_output=True, text=True, cwd=REPO, timeout=180
+        [str(installed / "mcpwatch"), "demo", "--headless", "--duration", "20"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=180,
     )
     assert result.returncode == 0, result.stderr
     figures = {
@@ -52,32 +89,11 @@ def test_the_relay_ignores_every_second_cancellation():
     assert upstream.getvalue() == call + cancel % 2
 
 
-@pytest.mark.slow
-def test_non_editable_install_runs_the_demo_with_its_themes(tmp_path, isolated_state):
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder().create(env_dir)  # no pip of its own: this pip installs into it (`--python`), saving ensurepip
-    python = env_dir / "bin" / "python"
-    install = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(python),
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            str(REPO),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert install.returncode == 0, install.stderr[-2000:]
-    env = {**os.environ, "MCPWATCH_STATE_DIR": str(isolated_state)}
+@pytest.mark.slow  # with an editable checkout, it installs one first
+def test_the_install_carries_its_themes(installed: Path, tmp_path: Path) -> None:
     themes = subprocess.run(
         [
-            str(python),
+            str(installed / "python"),
             "-c",
             "import importlib.resources as r; print(sorted(p.name for p in "
             "(r.files('mcpwatch') / 'themes').iterdir()))",
@@ -85,18 +101,6 @@ def test_non_editable_install_runs_the_demo_with_its_themes(tmp_path, isolated_s
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=env,
         timeout=60,
     )
     assert "mcpwatch-dark.toml" in themes.stdout and "mcpwatch-high-contrast.toml" in themes.stdout, themes.stderr
-    demo = subprocess.run(
-        [str(env_dir / "bin" / "mcpwatch"), "demo", "--headless", "--duration", "10", "--time-scale", "0.05"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=180,
-    )
-    assert demo.returncode == 0, demo.stderr[-2000:]
-    assert "tool calls by outcome:" in demo.stdout
-    assert f"log: {isolated_state / 'events.db'}" in demo.stdout
