@@ -28,6 +28,7 @@ from mcpwatch.bench.procstat import rss_mb
 HELP = "the console under a 5,000 events/s flood: key-to-repaint latency, backlog, RSS"
 
 RATE = 5000.0
+QUICK_S = 2.0  # the flood of a smoke run (`--quick`): the figures' shape, not a measurement
 KEY_EVERY_S = 0.5  # longer than the tables hold still after a key, so every press meets a rebuilding table
 
 
@@ -232,11 +233,11 @@ def _key(name: str) -> Any:
 
 def run(quick: bool = False) -> dict[str, Any]:
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-    return asyncio.run(_drive(5.0 if quick else 60.0, RATE, through_wrapper=True))
+    return asyncio.run(_drive(QUICK_S if quick else 60.0, RATE, through_wrapper=True))
 
 
 if __name__ == "__main__":  # python -m mcpwatch.bench.console [--quick] [--feed]
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-    duration = 5.0 if "--quick" in sys.argv else 60.0
+    duration = QUICK_S if "--quick" in sys.argv else 60.0
     figures = asyncio.run(_drive(duration, RATE, through_wrapper="--feed" not in sys.argv))
     print(json.dumps({"benchmark": "console", **figures}, indent=2))

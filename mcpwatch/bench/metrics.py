@@ -122,8 +122,11 @@ def _in_process(calls: int) -> dict[str, float]:
     }
 
 
+QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = (200, 50) if quick else (4000, 400)
+    calls, warmup = QUICK if quick else (4000, 400)
     interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}

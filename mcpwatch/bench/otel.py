@@ -48,8 +48,11 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict
         return figures
 
 
+QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = (200, 50) if quick else (3000, 300)
+    calls, warmup = QUICK if quick else (3000, 300)
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
     try:

@@ -225,8 +225,11 @@ def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
             process.wait(10)
 
 
+QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
+
+
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = (200, 50) if quick else (2000, 200)
+    calls, warmup = QUICK if quick else (2000, 200)
     env = {**os.environ}
     with tempfile.TemporaryDirectory() as tmp:
         env["MCPWATCH_STATE_DIR"] = tmp
