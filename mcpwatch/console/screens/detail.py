@@ -10,7 +10,6 @@ from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer
 
 from mcpwatch.console.headless import render_detail
 from mcpwatch.console.headless.late_text import late_part
@@ -18,7 +17,7 @@ from mcpwatch.console.headless.panels.council import council_panel, council_titl
 from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import NARROW, SHORT, WatchScreen
-from mcpwatch.console.widgets import Line, Panel
+from mcpwatch.console.widgets import KeyFooter, Line, Panel
 
 # Outcomes where mcpwatch itself answered the host (the call was cut): what it sent is the call's result.
 ANSWERED_BY_MCPWATCH = frozenset({"deadline", "cancelled", "upstream_lost"})
@@ -65,7 +64,7 @@ class RequestDetailScreen(WatchScreen):
             yield Panel("Timeline", id="timeline", layout=True)
             # The council again, for the one-column layout (where it comes after the timeline); CSS shows one.
             yield Panel("Council models", id="detail-council-below", classes="council", layout=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._arrange(self.size.width, self.size.height)

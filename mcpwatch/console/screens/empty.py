@@ -8,9 +8,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Center, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from mcpwatch import paths
+from mcpwatch.console.widgets import KeyFooter
 from mcpwatch.registry import WrapperEntry, running_wrappers
 
 
@@ -23,7 +24,7 @@ class NoWrapperScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Center(), Vertical(id="empty-box"):
             yield Static(self._text(self._running_now()), id="empty-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._refresh_running)

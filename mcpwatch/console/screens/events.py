@@ -11,13 +11,12 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer
 
 from mcpwatch.console.headless.panels.events import events_panel
 from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
-from mcpwatch.console.widgets import Line, ScrollPanel
+from mcpwatch.console.widgets import KeyFooter, Line, ScrollPanel
 
 
 class EventsScreen(WatchScreen):
@@ -34,7 +33,7 @@ class EventsScreen(WatchScreen):
     def compose(self) -> ComposeResult:
         yield Line(id="topbar")
         yield ScrollPanel("Events", id="events")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#events", ScrollPanel).focus()

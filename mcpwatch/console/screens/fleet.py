@@ -16,13 +16,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
 
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless.fleet import FleetRow, probe_fleet
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.wire_text import shown_entry
-from mcpwatch.console.widgets import Line, WindowTable
+from mcpwatch.console.widgets import KeyFooter, Line, WindowTable
 from mcpwatch.registry import WrapperEntry
 
 # What says a wrapper needs a look comes first, so that it shows at 80 columns; the rest scroll sideways (← →).
@@ -112,7 +112,7 @@ class FleetScreen(Screen[None]):
         yield Line(id="fleet-title")
         yield WindowTable(COLUMNS, id="fleet-table", sideways=30)
         yield Line(id="fleet-hint", layout=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#fleet-table", WindowTable).focus()

@@ -8,7 +8,7 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Input
+from textual.widgets import DataTable, Input
 
 from mcpwatch.console.headless.panels import (
     council,
@@ -31,7 +31,7 @@ from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.requests_view import RequestsView
-from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable, set_title
+from mcpwatch.console.widgets import KeyFooter, Line, Panel, ScrollPanel, WindowTable, set_title
 
 LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)
 
@@ -110,7 +110,7 @@ class MainScreen(WatchScreen):
                     yield ScrollPanel("Invalidations", id=invalidations.WIDGET)
                     yield ScrollPanel("Warnings", id=warnings.WIDGET)
         yield from self.compose_extra()
-        yield Footer()
+        yield KeyFooter()
 
     def compose_extra(self) -> ComposeResult:
         """Widgets between the panels and the footer: none live; replay puts its timeline bar here."""

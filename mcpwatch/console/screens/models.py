@@ -34,7 +34,7 @@ from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.modals import Confirm
-from mcpwatch.console.widgets import Line, WindowTable
+from mcpwatch.console.widgets import KeyFooter, Line, WindowTable
 from mcpwatch.operator import OperatorError
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
@@ -111,7 +111,7 @@ class ModelsScreen(WatchScreen):
         yield Line(id="models-bar")
         yield WindowTable(COLUMNS, id="models-table", sideways=24)
         yield Line(id="models-note", layout=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._read_log()

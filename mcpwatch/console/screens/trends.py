@@ -22,7 +22,7 @@ from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.trends import WINDOW_ORDER, TrendLog, trend_log
 from mcpwatch.console.headless.trends_view import trends_text
 from mcpwatch.console.screens.base import WatchScreen
-from mcpwatch.console.widgets import Line
+from mcpwatch.console.widgets import KeyFooter, Line
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
 
@@ -60,7 +60,7 @@ class TrendsScreen(WatchScreen):
         yield Line(id="trends-bar")
         with VerticalScroll(id="trends-scroll"):
             yield Line(id="trends-body", layout=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._read_log()
