@@ -277,7 +277,7 @@ class ReplayEngine:
         if checkpoint.blob is None:
             self.model.reset()
         else:
-            self.model.load(unpack(checkpoint.blob))
+            self.model.adopt(unpack(checkpoint.blob))  # a fresh object graph, this model's alone
         self.ordinal, self.seq, self.mono = checkpoint.ordinal, checkpoint.seq, checkpoint.mono
         self._ahead = None
         self._peeked = None

@@ -62,8 +62,11 @@ def test_checkpoint_keeps_a_request_and_its_tombstone_one_object() -> None:
     in_memory = ConsoleModel.restore(before.snapshot())
     packed = ConsoleModel()
     packed.load(unpack(pack(before.snapshot())))  # as the index keeps them
-    for restored in (in_memory, packed):
+    adopted = ConsoleModel()
+    adopted.adopt(unpack(pack(before.snapshot())))  # as a seek restores them
+    for restored in (in_memory, packed, adopted):
         restored.apply_many(events[hit:])
+        assert_same_as_fold(restored, live, SAMPLE_NOW)
         detail = restored.request_detail("20", SAMPLE_NOW)
         assert detail == live.request_detail("20", SAMPLE_NOW)
         assert detail is not None and detail.tombstone is not None and detail.tombstone.hits == 1
