@@ -173,7 +173,11 @@ async def test_the_cross_wrapper_alert_is_visible_at_80_columns() -> None:
         await ready(pilot)
         app.fleet_badge = "prod: 59 deadlines in 5 min (F)"
         banner = app.screen.query_one("#banner", Line)
-        await until(pilot, lambda: "⚑ prod" in banner.plain and banner.display, what="the alert on the banner")
+
+        def laid_out() -> bool:  # a line just made visible has no width until the next layout
+            return "⚑ prod" in banner.plain and banner.display and banner.size.width > 0
+
+        await until(pilot, laid_out, what="the alert on the banner")
         shown = banner.plain[: banner.size.width]  # what fits on the line, from its first column
         assert "⚑ prod: 59 deadlines in 5 min (F)" in shown, (shown, cell_len(banner.plain))
 
