@@ -16,6 +16,7 @@ import urllib.request
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -122,11 +123,8 @@ def _in_process(calls: int) -> dict[str, float]:
     }
 
 
-QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
-
-
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = QUICK if quick else (4000, 400)
+    calls, warmup = QUICK_CALLS if quick else (4000, 400)
     interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}

@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
 
 HELP = "OpenTelemetry export on vs off: latency ratio of the wrapped no-op call (needs mcpwatch[otel])"
@@ -48,11 +49,8 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict
         return figures
 
 
-QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
-
-
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = QUICK if quick else (3000, 300)
+    calls, warmup = QUICK_CALLS if quick else (3000, 300)
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
     try:

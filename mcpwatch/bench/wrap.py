@@ -22,6 +22,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
+from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.bench.baseline import BASELINE_ENV
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -225,11 +226,8 @@ def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
             process.wait(10)
 
 
-QUICK = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
-
-
 def run(quick: bool = False) -> dict[str, Any]:
-    calls, warmup = QUICK if quick else (2000, 200)
+    calls, warmup = QUICK_CALLS if quick else (2000, 200)
     env = {**os.environ}
     with tempfile.TemporaryDirectory() as tmp:
         env["MCPWATCH_STATE_DIR"] = tmp

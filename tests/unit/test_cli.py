@@ -4,8 +4,7 @@ import subprocess
 import pytest
 
 from mcpwatch import __version__
-from mcpwatch.bench import otel as bench_otel
-from mcpwatch.bench import wrap as bench_wrap
+from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.cli import main
 
 from checkout import REPO, mcpwatch_cmd
@@ -72,7 +71,7 @@ def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
     report = json.loads(done.stdout)
     stdio = report["stdio"]
     for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
-        assert stdio[path]["calls"] == bench_wrap.QUICK[0] and stdio[path]["median_ratio"] > 0
+        assert stdio[path]["calls"] == QUICK_CALLS[0] and stdio[path]["median_ratio"] > 0
     assert stdio["concurrent_32"]["throughput_ratio"] > 0 and report["http"]["wrapped"]["median_ratio"] > 0
 
 
@@ -95,5 +94,5 @@ def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "otel", "--quick"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     stdio = json.loads(done.stdout)["stdio"]
-    assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == bench_otel.QUICK[0]
+    assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == QUICK_CALLS[0]
     assert stdio["otel_cost_ratio"] > 0 and stdio["wrapped_otel"]["cpu_us_per_call"] > 0
