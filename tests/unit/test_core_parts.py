@@ -23,6 +23,10 @@ def _refers(value: Any, obj: Any) -> bool:
 _UNSET = object()
 
 
+def _is_part(obj: Any) -> bool:
+    return type(obj).__module__.startswith("mcpwatch.wrapper.")
+
+
 def _fields(obj: Any) -> dict[str, Any]:
     names = getattr(obj, "__dict__", None)
     if names is not None:
@@ -34,7 +38,7 @@ def holders(core: WrapperCore) -> set[tuple[str, str]]:
     """(part, attribute) for every attribute of one of the core's parts that reaches the core."""
     found = set()
     for part_name, part in vars(core).items():
-        if not type(part).__module__.startswith("mcpwatch.wrapper."):
+        if not _is_part(part):
             continue
         found |= {(part_name, name) for name, value in _fields(part).items() if _refers(value, core)}
     return found
@@ -42,7 +46,7 @@ def holders(core: WrapperCore) -> set[tuple[str, str]]:
 
 def test_no_part_holds_the_core(loop: asyncio.AbstractEventLoop) -> None:
     core = TaskRig(loop).core
-    parts = [name for name, part in vars(core).items() if type(part).__module__.startswith("mcpwatch.wrapper.")]
+    parts = [name for name, part in vars(core).items() if _is_part(part)]
     assert len(parts) >= 10  # the walk sees the parts (session, endings, inbound, the task layer…)
     assert holders(core) == set()
 
@@ -62,7 +66,7 @@ def _part_types(core: WrapperCore) -> set[type]:
     todo = list(vars(core).values())
     while todo:
         obj = todo.pop()
-        if id(obj) in seen or not type(obj).__module__.startswith("mcpwatch.wrapper."):
+        if id(obj) in seen or not _is_part(obj):
             continue
         seen.add(id(obj))
         found.add(type(obj))
