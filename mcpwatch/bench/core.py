@@ -10,11 +10,15 @@ import timeit
 from collections.abc import Callable
 from typing import Any
 
+from mcpwatch.bench.callcount import bench_call_counts
 from mcpwatch.clock import SYSTEM_CLOCK, ManualClock
 from mcpwatch.reliability.statesync import PolicyEngine, StateSync
 from mcpwatch.reliability.tombstones import TombstoneTable
 
-HELP = "reliability core: policy resolution, tool decoration, tombstone lookup and sweep vs targets"
+HELP = (
+    "reliability core: policy resolution, tool decoration, tombstone lookup and sweep, interpreter calls per plain"
+    " call vs targets"
+)
 
 TOMBSTONES = 100_000
 TOOLS = 1_000
@@ -145,5 +149,11 @@ def bench_sweep(quick: bool) -> dict[str, Any]:
 
 
 def run(quick: bool = False) -> dict[str, Any]:
-    figures = [bench_resolution(quick), bench_decoration(quick), bench_lookup(quick), bench_sweep(quick)]
+    figures = [
+        bench_resolution(quick),
+        bench_decoration(quick),
+        bench_lookup(quick),
+        bench_sweep(quick),
+        bench_call_counts(quick),
+    ]
     return {"quick": quick, "pass": all(f["pass"] for f in figures), "figures": figures}

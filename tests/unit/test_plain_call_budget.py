@@ -1,0 +1,37 @@
+"""The plain call's cost, guarded by a count the machine's load cannot change: interpreter function calls per
+`tools/call` through a real core (`mcpwatch/bench/callcount.py`). A feature that adds per-call work fails here in
+the commit that adds it; raising a budget is a decision its commit explains."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpwatch.bench import callcount
+from mcpwatch.bench.callcount import LOOP_BUDGET, WRITER_BUDGET, plain_call_counts
+
+
+def test_a_plain_call_stays_within_its_call_budget() -> None:
+    counts = plain_call_counts()
+    assert counts["events_per_call"] == 2.0  # request_start and request_end: what the writer's share is made of
+    assert 0 < counts["loop_calls_per_call"] <= LOOP_BUDGET, counts
+    assert 0 < counts["writer_calls_per_call"] <= WRITER_BUDGET, counts
+
+
+def test_the_count_does_not_depend_on_how_many_calls_are_measured() -> None:
+    few, many = plain_call_counts(calls=100), plain_call_counts(calls=400)
+    assert few["loop_calls_per_call"] == pytest.approx(many["loop_calls_per_call"], abs=0.5)
+
+
+def test_the_guard_sees_work_added_to_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stand-in for a feature that adds per-call work: ten more calls on the core's path for every host frame.
+    core_class = callcount.WrapperCore
+    original = core_class.host_frame
+
+    def heavier(self: object, link: object, line: bytes) -> None:
+        for _ in range(10):
+            len(line)
+        original(self, link, line)  # type: ignore[arg-type]  # the core's own method, unchanged
+
+    plain = plain_call_counts()["loop_calls_per_call"]
+    monkeypatch.setattr(core_class, "host_frame", heavier)
+    assert plain_call_counts()["loop_calls_per_call"] >= plain + 10
