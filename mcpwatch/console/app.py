@@ -104,7 +104,7 @@ class ConsoleApp(InsightActions, App[None]):
         unknown = sorted(set(self.user_keys) - binding_ids())
         if unknown:
             self.notify(
-                f"[console.keys]: unknown binding id(s) {', '.join(unknown)} — known: see README (The console)",
+                f"[console.keys]: unknown binding id(s) {', '.join(unknown)} — known: see mcpwatch/docs/console.md",
                 severity="warning",
                 timeout=15,
                 markup=False,

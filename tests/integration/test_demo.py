@@ -105,3 +105,21 @@ def test_the_install_carries_its_themes(installed: Path, tmp_path: Path) -> None
         timeout=60,
     )
     assert "mcpwatch-dark.toml" in themes.stdout and "mcpwatch-high-contrast.toml" in themes.stdout, themes.stderr
+
+
+@pytest.mark.slow  # with an editable checkout, it installs one first
+def test_the_install_carries_its_manual(installed: Path, tmp_path: Path) -> None:
+    """The manual's pages ship in the package, so an installed mcpwatch has its documentation beside it."""
+    listing = subprocess.run(
+        [
+            str(installed / "python"),
+            "-c",
+            "import importlib.resources as r; print(*(p.name for p in (r.files('mcpwatch') / 'docs').iterdir()))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    shipped = {page.name for page in (REPO / "mcpwatch" / "docs").glob("*.md")}
+    assert len(shipped) >= 12 and shipped <= set(listing.stdout.split()), listing.stderr

@@ -19,9 +19,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def test_the_readme_example_loads_with_every_key(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    example = readme.split("### mcpwatch.toml", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+def test_the_manuals_example_loads_with_every_key(tmp_path: Path) -> None:
+    page = (REPO / "mcpwatch" / "docs" / "configuration.md").read_text(encoding="utf-8")
+    example = page.split("## mcpwatch.toml", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     settings = load_settings(write(tmp_path / "mcpwatch.toml", example))
     assert (settings.deadline.host_timeout_s, settings.deadline.margin_s) == (None, 10.0)  # unset: the host decides
     assert settings.deadline.tools == {"consult_council": 100.0}
