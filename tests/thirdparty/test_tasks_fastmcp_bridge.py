@@ -8,6 +8,7 @@ identical call from the same host takes its result."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from test_tasks_fastmcp import fastmcp_tasks_python
 
+from mcpwatch.ports import free_port, wait_for_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
@@ -91,3 +93,38 @@ def test_a_cut_bridged_extension_task_goes_on_and_an_identical_call_takes_its_re
     tasks = {e.data["task_id"] for e in log if e.kind in ("task_created", "task_status")}
     assert len(tasks) == 1  # never started again: every identical call joined the one task
     assert [e.data["status"] for e in log if e.kind == "task_status"][-1] == "completed"
+
+
+@pytest.mark.slow
+def test_over_the_http_front_a_retried_sessionless_call_attaches_to_its_task(isolated_state: Path) -> None:
+    """The 2026-era client's requests carry no session: its retry is matched by the client it names and the call's
+    arguments, so the cut answer's promise holds over the HTTP front too (one task, one `crunch` run)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    upstream = [fastmcp_tasks_python(), str(SERVER)]
+    command = [sys.executable, "-m", "mcpwatch", "wrap", "--deadline", "2", "--listen", url, "--", *upstream]
+    wrapper = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+
+        async def run() -> tuple[Any, list[Any]]:
+            async with Client(url, read_timeout_seconds=60) as client:
+                assert client.protocol_version == "2026-07-28"
+                cut = await client.call_tool("crunch", {"seconds": 3})
+                retries = []
+                for _attempt in range(10):  # each retry waits on the one task (the server asks for polls every 5 s)
+                    retries.append(await client.call_tool("crunch", {"seconds": 3}))
+                    if retries[-1].is_error is not True:
+                        break
+            return cut, retries
+
+        cut, retries = anyio.run(run)
+    finally:
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert cut.is_error is True and "goes on upstream as task" in text(cut)
+    assert (text(retries[-1]), retries[-1].is_error) == ("crunched 3", False)
+    log = events(isolated_state)
+    tasks = {e.data["task_id"] for e in log if e.kind in ("task_created", "task_status")}
+    assert len(tasks) == 1  # every retry attached to the task the first call made
+    assert [e for e in log if e.kind == "task_created" and e.data.get("attached_to")]

@@ -110,3 +110,81 @@ def test_the_operators_cancel_of_a_bridged_extension_task_carries_the_envelope(l
     spin(loop)
     cancel = calls(rig, "tasks/cancel")[-1]
     assert cancel["params"] == {"taskId": "t-1", "_meta": meta(tasks=True)}  # else the upstream refuses it (-32021)
+
+
+class SessionlessRequest:
+    """One 2026-era POST to the HTTP front: no connection; what it proves is the front's principal."""
+
+    def __init__(self, principal: str = "local") -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.connection = None
+        self.sessionless_principal = principal
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+
+def client_meta(name: str = "sdk-host", version: str = "1") -> dict[str, Any]:
+    return {**meta(), "io.modelcontextprotocol/clientInfo": {"name": name, "version": version}}
+
+
+def cut_sessionless_task(loop) -> TaskRig:
+    """A sessionless request's task-only call, bridged, then cut at its host's budget (2 s): the task goes on."""
+    rig = TaskRig(loop, host_timeout_s=2.0, margin_s=0.0)
+    answer = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {EXTENSION: {}}}}
+    rig.answer(rig.request(0, "server/discover", {"_meta": meta()}, host=SessionlessRequest()), answer)
+    first = SessionlessRequest()
+    call = {"name": "crunch", "arguments": {"n": 1, "m": [2, 3]}, "_meta": client_meta()}
+    rig.answer(rig.request(1, "tools/call", call, host=first), error=REFUSAL)
+    rig.answer(calls(rig, "tools/call")[-1]["id"], {"resultType": "task", **task("working")})
+    rig.scheduler.advance(2.0)
+    spin(loop)
+    assert "goes on upstream as task t-1" in first.sent[-1]["result"]["content"][0]["text"]
+    return rig
+
+
+def test_a_retried_sessionless_call_attaches_to_its_running_task(loop) -> None:
+    rig = cut_sessionless_task(loop)
+    retry = SessionlessRequest()  # a new POST: the same client, the same arguments in another order
+    call = {"name": "crunch", "arguments": {"m": [2, 3], "n": 1}, "_meta": client_meta()}
+    rig.request(2, "tools/call", call, host=retry)
+    assert len(calls(rig, "tools/call")) == 2  # the refused call and its task: no third, no second task
+    poll = next_poll(rig, loop)
+    result = {"content": [{"type": "text", "text": "crunched"}]}
+    rig.answer(poll["id"], {"resultType": "complete", **task("completed", result=result)})
+    spin(loop)
+    assert retry.sent[-1]["id"] == 2 and retry.sent[-1]["result"]["content"] == result["content"]
+    attached = [e.data for e in rig.events(Kind.TASK_CREATED) if e.data.get("attached_to")]
+    assert [a["task_id"] for a in attached] == ["t-1"]
+
+
+def test_a_finished_sessionless_task_answers_a_retry_of_the_same_client_at_once(loop) -> None:
+    rig = cut_sessionless_task(loop)
+    poll = next_poll(rig, loop)
+    result = {"content": [{"type": "text", "text": "crunched"}]}
+    rig.answer(poll["id"], {"resultType": "complete", **task("completed", result=result)})
+    spin(loop)
+    retry = SessionlessRequest()
+    rig.request(2, "tools/call", {"name": "crunch", "arguments": {"n": 1, "m": [2, 3]}, "_meta": client_meta()}, retry)
+    assert retry.sent[-1]["result"]["content"] == result["content"]
+    assert len(rig.events(Kind.LATE_REUSE)) == 1
+
+
+def test_another_client_or_principal_never_attaches_to_a_sessionless_task(loop) -> None:
+    """A sessionless request proves no connection: the client it names (a claim) and the front's principal are
+    what keeps two hosts' identical calls apart; a request naming no client attaches to nothing."""
+    rig = cut_sessionless_task(loop)
+    others = [
+        (SessionlessRequest(), client_meta(name="other-host")),
+        (SessionlessRequest(), client_meta(version="2")),
+        (SessionlessRequest("bearer"), client_meta()),
+        (SessionlessRequest(), meta() | {"io.modelcontextprotocol/clientInfo": {}}),
+        (SessionlessRequest(None), client_meta()),  # type: ignore[arg-type]  # a link that grants no attach
+    ]
+    for number, (request, claimed) in enumerate(others, start=2):
+        rig.request(
+            number, "tools/call", {"name": "crunch", "arguments": {"n": 1, "m": [2, 3]}, "_meta": claimed}, request
+        )
+    made = [m for m in calls(rig, "tools/call")[2:]]
+    assert len(made) == len(others)  # each its own call upstream, none waiting on task t-1
+    assert not [e for e in rig.events(Kind.TASK_CREATED) if e.data.get("attached_to")]

@@ -260,7 +260,7 @@ class WrapperCore:
             return
         bridge, offer = self.bridge, self.offer
         arguments = params.get("arguments")
-        if tool is not None and bridge.runs and bridge.answer_at_once(link, message["id"], tool, arguments):
+        if tool is not None and bridge.runs and bridge.answer_at_once(link, message["id"], tool, arguments, meta):
             return  # an identical call whose bridged task finished after its host stopped waiting
         if method in POLL_METHODS and offer.handles(link, message):
             return  # a poll of a task mcpwatch itself runs for this host

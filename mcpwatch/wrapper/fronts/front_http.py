@@ -67,13 +67,16 @@ class _Stream:
 class HttpSession:
     """A host session: the link its core answers through."""
 
-    def __init__(self, session_id: str, entry: HostSession, key_prefix: str) -> None:
+    def __init__(self, session_id: str, entry: HostSession, key_prefix: str, principal: str | None = None) -> None:
         self.session_id = session_id
         self.entry = entry
         self.port: HostPort = entry.core
         self.key_prefix = key_prefix  # request ids in the log: "<session>/<host id>", apart from other hosts'
         # a session id is a fresh uuid4; a sessionless request (no id) proves no host, so nothing is reused for it
         self.connection = f"session {session_id}" if session_id else None
+        # what a sessionless request proves about who sent it ("bearer": the front's token; "local": nothing but
+        # this machine): with its client's name, whose running bridged task a retried call may attach to
+        self.sessionless_principal = principal if not session_id else None
         self.streams: list[_Stream] = []
         self.get_queue: HostQueue | None = None
 
@@ -273,7 +276,8 @@ class HttpFront:
                 return
         elif session is None and not headers.get(SESSION_HEADER) and all(modern_version(i) is not None for i in items):
             self._requests += 1  # 2026 era: sessionless, answered on this POST (attached below)
-            session = ephemeral = HttpSession("", self.pool.shared_session(), f"r{self._requests}/")
+            principal = "bearer" if self.guard.token is not None else "local"
+            session = ephemeral = HttpSession("", self.pool.shared_session(), f"r{self._requests}/", principal)
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
             await respond_json(

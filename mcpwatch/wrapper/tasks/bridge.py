@@ -248,11 +248,11 @@ class TaskBridge:
 
     # ------------------------------------------------------------------ an identical call: attach, or take the result
 
-    def answer_at_once(self, link: HostLink, host_id: Any, tool: str, arguments: Any) -> bool:
+    def answer_at_once(self, link: HostLink, host_id: Any, tool: str, arguments: Any, meta: Any = None) -> bool:
         """An identical call whose cut predecessor's task has finished: answered now with that task's result."""
         if not self.runs:
             return False  # the common case, without canonicalising the arguments
-        run = self.runs.get(run_key(link, tool, arguments))  # type: ignore[arg-type]  # a None key finds no run
+        run = self.runs.get(run_key(link, tool, arguments, meta))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.result is None or run.finished_at is None:
             return False
         answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
@@ -271,7 +271,8 @@ class TaskBridge:
         if run is not None:  # its refusal was checked first: it is the host's, and answers what is asked
             self.input.answered(run, params, _poll_params(run))
         elif self.runs:
-            run = self.runs.get(run_key(pending.link, pending.tool or "", arguments))  # type: ignore[arg-type]  # a None key finds no run
+            key = run_key(pending.link, pending.tool or "", arguments, params.get("_meta"))
+            run = self.runs.get(key)  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True
@@ -299,8 +300,8 @@ class TaskBridge:
         """The upstream made the task: the host's call keeps waiting, and mcpwatch polls for it."""
         poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or DEFAULT_POLL_S * 1000) / 1000)
         ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
-        arguments = pending.message.get("params", {}).get("arguments")
-        key = run_key(pending.link, pending.tool or "", arguments)
+        params = pending.message.get("params", {})
+        key = run_key(pending.link, pending.tool or "", params.get("arguments"), params.get("_meta"))
         run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s, era=state.era)
         if state.era == "extension":  # each poll repeats the call's 2026-era envelope, the extension declared
             run.poll_meta = envelope(pending.message.get("params", {}).get("_meta"))

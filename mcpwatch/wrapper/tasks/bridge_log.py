@@ -4,12 +4,14 @@ cut call, so the report's "finished late", `whatif` and the console read them al
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData
 from mcpwatch.scheduler import Timer
+from mcpwatch.wire import MODERN_CLIENT_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
@@ -40,7 +42,7 @@ class BridgedInput:
 class BridgedRun:
     """One task mcpwatch made for a host, and the host calls waiting for its answer."""
 
-    key: tuple[str, str, str] | None  # (host connection, tool, arguments): what an identical call matches
+    key: tuple[str, str, str] | None  # (owner, tool, arguments digest): what an identical call matches
     maker: Pending  # the call that made it
     task_id: str
     poll_s: float
@@ -62,13 +64,35 @@ class BridgedRun:
     input: BridgedInput | None = None  # the extension's input requests relayed to the host (`bridge_input`)
 
 
-def run_key(link: Any, tool: str, arguments: Any) -> tuple[str, str, str] | None:
-    """What an identical call matches: the same host connection (never a sessionless request's: it has none, and
-    may be any host's), tool and arguments."""
-    connection = getattr(link, "connection", None)
-    if connection is None:
+def run_key(link: Any, tool: str, arguments: Any, meta: Any = None) -> tuple[str, str, str] | None:
+    """What an identical call matches: the same owner (`attach_owner`), tool and arguments (canonical JSON, kept
+    as a digest: a key costs the same whatever the arguments weigh)."""
+    owner = attach_owner(link, meta)
+    if owner is None:
         return None
-    return (connection, tool, json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str))
+    canonical = json.dumps(arguments if arguments is not None else {}, sort_keys=True, default=str)
+    return (owner, tool, hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+def attach_owner(link: Any, meta: Any) -> str | None:
+    """Whose call an identical call may attach to. A host connection's name ("stdio", "session <uuid>") where it has
+    one. A sessionless 2026-era request over the HTTP front proves no connection, so its owner is what it can prove
+    (the front's `sessionless_principal`: "bearer" when every request must carry the front's token, else "local",
+    any process on this machine) with the client it names (`_meta` clientInfo name and version, a claim, so two
+    kinds of host never meet), kept as a digest. None (no attach at all) for a request that names no client or a
+    link that grants none."""
+    connection = getattr(link, "connection", None)
+    if connection is not None:
+        return str(connection)
+    principal = getattr(link, "sessionless_principal", None)
+    client = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
+    if principal is None or not isinstance(client, dict):
+        return None
+    name = client.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    claimed = json.dumps([name, client.get("version")], default=str)
+    return f"sessionless {principal} {hashlib.sha256(claimed.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}"
 
 
 def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now: float) -> None:
