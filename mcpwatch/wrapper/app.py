@@ -30,6 +30,7 @@ from mcpwatch.store.kept_tasks import find_kept_task
 from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
+from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
 from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.operator.actions import OperatorActions
 from mcpwatch.wrapper.operator.operator_server import OperatorServer, build_operator_app, new_token
@@ -276,6 +277,10 @@ async def run_wrapper(options: WrapOptions) -> int:
         also_offered=slow.offers if slow is not None else None,
     )
 
+    # the upstream's last server/discover answer: the core 2026-era hosts use answers from it while the upstream starts
+    memo_file = None if state_problem is not None else memo_path(paths.state_dir(), options.upstream_target)
+    discover_memo = DiscoverMemo(memo_file, options.upstream_target, recorder.warn)
+
     def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
         return WrapperCore(
@@ -290,6 +295,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             trace_requests=otel is not None and otel.target.traces_url is not None,
             on_tools_listed=None if fold is None else fold.tools.add_listed,
             offers=offers,
+            discover_memo=discover_memo if host_session is None or shared else None,
         )
 
     pool = None

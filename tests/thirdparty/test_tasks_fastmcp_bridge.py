@@ -128,3 +128,59 @@ def test_over_the_http_front_a_retried_sessionless_call_attaches_to_its_task(iso
     tasks = {e.data["task_id"] for e in log if e.kind in ("task_created", "task_status")}
     assert len(tasks) == 1  # every retry attached to the task the first call made
     assert [e for e in log if e.kind == "task_created" and e.data.get("attached_to")]
+
+
+GATED = """import pathlib, runpy, sys, time
+gate = pathlib.Path(sys.argv[1])
+for _ in range(2400):  # at most 120 s: a test that never opens the gate does not leave a server behind
+    if gate.exists():
+        break
+    time.sleep(0.05)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def gated_front(tmp: Path, gate: Path, *wrap_args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A freshly started HTTP front whose upstream (FastMCP 4 with the tasks extension) starts only once `gate`
+    exists: a server as slow to start as the test wants, whatever the machine's speed."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    upstream = [fastmcp_tasks_python(), "-c", GATED, str(gate), str(SERVER)]
+    command = [sys.executable, "-m", "mcpwatch", "wrap", *wrap_args, "--listen", url, "--", *upstream]
+    wrapper = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
+    wait_for_port(port)
+    return wrapper, url
+
+
+@pytest.mark.slow
+def test_a_fresh_front_answers_discover_before_its_upstream_has_started(isolated_state: Path, tmp_path: Path) -> None:
+    """The Python SDK client probes `server/discover` for 10 s, then falls back to the 2025 handshake, where the
+    task-only tool fails. A front started again answers the probe from the upstream's answer at its last start,
+    while the upstream is still starting; the client stays in the 2026 era and the task-only call then runs."""
+    gate = tmp_path / "gate"
+
+    async def connect(url: str, then: Any = None) -> tuple[str, str]:
+        async with Client(url, read_timeout_seconds=60) as client:
+            version = client.protocol_version
+            if then is not None:
+                then()
+            result = await client.call_tool("crunch", {"seconds": 0.5})
+            return version, text(result)
+
+    gate.touch()  # the first start: the upstream starts at once, and answers the first probe itself
+    wrapper, url = gated_front(tmp_path, gate)
+    try:
+        assert anyio.run(connect, url) == ("2026-07-28", "crunched 0.5")
+    finally:
+        wrapper.terminate()
+        wrapper.wait(30)
+    gate.unlink()  # the next start: its upstream waits for the gate, which opens only once the client is connected
+    wrapper, url = gated_front(tmp_path, gate)
+    try:
+        version, answer = anyio.run(connect, url, gate.touch)
+    finally:
+        gate.touch()
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert (version, answer) == ("2026-07-28", "crunched 0.5")

@@ -47,8 +47,10 @@ class UpstreamInbound:
         bridge: TaskBridge | None = None,
         offer: TaskOffer | None = None,
         on_tools_listed: Callable[[Any], None] | None = None,
+        on_discovered: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.tasks = tasks
+        self.on_discovered = on_discovered  # told the upstream's own server/discover answer
         self.bridge = bridge
         self.offer = offer
         self.table = table
@@ -164,6 +166,8 @@ class UpstreamInbound:
             elif pending.method == "server/discover" and isinstance(result, dict):
                 if self.bridge is not None:  # does the upstream take the tasks extension? (before the offer's mark)
                     self.bridge.discovered(result)
+                if self.on_discovered is not None:  # kept, to answer while the upstream starts next time
+                    self.on_discovered(result)
                 if self.offer is not None:  # a 2026-era host learns mcpwatch offers tasks
                     result = self.offer.decorate_discover(result)
             elif pending.method == "initialize" and isinstance(result, dict):

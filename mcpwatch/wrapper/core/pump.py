@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from mcpwatch.config import Settings
@@ -32,6 +33,7 @@ from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_MET
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core import oversize
+from mcpwatch.wrapper.core.discover_memo import DiscoverMemo
 from mcpwatch.wrapper.core.endings import Endings, Failures
 from mcpwatch.wrapper.core.heartbeat import Heartbeats
 from mcpwatch.wrapper.core.hostwatch import HostDirectory
@@ -62,11 +64,13 @@ class WrapperCore:
         trace_requests: bool = False,
         on_tools_listed: Callable[[Any], None] | None = None,
         offers: SharedOffers | None = None,
+        discover_memo: DiscoverMemo | None = None,
     ) -> None:
         """`front`: the kind of front its hosts use ("stdio" or "http"; host profiles may have clocks for one only).
         `trace_requests`: OpenTelemetry export is on, so each forwarded request carries the wrapper's span.
         `on_tools_listed`: told each tools/list result (the scrape endpoint learns the tool names).
-        `offers`: what this wrapper's cores share about the tasks they offer."""
+        `offers`: what this wrapper's cores share about the tasks they offer.
+        `discover_memo`: the upstream's kept `server/discover` answer (the core 2026-era hosts use)."""
         self.settings = settings
         self.deadline = deadline
         self.recorder = recorder
@@ -154,7 +158,9 @@ class WrapperCore:
             on_progress=self.heartbeats.touch,
             shared=shared,
             on_tools_listed=on_tools_listed,
+            on_discovered=None if discover_memo is None else discover_memo.note,
         )
+        self.discover_memo = discover_memo
         self.unusable = oversize.UnusableFrames(
             cap_bytes=settings.limits.max_frame_bytes,
             session=self.session,
@@ -318,6 +324,10 @@ class WrapperCore:
         if "params" in message or trace_ids is not None:
             forwarded["params"] = forwarded_params
         pending.message = forwarded
+        if method == "server/discover" and (kept := self._kept_discover(version, forwarded_params)) is not None:
+            _request_start(self.recorder, pending, params, trace_ids)  # answered at once from the kept answer
+            self.inbound.message({"jsonrpc": "2.0", "id": up_id, "result": kept})
+            return
         outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
         if pending.poll is None:  # a task's poll is its task's, not a call of its own
             _request_start(self.recorder, pending, params, trace_ids)
@@ -325,6 +335,16 @@ class WrapperCore:
             self.failures.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
             self.failures.fail(pending, Outcome.ERROR, self.session.refusal_text(outcome))
+
+    def _kept_discover(self, version: str | None, params: dict[str, Any]) -> dict[str, Any] | None:
+        """While the upstream is not ready, the answer it gave at its last start (`discover_memo`); the same request
+        goes upstream once it is, and its answer is kept."""
+        memo = self.discover_memo
+        if memo is None or self.session.ready or (kept := memo.kept(version)) is None:
+            return None
+        memo.served += 1
+        memo.refresh(partial(self.session.request_when_ready, "server/discover", params), self.bridge.discovered)
+        return kept
 
     def _host_notification(self, link: HostLink, message: dict[str, Any]) -> None:
         if message["method"] == "notifications/cancelled":

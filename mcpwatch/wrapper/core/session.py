@@ -267,6 +267,24 @@ class UpstreamSession:
             future.set_result(message)
         return True
 
+    async def request_when_ready(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The wrapper's own request, held in the queue as a host's is until the upstream is ready; a lost upstream
+        fails it (the caller bounds the wait)."""
+        up_id = self.ids.allocate()
+        future: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self.internal[up_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": up_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        outcome = self.transmit(None, message)
+        if outcome not in ("sent", "queued"):
+            self.internal.pop(up_id, None)
+            raise ConnectionError(self.refusal_text(outcome))
+        try:
+            return await future
+        finally:
+            self.internal.pop(up_id, None)
+
     async def request(
         self, method: str, params: dict[str, Any] | None, timeout: float, *, force: bool = False
     ) -> dict[str, Any] | None:
