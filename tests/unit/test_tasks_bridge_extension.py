@@ -188,3 +188,31 @@ def test_another_client_or_principal_never_attaches_to_a_sessionless_task(loop) 
     made = [m for m in calls(rig, "tools/call")[2:]]
     assert len(made) == len(others)  # each its own call upstream, none waiting on task t-1
     assert not [e for e in rig.events(Kind.TASK_CREATED) if e.data.get("attached_to")]
+
+
+def test_a_2025_era_host_is_told_in_one_line_why_an_extension_only_tool_cannot_run(loop) -> None:
+    """An extension server over a connection opened with `initialize` lists its task-only tools (`required`) but
+    refuses every 2025-era call of them with `-32021`: the host (with or without tasks) gets one line naming the
+    tool, the era and what can call it, never the 2026 era's code alone."""
+    for capabilities in ({}, {"tasks": {"requests": {"tools": {"call": {}}}}}):
+        rig = TaskRig(loop, host_timeout_s=30.0, margin_s=0.0)
+        init = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "claude-code"}}
+        up_caps = {"tools": {"listChanged": True}}  # no `tasks`: it runs them only for 2026-era requests
+        rig.answer(rig.request(0, "initialize", init), {"protocolVersion": "2025-11-25", "capabilities": up_caps})
+        crunch = {"name": "cr\x1bunch", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}
+        rig.answer(rig.request("l", "tools/list", {}), {"tools": [crunch]})
+        params: dict[str, Any] = {"name": "cr\x1bunch", "arguments": {}}
+        if capabilities:
+            params["task"] = {"ttl": 60000}
+        rig.answer(rig.request(1, "tools/call", params), error=REFUSAL)
+        error = rig.replies()[-1]["error"]
+        assert error["code"] == -32021 and error["data"] == REFUSAL["data"]
+        assert error["message"].startswith('mcpwatch: tool "cr\\u001bunch" runs only as a task of the MCP tasks')
+        assert "this host connected with initialize (2025 era)" in error["message"] and "\n" not in error["message"]
+        assert len(calls(rig, "tools/call")) == 1  # nothing sent again: it cannot run on this connection
+
+
+def test_a_2026_era_host_that_declares_the_extension_reads_the_upstreams_own_refusal(loop) -> None:
+    rig = discovered(loop)
+    refused_then_task(rig, loop, tasks=True)
+    assert rig.replies()[-1]["error"] == REFUSAL

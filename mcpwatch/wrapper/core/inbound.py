@@ -144,7 +144,8 @@ class UpstreamInbound:
         if retry and self.session.transmit(pending, pending.message) in ("sent", "queued"):
             return  # the same call again, as a task the host waits for
         if "error" in message:
-            reply["error"] = message["error"]
+            era_refusal = self.bridge.era_refusal(pending, message["error"]) if self.bridge is not None else None
+            reply["error"] = era_refusal or message["error"]  # a 2025-era host told why a 2026-only tool cannot run
             outcome = Outcome.ERROR
             detail: RequestEndDetail = {"error": frames.text_of(message["error"], 1000)}
         else:

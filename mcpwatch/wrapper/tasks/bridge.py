@@ -17,6 +17,7 @@ to the running task (answered when it ends) or takes its finished result at once
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -200,6 +201,24 @@ class TaskBridge:
         self.augment(params)
         pending.message = {**pending.message, "params": params}
         return True
+
+    def era_refusal(self, pending: Pending, error: Any) -> dict[str, Any] | None:
+        """A 2025-era host's call that the upstream refused because the tool runs only as a task of the extension
+        (`-32021`), which such a server takes only from 2026-era requests: the refusal, saying in one line why
+        mcpwatch cannot run it for this host and what can. None for any other answer."""
+        params = pending.message.get("params")
+        if pending.method != "tools/call" or not isinstance(error, dict) or not needs_extension(error):
+            return None
+        if modern_version({"params": params}) is not None:
+            return None  # a 2026-era host: the refusal is its own to read (or the bridge's to resolve)
+        name = json.dumps((pending.tool or "")[:200])  # quoted, its control characters escaped
+        text = (
+            f"mcpwatch: tool {name} runs only as a task of the MCP tasks extension ({EXTENSION}), which this server "
+            "takes only from 2026-era requests, and this host connected with initialize (2025 era); mcpwatch does "
+            "not translate such a connection to the 2026 era: call it from a 2026-era client (the MCP Python SDK 2.x "
+            'with mode="auto", FastMCP 4 with fastmcp-tasks), directly or through mcpwatch'
+        )
+        return {**error, "message": text}
 
     def must_list_first(self, link: HostLink, tool: str | None, params: dict[str, Any]) -> bool:
         """A host without tasks calls a tool whose task support is not known yet (it never listed the tools through
