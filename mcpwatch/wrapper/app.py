@@ -281,6 +281,8 @@ async def run_wrapper(options: WrapOptions) -> int:
     memo_file = None if state_problem is not None else memo_path(paths.state_dir(), options.upstream_target)
     discover_memo = DiscoverMemo(memo_file, options.upstream_target, recorder.warn)
 
+    translator: EraTranslator | None = None  # the HTTP front's: 2025-era sessions' extension-only calls, 2026-era
+
     def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
         return WrapperCore(
@@ -296,13 +298,16 @@ async def run_wrapper(options: WrapOptions) -> int:
             on_tools_listed=None if fold is None else fold.tools.add_listed,
             offers=offers,
             discover_memo=discover_memo if host_session is None or shared else None,
+            translate=translator.take if translator is not None and not shared else None,
         )
 
     pool = None
     if options.listen:
+        from mcpwatch.wrapper.fronts.era_translate import EraTranslator
         from mcpwatch.wrapper.fronts.front_sessions import SHARED_TAG, SessionPool
 
         core = make_core(SHARED_TAG, shared=True)
+        translator = EraTranslator(core, lambda: pool.shared_session() if pool is not None else None)
         pool = SessionPool(
             make_core=make_core,
             make_upstream=lambda made: _make_upstream(options, made),

@@ -184,3 +184,34 @@ def test_a_fresh_front_answers_discover_before_its_upstream_has_started(isolated
         wrapper.terminate()
         wrapper.wait(30)
     assert (version, answer) == ("2026-07-28", "crunched 0.5")
+
+
+@pytest.mark.slow
+def test_a_2025_era_host_runs_an_extension_only_tool_over_the_http_front(isolated_state: Path) -> None:
+    """Era translation: the Python SDK client in the 2025 era (`mode="legacy"`, as Claude Code connects) calls the
+    task-only `crunch`, which FastMCP refuses on its connection (`-32021`); over the HTTP front mcpwatch runs it on
+    its 2026-era upstream as an extension task and the host gets the result. Over stdio it reads one line why not."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    upstream = [fastmcp_tasks_python(), str(SERVER)]
+    command = [sys.executable, "-m", "mcpwatch", "wrap", "--listen", url, "--", *upstream]
+    wrapper = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
+
+    async def call(server: Any) -> tuple[str, str, bool | None]:
+        async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
+            try:
+                result = await client.call_tool("crunch", {"seconds": 0.5})
+            except MCPError as refused:
+                return client.protocol_version, str(refused), None
+            return client.protocol_version, text(result), result.is_error
+
+    try:
+        wait_for_port(port)
+        over_http = anyio.run(call, url)
+    finally:
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert over_http == ("2025-11-25", "crunched 0.5", False)
+    version, refused, _ = anyio.run(call, wrapped())
+    assert version == "2025-11-25"
+    assert "runs only as a task of the MCP tasks extension" in refused and "wrap the server with --listen" in refused

@@ -15,7 +15,7 @@ from typing import Any
 from mcpwatch.events import HealthCheckData, InvalidationData, Kind, Outcome, RequestEndDetail, UnknownResponseData
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
-from mcpwatch.wire import SUBSCRIPTION_ID_META
+from mcpwatch.wire import PARTIAL_META, SUBSCRIPTION_ID_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.progress import note_progress
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -48,9 +48,14 @@ class UpstreamInbound:
         offer: TaskOffer | None = None,
         on_tools_listed: Callable[[Any], None] | None = None,
         on_discovered: Callable[[dict[str, Any]], None] | None = None,
+        translate: Callable[..., bool] | None = None,
+        end_heartbeat: Callable[[Pending], None] = lambda _pending: None,
     ) -> None:
         self.tasks = tasks
         self.on_discovered = on_discovered  # told the upstream's own server/discover answer
+        # runs a 2025-era host's extension-only call on the HTTP front's 2026-era upstream (`fronts.era_translate`)
+        self.translate = translate
+        self._end_heartbeat = end_heartbeat
         self.bridge = bridge
         self.offer = offer
         self.table = table
@@ -145,6 +150,11 @@ class UpstreamInbound:
             return  # the same call again, as a task the host waits for
         if "error" in message:
             era_refusal = self.bridge.era_refusal(pending, message["error"]) if self.bridge is not None else None
+            if era_refusal is not None and self.translate is not None:
+                client = (self.session.init_params or {}).get("clientInfo")
+                if self.translate(pending, client, era_refusal, self.translated):
+                    self._end_heartbeat(pending)  # the 2026-era call's own heartbeat and progress reach the host
+                    return  # made again in the 2026 era: its answer comes through `translated`
             reply["error"] = era_refusal or message["error"]  # a 2025-era host told why a 2026-only tool cannot run
             outcome = Outcome.ERROR
             detail: RequestEndDetail = {"error": frames.text_of(message["error"], 1000)}
@@ -185,6 +195,30 @@ class UpstreamInbound:
         elapsed = self.table.finish(pending, outcome, reply, detail)
         if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
             self._note_host_health_check(pending, message, elapsed)
+
+    def translated(self, pending: Pending, message: dict[str, Any]) -> None:
+        """The answer to a host's call made again in the 2026 era (`fronts.era_translate`): the host's answer."""
+        if not pending.open:
+            return  # cut or cancelled meanwhile
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": pending.host_id}
+        detail: RequestEndDetail
+        if "error" in message:
+            reply["error"] = message["error"]
+            outcome, detail = Outcome.ERROR, {"error": frames.text_of(message["error"], 1000)}
+        else:
+            result = message.get("result")
+            if isinstance(result, dict) and "resultType" in result:  # a 2026-era field this host never asked for
+                result = {k: v for k, v in result.items() if k != "resultType"}
+            reply["result"] = result
+            meta = result.get("_meta") if isinstance(result, dict) else None
+            partial = meta.get(PARTIAL_META) if isinstance(meta, dict) else None
+            outcome = Outcome.OK
+            if isinstance(partial, dict) and partial.get("outcome") == "deadline":
+                outcome = Outcome.DEADLINE
+            elif isinstance(result, dict) and result.get("isError") is True:
+                outcome = Outcome.TOOL_ERROR
+            detail = {"result_preview": frames.text_of(result, 4096)}
+        self.table.finish(pending, outcome, reply, detail)
 
     def _note_host_health_check(self, pending: Pending, message: dict[str, Any], elapsed: float) -> None:
         """A host calling the upstream's health tool is a health check too: the console shows its tiers."""

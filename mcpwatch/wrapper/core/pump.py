@@ -22,7 +22,7 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.events import Kind, Outcome, RequestStartData
 from mcpwatch.otel.context import stamp as stamp_trace
-from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.statesync import StateSync
@@ -65,12 +65,14 @@ class WrapperCore:
         on_tools_listed: Callable[[Any], None] | None = None,
         offers: SharedOffers | None = None,
         discover_memo: DiscoverMemo | None = None,
+        translate: Callable[..., bool] | None = None,
     ) -> None:
         """`front`: the kind of front its hosts use ("stdio" or "http"; host profiles may have clocks for one only).
         `trace_requests`: OpenTelemetry export is on, so each forwarded request carries the wrapper's span.
         `on_tools_listed`: told each tools/list result (the scrape endpoint learns the tool names).
         `offers`: what this wrapper's cores share about the tasks they offer.
-        `discover_memo`: the upstream's kept `server/discover` answer (the core 2026-era hosts use)."""
+        `discover_memo`: the upstream's kept `server/discover` answer (the core 2026-era hosts use).
+        `translate`: runs a 2025-era host's call of an extension-only tool in the 2026 era (HTTP front sessions)."""
         self.settings = settings
         self.deadline = deadline
         self.recorder = recorder
@@ -159,6 +161,8 @@ class WrapperCore:
             shared=shared,
             on_tools_listed=on_tools_listed,
             on_discovered=None if discover_memo is None else discover_memo.note,
+            translate=translate,
+            end_heartbeat=self.heartbeats.stop,
         )
         self.discover_memo = discover_memo
         self.unusable = oversize.UnusableFrames(
@@ -394,6 +398,21 @@ class WrapperCore:
         if pending is not None and pending.bridged and self.bridge.cut(pending, "deadline"):
             return  # the host's answer is the partial one; its task goes on
         self.endings.deadline_hit(up_id)
+
+    def continue_call(self, link: HostLink, started: float, budget: Budget | None) -> None:
+        """The call just made through `link` on another core's host's behalf (`fronts.era_translate`) started when
+        that host's call did, and its budget is that call's: it is cut when the host's would have been."""
+        pending = next((p for p in self.table if p.link is link), None)
+        if pending is None:
+            return
+        pending.started = started
+        pending.budget = budget
+        if pending.timer is not None:
+            pending.timer.cancel()
+            pending.timer = None
+        if budget is not None and budget.seconds is not None:
+            left = max(0.0, started + budget.seconds - self.scheduler.time())
+            pending.timer = self.scheduler.call_later(left, self._deadline_hit, pending.up_id)
 
     def cancel(self, request_id: str) -> bool:
         return self.bridge.cancel(request_id) or self.endings.cancel(request_id) or self.tasks.cancel(request_id)

@@ -214,9 +214,10 @@ class TaskBridge:
         name = json.dumps((pending.tool or "")[:200])  # quoted, its control characters escaped
         text = (
             f"mcpwatch: tool {name} runs only as a task of the MCP tasks extension ({EXTENSION}), which this server "
-            "takes only from 2026-era requests, and this host connected with initialize (2025 era); mcpwatch does "
-            "not translate such a connection to the 2026 era: call it from a 2026-era client (the MCP Python SDK 2.x "
-            'with mode="auto", FastMCP 4 with fastmcp-tasks), directly or through mcpwatch'
+            "takes only from 2026-era requests, and this host connected with initialize (2025 era); mcpwatch runs "
+            "such a call for a 2025-era host only over its HTTP front (--listen), and only when the server takes the "
+            'extension there: call it from a 2026-era client (the MCP Python SDK 2.x with mode="auto", FastMCP 4 with '
+            "fastmcp-tasks), or wrap the server with --listen"
         )
         return {**error, "message": text}
 
