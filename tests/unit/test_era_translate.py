@@ -172,3 +172,13 @@ def test_when_the_2026_era_upstream_lacks_the_extension_the_host_reads_the_one_l
     error = replies(host)[-1]["error"]
     assert error["code"] == -32021 and "this host connected with initialize (2025 era)" in error["message"]
     assert front.shared_sent("tools/call") == []
+
+
+def test_calls_waiting_to_learn_the_upstreams_era_cost_one_discover(loop) -> None:
+    front = Front(loop)
+    host = Session("a1")
+    core, _ = front.session(host)
+    for request_id in range(1, 51):  # fifty refused calls before the upstream said what it takes
+        front.call(core, host, request_id)
+    front.discover()  # exactly one request to answer (it unpacks one)
+    assert len(front.shared_sent("tools/call")) == 50

@@ -55,6 +55,21 @@ class EraTranslator:
         self._start_shared = start_shared
         self._calls = 0
         self._jobs: set[asyncio.Future[None]] = set()
+        self._discovering: asyncio.Future[None] | None = None
+
+    async def _discover(self, envelope: dict[str, Any]) -> None:
+        """Whether the 2026-era upstream takes the extension: one request, whatever the calls waiting on it."""
+        try:
+            answer = await asyncio.wait_for(
+                self.shared.session.request_when_ready("server/discover", {"_meta": envelope}), DISCOVER_TIMEOUT_S
+            )
+        except (ConnectionError, TimeoutError):
+            return
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if isinstance(result, dict):
+            self.shared.bridge.discovered(result)
+            if self.shared.discover_memo is not None:
+                self.shared.discover_memo.note(result)
 
     def take(self, pending: Pending, client_info: Any, refusal: dict[str, Any], answered: Answered) -> bool:
         """Run the host's refused call on the 2026-era upstream; `answered` hears its answer (or `refusal`, the one
@@ -77,18 +92,10 @@ class EraTranslator:
             CLIENT_CAPABILITIES_META: {},
         }
         bridge = self.shared.bridge
-        if not bridge.upstream_extension:  # not known yet: the upstream is asked, as a 2026-era host would
-            try:
-                answer = await asyncio.wait_for(
-                    self.shared.session.request_when_ready("server/discover", {"_meta": envelope}), DISCOVER_TIMEOUT_S
-                )
-            except (ConnectionError, TimeoutError):
-                answer = None
-            result = answer.get("result") if isinstance(answer, dict) else None
-            if isinstance(result, dict):
-                bridge.discovered(result)
-                if self.shared.discover_memo is not None:
-                    self.shared.discover_memo.note(result)
+        if not bridge.upstream_extension:  # not known yet: the upstream is asked once, as a 2026-era host would
+            if self._discovering is None or self._discovering.done():
+                self._discovering = asyncio.ensure_future(self._discover(envelope))
+            await asyncio.shield(self._discovering)
         if not pending.open:
             return  # the host stopped waiting meanwhile
         if not bridge.upstream_extension:
