@@ -148,12 +148,15 @@ def test_cut_at_the_hosts_budget_the_task_goes_on_for_the_same_sessions_retry_al
     core, _ = front.session(host)
     other_core, _ = front.session(other)
     front.call(core, host, 1)
+    front.scheduler.advance(1.5)  # the 2026-era upstream takes its time to say what it takes
+    spin(loop)
     front.discover()
     front.task_made()
-    front.scheduler.advance(2.0)  # the host's budget, counted from its own call's start
+    front.scheduler.advance(0.5)  # the host's budget, counted from its own call's start, not the 2026-era call's
     spin(loop)
     cut = replies(host)[-1]
     assert cut["id"] == 1 and "goes on upstream as task t-1" in cut["result"]["content"][0]["text"]
+    assert "stopped after 2.0 s" in cut["result"]["content"][0]["text"]
     front.call(other_core, other, 7)  # another session's identical call: a task of its own
     assert len(front.shared_sent("tools/call")) == 3
     front.call(core, host, 2)  # the same session's retry: it waits for the task

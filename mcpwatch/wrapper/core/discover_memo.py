@@ -49,7 +49,6 @@ class DiscoverMemo:
         self.upstream = upstream
         self._warn = warn
         self.answer: dict[str, Any] | None = None
-        self.served = 0  # discover requests answered from the kept answer
         self._refreshing: asyncio.Future[None] | None = None
         if path is not None:
             self.answer = self._read(path)

@@ -346,7 +346,6 @@ class WrapperCore:
         memo = self.discover_memo
         if memo is None or self.session.ready or (kept := memo.kept(version)) is None:
             return None
-        memo.served += 1
         memo.refresh(partial(self.session.request_when_ready, "server/discover", params), self.bridge.discovered)
         return kept
 
@@ -399,10 +398,10 @@ class WrapperCore:
             return  # the host's answer is the partial one; its task goes on
         self.endings.deadline_hit(up_id)
 
-    def continue_call(self, link: HostLink, started: float, budget: Budget | None) -> None:
+    def continue_call(self, link: HostLink, host_id: Any, started: float, budget: Budget | None) -> None:
         """The call just made through `link` on another core's host's behalf (`fronts.era_translate`) started when
         that host's call did, and its budget is that call's: it is cut when the host's would have been."""
-        pending = next((p for p in self.table if p.link is link), None)
+        pending = self.table.for_host(link, host_id)
         if pending is None:
             return
         pending.started = started

@@ -112,4 +112,5 @@ class EraTranslator:
             pending.timer.cancel()
             pending.timer = None
         self.shared.host_message(link, {"jsonrpc": "2.0", "id": self._calls, "method": "tools/call", "params": call})
-        self.shared.continue_call(link, pending.started, pending.budget)  # the host's budget, from its call's start
+        # the host's budget, counted from its call's start
+        self.shared.continue_call(link, self._calls, pending.started, pending.budget)
