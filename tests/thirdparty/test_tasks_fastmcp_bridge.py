@@ -7,9 +7,11 @@ identical call from the same host takes its result."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,21 @@ def events(state: Path) -> list[Any]:
     with EventReader(state / "events.db") as reader:
         (session,) = reader.sessions()
         return list(reader.events(session.id))
+
+
+def upstream_ready(url: str) -> None:
+    """Wait (however long the machine takes) until the front's 2026-era upstream has answered `server/discover`:
+    the SDK client's own probe gives up after 10 s, which a loaded machine may need just to start the server."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "warm-up", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}).encode()
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    request = urllib.request.Request(url, body, headers, method="POST")
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        assert b"supportedVersions" in answer.read()
 
 
 @pytest.mark.slow
@@ -106,6 +123,7 @@ def test_over_the_http_front_a_retried_sessionless_call_attaches_to_its_task(iso
     wrapper = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port)
+        upstream_ready(url)
 
         async def run() -> tuple[Any, list[Any]]:
             async with Client(url, read_timeout_seconds=60) as client:
@@ -171,6 +189,7 @@ def test_a_fresh_front_answers_discover_before_its_upstream_has_started(isolated
     gate.touch()  # the first start: the upstream starts at once, and answers the first probe itself
     wrapper, url = gated_front(tmp_path, gate)
     try:
+        upstream_ready(url)  # its answer is kept
         assert anyio.run(connect, url) == ("2026-07-28", "crunched 0.5")
     finally:
         wrapper.terminate()
