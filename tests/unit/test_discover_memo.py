@@ -20,7 +20,7 @@ from mcpwatch.events import Kind
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
-from mcpwatch.wrapper.core.discover_memo import KEEP_BYTES_MAX, DiscoverMemo, memo_path
+from mcpwatch.wrapper.core.discover_memo import KEEP_BYTES_MAX, DiscoverMemo, memo_path, upstream_digest
 from mcpwatch.wrapper.core.pump import WrapperCore
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -87,7 +87,7 @@ class ColdRig:
 def keep(state: Path, answer: Any = ANSWER, upstream: str = UPSTREAM) -> Path:
     path = memo_path(state, upstream)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.write_text(json.dumps({"upstream": upstream, "answer": answer}))
+    path.write_text(json.dumps({"upstream": upstream_digest(upstream), "answer": answer}))
     path.chmod(0o600)
     return path
 
@@ -125,7 +125,8 @@ def test_with_nothing_kept_the_discover_waits_for_the_upstream_and_its_answer_is
     rig.start_upstream()
     rig.answer_upstream("server/discover", ANSWER)
     assert rig.replies()[0]["result"] == ANSWER
-    assert json.loads(rig.path.read_text()) == {"upstream": UPSTREAM, "answer": ANSWER}
+    assert json.loads(rig.path.read_text()) == {"upstream": upstream_digest(UPSTREAM), "answer": ANSWER}
+    assert UPSTREAM not in rig.path.read_text()  # a command line may carry a secret: only its digest is kept
     assert oct(rig.path.stat().st_mode & 0o777) == "0o600"
     assert ColdRig(loop, tmp_path).memo.kept("2026-07-28") == ANSWER  # the next start has it
 

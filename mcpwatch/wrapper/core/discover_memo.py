@@ -28,10 +28,15 @@ REFRESH_TIMEOUT_S = 300.0  # the fresh answer is waited for this long at most (a
 MODERN_PREFIX = "2026-"  # the 2026-era versions: a kept answer names one, or it is not kept
 
 
+def upstream_digest(upstream: str) -> str:
+    """What names an upstream (its command line or URL) in a kept answer: a digest, never the text itself (a
+    command line may carry a secret)."""
+    return hashlib.sha256(upstream.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def memo_path(state_dir: Path, upstream: str) -> Path:
-    """One file per upstream (its command line or URL), named by a digest of it."""
-    digest = hashlib.sha256(upstream.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return state_dir / "discover" / f"{digest}.json"
+    """One file per upstream, named by its digest."""
+    return state_dir / "discover" / f"{upstream_digest(upstream)[:32]}.json"
 
 
 def _usable(result: Any) -> bool:
@@ -46,7 +51,7 @@ class DiscoverMemo:
     def __init__(self, path: Path | None, upstream: str, warn: Callable[[str], None]) -> None:
         """`path` None keeps the answer in memory only (no state directory)."""
         self.path = path
-        self.upstream = upstream
+        self.upstream = upstream_digest(upstream)
         self._warn = warn
         self.answer: dict[str, Any] | None = None
         self._refreshing: asyncio.Future[None] | None = None
