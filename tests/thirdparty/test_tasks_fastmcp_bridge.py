@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,40 @@ def test_a_2025_era_host_runs_an_extension_only_tool_over_the_http_front(isolate
     version, refused, _ = anyio.run(call, wrapped())
     assert version == "2025-11-25"
     assert "runs only as a task of the MCP tasks extension" in refused and "wrap the server with --listen" in refused
+
+
+@pytest.mark.slow
+def test_on_a_first_start_a_client_that_fell_back_still_runs_the_task_only_tool(
+    isolated_state: Path, tmp_path: Path
+) -> None:
+    """The first start ever has no kept answer: an upstream slower to start than the SDK client's probe (the gate
+    opens only once the client has given up and sent `initialize`) leaves the client in the 2025 era. Over the HTTP
+    front the task-only tool still runs there (era translation)."""
+    gate = tmp_path / "gate"
+    wrapper, url = gated_front(tmp_path, gate)
+
+    def open_gate_once_the_client_fell_back() -> None:
+        for _ in range(1200):  # the probe gives up after 10 s (at most 120 s here, whatever the load)
+            with EventReader(isolated_state / "events.db") as reader:
+                sessions = reader.sessions()
+                seen = [e for s in sessions for e in reader.events(s.id) if e.kind == "host_info"]
+            if any(str(e.data.get("protocol_version")).startswith("2025") for e in seen):
+                break
+            time.sleep(0.1)
+        gate.touch()
+
+    async def run() -> tuple[str, str]:
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, open_gate_once_the_client_fell_back)
+            async with Client(url, read_timeout_seconds=120) as client:
+                result = await client.call_tool("crunch", {"seconds": 0.5})
+                return client.protocol_version, text(result)
+        raise AssertionError("unreachable")
+
+    try:
+        version, answer = anyio.run(run)
+    finally:
+        gate.touch()
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert (version, answer) == ("2025-11-25", "crunched 0.5")
