@@ -185,3 +185,22 @@ def test_calls_waiting_to_learn_the_upstreams_era_cost_one_discover(loop) -> Non
         front.call(core, host, request_id)
     front.discover()  # exactly one request to answer (it unpacks one)
     assert len(front.shared_sent("tools/call")) == 50
+
+
+def test_the_hosts_cancel_reaches_the_2026_era_call_and_the_task_goes_on(loop) -> None:
+    front = Front(loop)
+    host = Session("a1")
+    core, _ = front.session(host)
+    front.call(core, host, 1)
+    front.discover()
+    front.task_made()
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    core.host_message(host, cancel)
+    spin(loop)
+    assert replies(host)[-1]["id"] == "l"  # a host that cancelled is owed nothing
+    assert [m for m in front.shared_up.sent if m.get("method") in ("tasks/cancel", "notifications/cancelled")] == []
+    front.poll("completed", result=RESULT)  # the task goes on, and its result is kept for the same session's retry
+    (late,) = [e.data for e in front.recorder.since(0, 1000) if e.kind == Kind.LATE_RESULT]
+    assert late["reason"] == "host_cancel"  # cut by the host's cancel, at once, not at its budget
+    front.call(core, host, 2)
+    assert replies(host)[-1] == {"jsonrpc": "2.0", "id": 2, "result": RESULT}

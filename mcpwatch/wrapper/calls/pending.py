@@ -8,7 +8,7 @@ reply (if one is owed) and one `request_end` event is written.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, cast
@@ -57,6 +57,7 @@ class Pending:
     host: Any = None  # the DetectedHost whose clocks set this call's budget
     poll: str | None = None  # a tasks/* request: the task it names ("" none); its task owns it, not the log
     bridged: bool = False  # a host without tasks: mcpwatch runs this call upstream as a task (`tasks.bridge`)
+    relayed_cancel: Callable[[], None] | None = None  # made again elsewhere (era translation): its cancel
 
 
 @dataclass

@@ -362,6 +362,8 @@ class WrapperCore:
                 return  # the host stopped waiting; its task goes on (an identical call takes its result)
             if self.offer.host_cancelled(pending, params.get("reason")):
                 return  # the request that made an offered task: the task is cancelled, as by tasks/cancel
+            if pending.relayed_cancel is not None:  # the call made for it in the 2026 era is cancelled too
+                pending.relayed_cancel()
             self.endings.host_cancel(pending, params.get("reason"))
             return
         self.session.send(None, message)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from mcpwatch.wire import MODERN_CLIENT_META, MODERN_VERSION_META
@@ -111,6 +112,9 @@ class EraTranslator:
         if pending.timer is not None:  # from now on the 2026-era call is cut at that moment, saying the task goes on
             pending.timer.cancel()
             pending.timer = None
-        self.shared.host_message(link, {"jsonrpc": "2.0", "id": self._calls, "method": "tools/call", "params": call})
+        call_id = self._calls
+        self.shared.host_message(link, {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": call})
+        cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call_id}}
+        pending.relayed_cancel = partial(self.shared.host_message, link, cancelled)  # the host's cancel, as its own
         # the host's budget, counted from its call's start
-        self.shared.continue_call(link, self._calls, pending.started, pending.budget)
+        self.shared.continue_call(link, call_id, pending.started, pending.budget)
