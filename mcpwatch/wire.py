@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from mcpwatch.events import DeadlineBlock, ProgressData
+from mcpwatch.events import DeadlineBlock
 
 DEADLINE_META = "dev.mcpwatch/deadline_ms"
 """`params._meta` of a forwarded tools/call: the milliseconds left in its budget as it leaves the wrapper."""
@@ -32,17 +32,24 @@ DEFAULT_HEALTH_TOOL = "council_health_check"
 """The upstream tool a health check calls when the settings name none (the council's own)."""
 
 
+class PartialProgress(TypedDict):
+    """The numbers of a cut call's last progress (its message is in the answer's text, once)."""
+
+    progress: int | float | None
+    total: int | float | None
+
+
 class PartialResult(TypedDict):
-    """What `result._meta["dev.mcpwatch/partial"]` holds: why the call stopped and everything known by then."""
+    """What `result._meta["dev.mcpwatch/partial"]` holds: why the call stopped and what is known by then, as numbers
+    and per-model state; the peer's free text (progress messages, the error) is in the content, once."""
 
     outcome: Literal["deadline", "operator_cancel", "shutdown", "error"] | str
     tool: str
-    last_progress: ProgressData | None
+    last_progress: PartialProgress | None
     models: dict[str, dict[str, Any]]
     elapsed_s: NotRequired[float]
     budget: NotRequired[DeadlineBlock | None]
-    progress_log: NotRequired[list[str]]
-    error: NotRequired[str]
+    progress_messages: NotRequired[int]  # progress messages the content shows (the last one and those before)
 
 
 def modern_version(message: dict[str, Any]) -> str | None:

@@ -61,7 +61,12 @@ def test_a_call_is_answered_exactly_at_its_budget_and_its_late_answer_dropped(lo
     text = reply["result"]["content"][0]["text"]
     assert "deadline budget of 1 s" in text and "stopped after 1.0 s" in text and "last progress 3/8 — step 3" in text
     partial = reply["result"]["_meta"][PARTIAL_META]
-    assert partial["outcome"] == "deadline" and partial["elapsed_s"] == 1.0 and partial["progress_log"] == ["step 3"]
+    assert (
+        partial["outcome"] == "deadline"
+        and partial["elapsed_s"] == 1.0
+        and partial["last_progress"] == {"progress": 3, "total": 8}
+    )
+    assert partial["progress_messages"] == 1 and "step 3" not in str(partial)  # the message is the text's alone
     [end] = rig.events(Kind.REQUEST_END)
     assert (end.data["outcome"], end.data["duration_s"], end.data["partial"]) == ("deadline", 1.0, True)
     cancels = [m for m in rig.upstream.sent if m.get("method") == "notifications/cancelled"]

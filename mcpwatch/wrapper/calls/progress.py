@@ -7,6 +7,7 @@ from typing import Any
 
 from mcpwatch.events import Kind, ModelStatusData, ProgressData
 from mcpwatch.wire import COUNCIL_META
+from mcpwatch.wrapper.calls.partial import peer_text
 from mcpwatch.wrapper.calls.pending import Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 
@@ -16,7 +17,7 @@ def note_progress(recorder: Recorder, pending: Pending, params: dict[str, Any]) 
     progress = ProgressData(progress=params.get("progress"), total=params.get("total"), message=params.get("message"))
     pending.last_progress = progress
     if progress["message"]:
-        pending.progress_log.append(str(progress["message"]))
+        pending.progress_log.append(peer_text(progress["message"]))  # kept cut: five huge messages are no memory
     meta = params.get("_meta")
     council = meta.get(COUNCIL_META) if isinstance(meta, dict) else None
     if not isinstance(council, dict):
