@@ -12,6 +12,8 @@ terminal result is the host's answer. The host's tools/list no longer shows thos
 At the host's budget (or its own cancel) the host gets the partial answer of any cut call, but the task goes on:
 its result is logged as a late result, and an identical call from the same host within `[tasks] reuse_s` attaches
 to the running task (answered when it ends) or takes its finished result at once, instead of starting it again.
+When its polls fall due, sooner than the server's interval when a host needs news, and until when (nobody left to
+use its result: then cancelled upstream, and logged): `bridge_polls`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mcpwatch.events import (
 )
 from mcpwatch.scheduler import Scheduler
 from mcpwatch.wire import modern_version
-from mcpwatch.wrapper.calls.partial import abandoned_reply, failed_reply
+from mcpwatch.wrapper.calls.partial import NAME_CHARS, abandoned_reply, failed_reply, peer_text
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.progress import note_progress
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -44,6 +46,7 @@ from mcpwatch.wrapper.tasks.bridge_log import (
     log_late_result,
     run_key,
 )
+from mcpwatch.wrapper.tasks.bridge_polls import DEFAULT_POLL_S, BridgePolls
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,
     TaskState,
@@ -60,8 +63,6 @@ from mcpwatch.wrapper.tasks.shapes import (
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 POLL_TIMEOUT_S = 30.0
-POLL_FLOOR_S = 0.05  # never poll faster than this, whatever interval a server suggests
-DEFAULT_POLL_S = 1.0  # a server that suggests no interval
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
 
 
@@ -102,9 +103,11 @@ class TaskBridge:
             request=request,
             spawn=self._spawn,
             give_up=self._abandon,
-            stop_waiting=lambda pending: self._by_up_id.pop(pending.up_id, None),
+            stop_waiting=self._stop_waiting,
+            poll_soon=lambda run: self.polls.soon(run),
             wait_s=settings.reuse_s,
         )
+        self.polls = BridgePolls(settings=settings, scheduler=scheduler, poll=self._poll, expire=self._expire)
         # every task-augmented call, watched; it tells this bridge of the tasks the bridge made
         self.watch = TaskWatch(
             table=table, recorder=recorder, scheduler=scheduler, request=request, warn=warn, bridge=self
@@ -116,12 +119,17 @@ class TaskBridge:
         self._hosts[id(link)] = capabilities if isinstance(capabilities, dict) else {}
 
     def forget_link(self, link: HostLink) -> None:
+        """The host's session ended: its finished results are dropped, and its running tasks, which nobody else can
+        take, are cancelled upstream."""
         self._hosts.pop(id(link), None)
         connection = getattr(link, "connection", None)
         for key in [k for k in self.runs if k[0] == connection]:
             run = self.runs.pop(key)
             if run.finished_at is None:
-                continue  # still running: it ends on its own and is dropped then
+                if not any(p.open and p.link is not link for p in run.waiters):
+                    why = f"the host's session ended; mcpwatch cancelled bridged task {run.task_id} upstream"
+                    self._expire(run, why)
+                continue
             if run.expiry is not None:
                 run.expiry.cancel()
             self._by_task.pop(run.task_id, None)
@@ -298,6 +306,8 @@ class TaskBridge:
         pending.bridged = True
         run.waiters.append(pending)
         self._by_up_id[pending.up_id] = run
+        self.polls.waiters_changed(run)
+        self.polls.soon(run)  # a host waits for its news now
         state = self.watch.tasks[run.task_id].state if run.task_id in self.watch.tasks else None
         data = TaskCreatedData(
             task_id=run.task_id,
@@ -318,11 +328,10 @@ class TaskBridge:
 
     def created(self, pending: Pending, state: TaskState) -> None:
         """The upstream made the task: the host's call keeps waiting, and mcpwatch polls for it."""
-        poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or DEFAULT_POLL_S * 1000) / 1000)
         ttl_s = state.ttl_ms / 1000 if state.ttl_ms is not None else self.settings.ttl_s
         params = pending.message.get("params", {})
         key = run_key(pending.link, pending.tool or "", params.get("arguments"), params.get("_meta"))
-        run = BridgedRun(key, pending, state.task_id, poll_s, ttl_s, self.settings.reuse_s, era=state.era)
+        run = BridgedRun(key, pending, state.task_id, DEFAULT_POLL_S, ttl_s, self.settings.reuse_s, era=state.era)
         if state.era == "extension":  # each poll repeats the call's 2026-era envelope, the extension declared
             run.poll_meta = envelope(pending.message.get("params", {}).get("_meta"))
         run.waiters.append(pending)
@@ -334,40 +343,48 @@ class TaskBridge:
         self._by_task[state.task_id] = run
         self._by_up_id[pending.up_id] = run
         self._relay(run, state)
-        self._scheduler.call_later(poll_s, self._poll, run)
+        self.polls.start(run, state.poll_interval_ms)
 
     def _poll(self, run: BridgedRun) -> None:
-        if run.finished_at is None:
-            self._spawn(self._poll_once(run))
+        """A poll falls due (`bridge_polls` says when)."""
+        self._spawn(self._poll_once(run))
 
     async def _poll_once(self, run: BridgedRun) -> None:
+        again, interval_ms = False, None
+        try:
+            again, interval_ms = await self._get(run)
+        finally:
+            self.polls.done(run, interval_ms, again=again)
+
+    async def _get(self, run: BridgedRun) -> tuple[bool, int | None]:
+        """One tasks/get, observed: whether to poll again, and the interval the server suggests now."""
         try:
             answer = await self._request("tasks/get", _poll_params(run), POLL_TIMEOUT_S)
         except (ConnectionError, TimeoutError):
             answer = None  # unreachable for now: a lost upstream ends the task; else try again
         if run.finished_at is not None:
-            return
+            return False, None
         if isinstance(answer, dict) and "error" in answer:
             why = f"the upstream no longer knows task {run.task_id}: {frames.text_of(answer['error'], 300)}"
             self.watch.end(run.task_id, Outcome.ERROR, why)
-            return
+            return False, None
         state = read_task(answer.get("result"), run.era) if isinstance(answer, dict) else None
-        if state is not None and state.task_id == run.task_id:
-            if state.status == "input_required" and not run.resolving:
-                self._input_required(run, state)
-            elif state.terminal and run.era == "extension":
-                self.watch.observe(state, "bridge")  # its tasks/get carries the result: the watch ends it
-                return
-            elif state.terminal and state.status != "cancelled":
-                self.watch.observe(state, "bridge")
-                self._resolve(run)  # the result (or error) comes by tasks/result
-                return
-            else:
-                self.watch.observe(state, "bridge")  # a change reaches the host through `changed`
-                if state.terminal:
-                    return
-            run.poll_s = max(POLL_FLOOR_S, (state.poll_interval_ms or run.poll_s * 1000) / 1000)
-        self._scheduler.call_later(run.poll_s, self._poll, run)
+        if state is None or state.task_id != run.task_id:
+            return True, None
+        if state.status == "input_required" and not run.resolving:
+            self._input_required(run, state)
+        elif state.terminal and run.era == "extension":
+            self.watch.observe(state, "bridge")  # its tasks/get carries the result: the watch ends it
+            return False, None
+        elif state.terminal and state.status != "cancelled":
+            self.watch.observe(state, "bridge")
+            self._resolve(run)  # the result (or error) comes by tasks/result
+            return False, None
+        else:
+            self.watch.observe(state, "bridge")  # a change reaches the host through `changed`
+            if state.terminal:
+                return False, None
+        return True, state.poll_interval_ms
 
     def _input_required(self, run: BridgedRun, state: TaskState) -> None:
         """The task asks its requestor for input: a 2025-era task through tasks/result, which carries the server's
@@ -386,15 +403,29 @@ class TaskBridge:
                 return
             cannot = "the host did not declare elicitation"
         why = (
-            f"task {run.task_id} needs input from the user ({state.status_message or 'input_required'}), "
+            f"task {run.task_id} needs input from the user (its question is the last progress), "
             f"and {cannot}; mcpwatch cancelled the task"
         )
         self._abandon(run, why)
 
     def _abandon(self, run: BridgedRun, why: str) -> None:
-        if not run.resolving:
-            run.resolving = True
+        if not run.resolving and not run.given_up:
+            run.resolving = run.given_up = True
             self._spawn(self._give_up(run, why))
+
+    def _expire(self, run: BridgedRun, why: str) -> None:
+        """Nobody can use the task's result any more (`bridge_polls`): it is cancelled upstream, even while a
+        tasks/result waits for it, and no longer polled."""
+        if run.finished_at is None and not run.given_up:
+            run.resolving = run.given_up = True
+            self.polls.stop(run)
+            self._spawn(self._give_up(run, why))
+
+    def _stop_waiting(self, pending: Pending) -> None:
+        """A host call answered with the task's input requests no longer waits for it."""
+        run = self._by_up_id.pop(pending.up_id, None)
+        if run is not None:
+            self.polls.waiters_changed(run)
 
     async def _give_up(self, run: BridgedRun, why: str) -> None:
         try:
@@ -435,7 +466,8 @@ class TaskBridge:
             return
         run.last = (state.status, state.status_message)
         run.changes += 1
-        message = f"{state.status}: {state.status_message}" if state.status_message else state.status
+        status_message = peer_text(state.status_message) if state.status_message else None
+        message = f"{state.status}: {status_message}" if status_message else state.status
         for pending in run.waiters:
             if not pending.open:
                 continue
@@ -458,6 +490,7 @@ class TaskBridge:
             run.waiters.remove(pending)
         if pending is run.maker:
             run.cut_after_s, run.cut_mono, run.cut_reason = elapsed, self._scheduler.time(), reason
+        self.polls.waiters_changed(run)  # none left: its result waits reuse_s for an identical call, no longer
         detail: RequestEndDetail = {
             "partial": pending.last_progress is not None,
             "error": reason,
@@ -466,8 +499,8 @@ class TaskBridge:
         reply = None
         if reason != "host_cancel":
             note = (
-                f"it goes on upstream as task {run.task_id}: the same call within {self.settings.reuse_s:g} s "
-                "takes its result (or waits for it)"
+                f"it goes on upstream as task {peer_text(run.task_id, NAME_CHARS)}: the same call within "
+                f"{self.settings.reuse_s:g} s takes its result (or waits for it)"
             )
             reply = abandoned_reply(pending, reason, elapsed, note, self._modern())
             detail["result_preview"] = frames.text_of(reply, PREVIEW_CHARS)
@@ -489,6 +522,7 @@ class TaskBridge:
             return
         run.finished_at = now = self._scheduler.time()
         run.outcome = outcome
+        self.polls.stop(run)
         self.input.forget(run)  # nothing waits for its host's input any more
         if error is not None:
             run.result = {"error": error}
@@ -504,6 +538,8 @@ class TaskBridge:
                 reply = {"jsonrpc": "2.0", "id": pending.host_id, **run.result}
             else:
                 text = detail.get("error") or f"task {task_id} ended {detail.get('task_status')}"
+                if run.last is not None and text == run.last[1]:  # its status message: the last progress shows it
+                    text = f"task {peer_text(task_id, NAME_CHARS)} ended {detail.get('task_status')}"
                 reply = failed_reply(pending, str(text), self._modern())
             self._table.finish(pending, outcome, reply, {**detail, "polls": 0})
         run.waiters.clear()

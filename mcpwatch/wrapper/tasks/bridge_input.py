@@ -42,6 +42,7 @@ class InputRelay:
         spawn: Callable[[Any], None],
         give_up: Callable[[BridgedRun, str], None],
         stop_waiting: Callable[[Pending], object],
+        poll_soon: Callable[[BridgedRun], None],
         wait_s: float,
     ) -> None:
         self.by_token: dict[str, BridgedRun] = {}
@@ -51,6 +52,7 @@ class InputRelay:
         self._spawn = spawn
         self._give_up = give_up  # cancel the task upstream and end it, every waiting host call told why
         self._stop_waiting = stop_waiting  # a host call answered here no longer waits for the task
+        self._poll_soon = poll_soon  # the task took its host's answers: its next status is news the host waits for
         self._wait_s = wait_s
 
     def relay(self, run: BridgedRun, state: TaskState) -> str | None:
@@ -157,7 +159,11 @@ class InputRelay:
             answer = await self._request("tasks/update", params, UPDATE_TIMEOUT_S)
         except (ConnectionError, TimeoutError) as exc:
             answer = {"error": str(exc) or "no answer in time"}
-        if run.finished_at is None and (not isinstance(answer, dict) or "error" in answer):
+        if run.finished_at is not None:
+            return
+        if isinstance(answer, dict) and "error" not in answer:
+            self._poll_soon(run)
+        else:
             error = answer.get("error") if isinstance(answer, dict) else answer
             why = (
                 f"the upstream refused the host's answer to task {run.task_id}'s input requests: "

@@ -62,6 +62,15 @@ class BridgedRun:
     era: Era = "2025-11-25"
     poll_meta: dict[str, Any] | None = None  # the extension's: the 2026-era envelope every poll repeats
     input: BridgedInput | None = None  # the extension's input requests relayed to the host (`bridge_input`)
+    # its polls (`bridge_polls`): the next one and when it is due, one under way, and the ends of its polling
+    poll_timer: Timer | None = None
+    poll_due: float | None = None
+    polling: bool = False
+    poll_again: bool = False  # someone asked for a poll while one was under way: the next follows at once
+    last_poll_at: float | None = None
+    idle_timer: Timer | None = None  # no host call waits: cancelled when this fires ([tasks] reuse_s)
+    life_timer: Timer | None = None  # the TTL mcpwatch asked for ([tasks] ttl_s)
+    given_up: bool = False  # mcpwatch cancels it upstream
 
 
 def run_key(link: Any, tool: str, arguments: Any, meta: Any = None) -> tuple[str, str, str] | None:

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from mcpwatch.events import Kind, Outcome, RequestEndDetail, TaskCreatedData, TaskStatusData
 from mcpwatch.scheduler import Scheduler, Timer
+from mcpwatch.wrapper.calls.partial import peer_text
 from mcpwatch.wrapper.calls.pending import Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
@@ -103,7 +104,7 @@ class TaskWatch:
         data = TaskCreatedData(
             task_id=state.task_id,
             status=state.status,
-            status_message=state.status_message,
+            status_message=peer_text(state.status_message) if state.status_message else None,
             ttl_ms=state.ttl_ms,
             poll_interval_ms=state.poll_interval_ms,
             era=state.era,
@@ -238,7 +239,7 @@ class TaskWatch:
         data = TaskStatusData(
             task_id=state.task_id,
             status=state.status,
-            status_message=state.status_message,
+            status_message=peer_text(state.status_message) if state.status_message else None,  # a log line, bounded
             elapsed_s=round(elapsed, 6),
             seen_by=seen_by,  # type: ignore[typeddict-item]  # the callers' literals
             polls=task.polls,
