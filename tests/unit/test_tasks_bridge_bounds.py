@@ -19,7 +19,7 @@ from mcpwatch.config import Settings, TasksSettings
 from mcpwatch.events import Kind
 from mcpwatch.wire import PARTIAL_META
 from mcpwatch.wrapper.calls.partial import PEER_TEXT_CHARS
-from mcpwatch.wrapper.tasks.bridge_polls import POLL_MAX_S, POLL_MIN_S
+from mcpwatch.wrapper.tasks.bridge_polls import IDLE_POLL_MIN_S, POLL_MAX_S, POLL_MIN_S
 
 FOREVER = {"ttl": None, "pollInterval": 0}  # the hostile upstream: the task never ends, and says poll at once
 
@@ -71,6 +71,8 @@ def test_abandoned_never_ending_tasks_are_polled_only_until_reuse_s_then_cancell
     per_task = max(sum(1 for _, t in polls if t == f"t-{n}") for n in range(1, 21))
     assert per_task <= 7.0 / POLL_MIN_S + 1  # pollInterval 0 does not make it spin
     assert max(at for at, _ in polls) - began <= 7.0 + 0.05 + 1e-6  # within a step of the clock
+    idle = [t for at, t in polls if at - began > 2.0 + 0.05]  # nobody waits: no need for news at once
+    assert max(idle.count(f"t-{n}") for n in range(1, 21)) <= 5.0 / IDLE_POLL_MIN_S + 1
     assert run_upstream(rig, loop, 120.0, step=1.0, **FOREVER) == []  # no poll ever again
     warnings = [e.data["message"] for e in rig.events(Kind.WARNING) if "no host call waited" in e.data["message"]]
     assert len(warnings) == 20 and "for 5 s ([tasks] reuse_s)" in warnings[0]

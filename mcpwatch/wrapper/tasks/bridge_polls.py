@@ -5,6 +5,7 @@ absent keeps the last interval, at first DEFAULT_POLL_S); sooner when a host cal
 retried call joins it), when its host's answers to the task's input requests went upstream, and BUDGET_LEAD_S before a
 waiting call's budget ends (so its answer, the result or the partial one, is as fresh as can be). Never two polls at
 once, and never one sooner than POLL_MIN_S after the last began: a hostile interval cannot make mcpwatch spin.
+While no host call waits, nobody needs its status at once: polls come at most every IDLE_POLL_MIN_S.
 
 The lifetime: a task is polled only while someone can still use its result. That is while a host call waits for it,
 then for `[tasks] reuse_s` after the last one stopped waiting (an identical call within that window takes the result),
@@ -24,6 +25,7 @@ from mcpwatch.wrapper.tasks.bridge_log import BridgedRun
 POLL_MIN_S = 0.2  # never a poll sooner than this after the last one began, whatever the server or the host does
 POLL_MAX_S = 30.0  # never a wait longer than this between polls, whatever interval the server suggests
 DEFAULT_POLL_S = 1.0  # a server that suggests no usable interval
+IDLE_POLL_MIN_S = 2.0  # while no host call waits (a retried call that joins gets a poll at once)
 BUDGET_LEAD_S = 0.5  # a poll this long before a waiting call's budget ends
 
 
@@ -71,7 +73,10 @@ class BridgePolls:
         if not again or run.finished_at is not None:
             return
         run.poll_s = interval_s(poll_interval_ms, run.poll_s)
-        self._next(run, 0.0 if run.poll_again else run.poll_s)
+        delay = 0.0 if run.poll_again else run.poll_s
+        if not any(p.open for p in run.waiters):
+            delay = max(delay, IDLE_POLL_MIN_S)
+        self._next(run, delay)
 
     def soon(self, run: BridgedRun) -> None:
         """Someone needs the task's news now (a host call joined, its input answers went upstream): poll as soon as
