@@ -67,6 +67,7 @@ class BridgedRun:
     poll_due: float | None = None
     polling: bool = False
     poll_again: bool = False  # someone asked for a poll while one was under way: the next follows at once
+    ramp_s: float | None = None  # a host waits for news: the next polls come this soon, doubling to poll_s
     last_poll_at: float | None = None
     idle_timer: Timer | None = None  # no host call waits: cancelled when this fires ([tasks] reuse_s)
     life_timer: Timer | None = None  # the TTL mcpwatch asked for ([tasks] ttl_s)

@@ -1,9 +1,11 @@
 """When the bridge polls a task it made for a host, and until when (`wrapper.tasks.bridge`).
 
 The rhythm: the server's `pollInterval`, held within [POLL_MIN_S, POLL_MAX_S] (one that is negative, not a number or
-absent keeps the last interval, at first DEFAULT_POLL_S); sooner when a host call starts waiting for the task (a
-retried call joins it), when its host's answers to the task's input requests went upstream, and BUDGET_LEAD_S before a
-waiting call's budget ends (so its answer, the result or the partial one, is as fresh as can be). Never two polls at
+absent keeps the last interval, at first DEFAULT_POLL_S); sooner when a host call starts waiting for the task (it
+was made, a retried call joins it) and when its host's answers to the task's input requests went upstream: then the
+polls ramp up from POLL_MIN_S, doubling, to the server's interval (the news a waiting host needs comes within about
+twice the time it took, not a whole interval later); and BUDGET_LEAD_S before a waiting call's budget ends (so its
+answer, the result or the partial one, is as fresh as can be). Never two polls at
 once, and never one sooner than POLL_MIN_S after the last began: a hostile interval cannot make mcpwatch spin.
 While no host call waits, nobody needs its status at once: polls come at most every IDLE_POLL_MIN_S.
 
@@ -56,12 +58,13 @@ class BridgePolls:
     def start(self, run: BridgedRun, poll_interval_ms: int | None) -> None:
         """The task was made: poll it at the server's interval, and end it at the TTL mcpwatch asked for."""
         run.poll_s = interval_s(poll_interval_ms, DEFAULT_POLL_S)
+        run.ramp_s = POLL_MIN_S  # its host waits for the first news
         why = (
             f"bridged task {run.task_id} was still running {self._settings.ttl_s:g} s after it was made, the TTL "
             "mcpwatch asked for ([tasks] ttl_s); mcpwatch cancelled it upstream"
         )
         run.life_timer = self._scheduler.call_later(self._settings.ttl_s, self._expire, run, why)
-        self._next(run, run.poll_s)
+        self._next(run, POLL_MIN_S)
 
     def began(self, run: BridgedRun) -> None:
         run.polling, run.poll_again = True, False
@@ -74,8 +77,13 @@ class BridgePolls:
             return
         run.poll_s = interval_s(poll_interval_ms, run.poll_s)
         delay = 0.0 if run.poll_again else run.poll_s
+        if run.ramp_s is not None:  # a host waits for news: sooner, then less and less so
+            run.ramp_s *= 2
+            delay = min(delay, run.ramp_s)
+            if run.ramp_s >= run.poll_s:
+                run.ramp_s = None
         if not any(p.open for p in run.waiters):
-            delay = max(delay, IDLE_POLL_MIN_S)
+            delay, run.ramp_s = max(delay, IDLE_POLL_MIN_S), None
         self._next(run, delay)
 
     def soon(self, run: BridgedRun) -> None:
@@ -83,6 +91,7 @@ class BridgePolls:
         the bounds allow, or right after the poll under way."""
         if run.finished_at is not None:
             return
+        run.ramp_s = POLL_MIN_S
         if run.polling:
             run.poll_again = True
         else:
