@@ -1,10 +1,12 @@
 """The task bridge's bounds with real processes: `mcpwatch wrap` before a hand-written server whose tasks never end
 (`ttl: null`, `pollInterval: 0`), for a host without tasks whose calls are cut at their budget. The abandoned
-tasks are polled until `[tasks] reuse_s`, then cancelled upstream, and never polled again; a 4 MiB status message
-reaches the cut answer once, cut, in a frame of a few kilobytes."""
+tasks are polled until `[tasks] reuse_s`, then cancelled upstream, and never polled again; a host whose HTTP session
+ends has its tasks cancelled at once; a 4 MiB status message reaches the cut answer once, cut, in a frame of a few
+kilobytes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from front_tools import Host, listening_wrapper, rpc
 
 from checkout import REPO, mcpwatch_cmd
 from wraptools import FIXTURES
@@ -130,3 +133,29 @@ def test_a_4_mib_status_message_reaches_the_cut_answer_once(isolated_state: Path
         [reply] = host.wait_for(1)
         assert len(reply) < 64 * 1024  # was 16,778,113 bytes: four copies, over the 16 MiB frame cap
         assert reply.count(b"M" * 1900) == 1 and b"cut to 2,000 characters" in reply
+
+
+@pytest.mark.slow
+def test_a_host_session_that_ends_has_its_bridged_task_cancelled_at_once(
+    tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "forever.log"
+    monkeypatch.setenv("FOREVER_LOG", str(log))
+
+    async def run() -> None:
+        upstream = [sys.executable, str(SERVER)]
+        async with listening_wrapper(tmp_path, "--deadline", "1", upstream=upstream) as front, Host(front) as host:
+            reply = await host.post(rpc(1, "tools/call", {"name": "forever", "arguments": {}}))
+            assert "goes on upstream as task forever-1" in reply.text  # cut; [tasks] reuse_s is 600 s
+            assert requests(log, "tasks/cancel") == []
+            ended = await host.http.delete(front.url, headers=host.headers)  # the host leaves
+            assert ended.status_code in (200, 204)
+            deadline = time.monotonic() + 60
+            while requests(log, "tasks/cancel") != ["forever-1"]:
+                assert time.monotonic() < deadline, requests(log, "tasks/cancel")
+                await asyncio.sleep(0.1)
+            polls = len(requests(log, "tasks/get"))
+            await asyncio.sleep(2.5)  # an idle task would be polled every 2 s
+            assert len(requests(log, "tasks/get")) == polls
+
+    asyncio.run(run())
