@@ -249,4 +249,7 @@ def test_a_plain_calls_partial_answer_shows_each_progress_text_once_within_bound
     assert "T" * 100 not in frame  # a total that is not a number is not shown
     meta = cut["result"]["_meta"][PARTIAL_META]
     assert len(meta["models"]) == 32 and meta["progress_messages"] == 4
-    assert "2000 models, 1968 more not shown" in cut["result"]["content"][-1]["text"]
+    assert "32 models" in cut["result"]["content"][-1]["text"]
+    statuses = rig.events(Kind.MODEL_STATUS)  # 2,000 models, 32 followed: no flood of events either
+    assert len(statuses) == 32 and all(len(e.model or "") <= 64 + 30 for e in statuses)
+    assert all(len(e.data["status"]) <= 64 + 30 for e in statuses)

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcpwatch.events import Kind, ModelStatusData, ProgressData
 from mcpwatch.wire import COUNCIL_META
-from mcpwatch.wrapper.calls.partial import peer_text
+from mcpwatch.wrapper.calls.partial import MODEL_TEXT_CHARS, MODELS_MAX, peer_text
 from mcpwatch.wrapper.calls.pending import Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 
@@ -31,16 +31,21 @@ def note_progress(recorder: Recorder, pending: Pending, params: dict[str, Any]) 
 
 
 def _note_models(recorder: Recorder, pending: Pending, council: dict[str, Any]) -> None:
-    for model, state in council["models"].items():
+    for raw_model, state in council["models"].items():
         if not isinstance(state, dict):
             continue
+        model = peer_text(raw_model, MODEL_TEXT_CHARS)
+        if model not in pending.models and len(pending.models) >= MODELS_MAX:
+            continue  # a call follows MODELS_MAX models at most: a peer's thousands are no memory, no log flood
+        raw_status = state.get("status")
+        status_text = peer_text(raw_status, MODEL_TEXT_CHARS) if isinstance(raw_status, str) else raw_status
         previous = pending.models.get(model)
-        if previous is not None and previous.get("status") == state.get("status"):
+        if previous is not None and previous.get("status") == status_text:
             continue
-        pending.models[model] = dict(state)
+        pending.models[model] = {"status": status_text, "latency_ms": state.get("latency_ms")}
         status = ModelStatusData(
             stage=council.get("stage"),
-            status=state.get("status"),
+            status=status_text,
             latency_ms=state.get("latency_ms"),
             per_model_s=council.get("per_model_s"),
             tier=council.get("tier"),

@@ -73,7 +73,7 @@ class BridgePolls:
     def done(self, run: BridgedRun, poll_interval_ms: int | None, *, again: bool) -> None:
         """A poll was answered (`poll_interval_ms`: what it suggests); `again`: the task still runs."""
         run.polling = False
-        if not again or run.finished_at is not None:
+        if not again or run.finished_at is not None or run.given_up:
             return
         run.poll_s = interval_s(poll_interval_ms, run.poll_s)
         delay = 0.0 if run.poll_again else run.poll_s
