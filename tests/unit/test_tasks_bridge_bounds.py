@@ -90,6 +90,17 @@ def test_an_identical_call_within_reuse_s_keeps_the_task_alive(loop) -> None:
     assert [m["params"]["taskId"] for m in calls(rig, "tasks/cancel")] == ["t-1"]
 
 
+def test_an_identical_call_after_the_window_makes_a_task_of_its_own(loop) -> None:
+    rig = bridged(loop, budget_s=2.0, reuse_s=5.0)
+    start(rig, 1, **FOREVER)
+    run_upstream(rig, loop, 6.0, **FOREVER)  # cut at 2 s
+    rig.scheduler.advance(1.1)  # the window ends at 7 s: the cancel goes out (the upstream is slow to confirm it)
+    spin(loop)
+    assert [m["params"]["taskId"] for m in calls(rig, "tasks/cancel")] == ["t-1"]
+    rig.request(2, "tools/call", {**CALL, "arguments": {"topic": "t1"}})
+    assert len(calls(rig, "tools/call")) == 2  # not attached to the task being cancelled
+
+
 def test_a_waiting_call_is_answered_when_the_ttl_mcpwatch_asked_for_passes(loop) -> None:
     rig = bridged(loop, budget_s=30.0, ttl_s=10.0)
     start(rig, 1, **FOREVER)

@@ -309,6 +309,8 @@ class TaskBridge:
         elif self.runs:
             key = run_key(pending.link, pending.tool or "", arguments, params.get("_meta"))
             run = self.runs.get(key)  # type: ignore[arg-type]  # a None key finds no run
+            if run is not None and run.given_up:
+                return False  # being cancelled upstream: the call makes a task of its own
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True
