@@ -174,6 +174,24 @@ async def test_a_retried_call_after_the_hosts_budget_takes_the_finished_tasks_re
     assert kinds.count("late_reuse") == 1 and kinds.count("task_created") == 1  # the finished task's, not a new run
 
 
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_bridged_task_nobody_can_use_any_more_is_cancelled_upstream(npm_bin, isolated_state):
+    """The host's call is cut at 1 s; with `[tasks] reuse_s = 0.5` nobody can take the result after 1.5 s, so the
+    wrapper cancels server-everything's task (about 4 s long) instead of polling it to its end."""
+    log = isolated_state / "events.db"
+    config = isolated_state / "short.toml"
+    config.write_text("[tasks]\nreuse_s = 0.5\n")
+    wrap_args = ["--config", str(config), "--deadline", "1"]
+    async with wrapped_client([str(npm_bin / "mcp-server-everything")], wrap_args=wrap_args) as client:
+        cut = await client.call_tool("simulate-research-query", {"topic": "tides"})
+        assert cut.is_error and "goes on upstream as task" in cut.content[0].text
+        await _until_logged(log, "warning")
+    [warning] = [e.data["message"] for e in _events(log) if e.kind == "warning"]
+    assert "no host call waited for bridged task" in warning and "cancelled it upstream" in warning
+    assert not any(e.kind == "late_result" for e in _events(log))  # not polled to its end
+
+
 def _events(log: Path) -> list:
     if not log.exists():
         return []
