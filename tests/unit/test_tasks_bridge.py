@@ -208,19 +208,6 @@ def test_a_call_to_a_tool_never_listed_through_the_wrapper_lists_the_tools_first
     assert "task" not in upstream_request(rig, "tools/call")["params"]
 
 
-def test_a_call_sent_before_the_upstream_answered_initialize_is_still_bridged(loop) -> None:
-    rig = TaskRig(loop, host_timeout_s=30.0, margin_s=0.0)
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipelining-host"}}
-    up_init = rig.request(0, "initialize", init)
-    rig.request(1, "tools/call", CALL)  # it did not wait for its initialize answer
-    spin(loop)
-    assert rig.upstream_methods() == ["initialize", "tools/list"]  # not sent as it is: what can the upstream do?
-    rig.answer(up_init, {"protocolVersion": "2025-11-25", "capabilities": UPSTREAM_CAPS})
-    rig.answer(rig.upstream.sent[-1]["id"], {"tools": [RESEARCH]})
-    spin(loop)
-    assert upstream_request(rig, "tools/call")["params"]["task"] == {"ttl": 3_600_000}
-
-
 def test_the_hosts_own_cancel_of_a_bridged_call_leaves_the_task_running_for_a_retry(loop) -> None:
     rig = connected(loop)
     rig.answer(rig.request(1, "tools/call", CALL), {"task": task_2025("t-1")})

@@ -237,16 +237,8 @@ class TaskBridge:
             and modern_version({"params": params}) is None  # a 2026-era listing does not show task support
             and tool not in self.support
             and self.settings.bridge != "off"
-            and (self._can_bridge(link, params) or self._upstream_unknown(link, params))
+            and self._can_bridge(link, params)
         )
-
-    def _upstream_unknown(self, link: HostLink, params: dict[str, Any]) -> bool:
-        """A host without tasks calls before the upstream said what it can (a host that did not wait for its
-        initialize answer): the listing, queued behind the upstream's initialize, tells whether to bridge."""
-        host = self._hosts.get(id(link))
-        if host is None or host_has_tasks(host) or "task" in params:
-            return False
-        return self._upstream_capabilities() is None
 
     def list_then(self, tool: str, params: dict[str, Any], then: Callable[[], None]) -> None:
         """List the upstream's tools (all pages), note their task support, then go on with the call (a 2026-era
