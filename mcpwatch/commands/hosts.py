@@ -1,4 +1,5 @@
-"""`mcpwatch hosts [--json]`: the host profiles (built-in and from mcpwatch.toml) and the clocks each runs on."""
+"""`mcpwatch hosts [--json]`: the host profiles (built-in and from mcpwatch.toml) and the clocks each runs on;
+`hosts scan` the servers each host's config file holds; `hosts wrap|unwrap` puts mcpwatch in front of them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,30 @@ HELP = "list the known MCP hosts: the client names they send, their tools/call c
 def configure(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    actions = parser.add_subparsers(dest="action", metavar="{scan,wrap,unwrap}")
+    scan = actions.add_parser("scan", help="list every MCP server in the hosts' config files, with its budget")
+    add_config_option(scan)
+    scan.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    scan.add_argument("files", nargs="*", metavar="FILE", help="more config files to read")
+    for name, what in (("wrap", "put mcpwatch in front of"), ("unwrap", "take mcpwatch away from")):
+        action = actions.add_parser(name, help=f"{what} configured servers, in their hosts' config files")
+        add_config_option(action)
+        action.add_argument("servers", nargs="*", metavar="SERVER", help="the servers' keys in the config")
+        action.add_argument("--all", action="store_true", help="every server (of --host, if given)")
+        action.add_argument("--host", help="only this host's files (claude-code, codex, gemini-cli, vscode, …)")
+        action.add_argument("--file", action="append", default=[], metavar="PATH", help="also a config file by path")
+        action.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "action", None) == "scan":
+        from mcpwatch.commands._hosts_config import run_scan
+
+        return run_scan(args)
+    if getattr(args, "action", None) in ("wrap", "unwrap"):
+        from mcpwatch.commands._hosts_config import run_change
+
+        return run_change(args)
     from mcpwatch.config import load_settings
     from mcpwatch.reliability.hosts import catalog
 

@@ -27,6 +27,32 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--deadline", metavar="S", help="a fixed budget in seconds for every call (≤ 0: no budget)")
 
 
+def apply_host_config(ref: str | None, host_timeout_flag: str | None, hosts: dict[str, Any]) -> str | None:
+    """`--host-config FILE#SERVER`: read the host's timeout for this server from the host's own config at start,
+    so the budget follows the host's setting. A flag or variable naming the host timeout wins; a file that cannot be
+    read leaves the budget to the host's profile. Returns a one-line warning, or None."""
+    if ref is None:
+        return None
+    import os
+    from pathlib import Path
+
+    from mcpwatch.hostconfig.timeouts import HostConfigError, read_ref
+    from mcpwatch.reliability.deadline import ENV_HOST_TIMEOUT, SET_BY_FLAG
+    from mcpwatch.reliability.hosts import catalog
+
+    try:
+        timeout = read_ref(ref, catalog(hosts), os.environ, Path.cwd())
+    except HostConfigError as exc:
+        return f"{exc}; the budget comes from the host's profile"
+    if timeout.seconds is None or timeout.origin == "default":
+        return None  # the host's profile gives the same clock
+    if host_timeout_flag is not None or os.environ.get(ENV_HOST_TIMEOUT):
+        return None
+    os.environ[ENV_HOST_TIMEOUT] = repr(timeout.seconds)
+    SET_BY_FLAG[ENV_HOST_TIMEOUT] = f"--host-config: {timeout.source}"
+    return None
+
+
 def apply_budget_options(args: argparse.Namespace) -> None:
     """Check the budget flags (a clear error for a bad value) and set the variables they stand for."""
     import os
@@ -53,6 +79,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_config_option(parser)
     add_budget_options(parser)
     parser.add_argument("--name", help="a name for this wrapper in the console and the log")
+    parser.add_argument(
+        "--host-config",
+        metavar="FILE#SERVER",
+        help="read the host's timeout for this server from the host's own config at start (the budget follows it)",
+    )
     parser.add_argument("--log", metavar="DB", help="event log file (default: <state dir>/events.db)")
     parser.add_argument("--no-log", action="store_true", help="do not write the event log")
     parser.add_argument(
@@ -151,6 +182,13 @@ def run(args: argparse.Namespace) -> int:
         if not 0 <= args.operator_port <= 65535:
             raise UserError(f"--operator-port must be 0-65535, got {args.operator_port}")
         check_can_listen("127.0.0.1", args.operator_port, "--operator-port")
+    warning = apply_host_config(args.host_config, args.host_timeout, settings.hosts)
+    if warning:
+        import sys
+
+        from mcpwatch.terminal import safe
+
+        print(f"mcpwatch wrap: {safe(warning)}", file=sys.stderr)
     apply_budget_options(args)
     options = WrapOptions(
         settings=settings,

@@ -1,0 +1,242 @@
+"""JSON with comments (JSONC), read with the offsets of every value, so an edit replaces one span and leaves every
+other byte of the file (comments, indentation, trailing commas, key order) as it was.
+
+Hosts' config files are JSON (Claude Code, Cursor, Gemini CLI) or JSONC (VS Code, and Claude Desktop files people
+annotate). Re-serialising a parsed file would drop the comments and re-flow the formatting; this module never does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_DEPTH = 200  # deeper nesting is refused (a recursive parser must not overflow on a hostile file)
+
+
+class JsoncError(ValueError):
+    """The text is not JSON(C); the message names the line and column."""
+
+
+@dataclass
+class Node:
+    """A value and where its text is: `text[start:end]`."""
+
+    start: int
+    end: int
+    value: Any  # the Python value (for objects and arrays: built from the children)
+
+
+@dataclass
+class Member:
+    key: str
+    key_start: int
+    node: Node
+
+
+@dataclass
+class ObjectNode(Node):
+    members: list[Member] = field(default_factory=list)
+
+    def get(self, key: str) -> Node | None:
+        found = [m.node for m in self.members if m.key == key]
+        return found[-1] if found else None  # JSON.parse keeps the last of duplicate keys
+
+
+@dataclass
+class ArrayNode(Node):
+    items: list[Node] = field(default_factory=list)
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def fail(self, message: str, pos: int | None = None) -> JsoncError:
+        at = self.pos if pos is None else pos
+        line = self.text.count("\n", 0, at) + 1
+        column = at - (self.text.rfind("\n", 0, at) + 1) + 1
+        return JsoncError(f"line {line} column {column}: {message}")
+
+    def skip(self) -> None:
+        """Whitespace and comments."""
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            char = text[self.pos]
+            if char in " \t\r\n\ufeff":
+                self.pos += 1
+            elif text.startswith("//", self.pos):
+                newline = text.find("\n", self.pos)
+                self.pos = n if newline < 0 else newline + 1
+            elif text.startswith("/*", self.pos):
+                close = text.find("*/", self.pos + 2)
+                if close < 0:
+                    raise self.fail("a /* comment is never closed")
+                self.pos = close + 2
+            else:
+                return
+
+    def value(self, depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested deeper than {MAX_DEPTH} levels")
+        self.skip()
+        if self.pos >= len(self.text):
+            raise self.fail("the text ends where a value should be")
+        char = self.text[self.pos]
+        if char == "{":
+            return self.object(depth)
+        if char == "[":
+            return self.array(depth)
+        if char == '"':
+            start = self.pos
+            value = self.string()
+            return Node(start, self.pos, value)
+        return self.scalar()
+
+    def string(self) -> str:
+        start = self.pos
+        text = self.text
+        pos = start + 1
+        while True:
+            quote = text.find('"', pos)
+            if quote < 0:
+                raise self.fail("a string is never closed", start)
+            backslashes = 0
+            back = quote - 1
+            while text[back] == "\\":
+                backslashes += 1
+                back -= 1
+            if backslashes % 2 == 0:
+                break
+            pos = quote + 1
+        raw = text[start : quote + 1]
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise self.fail(f"a bad string ({exc.msg})", start) from None
+        self.pos = quote + 1
+        return str(value)
+
+    def scalar(self) -> Node:
+        start = self.pos
+        text = self.text
+        end = start
+        while end < len(text) and (text[end].isalnum() or text[end] in "+-."):
+            end += 1
+        raw = text[start:end]
+        if raw in ("true", "false", "null"):
+            value: Any = {"true": True, "false": False, "null": None}[raw]
+        else:
+            try:
+                value = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                value = None
+            if not raw or not isinstance(value, int | float) or isinstance(value, bool):
+                raise self.fail(f"unexpected {text[start : start + 1] or 'end of text'!r}", start)
+        self.pos = end
+        return Node(start, end, value)
+
+    def object(self, depth: int) -> ObjectNode:
+        node = ObjectNode(self.pos, self.pos, {})
+        self.pos += 1
+        while True:
+            self.skip()
+            if self.pos >= len(self.text):
+                raise self.fail("an object is never closed", node.start)
+            if self.text[self.pos] == "}":
+                self.pos += 1
+                break
+            if self.text[self.pos] != '"':
+                raise self.fail("expected a quoted key or '}'")
+            key_start = self.pos
+            key = self.string()
+            self.skip()
+            if not self.text.startswith(":", self.pos):
+                raise self.fail("expected ':' after a key")
+            self.pos += 1
+            child = self.value(depth + 1)
+            node.members.append(Member(key, key_start, child))
+            node.value[key] = child.value
+            self.skip()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+            elif not self.text.startswith("}", self.pos):
+                raise self.fail("expected ',' or '}'")
+        node.end = self.pos
+        return node
+
+    def array(self, depth: int) -> ArrayNode:
+        node = ArrayNode(self.pos, self.pos, [])
+        self.pos += 1
+        while True:
+            self.skip()
+            if self.pos >= len(self.text):
+                raise self.fail("an array is never closed", node.start)
+            if self.text[self.pos] == "]":
+                self.pos += 1
+                break
+            child = self.value(depth + 1)
+            node.items.append(child)
+            node.value.append(child.value)
+            self.skip()
+            if self.text.startswith(",", self.pos):
+                self.pos += 1
+            elif not self.text.startswith("]", self.pos):
+                raise self.fail("expected ',' or ']'")
+        node.end = self.pos
+        return node
+
+
+def parse(text: str) -> Node:
+    """The document's root value with offsets; JsoncError for anything that is not JSON with comments."""
+    parser = _Parser(text)
+    root = parser.value(0)
+    parser.skip()
+    if parser.pos != len(text):
+        raise parser.fail("unexpected text after the end of the document")
+    return root
+
+
+def find(root: Node, path: tuple[str, ...]) -> Node | None:
+    """The node at a path of object keys, or None."""
+    node: Node | None = root
+    for key in path:
+        if not isinstance(node, ObjectNode):
+            return None
+        node = node.get(key)
+    return node
+
+
+def indent_of(text: str, pos: int) -> str:
+    """The whitespace that starts the line holding `pos`."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    end = line_start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[line_start:end]
+
+
+def unit_indent(text: str) -> str:
+    """The file's indent step (two spaces, four, a tab), read from its first indented line; two spaces if none."""
+    for line in text.splitlines():
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            lead = line[: len(line) - len(stripped)]
+            return "\t" if lead.startswith("\t") else " " * len(lead)
+    return "  "
+
+
+def render(value: Any, indent: str, step: str) -> str:
+    """A value as JSON text laid out like a hand-written file: objects one member a line, short arrays of strings
+    on one line. `indent` is the indentation of the line the value starts on."""
+    if isinstance(value, dict) and value:
+        inner = indent + step
+        body = ",\n".join(
+            f"{inner}{json.dumps(k, ensure_ascii=False)}: {render(v, inner, step)}" for k, v in value.items()
+        )
+        return "{\n" + body + "\n" + indent + "}"
+    if isinstance(value, list) and value and not all(isinstance(v, str | int | float | bool) for v in value):
+        inner = indent + step
+        return "[\n" + ",\n".join(inner + render(v, inner, step) for v in value) + "\n" + indent + "]"
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
