@@ -62,7 +62,8 @@ def check(
     right = _budget(settings, profile, wrapper_environ(None, timeout, environ, True))
     if given.seconds == right.seconds:
         return BudgetCheck(given, None)
-    why = " (no --host-config)" if not follows else ""
+    flags = [f"{flag} {line.flags[flag]}" for flag in _FLAG_VARIABLES if flag in line.flags]
+    why = f" ({', '.join(flags)})" if flags else " (no --host-config)" if not follows else ""
     host_s = "no timeout" if timeout.seconds is None else f"{fmt_seconds(timeout.seconds)} s"
     return BudgetCheck(
         given,

@@ -58,7 +58,9 @@ def host_timeout(entry: ServerEntry, profile: HostProfile | None, environ: Mappi
         value = entry.raw[host.timeout_key]
         seconds = _number(value, host.timeout_unit_s)
         if seconds is not None:
-            return HostTimeout(seconds, "server", f"{display(entry.file)}#{entry.key} {host.timeout_key} = {value}")
+            unit = " ms" if host.timeout_unit_s == 0.001 else ""
+            where = f"{display(entry.file)}#{entry.key}"
+            return HostTimeout(seconds, "server", f"{where} {host.timeout_key} = {value}{unit}")
     if host.timeout_env:
         raw = environ.get(host.timeout_env)
         seconds = _env_number(raw, host.timeout_unit_s)
