@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Center, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
@@ -16,6 +18,13 @@ from mcpwatch.registry import WrapperEntry, running_wrappers
 
 
 class NoWrapperScreen(Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("h", "hosts", "Hosts' servers", id="empty.hosts")]
+
+    def action_hosts(self) -> None:
+        from mcpwatch.console.screens.hosts import HostsScreen
+
+        self.app.push_screen(HostsScreen())
+
     def __init__(self, selector: str | None = None, registry_dir: Path | None = None) -> None:
         super().__init__()
         self.selector = selector
@@ -58,6 +67,7 @@ class NoWrapperScreen(Screen[None]):
         rows = [
             ("mcpwatch wrap -- <server command…>", "wrap any stdio MCP server"),
             ("mcpwatch wrap --url http://HOST:PORT/mcp", "wrap a Streamable HTTP server"),
+            ("mcpwatch hosts wrap --all", "wrap the servers your hosts have (h: list them)"),
             ("mcpwatch demo", "everything at once, on a simulated council"),
         ]
         for command, what in rows:

@@ -83,6 +83,7 @@ class FleetScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "watch", "Watch", id="fleet.watch"),
         Binding("escape", "back", "Back", id="fleet.back"),
+        Binding("h", "hosts", "Hosts' servers", id="fleet.hosts"),
         *NUMBER_KEYS,
     ]
 
@@ -171,6 +172,12 @@ class FleetScreen(Screen[None]):
     def action_pick(self, number: int) -> None:
         if 1 <= number <= len(self.entries):
             self._choose(self.entries[number - 1])
+
+    def action_hosts(self) -> None:
+        """The servers the hosts' config files hold, wrapped or not (esc comes back here)."""
+        from mcpwatch.console.screens.hosts import HostsScreen
+
+        self.app.push_screen(HostsScreen())
 
     def action_back(self) -> None:
         if self.can_go_back:
