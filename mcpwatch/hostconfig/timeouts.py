@@ -80,7 +80,13 @@ def profile_for(host: HostFormat, catalog: HostCatalog) -> HostProfile | None:
 
 
 def split_ref(ref: str) -> tuple[Path, str]:
-    """`FILE#SERVER` into its parts (the last `#` splits, so a path may hold one)."""
+    """`FILE#SERVER` into its parts: the first `#` after which the file exists splits (a path and a key may each
+    hold one); when no such file exists, the last `#`."""
+    at = ref.find("#")
+    while at > 0:
+        if Path(ref[:at]).expanduser().is_file() and at + 1 < len(ref):
+            return Path(ref[:at]).expanduser(), ref[at + 1 :]
+        at = ref.find("#", at + 1)
     file, sep, key = ref.rpartition("#")
     if not sep or not file or not key:
         raise HostConfigError(

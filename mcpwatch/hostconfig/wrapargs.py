@@ -109,16 +109,21 @@ def this_program() -> Program:
     return Program(str(Path(sys.executable).absolute()), ("-m", "mcpwatch"))
 
 
+def _flag(name: str, value: str) -> list[str]:
+    """A flag and its value; joined with `=` when the value starts with `-`, so argparse never reads it as a flag."""
+    return [f"{name}={value}"] if value.startswith("-") else [name, value]
+
+
 def for_command(program: Program, key: str, ref: str, command: str, args: list[str]) -> list[str]:
     """The args of a wrapped command server (its command becomes the program)."""
-    return [*program.prefix, "wrap", "--name", key, "--host-config", ref, "--", command, *args]
+    return [*program.prefix, "wrap", *_flag("--name", key), *_flag("--host-config", ref), "--", command, *args]
 
 
 def for_url(program: Program, key: str, ref: str, url: str, headers: dict[str, str]) -> list[str]:
     """The args of a URL server made a stdio entry running the wrapper against the URL."""
-    line = [*program.prefix, "wrap", "--name", key, "--host-config", ref, "--url", url]
+    line = [*program.prefix, "wrap", *_flag("--name", key), *_flag("--host-config", ref), *_flag("--url", url)]
     for name, value in headers.items():
-        line += ["--header", f"{name}: {value}"]
+        line += _flag("--header", f"{name}: {value}")
     return line
 
 

@@ -68,3 +68,30 @@ async def test_h_on_the_start_up_screen_lists_the_hosts_servers_and_esc_comes_ba
         await until(pilot, lambda: any("mcpwatch hosts" in str(n.message) for n in app._notifications), what="note")
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, NoWrapperScreen), what="back to the start-up screen")
+
+
+def test_the_deadline_panel_names_the_host_config_the_budget_follows():
+    import io
+
+    from rich.console import Console
+
+    from mcpwatch.console.headless.panels.deadline import build, deadline_panel
+    from mcpwatch.console.headless.render_base import Palette
+
+    block = {
+        "host_timeout_s": 200.0,
+        "margin_s": 10.0,
+        "override_s": None,
+        "budget_s": 190.0,
+        "source": "derived",
+        "explanation": "host timeout 200 s (--host-config: ~/.claude.json#raw timeout = 200000 ms\x1b[2J) − margin 10"
+        " s",
+    }
+    out = io.StringIO()
+    Console(file=out, width=70, color_system=None).print(deadline_panel(build(block), Palette({})))
+    shown = out.getvalue()
+    assert "host from" in shown and "~/.claude.json#raw timeout = 200000 ms" in shown and "\x1b" not in shown
+    plain = {**block, "explanation": "host timeout 120 s (default) − margin 10 s"}
+    out = io.StringIO()
+    Console(file=out, width=70, color_system=None).print(deadline_panel(build(plain), Palette({})))
+    assert "host from" not in out.getvalue()

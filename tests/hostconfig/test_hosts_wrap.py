@@ -245,3 +245,22 @@ def test_no_names_and_no_all_is_refused(home, capsys):
     assert "name the servers to change, or give --all" in err
     err = refused(home, capsys, "wrap", "--host", "nosuchhost", "--all")
     assert "--host must be one of" in err
+
+
+def test_keys_that_look_like_flags_or_hold_a_hash_round_trip_and_reach_their_entry(home, capsys):
+    from mcpwatch.hostconfig.timeouts import split_ref
+
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.write_text(
+        '{"mcpServers": {"--url": {"command": "a", "timeout": 1}, "x#y": {"url": "http://127.0.0.1:1/mcp"}}}\n'
+    )
+    before = cursor.read_bytes()
+    assert cli(capsys, "wrap", "--host", "cursor", "--all")[0] == 0
+    flaglike = servers(cursor)["--url"]
+    assert "--name=--url" in flaglike["args"]
+    line = wrapargs.read(flaglike["command"], flaglike["args"])
+    assert line is not None and line.name == "--url" and line.inner == ("a",) and line.url is None
+    hashed = wrapargs.read(servers(cursor)["x#y"]["command"], servers(cursor)["x#y"]["args"])
+    assert hashed is not None and split_ref(hashed.host_config or "") == (cursor, "x#y")
+    assert cli(capsys, "unwrap", "--host", "cursor", "--all")[0] == 0
+    assert cursor.read_bytes() == before

@@ -181,6 +181,7 @@ class SessionPart:
             "override_s": as_num(block.get("override_s")),
             "budget_s": as_num(block.get("budget_s")),
             "source": as_text(block.get("source")),
+            "explanation": as_text(block.get("explanation")),
         }
 
     def set_ttl_terms(self, terms: Mapping[str, Any]) -> None:

@@ -12,6 +12,7 @@ from rich.text import Text
 from mcpwatch.console.headless import format as fmt
 from mcpwatch.console.headless import words
 from mcpwatch.console.headless.render_base import Palette, key_value, kv_grid
+from mcpwatch.terminal import safe
 
 HELP: tuple[str, str] | None = (
     "Deadline",
@@ -28,6 +29,18 @@ class DeadlineView:
     budget_s: float | None = None  # None: the budget is disabled (the host timeout still applies)
     source: str | None = None
     known: bool = False
+    explanation: str | None = None  # how the budget was reached, in words (names a --host-config file)
+
+    @property
+    def host_config(self) -> str | None:
+        """The host config file (and server) the host timeout was read from, when `--host-config` set it."""
+        marker = "(--host-config: "
+        text = self.explanation or ""
+        at = text.find(marker)
+        if at < 0:
+            return None
+        rest = text[at + len(marker) :]
+        return rest[: rest.find(")")] if ")" in rest else rest
 
     @property
     def limit_s(self) -> float | None:
@@ -57,6 +70,8 @@ def deadline_panel(d: DeadlineView, p: Palette, changed: ConfigChangeView | None
         key_value(g, "budget", Text(fmt.seconds(d.budget_s), style="bold"), p)
         key_value(g, "source", Text(words.budget_source(d.source), style=p.dim), p)
     key_value(g, "host, margin", f"{fmt.seconds(d.host_timeout_s)}, {fmt.seconds(d.margin_s)}", p)
+    if d.host_config:
+        key_value(g, "host from", Text(safe(d.host_config), style=p.dim), p)
     override = Text("none", style=p.dim) if d.override_s is None else Text(fmt.seconds(d.override_s))
     if d.override_s is not None and d.override_s <= 0:
         override.append(" (disables)", style=p("status-warn"))
@@ -73,7 +88,16 @@ def build(block: Mapping[str, Any]) -> DeadlineView:
     if not block:
         return DeadlineView()
     d = block
-    return DeadlineView(d["host_timeout_s"], d["margin_s"], d["override_s"], d["budget_s"], d["source"], known=True)
+    explanation = d.get("explanation")
+    return DeadlineView(
+        d["host_timeout_s"],
+        d["margin_s"],
+        d["override_s"],
+        d["budget_s"],
+        d["source"],
+        known=True,
+        explanation=explanation if isinstance(explanation, str) else None,
+    )
 
 
 def last_change(changes: Iterable[ConfigChangeView]) -> ConfigChangeView | None:
