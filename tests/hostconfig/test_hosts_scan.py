@@ -136,3 +136,10 @@ def test_a_file_given_by_path_is_read_as_its_host(home, capsys, tmp_path):
 def test_hosts_alone_still_prints_the_profiles(capsys):
     assert main(["hosts"]) == 0
     assert "MCP host profiles" in capsys.readouterr().out
+
+
+def test_a_config_file_over_the_size_bound_is_not_read(home, capsys):
+    big = home / ".cursor" / "mcp.json"
+    big.write_text('{"mcpServers": {}, "pad": "' + "x" * (16 * 1024 * 1024) + '"}')
+    found = scan(capsys)
+    assert any(f["file"] == str(big) and f["problem"] == "larger than 16 MB" for f in found["files"])
