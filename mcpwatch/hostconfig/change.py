@@ -7,9 +7,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcpwatch.errors import UserError
 from mcpwatch.hostconfig import records as kept
 from mcpwatch.hostconfig.entries import ConfigFile, ServerEntry, display
-from mcpwatch.hostconfig.plan import Plan, PlanError, plan
+from mcpwatch.hostconfig.plan import Plan, PlanError, entry_edits, plan
 from mcpwatch.hostconfig.wrapargs import Program
 from mcpwatch.hostconfig.writer import WriteRefused, check_writable, diff, target, write
 
@@ -68,7 +69,7 @@ def prepare(
         usable = []
         for entry in entries:
             try:
-                plan(config, [entry], action, program, records)
+                entry_edits(config, entry, action, program, records)
             except PlanError as exc:
                 if explicit:
                     raise ChangeError(f"{display(config.path)}: {exc}; nothing was changed") from None
@@ -81,7 +82,7 @@ def prepare(
             continue
         try:
             result = plan(config, usable, action, program, records)
-        except (PlanError, ValueError) as exc:
+        except ValueError as exc:
             raise ChangeError(f"{display(config.path)}: {exc}; nothing was changed") from None
         if result.changed:
             try:
@@ -125,6 +126,14 @@ def carry_out(outcome: Outcome, dry_run: bool) -> list[str]:
                 done = f" (already changed: {'; '.join(lines)})" if lines else ""
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 raise ChangeError(f"{display(result.config.path)}: {reason}{done}") from None
-            kept.save(result.records)
+            try:
+                kept.save(result.records)
+            except (OSError, UserError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                lines += describe(result, written, False)
+                raise ChangeError(
+                    f"{'; '.join(lines)}; but the originals for an exact unwrap could not be kept ({reason}): "
+                    "unwrap will rebuild these entries from their wrap lines"
+                ) from None
         lines += describe(result, written, False)
     return lines

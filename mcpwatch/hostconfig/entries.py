@@ -108,7 +108,7 @@ def parse_text(host: HostFormat, text: str) -> Any:
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"not valid TOML: {exc}") from None
     try:
-        return jsonc.parse(text).value
+        return jsonc.parsed(text).value
     except jsonc.JsoncError as exc:
         raise ValueError(f"not valid JSON: {exc}") from None
 

@@ -8,9 +8,14 @@ annotate). Re-serialising a parsed file would drop the comments and re-flow the 
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+_scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # C: a string and where it ends
+_NUMBER = json.scanner.NUMBER_RE  # the stdlib's own pattern for a JSON number
 MAX_DEPTH = 200  # deeper nesting is refused (a recursive parser must not overflow on a hostile file)
 
 
@@ -37,10 +42,12 @@ class Member:
 @dataclass
 class ObjectNode(Node):
     members: list[Member] = field(default_factory=list)
+    _index: dict[str, Node] | None = field(default=None, repr=False)
 
     def get(self, key: str) -> Node | None:
-        found = [m.node for m in self.members if m.key == key]
-        return found[-1] if found else None  # JSON.parse keeps the last of duplicate keys
+        if self._index is None:  # JSON.parse keeps the last of duplicate keys; so does this index
+            self._index = {m.key: m.node for m in self.members}
+        return self._index.get(key)
 
 
 @dataclass
@@ -96,46 +103,26 @@ class _Parser:
 
     def string(self) -> str:
         start = self.pos
-        text = self.text
-        pos = start + 1
-        while True:
-            quote = text.find('"', pos)
-            if quote < 0:
-                raise self.fail("a string is never closed", start)
-            backslashes = 0
-            back = quote - 1
-            while text[back] == "\\":
-                backslashes += 1
-                back -= 1
-            if backslashes % 2 == 0:
-                break
-            pos = quote + 1
-        raw = text[start : quote + 1]
         try:
-            value = json.loads(raw)
+            value, self.pos = _scanstring(self.text, start + 1, True)
         except json.JSONDecodeError as exc:
             raise self.fail(f"a bad string ({exc.msg})", start) from None
-        self.pos = quote + 1
         return str(value)
 
     def scalar(self) -> Node:
         start = self.pos
         text = self.text
-        end = start
-        while end < len(text) and (text[end].isalnum() or text[end] in "+-."):
-            end += 1
-        raw = text[start:end]
-        if raw in ("true", "false", "null"):
-            value: Any = {"true": True, "false": False, "null": None}[raw]
-        else:
-            try:
-                value = json.loads(raw) if raw else None
-            except json.JSONDecodeError:
-                value = None
-            if not raw or not isinstance(value, int | float) or isinstance(value, bool):
-                raise self.fail(f"unexpected {text[start : start + 1] or 'end of text'!r}", start)
-        self.pos = end
-        return Node(start, end, value)
+        for word, value in (("true", True), ("false", False), ("null", None)):
+            if text.startswith(word, start):
+                self.pos = start + len(word)
+                return Node(start, self.pos, value)
+        match = _NUMBER.match(text, start)
+        if match is None:
+            raise self.fail(f"unexpected {text[start : start + 1] or 'end of text'!r}", start)
+        integer, fraction, exponent = match.groups()
+        number: Any = float(integer + (fraction or "") + (exponent or "")) if fraction or exponent else int(integer)
+        self.pos = match.end()
+        return Node(start, self.pos, number)
 
     def object(self, depth: int) -> ObjectNode:
         node = ObjectNode(self.pos, self.pos, {})
@@ -196,6 +183,12 @@ def parse(text: str) -> Node:
     if parser.pos != len(text):
         raise parser.fail("unexpected text after the end of the document")
     return root
+
+
+@lru_cache(maxsize=4)
+def parsed(text: str) -> Node:
+    """`parse`, once per text: scanning and planning read the same file's text (a str caches its own hash)."""
+    return parse(text)
 
 
 def find(root: Node, path: tuple[str, ...]) -> Node | None:

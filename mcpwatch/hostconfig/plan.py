@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from mcpwatch.hostconfig import jsonc, tomlspans, wrapargs
@@ -81,8 +82,13 @@ class Span:
     tables: dict[str, tuple[int, int]] = field(default_factory=dict)  # TOML sub-tables ([x.env]) → their text
 
 
+@lru_cache(maxsize=4)
+def _toml_layout(text: str) -> tomlspans.Layout:
+    return tomlspans.scan(text)
+
+
 def _json_span(text: str, entry: ServerEntry) -> Span:
-    node = jsonc.find(jsonc.parse(text), (*entry.where, entry.key))
+    node = jsonc.find(jsonc.parsed(text), (*entry.where, entry.key))
     if not isinstance(node, jsonc.ObjectNode):
         raise PlanError(f"{entry.key}: not found in {entry.file} any more")
     values = {m.key: (m.key_start, m.node.start, m.node.end, m.node.end) for m in node.members}
@@ -90,7 +96,7 @@ def _json_span(text: str, entry: ServerEntry) -> Span:
 
 
 def _toml_span(text: str, entry: ServerEntry) -> Span:
-    layout = tomlspans.scan(text)
+    layout = _toml_layout(text)
     path = (*entry.where, entry.key)
     headers = list(layout.headers)
     for index, header in enumerate(headers):
@@ -267,22 +273,27 @@ def unwrap_edits(config: ConfigFile, entry: ServerEntry, line: wrapargs.WrapLine
 # --- a file's plan --------------------------------------------------------------------------------------------
 
 
-def _entry_text(config: ConfigFile, text: str, entry: ServerEntry) -> str:
-    span = span_of(ConfigFile(config.path, config.host, config.scope, config.servers, None, text), entry)
-    return text[span.start : span.end]
-
-
 def _reread(config: ConfigFile, text: str) -> ConfigFile:
     doc = parse_text(config.host, text)
-    return ConfigFile(
-        config.path,
-        config.host,
-        config.scope,
-        servers_in(config.host, config.scope, config.path, doc),
-        None,
-        text,
-        config.mtime_ns,
-    )
+    servers = servers_in(config.host, config.scope, config.path, doc)
+    return ConfigFile(config.path, config.host, config.scope, servers, None, text, config.mtime_ns)
+
+
+def entry_edits(
+    config: ConfigFile, entry: ServerEntry, action: str, program: wrapargs.Program, records: dict[str, Record]
+) -> tuple[list[Edit], str]:
+    """One entry's edits over the file as read, and what they do ("" for nothing to do); PlanError if impossible."""
+    line = entry.wrap
+    if action == "wrap":
+        return ([], "already wrapped") if line is not None else (wrap_edits(config, entry, program), "wrapped")
+    if line is None:
+        return [], "not wrapped"
+    span = span_of(config, entry)
+    record = records.get(record_key(entry))
+    if record is not None and record.wrapped == config.text[span.start : span.end]:
+        return [Edit(span.start, span.end, record.original)], "unwrapped (restored as it was)"
+    how = "unwrapped (rebuilt from its mcpwatch wrap line: the entry changed after wrapping)"
+    return unwrap_edits(config, entry, line), how
 
 
 def plan(
@@ -292,44 +303,35 @@ def plan(
     program: wrapargs.Program,
     records: dict[str, Record],
 ) -> Plan:
-    """Wrap or unwrap `chosen` (entries of `config`), one at a time over the text (each step re-reads the spans),
-    so several entries in one file compose. PlanError when one cannot be done (then nothing is written)."""
-    current = config
+    """Wrap or unwrap `chosen` (entries of `config`) in one pass over the text as read (entries do not overlap),
+    then read the result back to check it and keep each entry's text before and after. PlanError when one cannot be
+    done (then nothing is written)."""
     result = Plan(config, config.text)
-    for wanted in chosen:
-        entry = next(s for s in current.servers if s.where == wanted.where and s.key == wanted.key)
-        key = record_key(entry)
-        line = entry.wrap
+    edits: list[Edit] = []
+    for entry in chosen:
+        found, what = entry_edits(config, entry, action, program, records)
+        edits += found
+        result.done.append((entry, what))
+    if not edits:
+        return result
+    text = apply(config.text, edits)
+    try:
+        after = _reread(config, text)
+    except ValueError as exc:
+        raise PlanError(f"the edited file does not read back ({exc}; a bug): nothing changed") from None
+    by_place = {(s.where, s.key): s for s in after.servers}
+    for entry, what in result.done:
+        if what in ("already wrapped", "not wrapped"):
+            continue
+        new = by_place.get((entry.where, entry.key))
+        if new is None or (new.wrap is None) != (action == "unwrap"):
+            raise PlanError(f"{entry.key}: the edited entry does not read back as {action}ped (a bug): nothing changed")
         if action == "wrap":
-            if line is not None:
-                result.done.append((entry, "already wrapped"))
-                continue
-            before = _entry_text(current, current.text, entry)
-            text = apply(current.text, wrap_edits(current, entry, program))
-            after_config = _reread(current, text)
-            new_entry = next(s for s in after_config.servers if s.where == entry.where and s.key == entry.key)
-            if new_entry.wrap is None:
-                raise PlanError(
-                    f"{entry.key}: the wrapped entry does not read back as wrapped (a bug): nothing changed"
-                )
-            result.records[key] = Record(before, _entry_text(after_config, text, new_entry))
-            result.done.append((entry, "wrapped"))
+            before = span_of(config, entry)
+            now = span_of(after, new)
+            original = config.text[before.start : before.end]
+            result.records[record_key(entry)] = Record(original, text[now.start : now.end])
         else:
-            if line is None:
-                result.done.append((entry, "not wrapped"))
-                continue
-            now = _entry_text(current, current.text, entry)
-            record = records.get(key)
-            span = span_of(current, entry)
-            if record is not None and record.wrapped == now:
-                text = apply(current.text, [Edit(span.start, span.end, record.original)])
-                how = "unwrapped (restored as it was)"
-            else:
-                text = apply(current.text, unwrap_edits(current, entry, line))
-                how = "unwrapped (rebuilt from its mcpwatch wrap line: the entry changed after wrapping)"
-            after_config = _reread(current, text)
-            result.records[key] = None
-            result.done.append((entry, how))
-        current = after_config
-        result.text = text
+            result.records[record_key(entry)] = None
+    result.text = text
     return result

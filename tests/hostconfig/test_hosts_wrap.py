@@ -264,3 +264,21 @@ def test_keys_that_look_like_flags_or_hold_a_hash_round_trip_and_reach_their_ent
     assert hashed is not None and split_ref(hashed.host_config or "") == (cursor, "x#y")
     assert cli(capsys, "unwrap", "--host", "cursor", "--all")[0] == 0
     assert cursor.read_bytes() == before
+
+
+def test_a_file_with_many_servers_is_parsed_a_bounded_number_of_times(home, capsys, monkeypatch):
+    """Planning reads the file once and checks the result once, whatever the number of servers (a project's
+    .mcp.json is anyone's to write: thousands of entries must not make wrapping quadratic)."""
+    cursor = home / ".cursor" / "mcp.json"
+    servers_text = ", ".join(f'"s{i}": {{"command": "c{i}", "args": ["a"]}}' for i in range(2000))
+    cursor.write_text('{"mcpServers": {' + servers_text + "}}\n")
+    calls = []
+    real = jsonc.parse
+    monkeypatch.setattr(jsonc, "parse", lambda text: calls.append(len(text)) or real(text))
+    code, _, err = cli(capsys, "wrap", "--host", "cursor", "--all")
+    assert code == 0, err
+    big = [n for n in calls if n > 100_000]
+    assert 1 <= len(big) <= 4, len(big)
+    assert len(servers(cursor)) == 2000 and all(
+        wrapargs.read(e["command"], e["args"]) for e in servers(cursor).values()
+    )
