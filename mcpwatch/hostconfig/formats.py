@@ -17,6 +17,7 @@ class HostFormat:
     sse_keys: tuple[str, ...] = ()  # keys that hold an SSE URL (mcpwatch wrap --url speaks Streamable HTTP only)
     header_key: str = "headers"
     type_key: str | None = None  # "type": "stdio" | "http" | "sse" where the host has it
+    stdio_type: str | None = "stdio"  # the type a wrapped (stdio) entry gets; None: the key is dropped
     timeout_key: str | None = None  # the server's own timeout for a tools/call
     timeout_unit_s: float = 1.0  # seconds per unit of `timeout_key` (0.001: milliseconds)
     timeout_env: str | None = None  # the host's variable for every server's timeout (same unit)
@@ -52,8 +53,9 @@ GEMINI = HostFormat(
     "gemini-cli",
     "json",
     "mcpServers",
-    url_keys=("httpUrl",),
-    sse_keys=("url",),
+    url_keys=("url", "httpUrl"),  # `url` is Streamable HTTP unless `type` is "sse" (0.61); `httpUrl` is older
+    type_key="type",
+    stdio_type=None,
     timeout_key="timeout",
     timeout_unit_s=0.001,
     cli="gemini",

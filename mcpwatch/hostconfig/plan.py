@@ -165,7 +165,8 @@ def _url_to_command(entry: ServerEntry, args: list[str], program: str) -> dict[s
         if key == entry.url_key:
             out["command"], out["args"] = program, args
         elif key == host.type_key:
-            out[key] = "stdio"
+            if host.stdio_type is not None:
+                out[key] = host.stdio_type
         elif key not in dropped:
             out[key] = value
     return out

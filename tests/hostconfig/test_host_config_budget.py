@@ -100,3 +100,24 @@ async def test_a_wrapped_entry_gets_its_hosts_timeout_and_follows_a_change_at_th
         f"host timeout 200 s (--host-config: {path}#raw timeout = 200000 ms) − margin 10 s",
         f"host timeout 400 s (--host-config: {path}#raw timeout = 400000 ms) − margin 10 s",
     ]
+
+
+def test_in_claude_codes_file_the_projects_own_entry_wins_where_the_wrapper_runs(tmp_path):
+    from mcpwatch.hostconfig.timeouts import read_ref
+    from mcpwatch.reliability.hosts import catalog
+
+    path = tmp_path / ".claude.json"
+    project = tmp_path / "app"
+    project.mkdir()
+    doc = {
+        "mcpServers": {"db": {"command": "x", "timeout": 100000}},
+        "projects": {str(project): {"mcpServers": {"db": {"command": "x", "timeout": 50000}}}},
+    }
+    path.write_text(json.dumps(doc))
+    assert read_ref(f"{path}#db", catalog(), {}, project).seconds == 50.0
+    assert read_ref(f"{path}#db", catalog(), {}, tmp_path).seconds == 100.0
+    environ = {"MCP_TOOL_TIMEOUT": "70000"}
+    doc["mcpServers"]["db"].pop("timeout")
+    path.write_text(json.dumps(doc))
+    found = read_ref(f"{path}#db", catalog(), environ, tmp_path)
+    assert (found.seconds, found.origin) == (70.0, "environment")  # Claude Code's own variable, as it started us

@@ -133,7 +133,14 @@ def test_structural_unwrap_restores_a_url_entry_of_every_json_host(home, capsys,
     code, _, err = cli(capsys, "unwrap", "--all")
     assert code == 0, err
     after = {key: servers(path_of(home, b, r)) for key, (b, r) in enumerate(ALL_FILES)}
-    assert after == before
+
+    def current(files: dict) -> dict:  # Gemini's deprecated httpUrl comes back as url (Streamable HTTP too)
+        return {
+            k: {n: {("url" if f == "httpUrl" else f): v for f, v in e.items()} for n, e in s.items()}
+            for k, s in files.items()
+        }
+
+    assert after == current(before)
 
 
 # --- refusals: one line, nothing changed ----------------------------------------------------------------------
@@ -282,3 +289,22 @@ def test_a_file_with_many_servers_is_parsed_a_bounded_number_of_times(home, caps
     assert len(servers(cursor)) == 2000 and all(
         wrapargs.read(e["command"], e["args"]) for e in servers(cursor).values()
     )
+
+
+def test_gemini_url_is_streamable_http_unless_its_type_says_sse(home, capsys):
+    gemini = home / ".gemini" / "settings.json"
+    gemini.write_text(
+        '{"mcpServers": {"plain": {"url": "http://127.0.0.1:1/mcp"}, '
+        '"typed": {"url": "http://127.0.0.1:2/mcp", "type": "http", "trust": true}, '
+        '"old": {"url": "http://127.0.0.1:3/sse", "type": "sse"}}}\n'
+    )
+    before = gemini.read_bytes()
+    err = refused(home, capsys, "wrap", "old")
+    assert "an SSE server" in err
+    code, _, err = cli(capsys, "wrap", "plain", "typed")
+    assert code == 0, err
+    now = servers(gemini)
+    assert "type" not in now["typed"] and now["typed"]["trust"] is True  # Gemini has no "stdio" type: dropped
+    assert wrapargs.read(now["plain"]["command"], now["plain"]["args"]).url == "http://127.0.0.1:1/mcp"
+    assert cli(capsys, "unwrap", "--host", "gemini-cli", "--all")[0] == 0
+    assert gemini.read_bytes() == before
