@@ -121,3 +121,21 @@ def test_in_claude_codes_file_the_projects_own_entry_wins_where_the_wrapper_runs
     path.write_text(json.dumps(doc))
     found = read_ref(f"{path}#db", catalog(), environ, tmp_path)
     assert (found.seconds, found.origin) == (70.0, "environment")  # Claude Code's own variable, as it started us
+
+
+def test_a_host_config_that_is_a_fifo_or_a_device_is_refused_without_blocking(tmp_path, clean_flags):
+    fifo = tmp_path / "settings.json"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer forever
+    for ref in (f"{fifo}#raw", "/dev/zero#raw"):
+        warning = apply_host_config(ref, None, {})
+        assert warning is not None and "not a regular file" in warning, warning
+    assert ENV_HOST_TIMEOUT not in os.environ
+
+
+def test_a_timeout_that_is_not_a_usable_number_leaves_the_budget_to_the_profile(tmp_path, clean_flags):
+    for bad in ('"300000"', "-5", "0", "1e400", "true", "null"):
+        path = tmp_path / ".gemini" / "settings.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"mcpServers": {"raw": {"command": "x", "timeout": ' + bad + "}}}")
+        assert apply_host_config(f"{path}#raw", None, {}) is None
+        assert ENV_HOST_TIMEOUT not in os.environ, bad
