@@ -15,17 +15,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     actions = parser.add_subparsers(dest="action", metavar="{scan,wrap,unwrap}")
     scan = actions.add_parser("scan", help="list every MCP server in the hosts' config files, with its budget")
-    add_config_option(scan)
-    scan.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    _config_option(scan)
+    scan.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON instead of a table")
     scan.add_argument("files", nargs="*", metavar="FILE", help="more config files to read")
     for name, what in (("wrap", "put mcpwatch in front of"), ("unwrap", "take mcpwatch away from")):
         action = actions.add_parser(name, help=f"{what} configured servers, in their hosts' config files")
-        add_config_option(action)
+        _config_option(action)
         action.add_argument("servers", nargs="*", metavar="SERVER", help="the servers' keys in the config")
         action.add_argument("--all", action="store_true", help="every server (of --host, if given)")
         action.add_argument("--host", help="only this host's files (claude-code, codex, gemini-cli, vscode, …)")
         action.add_argument("--file", action="append", default=[], metavar="PATH", help="also a config file by path")
         action.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    """`--config` after the action too; left unset when not given there, so one given before the action stays."""
+    parser.add_argument(
+        "--config", metavar="PATH", default=argparse.SUPPRESS, help="mcpwatch.toml to use (as before the action)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

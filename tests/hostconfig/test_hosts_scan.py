@@ -143,3 +143,15 @@ def test_a_config_file_over_the_size_bound_is_not_read(home, capsys):
     big.write_text('{"mcpServers": {}, "pad": "' + "x" * (16 * 1024 * 1024) + '"}')
     found = scan(capsys)
     assert any(f["file"] == str(big) and f["problem"] == "larger than 16 MB" for f in found["files"])
+
+
+def test_config_and_json_count_before_or_after_the_action(home, capsys, tmp_path):
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[deadline]\nmargin_s = 30\n")
+    for args in (
+        ["hosts", "--config", str(config), "--json", "scan"],
+        ["hosts", "scan", "--json", "--config", str(config)],
+    ):
+        assert main(args) == 0
+        found = json.loads(capsys.readouterr().out)
+        assert row(found, "codex", "docs")["budget_s"] == 270.0, args  # tool_timeout_sec 300 − the file's margin 30
