@@ -91,7 +91,7 @@ def run_change(args: argparse.Namespace) -> int:
     try:
         chosen = choose(found.files, list(args.servers), args.all, args.host)
         outcome = prepare(chosen, args.action, this_program(), explicit=bool(args.servers))
-        lines = carry_out(outcome, args.dry_run)
+        lines = carry_out(outcome, args.dry_run, args.via_cli, Path.home(), Path.cwd())
     except ChangeError as exc:
         raise UserError(str(exc)) from None
     from rich.markup import escape

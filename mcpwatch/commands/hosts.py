@@ -26,6 +26,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action.add_argument("--host", help="only this host's files (claude-code, codex, gemini-cli, vscode, …)")
         action.add_argument("--file", action="append", default=[], metavar="PATH", help="also a config file by path")
         action.add_argument("--dry-run", action="store_true", help="print the diff; change nothing")
+        action.add_argument(
+            "--via-cli",
+            action="store_true",
+            help="change Claude Code's entries with its own `claude mcp add-json` when it is installed (the entry "
+            "moves to the end of its table; the default edits in place, so unwrap restores the file exactly)",
+        )
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:

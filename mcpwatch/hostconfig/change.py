@@ -8,11 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcpwatch.errors import UserError
+from mcpwatch.hostconfig import host_cli
 from mcpwatch.hostconfig import records as kept
 from mcpwatch.hostconfig.entries import ConfigFile, ServerEntry, display
-from mcpwatch.hostconfig.plan import Plan, PlanError, entry_edits, plan
+from mcpwatch.hostconfig.formats import CLAUDE_CODE
+from mcpwatch.hostconfig.plan import Plan, PlanError, Record, entry_edits, plan, record_key, reread, span_of
 from mcpwatch.hostconfig.wrapargs import Program
-from mcpwatch.hostconfig.writer import WriteRefused, check_writable, diff, target, write
+from mcpwatch.hostconfig.writer import WriteRefused, backup, check_writable, diff, target, write
 
 
 class ChangeError(ValueError):
@@ -93,7 +95,7 @@ def prepare(
     return outcome
 
 
-def describe(result: Plan, written: Path | None, dry_run: bool) -> list[str]:
+def describe(result: Plan, written: Path | None, dry_run: bool, how: str | None = None) -> list[str]:
     config = result.config
     lines = []
     via = ""
@@ -104,13 +106,61 @@ def describe(result: Plan, written: Path | None, dry_run: bool) -> list[str]:
         verb = f"would be {what}" if dry_run and what not in ("already wrapped", "not wrapped") else what
         lines.append(f"{entry.host.label} {entry.key} ({entry.scope}, {display(config.path)}): {verb}")
     if result.changed:
-        how = "would edit the file in place" if dry_run else "edited the file in place"
+        how = how or ("would edit the file in place" if dry_run else "edited the file in place")
         lines.append(f"  {how}{via}" + ("" if written is None else f"; the old file is kept at {display(written)}"))
     return lines
 
 
-def carry_out(outcome: Outcome, dry_run: bool) -> list[str]:
-    """Write every planned file (or, dry, show its diff); the records are saved after each file written."""
+def _through_claude(result: Plan, home: Path, project: Path) -> tuple[Path, dict[str, Record | None]] | str:
+    """Carry out a Claude Code file's plan with `claude mcp remove` + `add-json`; returns the backup and the records,
+    or why the file is edited in place instead."""
+    claude = host_cli.find_claude()
+    config = result.config
+    changed = [e for e, what in result.done if what not in ("already wrapped", "not wrapped")]
+    scopes = [host_cli.claude_scope(e, home, project) for e in changed]
+    if config.host is not CLAUDE_CODE:
+        return f"{config.host.label} has no CLI that carries every field"
+    if claude is None:
+        return "`claude` is not on PATH"
+    if any(scope is None for scope in scopes):
+        return "claude mcp cannot name this file's scope from here"
+    wanted = {(s.where, s.key): s.raw for s in reread(config, result.text).servers}
+    real = target(config.path)
+    check_writable(config.path)
+    if real.read_bytes() != config.text.encode("utf-8"):
+        raise WriteRefused(f"{display(real)} changed since mcpwatch read it; nothing was changed, run again")
+    saved = backup(real, config.text)
+    for entry, scope in zip(changed, scopes, strict=True):
+        assert scope is not None
+        try:
+            host_cli.replace_entry(claude, entry, scope, wanted[(entry.where, entry.key)])
+        except host_cli.HostCliError as exc:
+            raise ChangeError(f"{exc}; the old file is kept at {display(saved)}") from None
+    after = reread(config, real.read_text(encoding="utf-8"))
+    by_place = {(s.where, s.key): s for s in after.servers}
+    records: dict[str, Record | None] = {}
+    for entry in changed:
+        now = by_place.get((entry.where, entry.key))
+        if now is None or now.raw != wanted[(entry.where, entry.key)]:
+            raise ChangeError(
+                f"{entry.key}: claude mcp add-json wrote something else than asked; the old file is kept at "
+                f"{display(saved)}"
+            )
+        key = record_key(entry)
+        old = result.records.get(key)
+        if old is not None:
+            span = span_of(after, now)
+            records[key] = Record(old.original, after.text[span.start : span.end])
+        else:
+            records[key] = None
+    return saved, records
+
+
+def carry_out(
+    outcome: Outcome, dry_run: bool, via_cli: bool = False, home: Path | None = None, project: Path | None = None
+) -> list[str]:
+    """Write every planned file (or, dry, show its diff); the records are saved after each file written. With
+    `via_cli`, a Claude Code file is changed by `claude mcp` where it can be (the output says which way)."""
     lines = list(outcome.lines)
     for result in outcome.plans:
         if dry_run:
@@ -119,6 +169,18 @@ def carry_out(outcome: Outcome, dry_run: bool) -> list[str]:
                 lines.append(diff(result.config.path, result.config.text, result.text).rstrip("\n"))
             continue
         written = None
+        if result.changed and via_cli:
+            try:
+                done = _through_claude(result, home or Path.home(), project or Path.cwd())
+            except (WriteRefused, OSError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise ChangeError(f"{display(result.config.path)}: {reason}") from None
+            if not isinstance(done, str):
+                written, records = done
+                kept.save(records)
+                lines += describe(result, written, False, "changed by Claude Code's own CLI (claude mcp add-json)")
+                continue
+            lines.append(f"  {display(result.config.path)}: {done}; editing the file in place")
         if result.changed:
             try:
                 written = write(result.config.path, result.config.text, result.text)

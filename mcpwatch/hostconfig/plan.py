@@ -274,7 +274,7 @@ def unwrap_edits(config: ConfigFile, entry: ServerEntry, line: wrapargs.WrapLine
 # --- a file's plan --------------------------------------------------------------------------------------------
 
 
-def _reread(config: ConfigFile, text: str) -> ConfigFile:
+def reread(config: ConfigFile, text: str) -> ConfigFile:
     doc = parse_text(config.host, text)
     servers = servers_in(config.host, config.scope, config.path, doc)
     return ConfigFile(config.path, config.host, config.scope, servers, None, text, config.mtime_ns)
@@ -317,7 +317,7 @@ def plan(
         return result
     text = apply(config.text, edits)
     try:
-        after = _reread(config, text)
+        after = reread(config, text)
     except ValueError as exc:
         raise PlanError(f"the edited file does not read back ({exc}; a bug): nothing changed") from None
     by_place = {(s.where, s.key): s for s in after.servers}

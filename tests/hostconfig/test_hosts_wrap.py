@@ -308,3 +308,15 @@ def test_gemini_url_is_streamable_http_unless_its_type_says_sse(home, capsys):
     assert wrapargs.read(now["plain"]["command"], now["plain"]["args"]).url == "http://127.0.0.1:1/mcp"
     assert cli(capsys, "unwrap", "--host", "gemini-cli", "--all")[0] == 0
     assert gemini.read_bytes() == before
+
+
+def test_via_cli_without_claude_on_path_edits_the_file_and_says_so(home, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(home / "empty"))
+    before = (home / ".claude.json").read_bytes()
+    code, out, err = cli(capsys, "wrap", "files", "--host", "claude-code", "--via-cli")
+    assert code == 0, err
+    assert "`claude` is not on PATH; editing the file in place" in out and "edited the file in place" in out
+    code, out, err = cli(capsys, "wrap", "linear", "--via-cli")  # Cursor has no such CLI: in place, said
+    assert code == 0 and "Cursor has no CLI that carries every field" in out
+    assert cli(capsys, "unwrap", "files", "--host", "claude-code")[0] == 0
+    assert (home / ".claude.json").read_bytes() == before

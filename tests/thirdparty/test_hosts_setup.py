@@ -173,3 +173,38 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
     run(*mcpwatch_cmd("hosts", "unwrap", "--all"))
     for name, (file, *_rest) in HOSTS.items():
         assert (home / file).read_bytes() == originals[name], name
+
+
+@pytest.mark.slow
+def test_via_cli_claude_code_writes_its_own_file_and_unwrap_restores_every_value(
+    host_clis, council_url, tmp_path, isolated_state
+):
+    home, project = tmp_path / "home", tmp_path / "project"
+    project.mkdir()
+    write_configs(home, project, council_url)
+    claude = host_clis["claude"]
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PATH": f"{claude.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "MCPWATCH_STATE_DIR": str(isolated_state),
+    }
+
+    def run(*command: str | Path) -> str:
+        done = subprocess.run(
+            [str(c) for c in command], capture_output=True, text=True, cwd=project, env=env, timeout=180
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout + done.stderr
+
+    run(claude, "mcp", "list")  # its first start rewrites ~/.claude.json in its own layout
+    original = jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"]
+    out = run(*mcpwatch_cmd("hosts", "wrap", "--all", "--host", "claude-code", "--via-cli"))
+    assert "changed by Claude Code's own CLI (claude mcp add-json)" in out
+    listed = run(claude, "mcp", "list")
+    assert listed.count("✔ Connected") == 2 and listed.count("--host-config") == 2, listed
+    out = run(*mcpwatch_cmd("hosts", "unwrap", "--all", "--host", "claude-code", "--via-cli"))
+    assert "changed by Claude Code's own CLI" in out
+    assert jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"] == original
