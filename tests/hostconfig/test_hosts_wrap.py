@@ -320,3 +320,21 @@ def test_via_cli_without_claude_on_path_edits_the_file_and_says_so(home, capsys,
     assert code == 0 and "Cursor has no CLI that carries every field" in out
     assert cli(capsys, "unwrap", "files", "--host", "claude-code")[0] == 0
     assert (home / ".claude.json").read_bytes() == before
+
+
+def test_codex_inline_tables_round_trip_and_dotted_keys_are_refused_in_one_line(home, capsys):
+    codex = home / ".codex" / "config.toml"
+    codex.write_text(
+        '# inline\n[mcp_servers]\ndocs = { command = "npx", args = ["-y", "docs"], tool_timeout_sec = 90 }\n'
+        'web = { url = "http://127.0.0.1:1/mcp" }  # remote\n'
+    )
+    before = codex.read_bytes()
+    assert cli(capsys, "wrap", "--host", "codex", "--all")[0] == 0
+    now = servers(codex)
+    assert wrapargs.read(now["docs"]["command"], now["docs"]["args"]).inner == ("npx", "-y", "docs")
+    assert now["docs"]["tool_timeout_sec"] == 90 and "# remote" in codex.read_text()
+    assert cli(capsys, "unwrap", "--host", "codex", "--all")[0] == 0
+    assert codex.read_bytes() == before
+    codex.write_text('mcp_servers.docs.command = "npx"\nmcp_servers.docs.args = ["x"]\n')
+    err = refused(home, capsys, "wrap", "docs")
+    assert "laid out in a way mcpwatch does not edit" in err
