@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, TextIO
 
-_BIDI_AND_BREAKS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+# bidi and line-breaking controls, and lone surrogates (legal in JSON text, not encodable as UTF-8)
+_BIDI_AND_BREAKS = "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_BREAKS}]")
 _CONTROL_BUT_LINES = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{_BIDI_AND_BREAKS}]|\r(?!\n)")
 CONTROL, CONTROL_BUT_LINES = _CONTROL, _CONTROL_BUT_LINES  # what each rewrites: a text neither matches is safe as is

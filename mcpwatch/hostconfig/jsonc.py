@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import json.decoder
 import json.scanner
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -220,16 +221,24 @@ def unit_indent(text: str) -> str:
     return "  "
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def dumps(value: Any) -> str:
+    """JSON text of a scalar or a flat list, non-ASCII kept as is; a lone surrogate (legal in JSON, not in UTF-8)
+    is written as its `\\u` escape, so the file stays UTF-8 and reads back the same."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return json.dumps(value, separators=(", ", ": ")) if _SURROGATE.search(text) else text
+
+
 def render(value: Any, indent: str, step: str) -> str:
     """A value as JSON text laid out like a hand-written file: objects one member a line, short arrays of strings
     on one line. `indent` is the indentation of the line the value starts on."""
     if isinstance(value, dict) and value:
         inner = indent + step
-        body = ",\n".join(
-            f"{inner}{json.dumps(k, ensure_ascii=False)}: {render(v, inner, step)}" for k, v in value.items()
-        )
+        body = ",\n".join(f"{inner}{dumps(k)}: {render(v, inner, step)}" for k, v in value.items())
         return "{\n" + body + "\n" + indent + "}"
     if isinstance(value, list) and value and not all(isinstance(v, str | int | float | bool) for v in value):
         inner = indent + step
         return "[\n" + ",\n".join(inner + render(v, inner, step) for v in value) + "\n" + indent + "]"
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return dumps(value)

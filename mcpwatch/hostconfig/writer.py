@@ -87,13 +87,17 @@ def write(path: Path, read_text: str, new_text: str) -> Path:
         raise WriteRefused(
             f"{display(real)} changed since mcpwatch read it (the host wrote it?); nothing was changed, run again"
         )
+    try:
+        data = new_text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WriteRefused(f"{display(real)}: the new text would not be UTF-8 (a bug); nothing was changed") from None
     saved = backup(real, read_text)
     mode = stat.S_IMODE(real.stat().st_mode)
     temp = real.with_name(f".{real.name}.mcpwatch-{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(new_text.encode("utf-8"))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temp, mode)

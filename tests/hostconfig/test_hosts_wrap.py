@@ -338,3 +338,25 @@ def test_codex_inline_tables_round_trip_and_dotted_keys_are_refused_in_one_line(
     codex.write_text('mcp_servers.docs.command = "npx"\nmcp_servers.docs.args = ["x"]\n')
     err = refused(home, capsys, "wrap", "docs")
     assert "laid out in a way mcpwatch does not edit" in err
+
+
+def test_lone_surrogates_nul_and_bidi_in_a_config_never_raise_and_round_trip(home, capsys):
+    r"""`"\ud800"` is legal JSON but not UTF-8: it is written back as its escape, and every output shows it visibly."""
+    cursor = home / ".cursor" / "mcp.json"
+    text = (
+        '{"mcpServers": {"\\ud800bad\\u202e": {"command": "x\\u0000y", "args": ["\\udfff"]}, '
+        '"ok": {"url": "http://127.0.0.1:1/\\ud800", "headers": {"K\\udc00": "v"}}}}\n'
+    )
+    cursor.write_text(text)
+    assert main(["hosts", "scan"]) == 0 and main(["hosts", "scan", "--json"]) == 0
+    shown = capsys.readouterr().out
+    assert "\\ud800bad\\u202e" in shown and "\u202e" not in shown
+    code, _, err = cli(capsys, "wrap", "--host", "cursor", "--all")
+    assert code == 0, err
+    wrapped = servers(cursor)
+    line = wrapargs.read(wrapped["\ud800bad\u202e"]["command"], wrapped["\ud800bad\u202e"]["args"])
+    assert line is not None and line.inner == ("x\x00y", "\udfff") and line.name == "\ud800bad\u202e"
+    assert wrapargs.read(wrapped["ok"]["command"], wrapped["ok"]["args"]).headers == ("K\udc00: v",)
+    assert cursor.read_bytes().decode("utf-8")  # still UTF-8
+    assert cli(capsys, "unwrap", "--host", "cursor", "--all")[0] == 0
+    assert cursor.read_text() == text
