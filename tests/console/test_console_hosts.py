@@ -53,6 +53,13 @@ def test_the_view_has_the_scans_rows_counts_and_disagreements(home):
     assert all("\x1b" not in cell for row in view.rows for cell in row.cells)
 
 
+def test_a_huge_server_key_is_clipped_in_the_view(home):
+    settings = home / ".gemini" / "settings.json"
+    settings.write_text(json.dumps({"mcpServers": {"k" * 1_000_000: {"command": "x"}}}))
+    row = next(r for r in load().rows if r.host == "gemini-cli")
+    assert len(row.cells[1]) == 300 and row.cells[1].endswith("…")
+
+
 async def test_h_on_the_start_up_screen_lists_the_hosts_servers_and_esc_comes_back(home, tmp_path):
     app = ConsoleApp(target=Target(), registry_dir=tmp_path / "registry", discover_every_s=0.1)
     async with app.run_test(size=SIZE) as pilot:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcpwatch.console.headless import format as fmt
 from mcpwatch.hostconfig.entries import display
 from mcpwatch.hostconfig.scan import Scan, scan
 from mcpwatch.reliability.hosts import HostCatalog, catalog
@@ -15,6 +16,7 @@ from mcpwatch.reliability.seconds import fmt_seconds
 from mcpwatch.reliability.settings import DeadlineSettings
 from mcpwatch.terminal import safe
 
+CELL_MAX = 300  # a cell's characters at most: a config file is anyone's to write (a 1 MB server key)
 COLUMNS: list[tuple[str, int | None]] = [
     ("host", 14),
     ("server", 16),
@@ -59,7 +61,7 @@ def view_of(found: Scan) -> HostsView:
             f"{display(entry.file)} ({entry.scope})",
         )
         key = f"{entry.file}|{'/'.join(entry.where)}|{entry.key}"
-        shown = tuple(safe(c) for c in cells)
+        shown = tuple(fmt.clip(safe(c[: CELL_MAX * 8]), CELL_MAX) for c in cells)
         rows.append(HostRow(key, entry.host.key, shown, line is not None, row.budget.disagrees))
     wrapped_count = sum(r.wrapped for r in rows)
     files = len([f for f in found.files if f.servers])
