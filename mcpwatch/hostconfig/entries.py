@@ -4,6 +4,7 @@ a URL), and whether it already runs through `mcpwatch wrap`. A file that cannot 
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass
@@ -100,6 +101,10 @@ def _dig(doc: Any, path: tuple[str, ...]) -> Any:
     return doc
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_text(host: HostFormat, text: str) -> Any:
     """The document, or ValueError with a one-line reason."""
     if host.syntax == "toml":
@@ -107,6 +112,10 @@ def parse_text(host: HostFormat, text: str) -> Any:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"not valid TOML: {exc}") from None
+    try:  # plain JSON (most files, and Claude Code's ~/.claude.json of many MB) in C; else with comments
+        return json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        pass
     try:
         return jsonc.parsed(text).value
     except jsonc.JsoncError as exc:
