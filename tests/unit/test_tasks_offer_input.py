@@ -180,3 +180,30 @@ def test_a_2025_era_offered_task_cannot_take_answers_and_fails_saying_so(loop) -
     error = rig.replies()[-1]["error"]["message"]
     assert error.startswith(f"slow asked for input (resultType input_required) inside task {task_id}")
     assert error.endswith("call slow without a task to answer them")
+
+
+def test_ten_thousand_answers_in_one_update_cost_linear_work(loop, monkeypatch) -> None:
+    """K input requests answered in one `tasks/update` (a hostile host's, or an honest bulk form): each answer is
+    one set lookup, not a walk of every request of the round (K = 10,000 took 30 CPU-seconds, holding the loop and
+    every other host's ping). Counted, not timed: the round's requests are walked a constant number of times."""
+    from mcpwatch.wrapper.tasks import offer_input
+
+    rig, task_id, up_id = started(loop)
+    k = 10_000
+    asks(rig, up_id, {f"q{i}": ASK for i in range(k)})
+    walks = 0
+    real = offer_input.OfferedInput.outstanding
+
+    def counted(state: offer_input.OfferedInput) -> dict[str, Any]:
+        nonlocal walks
+        walks += 1
+        return real(state)
+
+    monkeypatch.setattr(offer_input.OfferedInput, "outstanding", counted)
+    assert update(rig, task_id, 2, {f"q{i}": YES for i in range(k)})["result"] == {"resultType": "complete"}
+    assert walks <= 1
+    assert len(calls(rig)[-1]["params"]["inputResponses"]) == k
+    other = Host(connection="stdio of another")
+    rig.core.attach_link(other)
+    rig.request(3, "ping", {}, host=other)  # the other host's ping went upstream at once, after the update
+    assert rig.upstream_methods()[-1] == "ping"

@@ -34,9 +34,10 @@ class OfferedInput:
     upstream_key: dict[str, str] = field(default_factory=dict)  # the host's key -> the upstream's, this round
     answers: dict[str, Any] = field(default_factory=dict)  # the host's, by the upstream's key, this round
     request_state: str | None = None
+    left: set[str] = field(default_factory=set)  # the host's keys of this round still without an answer
 
     def outstanding(self) -> dict[str, Any]:
-        return {k: v for k, v in self.requests.items() if self.upstream_key[k] not in self.answers}
+        return {k: self.requests[k] for k in self.requests if k in self.left}
 
 
 def asks_input(message: dict[str, Any]) -> bool:
@@ -51,7 +52,7 @@ def ask(state: OfferedInput, question: dict[str, Any]) -> Literal["ask", "again"
     requests = question.get("inputRequests")
     got = question.get("requestState")
     state.rounds += 1
-    state.requests, state.upstream_key, state.answers = {}, {}, {}
+    state.requests, state.upstream_key, state.answers, state.left = {}, {}, {}, set()
     state.request_state = got if isinstance(got, str) else None
     if state.rounds > INPUT_ROUNDS_MAX:
         return None
@@ -64,16 +65,19 @@ def ask(state: OfferedInput, question: dict[str, Any]) -> Literal["ask", "again"
         state.used.add(shown)
         state.requests[shown] = request
         state.upstream_key[shown] = key
+        state.left.add(shown)
     return "ask"
 
 
 def answer(state: OfferedInput, responses: dict[str, Any]) -> bool:
     """The host's answers (each an object, to a request still outstanding; others are ignored, as the extension
-    says). True when every request of the round has its answer."""
+    says). True when every request of the round has its answer. Linear in the answers: K of them in one
+    `tasks/update` cost K set lookups, not K walks of the round's requests."""
     for key, response in responses.items():
-        if key in state.outstanding() and isinstance(response, dict):
+        if key in state.left and isinstance(response, dict):
             state.answers[state.upstream_key[key]] = response
-    return not state.outstanding()
+            state.left.discard(key)
+    return not state.left
 
 
 def retry_params(state: OfferedInput) -> dict[str, Any]:
