@@ -55,6 +55,9 @@ class TasksSettings:
     max_s: float = 3600.0  # an offered task's call runs this long at most (instead of the tools/call budget)
     max_ttl_ms: int = 86_400_000  # the longest TTL a host may ask of an offered task
     poll_ms: int = 1000  # the pollInterval offered tasks suggest; a poll sooner than half of it is refused
+    max_running: int = 256  # offered tasks running at once in all; a host's next one is refused beyond it
+    max_running_per_host: int = 64  # … and per host connection (stdio, an HTTP session, sessionless requests)
+    results_memory_mb: int = 32  # finished offered tasks' results held in memory; older ones are read from the log
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,9 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "max_s": lambda v: _seconds(v, allow_zero=False),
         "max_ttl_ms": lambda v: _whole(v, 1000, 365 * 86_400_000),
         "poll_ms": lambda v: _whole(v, 100, 3_600_000),
+        "max_running": lambda v: _whole(v, 1, 100_000),
+        "max_running_per_host": lambda v: _whole(v, 1, 100_000),
+        "results_memory_mb": lambda v: _whole(v, 0, 65_536),
     },
 }
 

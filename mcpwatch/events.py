@@ -444,7 +444,8 @@ class TaskCreatedData(TypedDict):
 class KeptTask(TypedDict):
     """An offered task's end, kept in the log for its TTL so a restarted wrapper can still answer its polls."""
 
-    owner: str  # the client name of the host that made it: no other host may read it
+    owner: str  # the connection that made it, under its principal (`wrapper.tasks.owners.Owner.key`)
+    upstream: str  # the wrapped server's identity (a hash of its command or URL): no other server's wrapper serves it
     task: dict[str, Any]  # the Task object as tasks/get answers it
     reply: dict[str, Any] | None  # {"result": …} or {"error": …}; None: too large to keep ([late_results] keep_bytes)
     expires_ts: float  # wall clock: creation + TTL

@@ -281,6 +281,16 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def connect_private_reader(path: Path) -> sqlite3.Connection:
+    """`connect_reader` for what the wrapper acts on (kept task results, `offer_slow`'s slow calls): a log another
+    user owns, or others may write, is refused in one line, as the writer refuses it."""
+    try:
+        privacy.check_file(path)
+    except privacy.UnsafePathError as exc:
+        raise LogError(str(exc)) from None
+    return connect_reader(path)
+
+
 def _open_ro(path: Path) -> sqlite3.Connection:
     uri = path.resolve().as_uri() + "?mode=ro"
     try:

@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcpwatch.store.db import LogError, connect_reader
+from mcpwatch.store.db import LogError, connect_private_reader
 
 MAX_SESSIONS = 50
 MAX_EVENTS = 50_000
@@ -69,7 +69,7 @@ def recent_call_ends(
     """The tool calls' ends and late results among the newest events of this upstream's newest sessions (but
     `exclude`, the reader's own session, whose ends it learns as they happen)."""
     try:
-        conn = connect_reader(path)
+        conn = connect_private_reader(path)
     except (LogError, OSError, sqlite3.Error) as exc:
         return CallEnds([], 0, 0, str(exc))
     ends: list[CallEnd] = []

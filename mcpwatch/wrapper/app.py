@@ -26,7 +26,7 @@ from mcpwatch.httpserve.limits import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
-from mcpwatch.store.kept_tasks import find_kept_task
+from mcpwatch.store.kept_tasks import find_kept_task, read_kept_refs
 from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
@@ -34,7 +34,10 @@ from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
 from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.operator.actions import OperatorActions
 from mcpwatch.wrapper.operator.operator_server import OperatorServer, build_operator_app, new_token
+from mcpwatch.wrapper.tasks.kept_log import KeptLog
 from mcpwatch.wrapper.tasks.offer import SharedOffers
+from mcpwatch.wrapper.tasks.offer_held import HeldResults
+from mcpwatch.wrapper.tasks.owners import upstream_key
 from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
 if TYPE_CHECKING:
@@ -271,10 +274,22 @@ async def run_wrapper(options: WrapOptions) -> int:
         state_sync = StateSync(policies, settings.state_sync.default_cache_control)
         overlaps = [w.message for w in detect_overlaps(policies)]
 
+    upstream_id = upstream_key(options.upstream_target)
+    kept = None
+    if writer is not None and (settings.tasks.offer or slow is not None):
+        # a finished offered task outlives this process (and this session) in the log, keyed to this upstream
+        since = time.time() - settings.tasks.max_ttl_ms / 1000
+        kept = KeptLog(
+            partial(read_kept_refs, log_path, upstream_id, since),
+            partial(find_kept_task, log_path),
+            session_id=session_id,
+        )
+        kept.start(loop)
     offers = SharedOffers(
-        # a finished offered task outlives this process (and this session) in the log
-        kept_lookup=partial(find_kept_task, log_path) if writer is not None else None,
+        kept=kept,
         also_offered=slow.offers if slow is not None else None,
+        upstream=upstream_id,
+        held=HeldResults(settings.tasks.results_memory_mb * 1024 * 1024),
     )
 
     # the upstream's last server/discover answer: the core 2026-era hosts use answers from it while the upstream starts

@@ -73,7 +73,9 @@ def test_a_restarted_wrapper_still_answers_a_finished_extension_task_with_its_re
     again = StdioTaskHost(config, name="returning-host", modern=True)
     stranger = StdioTaskHost(config, name="someone-else", modern=True)
     try:
-        got = again.call("tasks/get", {"taskId": task_id, "_meta": mine})["result"]
+        got = again.call("tasks/get", {"taskId": task_id, "_meta": mine})
+        assert "result" in got, got
+        got = got["result"]
         assert (got["taskId"], got["status"], got["resultType"]) == (task_id, "completed", "complete")
         assert got["result"]["content"] == [{"type": "text", "text": "done"}] and "ttlMs" in got
         foreign = stranger.call("tasks/get", {"taskId": task_id, "_meta": theirs})

@@ -1,5 +1,6 @@
-"""An offered task over the HTTP front belongs to its host, not to the session that made it: the same host (same
-client name) polls, fetches and cancels it from a new session while it still runs; another host never sees it."""
+"""An offered task over the HTTP front belongs to the host session that made it, never to a client name: a second
+session with the same name, or a sessionless request naming it, never reaches it; the host resumes it by id from
+a new session once its old one has ended; a wrapper of another server sharing the log never answers it."""
 
 from __future__ import annotations
 
@@ -50,31 +51,82 @@ class TaskHost:
         return reply.json()
 
 
-async def test_a_running_offered_task_is_seen_by_its_host_from_a_new_session_only(tmp_path: Path) -> None:
+def unknown(task_id: str) -> str:
+    return f"no task {task_id!r} (unknown, expired, or another host's)"
+
+
+async def sessionless(http: httpx2.AsyncClient, front: Front, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A 2026-era request with no session, naming the host's client (any local process can send it)."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "Visual Studio Code", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    }
+    headers = {**ACCEPT, "MCP-Protocol-Version": "2026-07-28"}
+    reply = await http.post(front.url, json=rpc("s", method, {**params, "_meta": meta}), headers=headers)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+async def test_two_hosts_with_the_same_client_name_never_reach_each_others_tasks(tmp_path: Path) -> None:
+    """Two windows of one host (or a local process copying its name) on one front: each session's tasks are its
+        own; a sessionless request naming the host reaches none; the host resumes a finished task by id once its session
+    has ended (a running task's call ends with its session: each session has its own upstream)."""
     config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
     wrapper = listening_wrapper(tmp_path, config=config, upstream=NOOP)
     async with wrapper as front, httpx2.AsyncClient(timeout=30) as http:
-        first = await TaskHost(http, front, "vsc").open()
+        first = await TaskHost(http, front, "Visual Studio Code").open()
         call = {"name": "slow", "arguments": {"seconds": 60}, "task": {"ttl": 600000}}
         task_id = (await first.call("tools/call", call))["result"]["task"]["taskId"]
-        again = await TaskHost(http, front, "vsc").open()  # the same host, reconnected
-        stranger = await TaskHost(http, front, "someone-else").open()
+        twin = await TaskHost(http, front, "Visual Studio Code").open()
 
-        assert (await again.call("tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
-        listed = (await again.call("tasks/list", {}))["result"]["tasks"]
+        assert (await twin.call("tasks/list", {}))["result"]["tasks"] == []
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            assert (await twin.call(method, {"taskId": task_id}))["error"]["message"] == unknown(task_id)
+        for method in ("tasks/get", "tasks/cancel"):
+            answer = await sessionless(http, front, method, {"taskId": task_id})
+            assert answer["error"]["message"] == unknown(task_id)
+        assert (await first.call("tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
+        listed = (await first.call("tasks/list", {}))["result"]["tasks"]
         assert [t["taskId"] for t in listed] == [task_id]
-        foreign = await stranger.call("tasks/get", {"taskId": task_id})
-        assert foreign["error"]["message"] == f"no task {task_id!r} (unknown, expired, or another host's)"
-        assert (await stranger.call("tasks/list", {}))["result"]["tasks"] == []
-        assert "error" in await stranger.call("tasks/cancel", {"taskId": task_id})
-
-        cancelled = await again.call("tasks/cancel", {"taskId": task_id})  # cancelled from the new session
+        cancelled = await first.call("tasks/cancel", {"taskId": task_id})
         assert cancelled["result"]["status"] == "cancelled"
-        assert (await first.call("tasks/get", {"taskId": task_id}))["result"]["status"] == "cancelled"
+
+        short = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 600000}}
+        done_id = (await first.call("tools/call", short))["result"]["task"]["taskId"]
+        assert (await first.call("tasks/result", {"taskId": done_id}))["result"]["content"][0]["text"] == "done"
+        ended = await http.delete(front.url, headers=first.headers)  # the first window closes its session
+        assert ended.status_code in (200, 204), ended.text
+        again = await TaskHost(http, front, "Visual Studio Code").open()  # … and comes back, holding the id
+        resumed = await again.call("tasks/result", {"taskId": done_id})
+        assert resumed["result"]["content"][0]["text"] == "done"
+        assert [t["taskId"] for t in (await again.call("tasks/list", {}))["result"]["tasks"]] == [done_id]
+        got = await twin.call("tasks/get", {"taskId": done_id})
+        assert "error" in got, (got, front.stderr)
+        assert got["error"]["message"] == unknown(done_id)
     with EventReader(front.log) as reader:
         (session,) = reader.sessions()
         ends = [e.data for e in reader.events(session.id, kinds=["request_end"]) if e.tool == "slow"]
-    assert [e["outcome"] for e in ends] == ["cancelled"]  # the call upstream was cancelled, not left running
+    assert [e["outcome"] for e in ends] == ["cancelled", "ok"]  # the first cancelled upstream, not left running
+
+
+async def test_a_wrapper_of_another_server_on_the_same_log_never_answers_a_kept_task(tmp_path: Path) -> None:
+    """A finished task's result, kept in the log, is served by a wrapper of the same server started again, and
+    not by one of another server that shares the log (the id alone used to be enough)."""
+    config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
+    call = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 600000}}
+    async with listening_wrapper(tmp_path, config=config, upstream=NOOP) as front, httpx2.AsyncClient() as http:
+        host = await TaskHost(http, front, "vsc").open()
+        task_id = (await host.call("tools/call", call))["result"]["task"]["taskId"]
+        assert (await host.call("tasks/result", {"taskId": task_id}))["result"]["content"][0]["text"] == "done"
+    another = [sys.executable, "-u", "-m", "mcpwatch.bench.noop_server"]  # another command: another server
+    async with listening_wrapper(tmp_path, config=config, upstream=another) as front, httpx2.AsyncClient() as http:
+        host = await TaskHost(http, front, "vsc").open()
+        assert (await host.call("tasks/result", {"taskId": task_id}))["error"]["message"] == unknown(task_id)
+    async with listening_wrapper(tmp_path, config=config, upstream=NOOP) as front, httpx2.AsyncClient() as http:
+        host = await TaskHost(http, front, "vsc").open()  # the same server's wrapper, started again
+        kept = await host.call("tasks/result", {"taskId": task_id})
+        assert kept["result"]["content"][0]["text"] == "done"
 
 
 async def test_a_tool_cut_on_one_http_session_is_offered_to_the_next_session(tmp_path: Path) -> None:

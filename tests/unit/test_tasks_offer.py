@@ -13,19 +13,25 @@ from taskrig import Host, TaskRig
 from mcpwatch.config import Settings, TasksSettings
 from mcpwatch.events import Kind
 from mcpwatch.wire import PARTIAL_META
+from mcpwatch.wrapper.tasks.owners import LOCAL
 
 SLOW = {"name": "slow", "inputSchema": {"type": "object"}}
 TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 CALL = {"name": "slow", "arguments": {"seconds": 6}, "task": {"ttl": 60000}}
 
 
-def offering(loop, capabilities: dict[str, Any] | None = None, **tasks: Any) -> TaskRig:
-    """A wrapper offering `slow` as a task (a 2 s tools/call budget), a host that initialized and listed tools."""
+def offering(
+    loop, capabilities: dict[str, Any] | None = None, connection: str = "stdio", principal: str = LOCAL, **tasks: Any
+) -> TaskRig:
+    """A wrapper offering `slow` as a task (a 2 s tools/call budget), a host (on `connection`, let in as
+    `principal`) that initialized and listed tools."""
     rig = TaskRig(
         loop,
         deadline=replace(Settings().deadline, host_timeout_s=2.0, margin_s=0.0),
         tasks=TasksSettings(offer=("slow",), **tasks),
     )
+    rig.host.connection = connection
+    rig.host.task_principal = principal  # type: ignore[attr-defined]  # as the HTTP front sets it
     init = {
         "protocolVersion": "2025-11-25",
         "capabilities": TASK_HOST if capabilities is None else capabilities,
@@ -228,19 +234,30 @@ def test_sessionless_requests_never_list_each_others_tasks(loop) -> None:
 
 
 def test_a_task_looked_up_in_the_log_is_read_off_the_loop(loop) -> None:
-    """A task this process does not hold is looked for in the log: a scan of up to `max_ttl_ms` of events, which
-    must not stop every host's calls meanwhile (any host can send tasks/get for an id that does not exist)."""
+    """A task this process does not hold is read back from the log by its place, off the loop (a slow disk must not
+    stop every host's calls); an id the log's index does not hold is answered unknown with no read at all."""
     import threading
+
+    from mcpwatch.store.kept_tasks import KeptRef, KeptRefs
+    from mcpwatch.wrapper.tasks.kept_log import KeptLog
 
     rig = offering(loop)
     looked_on: list[threading.Thread] = []
-    kept = {"owner": "vsc", "task": {"taskId": "mcpwatch-old", "status": "completed"}, "reply": {"result": {"x": 1}}}
+    offer = rig.core.offer
+    kept = {
+        "owner": "local|stdio|vsc",
+        "upstream": offer.shared.upstream,
+        "task": {"taskId": "mcpwatch-old", "status": "completed"},
+        "reply": {"result": {"x": 1}},
+        "expires_ts": offer._wall() + 60,
+    }
 
-    def lookup(task_id: str, since: float) -> dict[str, Any] | None:
+    def fetch(ref: KeptRef, task_id: str) -> dict[str, Any] | None:
         looked_on.append(threading.current_thread())
-        return {**kept, "expires_ts": rig.core.offer._wall() + 60} if task_id == "mcpwatch-old" else None
+        return kept if ref == KeptRef("s0", "7") else None
 
-    rig.core.offer.kept_lookup = lookup
+    offer.kept = KeptLog(lambda: KeptRefs({"mcpwatch-old": KeptRef("s0", "7")}), fetch, session_id="s1")
+    offer.kept.start(loop)
     rig.request(1, "tasks/result", {"taskId": "mcpwatch-old"})
     rig.request(2, "tasks/get", {"taskId": "mcpwatch-unknown"})
 
@@ -253,6 +270,7 @@ def test_a_task_looked_up_in_the_log_is_read_off_the_loop(loop) -> None:
         raise AssertionError("the tasks/* requests were never answered")
 
     answers = loop.run_until_complete(answered())
-    assert len(looked_on) == 2 and threading.main_thread() not in looked_on
+    assert len(looked_on) == 1 and threading.main_thread() not in looked_on
     assert answers[1]["result"] == {"x": 1}
     assert answers[2]["error"]["message"] == "no task 'mcpwatch-unknown' (unknown, expired, or another host's)"
+    assert (offer.kept.queries, offer.kept.unknown) == (1, 1)

@@ -280,8 +280,8 @@ class WrapperCore:
         # only a call naming a task (or, in the 2026 era, with a `_meta` to declare the extension in) can be offered one
         offered = method == "tools/call" and ("task" in params or meta is not None)
         offered = offered and offer.wants(link, tool, params)
-        if offered and (refusal := offer.refusal(params)) is not None:
-            link.send(frames.error_response(message["id"], INVALID_PARAMS, refusal))
+        if offered and (refused := offer.refusal(link, params)) is not None:
+            link.send(frames.error_response(message["id"], *refused))
             return
         if (
             tool is not None

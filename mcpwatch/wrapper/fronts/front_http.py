@@ -27,6 +27,7 @@ from mcpwatch.wrapper.core.pressure import Backpressure, HostQueue
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.framing.json_reply import respond_json
 from mcpwatch.wrapper.fronts.front_sessions import HostSession, SessionPool
+from mcpwatch.wrapper.tasks.owners import LOCAL, token_principal
 
 SESSION_HEADER = "mcp-session-id"
 GET_BUFFER = 1000
@@ -67,7 +68,9 @@ class _Stream:
 class HttpSession:
     """A host session: the link its core answers through."""
 
-    def __init__(self, session_id: str, entry: HostSession, key_prefix: str, principal: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, entry: HostSession, key_prefix: str, principal: str | None = None, *, owner: str = LOCAL
+    ) -> None:
         self.session_id = session_id
         self.entry = entry
         self.port: HostPort = entry.core
@@ -77,6 +80,7 @@ class HttpSession:
         # what a sessionless request proves about who sent it ("bearer": the front's token; "local": nothing but
         # this machine): with its client's name, whose running bridged task a retried call may attach to
         self.sessionless_principal = principal if not session_id else None
+        self.task_principal = owner  # who the front let in, as offered tasks' owners name it (`tasks.owners`)
         self.streams: list[_Stream] = []
         self.get_queue: HostQueue | None = None
 
@@ -142,6 +146,7 @@ class HttpFront:
         self._server: Any = None
         self._stopped = asyncio.Event()
         self._requests = 0  # names sessionless requests in the log
+        self.task_principal = token_principal(self.guard.token)  # offered tasks belong to it, and to their session
 
     async def serve(self) -> None:
         self._server = quiet_server(self.app, self.host, self.port, self.limits)
@@ -238,7 +243,7 @@ class HttpFront:
         entry = self.pool.open(session_id)
         if entry is None:
             return None
-        session = HttpSession(session_id, entry, f"{entry.tag}/")
+        session = HttpSession(session_id, entry, f"{entry.tag}/", owner=self.task_principal)
         self.sessions[session_id] = session
         session.port.attach_link(session)
         return session
@@ -277,7 +282,9 @@ class HttpFront:
         elif session is None and not headers.get(SESSION_HEADER) and all(modern_version(i) is not None for i in items):
             self._requests += 1  # 2026 era: sessionless, answered on this POST (attached below)
             principal = "bearer" if self.guard.token is not None else "local"
-            session = ephemeral = HttpSession("", self.pool.shared_session(), f"r{self._requests}/", principal)
+            session = ephemeral = HttpSession(
+                "", self.pool.shared_session(), f"r{self._requests}/", principal, owner=self.task_principal
+            )
         elif session is None:
             status = 404 if headers.get(SESSION_HEADER) else 400
             await respond_json(

@@ -6,17 +6,21 @@ takes task-augmented `tools/call` (`capabilities.tasks`) and that those tools ma
 unguessable id) and runs the ordinary call upstream without the tools/call budget, bounded by `[tasks] max_s`. It
 answers the host's `tasks/get`, `tasks/result` (which blocks until the task ends, as the spec says), `tasks/list`
 and `tasks/cancel` (a cancel reaches the upstream as `notifications/cancelled`) itself; progress and server requests
-of the call reach the host as they would have. A task is visible only to the host (its client name) that made it,
-for its TTL (a sessionless request names no host: tasks/list shows it none); an unknown or foreign id is one clear
-error, as are a TTL beyond `[tasks] max_ttl_ms` and a poll sooner than half the suggested `pollInterval`.
+of the call reach the host as they would have. A task belongs to the host connection that made it (`owners`: never
+to a client name), for its TTL; an unknown or foreign id is one clear error, as are a TTL beyond `[tasks]
+max_ttl_ms`, a poll sooner than half the suggested `pollInterval`, and a task beyond `[tasks] max_running` (in all,
+or `max_running_per_host` for one connection). Finished results are held in memory up to `[tasks]
+results_memory_mb` in all (`offer_held`), then read back from the log, which keeps them keyed to this upstream
+(`kept_log`): an id the log's index does not hold is answered unknown without a query.
 
 The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) is offered the same way to a 2026-era request that
 declares it in its own `_meta` client capabilities: the answer is the task itself (`resultType: "task"`), `tasks/get`
 carries the result once terminal, `tasks/cancel` and `tasks/update` are acknowledged with an empty result. An
 upstream answering the call with a question (multi round-trip `input_required`) puts the task in `input_required`
 until the host's `tasks/update` answers it, then the call is made again with the answers (`offer_input`). Such a
-request proves no session, so its task is reached by its unguessable id alone (and the `clientInfo` name it gives
-must match); the call upstream is told nothing of the extension, so it cannot answer with a task of its own.
+request proves no session, so its task is reached by its unguessable id from sessionless requests alone (and the
+`clientInfo` name it gives must match); the call upstream is told nothing of the extension, so it cannot answer
+with a task of its own.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import asyncio
 import json
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -38,11 +43,15 @@ from mcpwatch.wrapper.calls.pending import HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks import offer_input
+from mcpwatch.wrapper.tasks.kept_log import KeptLog
+from mcpwatch.wrapper.tasks.offer_held import HeldResults
 from mcpwatch.wrapper.tasks.offer_input import OfferedInput, asks_input
 from mcpwatch.wrapper.tasks.offer_kept import DONE, NO_RESULT_METHOD, answer_kept
 from mcpwatch.wrapper.tasks.offer_kept import task_error as _error
+from mcpwatch.wrapper.tasks.owners import SESSIONLESS, Owner, may_reach, owner_of, parse_owner
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,
+    INVALID_PARAMS,
     METHOD_NOT_FOUND,
     declares_extension,
     iso_time,
@@ -57,6 +66,8 @@ TASKS_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tool
 NO_HOST_TOKEN = object()  # an offered call's progress token when its host gave none
 TASKS_KEPT_MAX = 10_000  # finished tasks kept for their TTL at once; the oldest go first beyond it
 ACTIVE = ("working", "input_required")  # a task not ended yet
+STATUS_MESSAGE_MAX = 1024  # characters of an upstream's progress message a task keeps as its status message
+RUNNING_ERROR = -32000  # a server error: too many tasks running (the host may try again once one has ended)
 
 
 @dataclass(eq=False, slots=True)
@@ -65,7 +76,7 @@ class OfferedTask:
 
     offer: TaskOffer
     task_id: str
-    owner: str  # the client name of the host that made it: no other host sees it
+    owner: Owner  # the host connection that made it (`owners`): no other connection reaches it
     link: HostLink  # the host's connection: progress and server requests go there
     pending: Pending
     created_wall: float
@@ -79,6 +90,9 @@ class OfferedTask:
     expiry: Timer | None = None
     extension: bool = False  # offered by the tasks extension (2026 era) rather than by params.task (2025-11-25)
     input: OfferedInput | None = None  # the upstream's questions to its call, and the host's answers
+    reply_size: int = 0  # the reply's JSON size in bytes
+    in_log: bool = False  # the log keeps its reply (a result let go from memory is read back from there)
+    dropped: bool = False  # its reply was let go from memory (`offer_held`)
 
     @property
     def connection(self) -> str | None:
@@ -109,11 +123,14 @@ class OfferedTask:
 class SharedOffers:
     """What every core of one wrapper shares about the tasks it offers (the HTTP front has a core per host session)."""
 
-    tasks: dict[str, OfferedTask] = field(default_factory=dict)  # a host's new session sees those its others run
-    # a finished task this process does not hold (made before a restart, or by another session's core), read back
-    # from the log when there is one
-    kept_lookup: Callable[[str, float], dict[str, Any] | None] | None = None
+    tasks: dict[str, OfferedTask] = field(default_factory=dict)  # a host's new session resumes those it ran
+    # finished tasks this process does not hold (made before a restart), or whose result it let go: the log's
+    kept: KeptLog | None = None
     also_offered: Callable[[str], bool] | None = None  # tools offered beside the globs: the log shows them slow
+    upstream: str = ""  # the wrapped server's identity (`owners.upstream_key`): the log's kept tasks are keyed by it
+    live: Counter[str] = field(default_factory=Counter)  # host connections open now (their tasks are theirs alone)
+    running: Counter[str] = field(default_factory=Counter)  # tasks running, by owner key
+    held: HeldResults = field(default_factory=lambda: HeldResults(32 * 1024 * 1024))
 
 
 class TaskOffer:
@@ -133,9 +150,12 @@ class TaskOffer:
         shared: SharedOffers | None = None,
     ) -> None:
         self.settings = settings
-        shared = shared if shared is not None else SharedOffers()
+        if shared is None:
+            shared = SharedOffers(held=HeldResults(settings.results_memory_mb * 1024 * 1024))
+        self.shared = shared
         self.tasks = shared.tasks
         self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
+        self._live: dict[int, str] = {}  # id(link) -> its connection, counted open in shared.live
         self._recorder = recorder
         self._scheduler = scheduler
         self._host_has_tasks = host_has_tasks
@@ -145,7 +165,7 @@ class TaskOffer:
         self._send_upstream = send_upstream  # send (or queue) a call; one the upstream cannot take is answered at once
         self._wall = wall
         self._keep_bytes = keep_bytes
-        self.kept_lookup = shared.kept_lookup
+        self.kept = shared.kept
         self._lookups: set[asyncio.Future[None]] = set()  # log lookups under way (held: the loop keeps weak refs)
         self.also_offered = shared.also_offered
 
@@ -156,18 +176,37 @@ class TaskOffer:
     def host_initialized(self, link: HostLink, client_info: Any) -> None:
         name = client_info.get("name") if isinstance(client_info, dict) else None
         self._names[id(link)] = name if isinstance(name, str) else ""
+        self._register(link)
+
+    def _register(self, link: HostLink) -> None:
+        """The link's connection is open (until `forget_link`): its tasks are its alone meanwhile. Also without an
+        initialize: a 2026-era host on stdio sends none."""
+        connection = owner_of(link).connection
+        if connection != SESSIONLESS and id(link) not in self._live:
+            self._live[id(link)] = connection
+            self.shared.live[connection] += 1
 
     def forget_link(self, link: HostLink) -> None:
-        self._names.pop(id(link), None)  # its tasks stay: the host may come back on another connection
+        self._names.pop(id(link), None)  # its tasks stay: the host may resume them by id from a new connection
+        connection = self._live.pop(id(link), None)
+        if connection is not None:
+            self.shared.live[connection] -= 1
+            if self.shared.live[connection] <= 0:
+                del self.shared.live[connection]
 
-    def _owner(self, link: HostLink, params: dict[str, Any] | None = None) -> str:
-        """The host's client name: its initialize's, else (no initialize: 2026 era) the one its request gives."""
-        if id(link) in self._names:
-            return self._names[id(link)]
-        meta = (params or {}).get("_meta")
-        info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
-        name = info.get("name") if isinstance(info, dict) else None
-        return name if isinstance(name, str) else ""
+    def _is_live(self, connection: str) -> bool:
+        return connection in self.shared.live
+
+    def _owner(self, link: HostLink, params: dict[str, Any] | None = None) -> Owner:
+        """The host's connection and principal, with the client name its initialize gave (else, 2026 era, the one
+        its request gives): the name only narrows who resumes a task whose connection has ended."""
+        name = self._names.get(id(link))
+        if name is None:
+            meta = (params or {}).get("_meta")
+            info = meta.get(MODERN_CLIENT_META) if isinstance(meta, dict) else None
+            got = info.get("name") if isinstance(info, dict) else None
+            name = got if isinstance(got, str) else ""
+        return owner_of(link, name)
 
     def _offered(self, tool: str | None) -> bool:
         if tool is not None and self.also_offered is not None and self.also_offered(tool):
@@ -220,13 +259,26 @@ class TaskOffer:
             and self._upstream_support(tool or "") in (None, "forbidden")
         )
 
-    def refusal(self, params: dict[str, Any]) -> str | None:
+    def refusal(self, link: HostLink, params: dict[str, Any]) -> tuple[int, str] | None:
+        """Why the task cannot be made (a JSON-RPC error code and its message), else None."""
         ttl = params["task"].get("ttl") if isinstance(params.get("task"), dict) else None
         if ttl is not None and (not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0):
-            return f"task.ttl must be a number of milliseconds, got {frames.text_of(ttl, 64)}"
+            return INVALID_PARAMS, f"task.ttl must be a number of milliseconds, got {frames.text_of(ttl, 64)}"
         if isinstance(ttl, int) and ttl > self.settings.max_ttl_ms:
-            return (
+            text = (
                 f"task.ttl {ttl} ms is beyond mcpwatch's maximum of {self.settings.max_ttl_ms} ms ([tasks] max_ttl_ms)"
+            )
+            return INVALID_PARAMS, text
+        running, mine = self.shared.running.total(), self.shared.running[self._owner(link, params).key]
+        if mine >= self.settings.max_running_per_host:
+            return RUNNING_ERROR, (
+                f"{mine} tasks of this host are running, the most mcpwatch runs for one host ([tasks] "
+                "max_running_per_host); wait for one to end or cancel one"
+            )
+        if running >= self.settings.max_running:
+            return RUNNING_ERROR, (
+                f"{running} offered tasks are running, the most mcpwatch runs at once ([tasks] max_running); "
+                "wait for one to end or cancel one"
             )
         return None
 
@@ -240,6 +292,7 @@ class TaskOffer:
     ) -> dict[str, Any]:
         """Answer the host with the task at once; the call goes upstream as an ordinary one, its answer to the task.
         Returns the call's `_meta` upstream: it always asks for progress, whose messages are the task's status."""
+        self._register(link)
         extension = not isinstance(params.get("task"), dict)
         ttl = None if extension else params["task"].get("ttl")
         now = self._wall()
@@ -254,6 +307,7 @@ class TaskOffer:
             extension=extension,
         )
         self.tasks[task.task_id] = task
+        self.shared.running[task.owner.key] += 1
         pending.link = task
         forwarded.pop("task", None)
         if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
@@ -287,8 +341,8 @@ class TaskOffer:
             return
         if message.get("method") == "notifications/progress":
             params = got if isinstance(got := message.get("params"), dict) else {}
-            if isinstance(params.get("message"), str):
-                task.status_message = params["message"]
+            if isinstance(params.get("message"), str):  # bounded: a task is held for its TTL
+                task.status_message = params["message"][:STATUS_MESSAGE_MAX]
                 task.updated_wall = self._wall()
             if params.get("progressToken") is NO_HOST_TOKEN:
                 return  # the host asked for no progress: it reads the status message by tasks/get
@@ -339,12 +393,41 @@ class TaskOffer:
         self._keep(task)
 
     def _keep(self, task: OfferedTask) -> None:
-        """A finished task is kept for its TTL from creation (the spec lets a receiver drop it after)."""
+        """A finished task is kept for its TTL from creation (the spec lets a receiver drop it after): what routes
+        it in memory, its result while `[tasks] results_memory_mb` holds it, and in the log when there is one."""
+        running = self.shared.running
+        running[task.owner.key] -= 1
+        if running[task.owner.key] <= 0:
+            del running[task.owner.key]
+        task.input = None  # the questions and answers: done with
+        task.pending.message = {}  # the call as sent: no one sends it again
+        if self.kept is not None and task.in_log:
+            self.kept.ended(task.task_id, task.pending.request_key)
+        self.shared.held.hold(task)
         left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
-        task.expiry = self._scheduler.call_later(left, self.tasks.pop, task.task_id, None)
+        task.expiry = self._scheduler.call_later(left, self._expire, task.task_id)
         finished = [t for t in self.tasks.values() if t.status not in ACTIVE]
         for old in finished[: max(0, len(finished) - TASKS_KEPT_MAX)]:
-            self.tasks.pop(old.task_id, None)
+            self._expire(old.task_id)
+
+    def _expire(self, task_id: str) -> None:
+        self.tasks.pop(task_id, None)
+        self.shared.held.release(task_id)
+
+    def _logged_owner(self, owner: Owner) -> Owner:
+        """The owner as the log keeps it: its connection named with this wrapper's session, since "stdio" (or a
+        session) of another wrapper is another connection, one that has ended for any wrapper reading it later."""
+        if owner.connection == SESSIONLESS:
+            return owner
+        return replace(owner, connection=f"{owner.connection}@{self._recorder.session_id}")
+
+    def _read_owner(self, key: Any) -> Owner | None:
+        """An owner the log kept: this wrapper's own connections named as they are here."""
+        owner = parse_owner(key)
+        mine = f"@{self._recorder.session_id}"
+        if owner is not None and owner.connection.endswith(mine):
+            return replace(owner, connection=owner.connection.removesuffix(mine))
+        return owner
 
     def _status(self, task: OfferedTask) -> None:
         pending = task.pending
@@ -357,11 +440,18 @@ class TaskOffer:
             polls=0,
         )
         if task.status not in ACTIVE:  # an ended task is kept (a live one's call ends with this process)
-            size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
+            size = task.reply_size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
             reply = task.reply if size <= self._keep_bytes else None
+            task.in_log = reply is not None
             expires = task.created_wall + task.ttl_ms / 1000
             view = task.view(self.settings.poll_ms)
-            status["kept"] = KeptTask(owner=task.owner, task=view, reply=reply, expires_ts=round(expires, 3))
+            status["kept"] = KeptTask(
+                owner=self._logged_owner(task.owner).key,
+                upstream=self.shared.upstream,
+                task=view,
+                reply=reply,
+                expires_ts=round(expires, 3),
+            )
         self._recorder.emit(Kind.TASK_STATUS, request_id=pending.request_key, tool=pending.tool, **status)
 
     # ------------------------------------------------------------------ the host's polls
@@ -373,24 +463,38 @@ class TaskOffer:
         if method == "tasks/list":
             if not self.enabled or self._upstream_takes_tasks():
                 return False  # the upstream's own tasks are listed by the upstream
-            # a sessionless request names no host (all have the owner ""), and an extension task is reached by its
-            # id alone: neither is listed to anyone
-            owner = self._owner(link) if getattr(link, "connection", None) is not None else None
-            mine = [t.view(self.settings.poll_ms) for t in self.tasks.values() if t.owner == owner and not t.extension]
+            # a connection's own tasks; a sessionless request proves no connection, and an extension task is
+            # reached by its id alone: neither is listed to anyone
+            asker = owner_of(link)
+            mine = [
+                t.view(self.settings.poll_ms)
+                for t in self.tasks.values()
+                if asker.connection != SESSIONLESS
+                and (t.owner.principal, t.owner.connection) == (asker.principal, asker.connection)
+                and not t.extension
+            ]
             link.send({"jsonrpc": "2.0", "id": request_id, "result": {"tasks": mine}})
             return True
         task_id = poll_task_id(params)
         if task_id is None or not task_id.startswith(ID_PREFIX):
             return False
+        self._register(link)
         task = self.tasks.get(task_id)
-        owner = self._owner(link, params)
-        if task is None and self.kept_lookup is not None:
-            job = asyncio.ensure_future(self._answer_from_log(task_id, owner, method, link, request_id))
+        asker = self._owner(link, params)
+        if task is not None and not may_reach(task.owner, asker, self._is_live):
+            link.send(_unknown(request_id, task_id))  # a foreign task is as unknown as a missing one
+            return True
+        if task is not None and task.owner != asker:
+            self._adopt(task, asker)  # its connection ended: the host resumes it from this one
+        if task is None or (task.dropped and task.in_log):  # held here, its owner was checked here
+            if self.kept is None or self.kept.known(task_id) is False:
+                self.kept_unknown()
+                link.send(_unknown(request_id, task_id))  # no query: the log's index does not hold it
+                return True
+            checked = task is not None
+            job = asyncio.ensure_future(self._answer_from_log(task_id, asker, method, link, request_id, checked))
             self._lookups.add(job)
             job.add_done_callback(self._lookups.discard)
-            return True
-        if task is None or task.owner != owner:  # a foreign task is as unknown as a missing one
-            link.send(_unknown(request_id, task_id))
             return True
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
         answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
@@ -402,23 +506,43 @@ class TaskOffer:
             answer(task, link, request_id)
         return True
 
-    async def _answer_from_log(self, task_id: str, owner: str, method: str, link: HostLink, request_id: Any) -> None:
-        """A task this process does not hold, looked for in the log in a thread: the query reads up to
-        `max_ttl_ms` of events, and any host may ask for an id that does not exist."""
-        kept = await asyncio.to_thread(self._kept, task_id)
-        if kept is not None and kept["owner"] == owner:
-            answer_kept(kept, method, link, request_id)
-        else:
-            link.send(_unknown(request_id, task_id))
+    def kept_unknown(self) -> None:
+        if self.kept is not None:
+            self.kept.unknown += 1
 
-    def _kept(self, task_id: str) -> KeptTask | None:
-        if self.kept_lookup is None:
-            return None
-        now = self._wall()
-        kept = self.kept_lookup(task_id, now - self.settings.max_ttl_ms / 1000)
-        if kept is None or not isinstance(kept.get("expires_ts"), int | float) or kept["expires_ts"] < now:
-            return None
-        return kept  # type: ignore[return-value]  # the log's row, checked above
+    def _adopt(self, task: OfferedTask, asker: Owner) -> None:
+        if task.status in ACTIVE:
+            running = self.shared.running
+            running[task.owner.key] -= 1
+            if running[task.owner.key] <= 0:
+                del running[task.owner.key]
+            running[asker.key] += 1
+        task.owner = asker
+
+    async def _answer_from_log(
+        self, task_id: str, asker: Owner, method: str, link: HostLink, request_id: Any, checked: bool = False
+    ) -> None:
+        """A task whose end only the log holds: one indexed read in a thread (none for an id the index lacks, none
+        when the requester's connection has gone meanwhile)."""
+        if self.kept is None:
+            return
+        kept = await self.kept.lookup(task_id, lambda: self._still_there(asker))
+        owner = self._read_owner(kept.get("owner")) if kept is not None else None
+        if (
+            kept is None
+            or owner is None
+            or kept.get("upstream") != self.shared.upstream
+            or not isinstance(kept.get("expires_ts"), int | float)
+            or kept["expires_ts"] < self._wall()
+            or not (checked or may_reach(owner, asker, self._is_live))
+        ):
+            link.send(_unknown(request_id, task_id))
+            return
+        answer_kept(kept, method, link, request_id)  # type: ignore[arg-type]  # the log's row, checked above
+
+    def _still_there(self, asker: Owner) -> bool:
+        """The requester can still take an answer: sessionless (its POST is not known here), else still open."""
+        return asker.connection == SESSIONLESS or self._is_live(asker.connection)
 
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
@@ -461,6 +585,13 @@ class TaskOffer:
             link.send({"jsonrpc": "2.0", "id": request_id, **task.reply})
         elif task.status == "cancelled":
             link.send(_error(request_id, f"task {task.task_id} was cancelled: it has no result"))
+        elif task.status not in ACTIVE:  # let go from memory, and not in the log
+            text = (
+                f"task {task.task_id} ended {task.status}, but its result ({task.reply_size} bytes) was let go: "
+                "[tasks] results_memory_mb holds the newest results in memory, [late_results] keep_bytes those the "
+                "log keeps"
+            )
+            link.send(_error(request_id, text, frames.INTERNAL_ERROR))
         else:
             task.waiters.append((link, request_id))  # the spec: block until the task ends
 

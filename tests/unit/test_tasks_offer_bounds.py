@@ -1,0 +1,251 @@
+"""The tasks mcpwatch offers are bounded in every dimension a host or a log can push: unknown ids cost no log read
+(a batch of 2,000 made-up ids beside a host's own `tasks/result`, 20,000 on a fresh log), a lookup whose requester
+left is dropped, running tasks are capped per host and in all, finished results are held in memory by bytes, and
+kept results are served only to a wrapper of the same server, from a log of this user. Counted, never timed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from taskrig import TaskRig
+from test_tasks_offer import CALL, offering
+from test_tasks_offer_owners import same_name_host
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.store import EventWriter
+from mcpwatch.store.kept_tasks import KeptRef, KeptRefs, find_kept_task, read_kept_refs
+from mcpwatch.store.slow_calls import recent_call_ends
+from mcpwatch.wrapper.tasks.kept_log import KeptLog
+from mcpwatch.wrapper.tasks.owners import upstream_key
+
+NOBODY = 65534
+
+
+class CountingLog:
+    """A log's kept tasks, in memory: counts the index reads and the reads of one task."""
+
+    def __init__(self, kept: dict[str, dict[str, Any]], gate: threading.Event | None = None) -> None:
+        self.kept = kept
+        self.index_reads = 0
+        self.fetches = 0
+        self.gate = gate
+
+    def read_refs(self) -> KeptRefs:
+        if self.gate is not None:
+            self.gate.wait(60)
+        self.index_reads += 1
+        return KeptRefs({task_id: KeptRef("before", task_id) for task_id in self.kept})
+
+    def fetch(self, ref: KeptRef, task_id: str) -> dict[str, Any] | None:
+        self.fetches += 1
+        return self.kept.get(task_id)
+
+
+def kept_end(rig: TaskRig, task_id: str, owner: str = "local|stdio|vsc", upstream: str | None = None) -> dict:
+    offer = rig.core.offer
+    return {
+        "owner": owner,
+        "upstream": offer.shared.upstream if upstream is None else upstream,
+        "task": {"taskId": task_id, "status": "completed", "ttl": 60000},
+        "reply": {"result": {"content": [{"type": "text", "text": "kept"}]}},
+        "expires_ts": offer._wall() + 600,
+    }
+
+
+def with_log(rig: TaskRig, log: CountingLog) -> KeptLog:
+    kept = KeptLog(log.read_refs, log.fetch, session_id="now")
+    rig.core.offer.kept = kept
+    kept.start(asyncio.get_event_loop())
+    return kept
+
+
+def run_until(loop, done, what: str) -> None:
+    async def waiting() -> None:
+        for _ in range(6000):  # the index read's thread may wait for a core on a loaded machine: 60 s at most
+            if done():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(what)
+
+    loop.run_until_complete(waiting())
+
+
+def random_ids(count: int) -> list[str]:
+    return ["mcpwatch-" + secrets.token_urlsafe(18) for _ in range(count)]
+
+
+def test_a_batch_of_2000_unknown_ids_costs_no_log_read_beside_a_hosts_own_result(loop) -> None:
+    """Each unknown id queued a scan of a day of events: 2,000 in one POST batch pushed a host's own tasks/result
+    from 0.3 s to 505 s. Now the log's index is read once and an id it lacks is answered from it alone."""
+    rig = offering(loop)
+    log = CountingLog({"mcpwatch-mine": kept_end(rig, "mcpwatch-mine")})
+    kept = with_log(rig, log)
+    batch = [
+        {"jsonrpc": "2.0", "id": n, "method": "tasks/result", "params": {"taskId": task_id}}
+        for n, task_id in enumerate(random_ids(2000))
+    ]
+    batch.insert(1000, {"jsonrpc": "2.0", "id": "own", "method": "tasks/result", "params": {"taskId": "mcpwatch-mine"}})
+    rig.core.host_frame(rig.host, __import__("json").dumps(batch).encode())
+    run_until(loop, lambda: len(rig.replies()) >= 2 + 2001, "the batch was never answered whole")
+    answers = {r["id"]: r for r in rig.replies()}
+    assert answers["own"]["result"]["content"] == [{"type": "text", "text": "kept"}]
+    assert sum("error" in answers[n] for n in range(2000)) == 2000
+    assert (log.index_reads, log.fetches) == (1, 1)  # the host's own task: one read; the 2,000: none
+    assert (kept.queries, kept.unknown) == (1, 2000)
+
+
+def test_20000_ids_on_a_fresh_log_cost_one_index_read(loop, tmp_path: Path) -> None:
+    rig = offering(loop)
+    path = tmp_path / "events.db"
+    with EventWriter(path) as writer:
+        writer.start_session(name="w", upstream="u", pid=1, config={})
+    fetches: list[str] = []
+
+    def fetch(ref: KeptRef, task_id: str) -> dict[str, Any] | None:
+        fetches.append(task_id)
+        return find_kept_task(path, ref, task_id)
+
+    upstream = rig.core.offer.shared.upstream
+    kept = KeptLog(lambda: read_kept_refs(path, upstream, 0.0), fetch, session_id="now")
+    rig.core.offer.kept = kept
+    kept.start(loop)
+    ids = random_ids(20_000)
+    for n, task_id in enumerate(ids):
+        rig.request(n, "tasks/get", {"taskId": task_id})
+    run_until(loop, lambda: len(rig.replies()) >= 2 + 20_000, "the ids were never all answered")
+    assert fetches == [] and kept.unknown == 20_000 and kept.problem is None
+    rig.request("late", "tasks/cancel", {"taskId": ids[0]})  # the index is read: answered at once, no job
+    assert rig.replies()[-1]["error"]["message"].startswith(f"no task {ids[0]!r}")
+
+
+def test_a_lookup_whose_requester_left_is_dropped(loop) -> None:
+    gate = threading.Event()
+    rig = offering(loop, connection="session a")
+    log = CountingLog({"mcpwatch-mine": kept_end(rig, "mcpwatch-mine", owner="local|session z|vsc")}, gate)
+    kept = with_log(rig, log)
+    rig.request(1, "tasks/result", {"taskId": "mcpwatch-mine"})  # waits for the index, still being read
+    rig.core.detach_link(rig.host)  # the host's session ended meanwhile
+    gate.set()
+    run_until(loop, lambda: log.index_reads == 1 and not rig.core.offer._lookups, "the lookup never ended")
+    assert log.fetches == 0 and kept.queries == 0
+
+
+def test_running_tasks_are_capped_per_host_and_in_all(loop) -> None:
+    rig = offering(loop, connection="session a", max_running_per_host=3, max_running=5)
+    for n in range(3):
+        rig.request(n, "tools/call", CALL)
+        assert "task" in rig.replies()[-1]["result"]
+    rig.request(3, "tools/call", CALL)
+    refused = rig.replies()[-1]["error"]
+    assert refused["code"] == -32000
+    assert refused["message"] == (
+        "3 tasks of this host are running, the most mcpwatch runs for one host ([tasks] max_running_per_host); "
+        "wait for one to end or cancel one"
+    )
+    other = same_name_host(rig, "session b")
+    for n in range(2):
+        rig.request(10 + n, "tools/call", CALL, host=other)
+        assert "task" in rig.replies(other)[-1]["result"]
+    rig.request(12, "tools/call", CALL, host=other)
+    assert rig.replies(other)[-1]["error"]["message"].startswith("5 offered tasks are running, the most mcpwatch")
+    first = rig.replies()[2]["result"]["task"]["taskId"]
+    rig.scheduler.advance(1.0)
+    rig.request(4, "tasks/cancel", {"taskId": first})  # one ends: room for one more
+    rig.request(5, "tools/call", CALL)
+    assert "task" in rig.replies()[-1]["result"]
+    assert sum(rig.core.offer.shared.running.values()) == 5
+
+
+@pytest.mark.parametrize("tasks", [pytest.param(1500, marks=pytest.mark.slow), 150])
+def test_finished_results_of_1_mib_are_held_by_bytes(loop, tasks: int) -> None:
+    """1,500 tasks each answering 1 MiB held 2.8 GB for their TTL; now memory holds `results_memory_mb` of results
+    (the oldest are let go, then read back from the log when it kept them, else one clear error)."""
+    rig = offering(loop, results_memory_mb=8, max_running=2000, max_running_per_host=2000)
+    big = "x" * (1024 * 1024)
+    offer = rig.core.offer
+    ids = []
+    for n in range(tasks):
+        rig.request(f"c{n}", "tools/call", CALL)
+        ids.append(rig.replies()[-1]["result"]["task"]["taskId"])
+        up_id = [m for m in rig.upstream.sent if m.get("method") == "tools/call"][-1]["id"]
+        rig.answer(up_id, {"content": [{"type": "text", "text": big}]})
+        assert offer.shared.held.total <= 8 * 1024 * 1024
+    held = [t for t in offer.tasks.values() if t.reply is not None]
+    assert 1 <= len(held) <= 8 and offer.shared.held.total == sum(t.reply_size for t in held)
+    assert len(offer.tasks) == tasks  # what routes each is still there
+    rig.request("newest", "tasks/result", {"taskId": ids[-1]})
+    assert rig.replies()[-1]["result"]["content"][0]["text"] == big
+    rig.request("oldest", "tasks/result", {"taskId": ids[0]})
+    size = offer.tasks[ids[0]].reply_size
+    assert size > len(big) and rig.replies()[-1]["error"]["message"] == (
+        f"task {ids[0]} ended completed, but its result ({size} bytes) was let go: [tasks] "
+        "results_memory_mb holds the newest results in memory, [late_results] keep_bytes those the log keeps"
+    )
+
+
+def task_end(sid: str, seq: int, task_id: str, upstream: str, owner: str = "local|stdio|vsc") -> Event:
+    kept = {
+        "owner": owner,
+        "upstream": upstream,
+        "task": {"taskId": task_id, "status": "completed", "ttl": 600000},
+        "reply": {"result": {"content": [{"type": "text", "text": f"from {upstream}"}]}},
+        "expires_ts": time.time() + 600,
+    }
+    data = {"task_id": task_id, "status": "completed", "status_message": None, "kept": kept}
+    return Event(Kind.TASK_STATUS, sid, time.time(), float(seq), seq, f"r{seq}", "slow", None, data)
+
+
+def shared_log(path: Path, ours: str = upstream_key("python ours.py")) -> tuple[str, str]:
+    """Two wrappers of two servers wrote one kept task each to one log."""
+    theirs = upstream_key("python theirs.py")
+    with EventWriter(path) as writer:
+        for n, (upstream, task_id) in enumerate(((ours, "mcpwatch-ours"), (theirs, "mcpwatch-theirs"))):
+            sid = writer.start_session(name="w", upstream=f"u{n}", pid=1, config={})
+            writer.emit(task_end(sid, 1, task_id, upstream))
+        assert writer.flush(10)
+    return ours, theirs
+
+
+def test_kept_results_are_served_only_by_a_wrapper_of_the_same_server(loop, tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    rig = offering(loop)
+    ours, _ = shared_log(path, rig.core.offer.shared.upstream)
+    refs = read_kept_refs(path, ours, 0.0)
+    assert list(refs.refs) == ["mcpwatch-ours"] and refs.problem is None
+    kept = find_kept_task(path, refs.refs["mcpwatch-ours"], "mcpwatch-ours")
+    assert kept is not None and kept["upstream"] == ours
+    log = KeptLog(lambda: read_kept_refs(path, ours, 0.0), lambda r, t: find_kept_task(path, r, t), session_id="n")
+    rig.core.offer.kept = log
+    log.start(loop)
+    rig.request(1, "tasks/result", {"taskId": "mcpwatch-theirs"})
+    rig.request(2, "tasks/result", {"taskId": "mcpwatch-ours"})
+    run_until(loop, lambda: len(rig.replies()) >= 4, "the polls were never answered")
+    answers = {r["id"]: r for r in rig.replies()}
+    assert answers[1]["error"]["message"].startswith("no task 'mcpwatch-theirs'")
+    assert answers[2]["result"]["content"] == [{"type": "text", "text": f"from {ours}"}]
+    assert log.queries == 1  # the other server's id: not even read
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user own the log needs root (chown)")
+def test_every_reader_of_the_log_refuses_one_another_user_owns(tmp_path: Path) -> None:
+    """The writer refuses a log another user owns; so do the readers the wrapper acts on: whoever owns it could
+    answer a host's tasks/result with anything, or have any tool offered as a task."""
+    path = tmp_path / "events.db"
+    ours, _ = shared_log(path)
+    os.chown(path, NOBODY, NOBODY)
+    refs = read_kept_refs(path, ours, 0.0)
+    assert refs.refs == {} and refs.problem is not None
+    assert refs.problem.startswith(f"{path}: the event log belongs to another user (uid {NOBODY})")
+    assert find_kept_task(path, KeptRef("s", "r1"), "mcpwatch-ours") is None
+    slow = recent_call_ends(path, "u0")
+    assert slow.ends == [] and slow.problem is not None and "belongs to another user" in slow.problem
+    os.chown(path, os.geteuid(), os.getegid())
+    os.chmod(path, 0o666)  # writable by others: as bad
+    assert "writable by other users" in (read_kept_refs(path, ours, 0.0).problem or "")
