@@ -25,14 +25,15 @@ _SESSIONS = (
     "SELECT id FROM (SELECT id, upstream FROM sessions INDEXED BY sessions_by_start ORDER BY started_at DESC LIMIT ?)"
     " WHERE upstream = ? AND id != ? LIMIT ?"
 )
-# the newest `?` events of a session; of them only the ends of tool calls (with their method) and their late results
-# (with the reason the call was cut)
+# the newest `?` events of a session; of them only the ends of tool calls (with their method, and why a call that did
+# not finish ended: a host's cancel is a sign too) and their late results (with the reason the call was cut)
 _ENDS = (
     f"SELECT kind, substr(tool, 1, {NAME_MAX + 1}),"
     " CASE WHEN json_valid(data) THEN json_extract(data, '$.outcome') END,"
     " CASE WHEN json_valid(data) THEN json_extract(data, '$.duration_s') END,"
     " CASE WHEN NOT json_valid(data) THEN NULL WHEN kind = 'request_end' THEN json_extract(data, '$.method')"
-    " ELSE json_extract(data, '$.reason') END"
+    " ELSE json_extract(data, '$.reason') END,"
+    " CASE WHEN json_valid(data) AND kind = 'request_end' THEN json_extract(data, '$.error') END"
     " FROM (SELECT kind, tool, data FROM events INDEXED BY events_by_session_seq"
     " WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
     " WHERE kind IN ('request_end', 'late_result') AND tool IS NOT NULL"
@@ -41,12 +42,14 @@ _ENDS = (
 
 @dataclass(frozen=True, slots=True)
 class CallEnd:
-    """A tool call's end as logged: `late` is a result that came after the call was cut (its true duration)."""
+    """A tool call's end as logged: `late` is a result that came after the call was cut (its true duration);
+    `host_cancel`, a call its host cancelled (after `duration_s`: it would have run longer)."""
 
     tool: str
     outcome: str | None
     duration_s: float | None
     late: bool
+    host_cancel: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,12 +90,13 @@ def recent_call_ends(
                 "SELECT count(*) FROM (SELECT 1 FROM events WHERE session_id = ? LIMIT ?)", (session_id, left)
             ).fetchone()
             walked += int(count)
-            for kind, tool, outcome, duration, method_or_reason in conn.execute(_ENDS, (session_id, left)):
+            for kind, tool, outcome, duration, method_or_reason, error in conn.execute(_ENDS, (session_id, left)):
                 if method_or_reason != ("tools/call" if kind == "request_end" else "deadline"):
                     continue  # not a tool call; a late result of a call the host or an operator cancelled
                 seconds = float(duration) if isinstance(duration, int | float) else None
                 outcome = outcome if isinstance(outcome, str) else None
-                ends.append(CallEnd(str(tool), outcome, seconds, late=kind == "late_result"))
+                cancel = outcome == "cancelled" and error == "host_cancel"
+                ends.append(CallEnd(str(tool), outcome, seconds, late=kind == "late_result", host_cancel=cancel))
     except sqlite3.Error as exc:  # a damaged page: what was read stands, and the reason is said
         return CallEnds(ends, len(sessions), walked, f"{path}: {exc}")
     finally:

@@ -38,7 +38,7 @@ from mcpwatch.wrapper.tasks.kept_log import KeptLog
 from mcpwatch.wrapper.tasks.offer import SharedOffers
 from mcpwatch.wrapper.tasks.offer_held import HeldResults
 from mcpwatch.wrapper.tasks.owners import upstream_key
-from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
+from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_line, tell_hosts
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
@@ -243,8 +243,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
 
         def offered_now(offered: list[tuple[str, str]]) -> None:
-            for tool, basis in offered:
-                on_warning(offered_text(tool, basis))
+            on_warning(offered_line(offered))  # one line per read of the log (or per tool learnt live)
             for each in [core] if pool is None else [entry.core for entry in pool.all()]:
                 capabilities = (each.session.init_result or {}).get("capabilities")
                 tell_hosts(each.links, each.bridge.host_has_tasks, capabilities)
@@ -252,6 +251,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         slow = SlowTools(
             lambda tool: deadline.budget(tool).seconds,
             on_offered=lambda offered: loop.call_soon(offered_now, offered),  # not within the event that taught it
+            on_problem=lambda text: loop.call_soon(on_warning, text),
         )
     sinks = [sink for sink in (writer, otel, fold, slow) if sink is not None]
     recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)

@@ -258,3 +258,51 @@ def test_the_host_is_served_after_the_read_or_after_its_wait_whichever_comes_fir
     stuck.reading(loop.create_future())  # a read that never ends (a disk that hangs)
     loop.run_until_complete(stuck.read_or_wait(0.01))
     assert stuck.describe()["log_read"] == "reading"  # served anyway; offered when (if) the read ends
+
+
+def cancel(sid: str, seq: int, tool: str, duration_s: float) -> Event:
+    data = {"outcome": "cancelled", "duration_s": duration_s, "method": "tools/call", "error": "host_cancel"}
+    return Event(Kind.REQUEST_END, sid, 1_700_000_000.0 + seq, float(seq), seq, str(seq), tool, None, data)
+
+
+def test_a_hosts_cancel_after_a_long_run_is_a_sign_of_slowness(loop, tmp_path: Path) -> None:
+    """A host that gives up on a call at its own timeout says what a cut says; a quick cancel (a user changing
+    their mind) says nothing. Half the budget the call would get now, or CANCEL_MIN_S without one."""
+    path = tmp_path / "events.db"
+    write_log(path, [[(cancel, "slow", 1.5), (cancel, "quick", 0.4), (end, "echo", "ok", 0.1)]])
+    slow, said = slow_tools(budget_s=2.0)
+    slow.load(recent_call_ends(path, UPSTREAM))
+    assert listed_support(loop, slow) == {"slow": "optional", "echo": None, "quick": None}
+    assert said == [offered_text("slow", "seen cancelled by the host after a long run 1× in the log")]
+    assert slow.basis("slow") == "seen cancelled by the host after a long run 1× in the log"
+    live, _ = slow_tools(budget_s=None)
+    live.emit(cancel("s", 1, "quick", 9.9))
+    assert not live.offers("quick")
+    live.emit(cancel("s", 2, "quick", 10.0))
+    assert live.basis("quick") == "seen cancelled by the host after a long run 1× in this session"
+
+
+def test_one_read_of_the_log_is_said_in_one_line_however_many_tools_it_offers(tmp_path: Path) -> None:
+    from mcpwatch.wrapper.tasks.slow_tools import offered_line
+
+    path = tmp_path / "events.db"
+    write_log(path, [[(end, f"tool{n:02}", "deadline", 2.0) for n in range(12)]])
+    lines: list[str] = []
+    problems: list[str] = []
+    slow = SlowTools(
+        lambda tool: 2.0, on_offered=lambda new: lines.append(offered_line(new)), on_problem=problems.append
+    )
+    slow.load(recent_call_ends(path, UPSTREAM))
+    basis = "seen cut at the deadline 1× in the log"
+    named = "; ".join(f"tool{n:02} ({basis})" for n in range(5))
+    assert lines == [
+        f"[tasks] offer_slow: 12 tools are offered as tasks to hosts with tasks: {named}; and 7 more "
+        "(`mcpwatch status` lists each)"
+    ]
+    assert problems == [] and offered_line([("slow", basis)]) == offered_text("slow", basis)
+    unread = SlowTools(lambda tool: 2.0, on_offered=lines.append, on_problem=problems.append)
+    unread.load(recent_call_ends(tmp_path / "missing.db", UPSTREAM))
+    assert problems == [
+        f"[tasks] offer_slow: the log was not read ({tmp_path / 'missing.db'}: no such event log); tools are "
+        "offered as this session's calls show"
+    ]
