@@ -442,7 +442,7 @@ class TaskOffer:
         if task.status not in ACTIVE:  # an ended task is kept (a live one's call ends with this process)
             size = task.reply_size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
             reply = task.reply if size <= self._keep_bytes else None
-            task.in_log = reply is not None
+            task.in_log = reply is not None and self.kept is not None  # a wrapper with no log keeps nothing
             expires = task.created_wall + task.ttl_ms / 1000
             view = task.view(self.settings.poll_ms)
             status["kept"] = KeptTask(
@@ -488,7 +488,7 @@ class TaskOffer:
             self._adopt(task, asker)  # its connection ended: the host resumes it from this one
         if task is None or (task.dropped and task.in_log):  # held here, its owner was checked here
             if self.kept is None or self.kept.known(task_id) is False:
-                self.kept_unknown()
+                self._count_unknown()
                 link.send(_unknown(request_id, task_id))  # no query: the log's index does not hold it
                 return True
             checked = task is not None
@@ -506,7 +506,7 @@ class TaskOffer:
             answer(task, link, request_id)
         return True
 
-    def kept_unknown(self) -> None:
+    def _count_unknown(self) -> None:
         if self.kept is not None:
             self.kept.unknown += 1
 
