@@ -249,3 +249,19 @@ def test_every_reader_of_the_log_refuses_one_another_user_owns(tmp_path: Path) -
     os.chown(path, os.geteuid(), os.getegid())
     os.chmod(path, 0o666)  # writable by others: as bad
     assert "writable by other users" in (read_kept_refs(path, ours, 0.0).problem or "")
+
+
+def test_without_a_log_a_result_let_go_is_said_to_be_let_go(loop) -> None:
+    """`results_memory_mb = 0` holds no result; with no log (`--no-log`) nothing else keeps it either: the host is
+    told so, not that its task is unknown."""
+    rig = offering(loop, results_memory_mb=0)
+    assert rig.core.offer.kept is None
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    up_id = [m for m in rig.upstream.sent if m.get("method") == "tools/call"][-1]["id"]
+    rig.answer(up_id, {"content": [{"type": "text", "text": "small"}]})
+    rig.request(2, "tasks/result", {"taskId": task_id})
+    assert "was let go: [tasks] results_memory_mb" in rig.replies()[-1]["error"]["message"]
+    rig.scheduler.advance(1.0)
+    rig.request(3, "tasks/get", {"taskId": task_id})
+    assert rig.replies()[-1]["result"]["status"] == "completed"
