@@ -29,7 +29,7 @@ class TaskHost:
 
     def __init__(self, http: httpx2.AsyncClient, front: Front, name: str) -> None:
         self.http, self.front, self.name = http, front, name
-        self.headers = {**ACCEPT, "MCP-Protocol-Version": "2025-11-25"}
+        self.headers = {**ACCEPT, "MCP-Protocol-Version": "2025-11-25", **front.headers}
         self._next = 0
 
     async def open(self) -> TaskHost:
@@ -127,6 +127,41 @@ async def test_a_wrapper_of_another_server_on_the_same_log_never_answers_a_kept_
         host = await TaskHost(http, front, "vsc").open()  # the same server's wrapper, started again
         kept = await host.call("tasks/result", {"taskId": task_id})
         assert kept["result"]["content"][0]["text"] == "done"
+
+
+async def test_with_a_token_file_a_kept_task_is_the_tokens(tmp_path: Path) -> None:
+    """With `--token-file`, tasks belong to the token's holders too: a wrapper started again with another token
+    never answers a task kept under the first, and with the first token again it does."""
+    config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
+    call = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 600000}}
+
+    def token(text: str) -> list[str]:
+        path = tmp_path / f"token-{text}"
+        path.write_text(f"{text}-token-of-enough-length\n")
+        path.chmod(0o600)
+        return ["--token-file", str(path)]
+
+    async def served(text: str) -> Any:
+        wrapper = listening_wrapper(tmp_path, *token(text), config=config, upstream=NOOP)
+        front = await wrapper.__aenter__()
+        front.headers = {"Authorization": f"Bearer {text}-token-of-enough-length"}
+        return wrapper, front
+
+    wrapper, front = await served("first")
+    async with httpx2.AsyncClient(timeout=30) as http:
+        host = await TaskHost(http, front, "vsc").open()
+        task_id = (await host.call("tools/call", call))["result"]["task"]["taskId"]
+        assert (await host.call("tasks/result", {"taskId": task_id}))["result"]["content"][0]["text"] == "done"
+    await wrapper.__aexit__(None, None, None)
+    for text, kept in (("other", False), ("first", True)):
+        wrapper, front = await served(text)
+        try:
+            async with httpx2.AsyncClient(timeout=30) as http:
+                host = await TaskHost(http, front, "vsc").open()
+                answer = await host.call("tasks/result", {"taskId": task_id})
+                assert ("result" in answer) is kept, answer
+        finally:
+            await wrapper.__aexit__(None, None, None)
 
 
 async def test_a_tool_cut_on_one_http_session_is_offered_to_the_next_session(tmp_path: Path) -> None:
