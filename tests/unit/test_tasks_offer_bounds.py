@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from taskrig import TaskRig
+from taskrig import Host, TaskRig
 from test_tasks_offer import CALL, offering
 from test_tasks_offer_owners import same_name_host
 
@@ -265,3 +265,17 @@ def test_without_a_log_a_result_let_go_is_said_to_be_let_go(loop) -> None:
     rig.scheduler.advance(1.0)
     rig.request(3, "tasks/get", {"taskId": task_id})
     assert rig.replies()[-1]["result"]["status"] == "completed"
+
+
+def test_sessionless_requests_giving_many_names_are_one_host_for_the_cap(loop) -> None:
+    """A name proves nothing: sessionless requests that give a new client name each still count as one host."""
+    from test_tasks_offer_extension import call
+
+    rig = offering(loop, max_running_per_host=2)
+    sessionless = Host(connection=None)
+    rig.core.attach_link(sessionless)
+    for n in range(2):
+        rig.request(n, "tools/call", call(name=f"name-{n}"), host=sessionless)
+        assert rig.replies(sessionless)[-1]["result"]["resultType"] == "task"
+    rig.request(9, "tools/call", call(name="yet-another"), host=sessionless)
+    assert rig.replies(sessionless)[-1]["error"]["message"].startswith("2 tasks of this host are running")

@@ -129,7 +129,7 @@ class SharedOffers:
     also_offered: Callable[[str], bool] | None = None  # tools offered beside the globs: the log shows them slow
     upstream: str = ""  # the wrapped server's identity (`owners.upstream_key`): the log's kept tasks are keyed by it
     live: Counter[str] = field(default_factory=Counter)  # host connections open now (their tasks are theirs alone)
-    running: Counter[str] = field(default_factory=Counter)  # tasks running, by owner key
+    running: Counter[tuple[str, str]] = field(default_factory=Counter)  # tasks running, by host (`Owner.host`)
     held: HeldResults = field(default_factory=lambda: HeldResults(32 * 1024 * 1024))
 
 
@@ -269,7 +269,7 @@ class TaskOffer:
                 f"task.ttl {ttl} ms is beyond mcpwatch's maximum of {self.settings.max_ttl_ms} ms ([tasks] max_ttl_ms)"
             )
             return INVALID_PARAMS, text
-        running, mine = self.shared.running.total(), self.shared.running[self._owner(link, params).key]
+        running, mine = self.shared.running.total(), self.shared.running[self._owner(link, params).host]
         if mine >= self.settings.max_running_per_host:
             return RUNNING_ERROR, (
                 f"{mine} tasks of this host are running, the most mcpwatch runs for one host ([tasks] "
@@ -307,7 +307,7 @@ class TaskOffer:
             extension=extension,
         )
         self.tasks[task.task_id] = task
-        self.shared.running[task.owner.key] += 1
+        self.shared.running[task.owner.host] += 1
         pending.link = task
         forwarded.pop("task", None)
         if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
@@ -395,10 +395,7 @@ class TaskOffer:
     def _keep(self, task: OfferedTask) -> None:
         """A finished task is kept for its TTL from creation (the spec lets a receiver drop it after): what routes
         it in memory, its result while `[tasks] results_memory_mb` holds it, and in the log when there is one."""
-        running = self.shared.running
-        running[task.owner.key] -= 1
-        if running[task.owner.key] <= 0:
-            del running[task.owner.key]
+        self._not_running(task.owner)
         task.input = None  # the questions and answers: done with
         task.pending.message = {}  # the call as sent: no one sends it again
         if self.kept is not None and task.in_log:
@@ -512,12 +509,15 @@ class TaskOffer:
 
     def _adopt(self, task: OfferedTask, asker: Owner) -> None:
         if task.status in ACTIVE:
-            running = self.shared.running
-            running[task.owner.key] -= 1
-            if running[task.owner.key] <= 0:
-                del running[task.owner.key]
-            running[asker.key] += 1
+            self._not_running(task.owner)
+            self.shared.running[asker.host] += 1
         task.owner = asker
+
+    def _not_running(self, owner: Owner) -> None:
+        running = self.shared.running
+        running[owner.host] -= 1
+        if running[owner.host] <= 0:
+            del running[owner.host]
 
     async def _answer_from_log(
         self, task_id: str, asker: Owner, method: str, link: HostLink, request_id: Any, checked: bool = False

@@ -37,6 +37,12 @@ class Owner:
         """As kept in the log (`KeptTask.owner`)."""
         return f"{self.principal}|{self.connection}|{self.name}"
 
+    @property
+    def host(self) -> tuple[str, str]:
+        """The host as `[tasks] max_running_per_host` counts it: its connection under its principal (all sessionless
+        requests of a principal are one host, whatever names they give)."""
+        return self.principal, self.connection
+
 
 def token_principal(token: str | None) -> str:
     """The principal of requests that showed the front's bearer token (LOCAL without one)."""
