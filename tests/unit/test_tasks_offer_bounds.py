@@ -126,12 +126,18 @@ def test_20000_ids_on_a_fresh_log_cost_one_index_read(loop, tmp_path: Path) -> N
 
 
 def test_a_lookup_whose_requester_left_is_dropped(loop) -> None:
+    """Lookups wait for the index; a requester that has gone by then (its session ended, its sessionless POST
+    closed, as an attacker's batch does) costs no read of the log."""
     gate = threading.Event()
     rig = offering(loop, connection="session a")
     log = CountingLog({"mcpwatch-mine": kept_end(rig, "mcpwatch-mine", owner="local|session z|vsc")}, gate)
     kept = with_log(rig, log)
+    sessionless = Host(connection=None)
+    rig.core.attach_link(sessionless)
     rig.request(1, "tasks/result", {"taskId": "mcpwatch-mine"})  # waits for the index, still being read
+    rig.request(2, "tasks/result", {"taskId": "mcpwatch-mine"}, host=sessionless)
     rig.core.detach_link(rig.host)  # the host's session ended meanwhile
+    rig.core.detach_link(sessionless)  # … and the sessionless POST closed
     gate.set()
     run_until(loop, lambda: log.index_reads == 1 and not rig.core.offer._lookups, "the lookup never ended")
     assert log.fetches == 0 and kept.queries == 0

@@ -156,6 +156,7 @@ class TaskOffer:
         self.tasks = shared.tasks
         self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
         self._live: dict[int, str] = {}  # id(link) -> its connection, counted open in shared.live
+        self._open: set[int] = set()  # id(link) of every link attached, sessionless ones too (a POST's)
         self._recorder = recorder
         self._scheduler = scheduler
         self._host_has_tasks = host_has_tasks
@@ -181,6 +182,7 @@ class TaskOffer:
     def _register(self, link: HostLink) -> None:
         """The link's connection is open (until `forget_link`): its tasks are its alone meanwhile. Also without an
         initialize: a 2026-era host on stdio sends none."""
+        self._open.add(id(link))
         connection = owner_of(link).connection
         if connection != SESSIONLESS and id(link) not in self._live:
             self._live[id(link)] = connection
@@ -188,6 +190,7 @@ class TaskOffer:
 
     def forget_link(self, link: HostLink) -> None:
         self._names.pop(id(link), None)  # its tasks stay: the host may resume them by id from a new connection
+        self._open.discard(id(link))
         connection = self._live.pop(id(link), None)
         if connection is not None:
             self.shared.live[connection] -= 1
@@ -523,10 +526,10 @@ class TaskOffer:
         self, task_id: str, asker: Owner, method: str, link: HostLink, request_id: Any, checked: bool = False
     ) -> None:
         """A task whose end only the log holds: one indexed read in a thread (none for an id the index lacks, none
-        when the requester's connection has gone meanwhile)."""
+        when the requester has gone meanwhile: its session ended, or its sessionless POST closed)."""
         if self.kept is None:
             return
-        kept = await self.kept.lookup(task_id, lambda: self._still_there(asker))
+        kept = await self.kept.lookup(task_id, lambda: id(link) in self._open)  # the link is held: its id is its
         owner = self._read_owner(kept.get("owner")) if kept is not None else None
         if (
             kept is None
@@ -539,10 +542,6 @@ class TaskOffer:
             link.send(_unknown(request_id, task_id))
             return
         answer_kept(kept, method, link, request_id)  # type: ignore[arg-type]  # the log's row, checked above
-
-    def _still_there(self, asker: Owner) -> bool:
-        """The requester can still take an answer: sessionless (its POST is not known here), else still open."""
-        return asker.connection == SESSIONLESS or self._is_live(asker.connection)
 
     def _get(self, task: OfferedTask, link: HostLink, request_id: Any) -> None:
         now = self._scheduler.time()
