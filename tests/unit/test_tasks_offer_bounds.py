@@ -285,3 +285,18 @@ def test_sessionless_requests_giving_many_names_are_one_host_for_the_cap(loop) -
         assert rig.replies(sessionless)[-1]["result"]["resultType"] == "task"
     rig.request(9, "tools/call", call(name="yet-another"), host=sessionless)
     assert rig.replies(sessionless)[-1]["error"]["message"].startswith("2 tasks of this host are running")
+
+
+def test_an_extension_task_whose_result_was_let_go_says_so_on_tasks_get(loop) -> None:
+    """The extension's tasks/get carries the result: one let go must not read as a completed task without one."""
+    from test_tasks_offer_extension import call, poll
+
+    rig = offering(loop, results_memory_mb=0)
+    sessionless = Host(connection=None)
+    rig.core.attach_link(sessionless)
+    rig.request(1, "tools/call", call(), host=sessionless)
+    task_id = rig.replies(sessionless)[-1]["result"]["taskId"]
+    up_id = [m for m in rig.upstream.sent if m.get("method") == "tools/call"][-1]["id"]
+    rig.answer(up_id, {"content": [{"type": "text", "text": "small"}]})
+    rig.request(2, "tasks/get", poll(task_id), host=sessionless)
+    assert "was let go: [tasks] results_memory_mb" in rig.replies(sessionless)[-1]["error"]["message"]

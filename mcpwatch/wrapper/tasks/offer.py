@@ -553,6 +553,9 @@ class TaskOffer:
             link.send(_error(request_id, text))
             return
         task.last_poll = now
+        if task.extension and task.dropped:  # its tasks/get would carry the result, which is gone
+            link.send(_error(request_id, _let_go(task), frames.INTERNAL_ERROR))
+            return
         view = task.view(self.settings.poll_ms)
         if task.extension:  # the extension's tasks/get carries the result (or error) once the task has ended
             view = {**view, **(task.reply or {}), **DONE}
@@ -585,12 +588,7 @@ class TaskOffer:
         elif task.status == "cancelled":
             link.send(_error(request_id, f"task {task.task_id} was cancelled: it has no result"))
         elif task.status not in ACTIVE:  # let go from memory, and not in the log
-            text = (
-                f"task {task.task_id} ended {task.status}, but its result ({task.reply_size} bytes) was let go: "
-                "[tasks] results_memory_mb holds the newest results in memory, [late_results] keep_bytes those the "
-                "log keeps"
-            )
-            link.send(_error(request_id, text, frames.INTERNAL_ERROR))
+            link.send(_error(request_id, _let_go(task), frames.INTERNAL_ERROR))
         else:
             task.waiters.append((link, request_id))  # the spec: block until the task ends
 
@@ -631,6 +629,13 @@ class TaskOffer:
 def _declares_extension(params: dict[str, Any]) -> bool:
     """A 2026-era request whose own client capabilities name the tasks extension."""
     return modern_version({"params": params}) is not None and declares_extension(params.get("_meta"))
+
+
+def _let_go(task: OfferedTask) -> str:
+    return (
+        f"task {task.task_id} ended {task.status}, but its result ({task.reply_size} bytes) was let go: [tasks] "
+        "results_memory_mb holds the newest results in memory, [late_results] keep_bytes those the log keeps"
+    )
 
 
 def _unknown(request_id: Any, task_id: str) -> dict[str, Any]:
