@@ -401,6 +401,8 @@ class TaskOffer:
         self._not_running(task.owner)
         task.input = None  # the questions and answers: done with
         task.pending.message = {}  # the call as sent: no one sends it again
+        task.pending.progress_log.clear()  # its last progress messages (each up to a frame): said already
+        task.pending.last_progress = None
         if self.kept is not None and task.in_log:
             self.kept.ended(task.task_id, task.pending.request_key)
         self.shared.held.hold(task)
