@@ -300,3 +300,19 @@ def test_an_extension_task_whose_result_was_let_go_says_so_on_tasks_get(loop) ->
     rig.answer(up_id, {"content": [{"type": "text", "text": "small"}]})
     rig.request(2, "tasks/get", poll(task_id), host=sessionless)
     assert "was let go: [tasks] results_memory_mb" in rig.replies(sessionless)[-1]["error"]["message"]
+
+
+def test_the_bounds_are_settings_with_defaults_checked_on_load(tmp_path: Path) -> None:
+    from mcpwatch.config import TasksSettings, load_settings
+    from mcpwatch.errors import UserError
+
+    defaults = TasksSettings()
+    assert (defaults.max_running, defaults.max_running_per_host, defaults.results_memory_mb) == (256, 64, 32)
+    config = tmp_path / "mcpwatch.toml"
+    config.write_text("[tasks]\nmax_running = 10\nmax_running_per_host = 2\nresults_memory_mb = 0\n")
+    tasks = load_settings(config).tasks
+    assert (tasks.max_running, tasks.max_running_per_host, tasks.results_memory_mb) == (10, 2, 0)
+    for bad in ("max_running = 0", "max_running_per_host = -1", 'results_memory_mb = "lots"'):
+        config.write_text(f"[tasks]\n{bad}\n")
+        with pytest.raises(UserError, match=bad.split(" ")[0]):
+            load_settings(config)
