@@ -36,6 +36,7 @@ class Kind(StrEnum):
     TOMBSTONE_EXPIRE = "tombstone_expire"
     LATE_RESULT = "late_result"  # a cut call's response, kept (bounded)
     CANCEL_ACK = "cancel_ack"  # a cut call's error answer that only acknowledges mcpwatch's cancel
+    LATE_ERROR = "late_error"  # a cut call's error answer (e.g. -32000 Connection closed): no result, no duration
     LATE_REUSE = "late_reuse"  # a call answered with a kept late result
     UNKNOWN_RESPONSE = "unknown_response"
     INVALIDATION = "invalidation"
@@ -359,6 +360,19 @@ class CancelAckData(TypedDict):
     error: str  # the error's text, ≤ 1000 characters
 
 
+class LateErrorData(TypedDict):
+    """A call mcpwatch cut was answered afterwards with a JSON-RPC error that is no cancel acknowledgement (a relay
+    closing, `-32000 Connection closed`; a server failing). The call never finished: no late result, and its true
+    duration stays unknown, so neither `report` nor `whatif` takes the delay for a known duration."""
+
+    up_id: int
+    reason: TombstoneReason  # the tombstone's: why the call was cut
+    cut_after_s: float
+    delay_s: float  # after the cut
+    code: Any  # the error's code as the server sent it
+    error: str  # the error's text, ≤ 1000 characters
+
+
 class LateReuseData(TypedDict):
     """A call answered at once with a stored late result (between its request_start and request_end)."""
 
@@ -479,6 +493,7 @@ PAYLOADS: dict[Kind, type] = {
     Kind.LATE_RESULT: LateResultData,
     Kind.LATE_REUSE: LateReuseData,
     Kind.CANCEL_ACK: CancelAckData,
+    Kind.LATE_ERROR: LateErrorData,
     Kind.UNKNOWN_RESPONSE: UnknownResponseData,
     Kind.INVALIDATION: InvalidationData,
     Kind.HEALTH_CHECK: HealthCheckData,

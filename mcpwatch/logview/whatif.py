@@ -19,7 +19,6 @@ from typing import Any
 from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.logview.estimate import Estimate, estimates, fits
 from mcpwatch.logview.timing import CUT, FINISHES, FIXED_SOURCES, UNKNOWN, CallTiming
-from mcpwatch.reliability.cancel_ack import is_cancel_ack_text
 from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
 from mcpwatch.reliability.degraded import DEGRADED, end_degraded
 
@@ -65,8 +64,8 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
             starts[rid]["degraded"] = end_degraded(data)
             starts[rid]["elapsed"] = _number(data.get("duration_s"))
             starts[rid]["reused"] = starts[rid]["reused"] or data.get("late_reuse") is True
-        elif kind == Kind.LATE_RESULT and not is_cancel_ack_text(data.get("outcome"), data.get("error")):
-            starts[rid]["late"] = data  # (an older log's cancel acknowledgement is no answer: left out)
+        elif kind == Kind.LATE_RESULT and data.get("outcome") != "error":
+            starts[rid]["late"] = data  # (an error answer, in an older log, is no result: left out)
         elif kind == Kind.MODEL_STATUS:
             if isinstance(data.get("tier"), str):
                 starts[rid]["tier"] = data["tier"]

@@ -31,6 +31,7 @@ from mcpwatch.events import (
     HostInfoData,
     InvalidationData,
     Kind,
+    LateErrorData,
     LateResultData,
     LateReuseData,
     ModelStatusData,
@@ -212,6 +213,13 @@ def _check_cancel_ack(m: ConsoleModel, v: ViewState) -> None:
     assert detail.timeline[-1].text == "the server acknowledged the cancel 0.0s after the cut: it never finished"
 
 
+def _check_late_error(m: ConsoleModel, v: ViewState) -> None:
+    assert v.counters.late_results == 0  # an error answer is no result: the call never finished
+    detail = m.request_detail("h-1", v.now_mono)
+    assert detail is not None and detail.late is None
+    assert detail.timeline[-1].text.startswith("the server answered with an error 0.3s after the cut (")
+
+
 def _check_late_reuse(m: ConsoleModel, v: ViewState) -> None:
     assert v.counters.late_reused == 1
     detail = m.request_detail("h-1", v.now_mono)
@@ -335,6 +343,19 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
             error='{"code":0,"message":"Request cancelled"}',
         ),
         _check_cancel_ack,
+        (Kind.REQUEST_START, Kind.TOMBSTONE_ADD, Kind.REQUEST_END),
+    ),
+    Kind.LATE_ERROR: (
+        CALL_COLUMNS,
+        LateErrorData(
+            up_id=7,
+            reason="deadline",
+            cut_after_s=110.0,
+            delay_s=0.3,
+            code=-32000,
+            error='{"code":-32000,"message":"Connection closed"}',
+        ),
+        _check_late_error,
         (Kind.REQUEST_START, Kind.TOMBSTONE_ADD, Kind.REQUEST_END),
     ),
     Kind.LATE_REUSE: (

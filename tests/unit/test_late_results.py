@@ -160,16 +160,53 @@ def test_late_errors_late_progress_and_oversized_results(wrapper_factory) -> Non
     w.answer(second, result={"content": [{"type": "text", "text": "no"}], "isError": True})
     w.answer(third, **ok("y" * 5000))
     lates = w.sink.of("late_result")
-    assert [e.data["outcome"] for e in lates] == ["error", "tool_error", "ok"]
-    assert "boom" in lates[0].data["error"] and "result" not in lates[0].data
-    assert lates[2].data["truncated"] is True and "result" not in lates[2].data
-    assert lates[2].data["size_bytes"] > 5000 and len(lates[2].data["result_preview"]) <= 4096
+    assert [e.data["outcome"] for e in lates] == ["tool_error", "ok"]  # an error answer is no result
+    (error,) = w.sink.of("late_error")
+    assert error.request_id == "h1" and error.data["code"] == -32000 and "boom" in error.data["error"]
+    assert "duration_s" not in error.data and w.core.counters.late_results == 2
+    assert lates[1].data["truncated"] is True and "result" not in lates[1].data
+    assert lates[1].data["size_bytes"] > 5000 and len(lates[1].data["result_preview"]) <= 4096
     assert [e.data["what"] for e in w.sink.of("tombstone_hit")] == ["progress", "response", "response", "response"]
     # none of them can be reused: an error, a tool error, a result too large to keep whole
     assert all(e.data["reuse_ttl_s"] is None for e in lates)
     for q in (1, 2, 3):
         w.call("search", {"q": q})
     assert len(w.upstream.sent) == 3 + 3 + 3  # three calls, three cancels, the three calls again
+
+
+def test_a_closed_connection_after_the_cut_is_no_late_result_nor_a_known_duration(wrapper_factory) -> None:
+    """A relay that stops answers the calls still open with `-32000 Connection closed`: that is no answer, so
+    neither `report` nor `whatif` may take its delay for the call's true duration."""
+    from mcpwatch.logview.report import build_report
+    from mcpwatch.logview.whatif import calls_from_events, whatif
+
+    w = wrapper_factory()
+    up_id = w.cut("search", {"q": "x"})
+    w.clock.advance(3.0)
+    w.answer(up_id, error={"code": -32000, "message": "Connection closed"})
+    assert w.sink.of("late_result") == [] and len(w.sink.of("late_error")) == 1
+    (call,) = calls_from_events(w.sink.events)
+    assert call.cut and call.true_s is None and call.late_delay_s is None
+    figures = whatif([call], 100.0)
+    assert figures["saved"] == 0 and figures["budget_to_save"]["all"] is None
+    (row,) = build_report(w.sink.events)["finished_late"]
+    assert (row["finished_late"], row["known"]) == (0, 0)
+
+
+def test_an_older_logs_error_late_result_is_no_known_duration() -> None:
+    """Logs written before `late_error` hold the error as a late_result with outcome "error": still no answer."""
+    from mcpwatch.logview.whatif import calls_from_events
+
+    def event(seq: int, kind: str, **data: Any) -> Event:
+        return Event(kind, "s", float(seq), float(seq), seq, "h1", "search", None, data)
+
+    events = [
+        event(1, "request_start", method="tools/call", budget_s=5.0, budget_source="explicit"),
+        event(2, "request_end", method="tools/call", outcome="deadline", duration_s=5.0),
+        event(3, "late_result", outcome="error", delay_s=2.0, duration_s=7.0, error='{"code":-32000}'),
+    ]
+    (call,) = calls_from_events(events)
+    assert call.true_s is None and call.late_delay_s is None
 
 
 def test_reuse_answers_the_next_identical_call_at_once_and_only_once(wrapper_factory) -> None:

@@ -75,6 +75,7 @@ class ConsoleModel:
             Kind.LATE_RESULT: tombstones.late_result,
             Kind.LATE_REUSE: tombstones.late_reuse,
             Kind.CANCEL_ACK: tombstones.cancel_ack,
+            Kind.LATE_ERROR: tombstones.late_error,
             Kind.TASK_CREATED: tasks.created,
             Kind.TASK_STATUS: tasks.status,
         }

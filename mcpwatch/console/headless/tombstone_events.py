@@ -19,6 +19,7 @@ from mcpwatch.console.headless.views import LATE_TEXT_MAX, Limits
 from mcpwatch.events import (
     CancelAckData,
     Event,
+    LateErrorData,
     LateResultData,
     LateReuseData,
     TombstoneAddData,
@@ -120,9 +121,22 @@ class TombstonesPart:
         request.cancel_acked = True
         request.note(mono, "cancel_ack", f"the server acknowledged the cancel{after}: it never finished")
 
+    def late_error(self, event: Event, mono: float, data: LateErrorData) -> None:
+        """An error answer after the cut (a relay closing, a server failing): no result, so no late result."""
+        request = self.calls.of(event)
+        if request is None:
+            return
+        delay = as_num(data.get("delay_s"))
+        after = "" if delay is None else f" {delay:.1f}s after the cut"
+        text = as_text(data.get("error")) or "an error"
+        request.note(mono, "late_error", f"the server answered with an error{after} ({text[:80]}): it never finished")
+
     def late_result(self, event: Event, mono: float, data: LateResultData) -> None:
         if is_cancel_ack_text(data.get("outcome"), data.get("error")):  # an older log's acknowledgement
             self.cancel_ack(event, mono, data)  # type: ignore[arg-type]  # an older log's cancel_ack, logged as late_result
+            return
+        if data.get("outcome") == "error":  # an older log's error answer: never a result
+            self.late_error(event, mono, data)  # type: ignore[arg-type]  # an older log's late_error, logged as late_result
             return
         self.tally.add("late_results")
         self.notable.late_result(mono, as_text(event.request_id), as_text(event.tool), data)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwatch.events import (
     CancelAckData,
     Kind,
+    LateErrorData,
     LateResultData,
     LateReuseData,
     Outcome,
@@ -115,21 +116,29 @@ class LateResults:
             )
             self.recorder.emit(Kind.CANCEL_ACK, request_id=cut.request_id, tool=cut.tool, **ack)
             return
-        encoded = frames.encode(message.get("error") if "error" in message else message.get("result"))
+        if "error" in message or "result" not in message:  # an error is no result: its delay is no duration
+            error = message.get("error")
+            failed = LateErrorData(
+                up_id=tombstone.key,
+                reason=cut.reason,  # type: ignore[typeddict-item]  # a TombstoneReason, as the tombstone was made
+                cut_after_s=round(cut.cut_after_s, 6),
+                delay_s=round(delay, 6),
+                code=error.get("code") if isinstance(error, dict) else None,
+                error=frames.text_of(error, 1000),
+            )
+            self.recorder.emit(Kind.LATE_ERROR, request_id=cut.request_id, tool=cut.tool, **failed)
+            return
+        result = message.get("result")
+        encoded = frames.encode(result)
         size = len(encoded) - encoded.endswith(b"\n")  # the payload's bytes, not the frame's line end
         body: dict[str, Any] = {}
-        if "error" in message:
-            outcome = Outcome.ERROR
-            body["error"] = frames.text_of(message["error"], 1000)
+        is_error = isinstance(result, dict) and result.get("isError") is True
+        outcome = Outcome.TOOL_ERROR if is_error else Outcome.OK
+        if size <= self.keep_bytes:
+            body["result"] = result
         else:
-            result = message.get("result")
-            is_error = isinstance(result, dict) and result.get("isError") is True
-            outcome = Outcome.TOOL_ERROR if is_error else Outcome.OK
-            if size <= self.keep_bytes:
-                body["result"] = result
-            else:
-                body["result_preview"] = frames.text_of(result, PREVIEW_CHARS)
-                body["truncated"] = True
+            body["result_preview"] = frames.text_of(result, PREVIEW_CHARS)
+            body["truncated"] = True
         stored = None
         if cut.reuse_key is not None and outcome == Outcome.OK and "result" in body:
             stored = self.reuse.keep(
