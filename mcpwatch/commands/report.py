@@ -18,17 +18,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import gc
+
     from mcpwatch.commands._output import print_json, stdout_console
-    from mcpwatch.commands._progress import reading
+    from mcpwatch.commands._progress import Progress
     from mcpwatch.logview.report import REPORT_KINDS, build_report
     from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
 
     remove_ghosts()
-    with EventReader(log_path(args.db)) as reader:
-        session = reader.session(args.session) if args.session else reader.latest_session()
-        events = reading(reader.events(session.id, kinds=REPORT_KINDS), reader.max_seq(session.id))
-        report = build_report(events, session.to_dict())
+    progress = Progress()
+    gc.disable()  # the read makes millions of short-lived objects and no cycles: collecting them costs ~15 %
+    try:
+        with EventReader(log_path(args.db)) as reader:
+            session = reader.session(args.session) if args.session else reader.latest_session()
+            events = progress.reading(reader.events(session.id, kinds=REPORT_KINDS), reader.max_seq(session.id))
+            report = build_report(events, session.to_dict(), on_phase=progress.phase)
+    finally:
+        gc.enable()
+        progress.close()
     if args.json:
         print_json(report)
         return 0
@@ -64,7 +72,12 @@ def _render(console: Any, report: dict[str, Any]) -> None:
     if requests["by_outcome"]:
         outcomes = escape(", ".join(f"{k} {v}" for k, v in requests["by_outcome"].items()))
         console.print(f"outcomes: {outcomes}; unfinished {requests['unfinished']}")
-    if requests.get("tasks"):
+    if report.get("tasks"):
+        from mcpwatch.logview.tasks_report import section_lines
+
+        for line in section_lines(report["tasks"], _seconds):
+            console.print(escape(line))
+    elif requests.get("tasks"):
         console.print(
             f"tasks: {requests['tasks']} calls ran as MCP tasks (each one request, creation to terminal status); "
             f"{requests['task_polls']} polls attributed to them, not counted as requests"

@@ -189,22 +189,28 @@ def _tier_text(faster: str | None, budget: float | None, by_tier: dict[str, floa
     return f" — or ask for the {faster} tier ({about}fits the {_s(budget)} budget)"
 
 
+def tier_fits(size_s: float, budget_s: float) -> bool:
+    """Whether a council tier of this size (its total window, else its estimate) fits a budget: the council keeps
+    a tenth of its deadline back to deliver. One rule for the report's tier table and its advice, so they agree."""
+    return budget_needed(size_s, True) <= budget_s
+
+
 def _fitting_tier(
     tier: str | None, tiers: dict[str, Any] | None, budget: float | None, by_tier: dict[str, float]
 ) -> str | None:
-    """The slowest council tier that fits the budget (by the council's own estimate, else by its total), when the
-    call's own tier does not."""
+    """The slowest council tier that fits the budget (by its total, as the tier table judges it, else by the
+    council's own estimate), when the call's own tier does not."""
     if tier is None or budget is None:
         return None
     sizes = dict(by_tier)
     for name, spec in (tiers or {}).items():
         total = _num(spec.get("total_s")) if isinstance(spec, dict) else None
-        if name not in sizes and total is not None:
-            sizes[name] = total
+        if total is not None:
+            sizes[name] = total  # the window the table shows: a tier it says does not fit is never advised
     own = sizes.get(tier)
-    if own is None or budget_needed(own, True) <= budget:
+    if own is None or tier_fits(own, budget):
         return None
-    fitting = [(size, name) for name, size in sizes.items() if budget_needed(size, True) <= budget]
+    fitting = [(size, name) for name, size in sizes.items() if tier_fits(size, budget)]
     return max(fitting)[1] if fitting else None
 
 

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
-from mcpwatch.logview.estimate import council_estimates
-from mcpwatch.logview.late_report import finished_late
-from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events
-from mcpwatch.reliability.degraded import DEGRADED, end_outcome
+from mcpwatch.logview.estimate import budget_needed
+from mcpwatch.logview.late_report import finished_late, tier_fits
+from mcpwatch.logview.tasks_report import TaskFold
+from mcpwatch.logview.whatif import CallFold
+from mcpwatch.reliability.degraded import DEGRADED, end_degraded
 
 # Only these kinds feed the report, so a reader can skip the (many) progress events.
 REPORT_KINDS = frozenset(
@@ -35,11 +37,30 @@ REPORT_KINDS = frozenset(
         Kind.HEALTH_CHECK,
         Kind.CONFIG_CHANGE,
         Kind.WARNING,
+        Kind.TASK_CREATED,
+        Kind.TASK_STATUS,
     )
 )
+_ANSWERED = frozenset({"ok", DEGRADED, "tool_error"})  # such a call left no tombstone: no late drop to name it
 ERROR_OUTCOMES = frozenset(o.value for o in (Outcome.TOOL_ERROR, Outcome.ERROR, Outcome.UPSTREAM_LOST))
 MODEL_FINAL = ("ok", "timeout", "rate_limited", "auth_error", "error")
 WARNINGS_KEPT = 50
+# plain strings: a million events compare faster against them than against the enum members
+_CANCELLED = Outcome.CANCELLED.value
+_CONFIG_CHANGE = Kind.CONFIG_CHANGE.value
+_DEADLINE = Outcome.DEADLINE.value
+_HEALTH_CHECK = Kind.HEALTH_CHECK.value
+_HOST_INFO = Kind.HOST_INFO.value
+_MODEL_STATUS = Kind.MODEL_STATUS.value
+_OK = Outcome.OK.value
+_REQUEST_END = Kind.REQUEST_END.value
+_REQUEST_START = Kind.REQUEST_START.value
+_SESSION_START = Kind.SESSION_START.value
+_TASK_CREATED = Kind.TASK_CREATED.value
+_TASK_STATUS = Kind.TASK_STATUS.value
+_TOMBSTONE_HIT = Kind.TOMBSTONE_HIT.value
+_UNKNOWN_RESPONSE = Kind.UNKNOWN_RESPONSE.value
+_WARNING = Kind.WARNING.value
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -149,7 +170,8 @@ def _health_tiers(data: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str, Any]:
-    """Each tier's total against the deadline budget (the host timeout when the budget is disabled)."""
+    """Each tier's total against the deadline budget (the host timeout when the budget is disabled), by the rule
+    the advice uses (`tier_fits`): a tier the table says does not fit is never advised as one that fits."""
     deadline = deadline or {}
     budget = _number(deadline.get("budget_s"))
     basis = "deadline budget"
@@ -160,14 +182,15 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
     for name, spec in tiers.items():
         spec = spec if isinstance(spec, dict) else {}
         total = _number(spec.get("total_s"))
-        fits = None if total is None or budget is None else total <= budget
+        fits = None if total is None or budget is None else tier_fits(total, budget)
         items.append(
             {
                 "tier": str(name),
                 "total_s": total,
                 "per_model_s": _number(spec.get("per_model_s")),
                 "fits": fits,
-                "over_by_s": None if fits is None or fits else total - budget,  # type: ignore[operator]  # fits is not None: total and budget are numbers
+                # the budget it lacks (its total and the tenth the council keeps to deliver)
+                "over_by_s": None if fits is None or fits else budget_needed(total, True) - budget,  # type: ignore[arg-type,operator]  # fits is not None: total and budget are numbers
             }
         )
     return {
@@ -178,14 +201,19 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
     }
 
 
-def build_report(events: Iterable[Event], session: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Figures for one session from its events (in seq order); `session` (SessionInfo.to_dict()) is echoed."""
+def build_report(
+    events: Iterable[Event],
+    session: dict[str, Any] | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Figures for one session from its events (in seq order, read once and never held); `session`
+    (SessionInfo.to_dict()) is echoed; `on_phase` hears each step after the read (a progress line)."""
     tools: dict[str, _ToolStats] = {}
     hosts: dict[str, _HostStats] = {}
     host_names: dict[str, tuple[str | None, str | None]] = {}  # label -> (client name, deciding clock) last seen
-    open_requests: dict[str, tuple[str | None, str | None]] = {}  # request_id -> (method, tool)
+    open_requests: dict[str, tuple[str | None, str | None, Any]] = {}  # request_id -> (method, tool, up_id key)
     host_of: dict[str, str] = {}  # request_id -> host label
-    tool_by_up_id: dict[Any, str] = {}
+    tool_by_up_id: dict[Any, str] = {}  # of the calls that can leave a tombstone (not answered), for older logs
     model_finals: dict[tuple[Any, ...], tuple[str, str, float | None]] = {}
     by_method: dict[str, int] = {}
     by_outcome: dict[str, int] = {}
@@ -197,18 +225,26 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
     unknown_dropped = 0
     tasks = task_polls = 0  # calls that ran as MCP tasks, and the polls attributed to them (not counted as calls)
     health: tuple[Event, dict[str, Any]] | None = None
-    timings: list[Event] = []  # what the "finished late" section reads (the same as `whatif`)
+    timings = CallFold()  # what the "finished late" section reads (the same as `whatif`), folded as it goes
+    task_fold = TaskFold()
 
     for event in events:
         kind = event.kind
-        if kind in WHATIF_KINDS:
-            timings.append(event)
         data = event.data if isinstance(event.data, dict) else {}
-        if kind == Kind.REQUEST_START:
+        if kind == _REQUEST_END:  # read once for both folds
+            degraded = end_degraded(data)
+            timings.add(event, degraded)
+        else:
+            timings.add(event)
+        if kind in (_TASK_CREATED, _TASK_STATUS) or (kind == _REQUEST_END and task_fold.running):
+            task_fold.add(event)
+        if kind == _REQUEST_START:
             method = str(data.get("method") or "?")
             by_method[method] = by_method.get(method, 0) + 1
+            tool = intern(event.tool) if event.tool else None  # a few names, a million mentions
+            up_key = _key(data["up_id"], data.get("host_session")) if tool and data.get("up_id") is not None else None
             if event.request_id is not None:
-                open_requests[event.request_id] = (method, event.tool)
+                open_requests[event.request_id] = (method, tool, up_key)
             label = data.get("host")
             if isinstance(label, str) and label:
                 stats = hosts.setdefault(label, _HostStats())
@@ -222,42 +258,43 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
                     stats.sources.add(str(data.get("budget_source")))
                 if event.request_id is not None:
                     host_of[event.request_id] = label
-            if event.tool:
-                tools.setdefault(event.tool, _ToolStats()).calls += 1
-                if data.get("up_id") is not None:
-                    tool_by_up_id[_key(data["up_id"], data.get("host_session"))] = event.tool
-        elif kind == Kind.REQUEST_END:
+            if tool:
+                tools.setdefault(tool, _ToolStats()).calls += 1
+        elif kind == _REQUEST_END:
             if isinstance(data.get("task_id"), str):  # a call that ran as a task (its polls are counted on it)
                 tasks += 1
                 task_polls += data["polls"] if isinstance(data.get("polls"), int) else 0
-            _method, tool = open_requests.pop(event.request_id or "", (None, None))
+            _method, tool, up_key = open_requests.pop(event.request_id or "", (None, None, None))
+            outcome = DEGRADED if degraded is not None else str(data.get("outcome") or "?")
+            if up_key is not None and tool is not None and outcome not in _ANSWERED:
+                tool_by_up_id[up_key] = tool
             tool = event.tool or tool
-            outcome = end_outcome(data)
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
             label = host_of.pop(event.request_id or "", None)
             if label in hosts:
                 _count_end(hosts[label], outcome, data)
             if tool:
                 _count_end(tools.setdefault(tool, _ToolStats()), outcome, data)
-        elif kind == Kind.MODEL_STATUS and event.model:
+        elif kind == _MODEL_STATUS and event.model:
             status = str(data.get("status") or "")
             if status and status != "pending":
-                key = (event.request_id, event.model, data.get("stage"))
-                model_finals[key] = (event.model, status, _number(data.get("latency_ms")))
-        elif kind == Kind.TOMBSTONE_HIT:
+                model = intern(event.model)
+                key = (event.request_id, model, data.get("stage"))
+                model_finals[key] = (model, intern(status), _number(data.get("latency_ms")))
+        elif kind == _TOMBSTONE_HIT:
             tool = event.tool or tool_by_up_id.get(_key(data.get("up_id"), data.get("host_session")))
             tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
-        elif kind == Kind.UNKNOWN_RESPONSE:
+        elif kind == _UNKNOWN_RESPONSE:
             unknown_dropped += 1
-        elif kind == Kind.HOST_INFO and isinstance(data.get("label"), str):
+        elif kind == _HOST_INFO and isinstance(data.get("label"), str):
             clock = got if isinstance(got := data.get("deciding_clock"), dict) else {}
             clock_text = f"{clock.get('setting')} {clock.get('seconds'):g} s" if _number(clock.get("seconds")) else None
             host_names[data["label"]] = (data.get("name") if isinstance(data.get("name"), str) else None, clock_text)
-        elif kind == Kind.SESSION_START:
+        elif kind == _SESSION_START:
             block = data.get("deadline")
             if isinstance(block, dict):
                 deadline_initial = deadline = block
-        elif kind == Kind.CONFIG_CHANGE:
+        elif kind == _CONFIG_CHANGE:
             block = data.get("deadline")
             if isinstance(block, dict):
                 deadline = block
@@ -271,11 +308,11 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
                     "source": data.get("source"),
                 }
             )
-        elif kind == Kind.HEALTH_CHECK:
+        elif kind == _HEALTH_CHECK:
             tiers = _health_tiers(data)
             if tiers is not None:
                 health = (event, tiers)
-        elif kind == Kind.WARNING:
+        elif kind == _WARNING:
             warning_count += 1
             if len(warnings) < WARNINGS_KEPT:
                 warnings.append({"ts": event.ts, "mono": event.mono, "message": data.get("message")})
@@ -284,6 +321,8 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
     for model, status, latency in model_finals.values():
         by_model.setdefault(model, []).append((status, latency))
 
+    if on_phase is not None:
+        on_phase(f"all events read; working out the advice for {len(timings):,} tool calls")
     tiers_block = None
     if health is not None:
         checked, tiers = health
@@ -305,24 +344,23 @@ def build_report(events: Iterable[Event], session: dict[str, Any] | None = None)
         "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
         "deadline": {"initial": deadline_initial, "final": deadline},
         "tiers": tiers_block,
-        "finished_late": finished_late(
-            calls_from_events(timings), deadline, health[1] if health else None, council_estimates(timings)
-        ),
+        "finished_late": finished_late(timings.calls(), deadline, health[1] if health else None, timings.by_tier),
+        "tasks": task_fold.section(),
         "config_changes": config_changes,
         "warnings": {"count": warning_count, "first": warnings},
     }
 
 
 def _count_end(stats: _ToolStats, outcome: str, data: dict[str, Any]) -> None:
-    if outcome == Outcome.OK:
+    if outcome == _OK:
         stats.ok += 1
     elif outcome == DEGRADED:
         stats.degraded += 1
     elif outcome in ERROR_OUTCOMES:
         stats.errors += 1
-    elif outcome == Outcome.DEADLINE:
+    elif outcome == _DEADLINE:
         stats.deadlines += 1
-    elif outcome == Outcome.CANCELLED:
+    elif outcome == _CANCELLED:
         stats.cancelled += 1
     duration = _number(data.get("duration_s"))
     if duration is not None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from sys import intern
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
-from mcpwatch.logview.estimate import Estimate, estimates, fits
+from mcpwatch.logview.estimate import Estimate, council_estimates, estimates, fits
 from mcpwatch.logview.timing import CUT, FINISHES, FIXED_SOURCES, UNKNOWN, CallTiming
 from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
 from mcpwatch.reliability.degraded import DEGRADED, end_degraded
@@ -35,51 +36,133 @@ WHATIF_KINDS = frozenset(
         Kind.HEALTH_CHECK,  # the council's own per-tier estimates (see `estimate`)
     )
 )
+# plain strings: a million events compare faster against them than against the enum members
+_CONFIG_CHANGE = Kind.CONFIG_CHANGE.value
+_HEALTH_CHECK = Kind.HEALTH_CHECK.value
+_LATE_RESULT = Kind.LATE_RESULT.value
+_MODEL_STATUS = Kind.MODEL_STATUS.value
+_REQUEST_END = Kind.REQUEST_END.value
+_REQUEST_START = Kind.REQUEST_START.value
+_SESSION_START = Kind.SESSION_START.value
 LIKELY_FINISHES, LIKELY_CUT = "likely_finishes", "likely_cut"  # no true duration: by the estimate
 LIKELY = ("likely_saved", "likely_cut", "likely_whole")
 CHANGES = ("saved", "newly_cut", *LIKELY, UNKNOWN)
 
 
+class _Open:
+    """A tools/call being folded: only what its timing needs, so a million-event session stays small."""
+
+    __slots__ = (
+        "budget",
+        "degraded",
+        "elapsed",
+        "late",
+        "margin",
+        "models",
+        "mono",
+        "outcome",
+        "reused",
+        "rid",
+        "source",
+        "stage",
+        "tier",
+        "tool",
+    )  # fmt: skip
+
+    def __init__(self, rid: str | None, tool: str, mono: float, data: dict[str, Any], margin: float | None) -> None:
+        self.rid, self.tool, self.mono, self.margin = rid, intern(tool), mono, margin
+        self.budget = _number(data.get("budget_s"))
+        source = data.get("budget_source")
+        self.source = source if isinstance(source, str) else None
+        self.reused = source == "late_reuse"
+        self.outcome: str | None = None
+        self.degraded: str | None = None
+        self.elapsed: float | None = None
+        self.late: dict[str, Any] | None = None
+        self.tier: str | None = None
+        self.stage: int | None = None
+        self.models: dict[str, tuple[Any, float | None]] | None = None
+
+
+class CallFold:
+    """`calls_from_events`, one event at a time: the report reads a session once and folds its calls as it goes,
+    never holding the events."""
+
+    def __init__(self) -> None:
+        self._starts: dict[str, _Open] = {}
+        self._order: list[_Open] = []
+        self._margin: float | None = None
+        self.deadline: dict[str, Any] | None = None  # the session's last deadline block
+        self.by_tier: dict[str, float] = {}  # the latest health check's per-tier estimates
+
+    def add(self, event: Event, degraded: str | None = None) -> None:
+        """Fold one event (`degraded`: a request_end's `end_degraded`, when the caller has it already). The kinds
+        are tested most frequent first: a long session is mostly model statuses and calls."""
+        kind, rid = event.kind, event.request_id
+        data = event.data if isinstance(event.data, dict) else {}
+        if kind == _REQUEST_START:
+            if event.tool and data.get("method") == "tools/call":
+                call = _Open(rid, event.tool, event.mono, data, self._margin)
+                if rid is not None:
+                    self._starts[rid] = call  # a host may reuse an id: the newest call owns it
+                self._order.append(call)
+        elif kind in (_MODEL_STATUS, _REQUEST_END, _LATE_RESULT):
+            found = self._starts.get(rid) if rid is not None else None
+            if found is None:
+                return
+            call = found
+            if kind == _MODEL_STATUS:
+                if isinstance(data.get("tier"), str):
+                    call.tier = data["tier"]
+                _note_model(call, event.model, data)
+            elif kind == _REQUEST_END:
+                if call.outcome is None:
+                    call.outcome = str(data.get("outcome") or "?")
+                    call.degraded = degraded if degraded is not None else end_degraded(data)
+                    call.elapsed = _number(data.get("duration_s"))
+                    call.reused = call.reused or data.get("late_reuse") is True
+            elif data.get("outcome") != "error":
+                call.late = data  # (an error answer, in an older log, is no result: left out)
+        elif kind in (_SESSION_START, _CONFIG_CHANGE):
+            if isinstance(block := data.get("deadline"), dict):
+                self.deadline = block
+                self._margin = _number(block.get("margin_s"))
+        elif kind == _HEALTH_CHECK:
+            self.by_tier = council_estimates([event]) or self.by_tier
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def calls(self) -> list[CallTiming]:
+        """The calls folded so far, in start order (each call's working record is let go as it is read)."""
+        order, self._order = self._order, []
+        self._starts.clear()
+        found: list[CallTiming] = []
+        while order:
+            call = order.pop()
+            if not call.reused:
+                found.append(_timing(call))
+        found.reverse()
+        return found
+
+
 def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
     """Every tools/call of a session (in start order) with what its events say about its duration."""
-    starts: dict[str, dict[str, Any]] = {}
-    order: list[dict[str, Any]] = []
-    margin = None
+    fold = CallFold()
     for event in events:
-        kind, data, rid = event.kind, event.data if isinstance(event.data, dict) else {}, event.request_id
-        if kind in (Kind.SESSION_START, Kind.CONFIG_CHANGE) and isinstance(data.get("deadline"), dict):
-            margin = _number(data["deadline"].get("margin_s"))
-        elif kind == Kind.REQUEST_START and data.get("method") == "tools/call" and event.tool:
-            call = {"rid": rid, "tool": event.tool, "mono": event.mono, "budget": _number(data.get("budget_s"))}
-            call["source"] = data.get("budget_source") if isinstance(data.get("budget_source"), str) else None
-            call["margin"] = margin
-            call["reused"] = data.get("budget_source") == "late_reuse"
-            if rid is not None:
-                starts[rid] = call  # a host may reuse an id: the newest call owns it
-            order.append(call)
-        elif rid is None or rid not in starts:
-            continue
-        elif kind == Kind.REQUEST_END and "outcome" not in starts[rid]:
-            starts[rid]["outcome"] = str(data.get("outcome") or "?")
-            starts[rid]["degraded"] = end_degraded(data)
-            starts[rid]["elapsed"] = _number(data.get("duration_s"))
-            starts[rid]["reused"] = starts[rid]["reused"] or data.get("late_reuse") is True
-        elif kind == Kind.LATE_RESULT and data.get("outcome") != "error":
-            starts[rid]["late"] = data  # (an error answer, in an older log, is no result: left out)
-        elif kind == Kind.MODEL_STATUS:
-            if isinstance(data.get("tier"), str):
-                starts[rid]["tier"] = data["tier"]
-            _note_model(starts[rid], event.model, data)
-    return [_timing(call) for call in order if not call["reused"]]
+        fold.add(event)
+    return fold.calls()
 
 
-def _note_model(call: dict[str, Any], model: str | None, data: dict[str, Any]) -> None:
+def _note_model(call: _Open, model: str | None, data: dict[str, Any]) -> None:
     """Progress reached: the furthest stage, and each model's latest stage 1 status and latency."""
     stage = data.get("stage")
     if type(stage) is int:
-        call["stage"] = max(call.get("stage") or 0, stage)
+        call.stage = max(call.stage or 0, stage)
     if stage == 1 and model is not None:
-        call.setdefault("models", {})[model] = (data.get("status"), _number(data.get("latency_ms")))
+        if call.models is None:
+            call.models = {}
+        call.models[intern(model)] = (data.get("status"), _number(data.get("latency_ms")))
 
 
 def call_timing(
@@ -105,11 +188,10 @@ def call_timing(
     )  # fmt: skip
 
 
-def _timing(call: dict[str, Any]) -> CallTiming:
-    outcome, elapsed = call.get("outcome"), call.get("elapsed")
-    late = call.get("late")
+def _timing(call: _Open) -> CallTiming:
+    outcome, elapsed, late = call.outcome, call.elapsed, call.late
     true_s = elapsed if outcome in ANSWERED else None
-    models = call.get("models") or {}
+    models = call.models or {}
     latencies = tuple(ms / 1000 for status, ms in models.values() if status == "ok" and ms is not None)
     delay = late_outcome = None
     if late is not None:
@@ -119,8 +201,8 @@ def _timing(call: dict[str, Any]) -> CallTiming:
         if true_s is None and delay is not None and elapsed is not None:
             true_s = elapsed + delay
     return CallTiming(
-        call["rid"], call["tool"], call["mono"], call["budget"], outcome, elapsed, true_s, delay, late_outcome,
-        call.get("tier"), call.get("source"), call.get("margin"), call.get("degraded"), call.get("stage"),
+        call.rid, call.tool, call.mono, call.budget, outcome, elapsed, true_s, delay, late_outcome,
+        call.tier, call.source, call.margin, call.degraded, call.stage,
         sum(1 for status, _ in models.values() if status == "ok") if models else None, len(models) or None, latencies,
     )  # fmt: skip
 

@@ -41,6 +41,34 @@ LEFT JOIN events AS e ON e.id = (
 WHERE s.kind = 'request_start'
 """.strip()
 
+
+def _degraded_patterns() -> list[str]:
+    """LIKE patterns for an older log's ok answer whose preview says it is degraded (before request_end carried
+    the `degraded` mark): the spellings `reliability.degraded` reads, compact or spaced, plain or escaped."""
+    pairs = [(key, word) for key in ("status", "synthesis_type") for word in ("partial", "failed", "insufficient")]
+    pairs += [("status", "degraded"), ("synthesis_type", "degraded"), ("synthesized_by", "fallback")]
+    found = []
+    for key, word in pairs:
+        for quote in ('"', '\\"'):
+            for colon in (":", ": "):
+                found.append(f"%{quote}{key}{quote}{colon}{quote}{word}{quote}%")
+    return found
+
+
+_DEGRADED_PREVIEW = " OR ".join(
+    "json_extract(e.data, '$.result_preview') LIKE '" + p.replace("'", "''") + "'" for p in _degraded_patterns()
+)
+
+# v4: an ok answer that says it is not whole is "degraded", as `report` counts it (with the reason in `degraded`)
+REQUESTS_VIEW_DEGRADED = REQUESTS_VIEW.replace(
+    "  json_extract(e.data, '$.outcome') AS outcome,",
+    "  CASE WHEN json_extract(e.data, '$.outcome') = 'ok' AND (json_extract(e.data, '$.degraded') IS NOT NULL"
+    f" OR {_DEGRADED_PREVIEW}) THEN 'degraded' ELSE json_extract(e.data, '$.outcome') END AS outcome,\n"
+    "  CASE WHEN json_extract(e.data, '$.outcome') = 'ok' THEN coalesce(json_extract(e.data, '$.degraded'),"
+    f" CASE WHEN {_DEGRADED_PREVIEW} THEN 'said by its preview' END) END AS degraded,",
+)
+
+
 # The wrapper never reuses an upstream id within a session, so (session_id, up_id) names one tombstone.
 TOMBSTONES_VIEW = """
 WITH
@@ -203,8 +231,14 @@ def _v3_host_sessions(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE VIEW tombstones AS {TOMBSTONES_VIEW_BY_HOST}")
 
 
+def _v4_degraded(conn: sqlite3.Connection) -> None:
+    """The requests view says "degraded" where `report` does (an ok answer that is not whole)."""
+    conn.execute("DROP VIEW IF EXISTS requests")
+    conn.execute(f"CREATE VIEW requests AS {REQUESTS_VIEW_DEGRADED}")
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
-MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions)
+MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions, _v4_degraded)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

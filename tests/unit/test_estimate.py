@@ -184,6 +184,28 @@ def test_the_tiers_total_is_the_bound_that_makes_sure() -> None:
     )
 
 
+def test_the_report_never_advises_a_tier_its_tier_table_says_does_not_fit() -> None:
+    """The table said quick does NOT fit the 10 s budget (its total is 30 s) and, two lines later, the advice said
+    "ask for the quick tier (estimated 8 s, fits the 10 s budget)": one rule now judges both."""
+    from mcpwatch.logview.report import build_report
+
+    log = session()  # the health check: quick estimated 8 s, its total 30 s
+    for _ in range(3):
+        log.call(1.0, 10.0, "deadline", "high")
+    report = build_report(log.events)
+    assert report["tiers"]["not_fitting"] == ["quick"]
+    advised = [r for r in report["finished_late"] if r["faster_tier"] is not None]
+    assert advised == [] and all("ask for the" not in r["advice"] for r in report["finished_late"])
+    log = session()
+    log.ev(Kind.HEALTH_CHECK, 0.6, ok=True, ping_ms=1.0, error=None, latency_ms=3.0,
+           result={**HEALTH, "tiers": {"quick": {"total_s": 9.0}}})  # fmt: skip
+    for _ in range(3):
+        log.call(1.0, 10.0, "deadline", "high")
+    report = build_report(log.events)
+    assert report["tiers"]["not_fitting"] == []
+    assert {r["faster_tier"] for r in report["finished_late"] if r["tier"]} == {"quick"}
+
+
 def test_estimating_every_cut_call_reads_each_call_a_bounded_number_of_times(monkeypatch) -> None:
     """A log of many cut calls beside many whole ones (a flood): each estimate must not rescan every call, or
     `whatif` and the report take minutes (quadratic) on one session."""

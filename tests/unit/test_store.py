@@ -36,6 +36,7 @@ DATA_BY_KIND = {
     Kind.TOMBSTONE_EXPIRE: {"up_id": 7, "age_s": 155.0},
     Kind.LATE_RESULT: {"up_id": 7, "delay_s": 2.5, "duration_s": 112.5, "outcome": "ok", "result": {"content": []}},
     Kind.CANCEL_ACK: {"up_id": 7, "reason": "deadline", "delay_s": 0.004, "code": 0, "error": "Request cancelled"},
+    Kind.LATE_ERROR: {"up_id": 7, "reason": "deadline", "delay_s": 0.3, "code": -32000, "error": "Connection closed"},
     Kind.LATE_REUSE: {"from_request_id": "7", "delay_s": 2.5, "age_s": 40.0, "ttl_s": 60.0},
     Kind.UNKNOWN_RESPONSE: {"up_id": "abc", "reason": "stale_generation"},
     Kind.INVALIDATION: {"caused_by": "tasks.update", "patterns": ["tasks.*", "sprints.*"]},

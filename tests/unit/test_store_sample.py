@@ -245,6 +245,9 @@ def write_sample(
     s.call("6", "consult_council", 190.0, 5.0, Outcome.CANCELLED, up_id=6, progress=1)
     s.emit(Kind.CANCEL_ACK, 195.01, request_id="6", tool="consult_council", up_id=6, reason="host_cancel",
            cut_after_s=5.0, delay_s=0.01, code=0, error='{"code":0,"message":"Request cancelled"}')  # fmt: skip
+    # a relay stopping answers it once more, with an error: no result (late_error)
+    s.emit(Kind.LATE_ERROR, 195.5, request_id="6", tool="consult_council", up_id=6, reason="host_cancel",
+           cut_after_s=5.0, delay_s=0.5, code=-32000, error='{"code":-32000}')  # fmt: skip
     s.emit(Kind.UNKNOWN_RESPONSE, 200.0, up_id=99, reason="unknown_id")
     # an identical call answered from call 3's late result (a reuse policy allowed it)
     s.emit(Kind.REQUEST_START, 201.0, request_id="8", tool="consult_council", method="tools/call", up_id=None,

@@ -119,3 +119,36 @@ def test_late_results_and_reuses_views(tmp_path: Path) -> None:
     assert (row["outcome"], row["size_bytes"], row["truncated"], row["reuse_ttl_s"]) == ("ok", 60, 0, 30.0)
     (row,) = db.query("SELECT * FROM late_reuses")
     assert (row["request_id"], row["from_request_id"], row["age_s"], row["ttl_s"]) == ("6", "5", 4.0, 30.0)
+
+
+def test_requests_view_counts_degraded_answers_as_report_does(tmp_path: Path) -> None:
+    """The README's `select tool, outcome, count(*) from requests` said 262 ok where `report` said 208 degraded:
+    the view now says degraded for an ok answer that is not whole (marked, or, in an older log, by its preview)."""
+    from mcpwatch.logview.report import build_report
+    from mcpwatch.store import EventReader
+
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    ends = [
+        {"outcome": "ok", "degraded": "fallback summary"},  # marked by the wrapper
+        {"outcome": "ok", "result_preview": '{"metadata": {"synthesized_by": "fallback"}}'},  # an older log's
+        {"outcome": "ok", "result_preview": json.dumps(json.dumps({"status": "partial"}))},  # inside a text block
+        {"outcome": "ok", "result_preview": '{"status": "ok"}'},
+        {"outcome": "error"},
+    ]
+    seq = 0
+    for n, end in enumerate(ends):
+        for kind, data in (("request_start", {}), ("request_end", {"duration_s": 1.0, **end})):
+            seq += 1
+            writer.emit(
+                Event(kind, sid, seq, seq, seq, request_id=str(n), tool="t", data={"method": "tools/call", **data})
+            )
+    writer.close()
+    db = sqlite_utils.Database(path)
+    counted = {r["outcome"]: r["n"] for r in db.query("select outcome, count(*) as n from requests group by 1")}
+    with EventReader(path) as reader:
+        report = build_report(reader.events(sid))
+    assert counted == report["requests"]["by_outcome"] == {"degraded": 3, "ok": 1, "error": 1}
+    reasons = [r["degraded"] for r in db.query("select degraded from requests order by start_seq")]
+    assert reasons == ["fallback summary", "said by its preview", "said by its preview", None, None]
