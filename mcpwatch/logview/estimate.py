@@ -10,7 +10,9 @@ such call gets an estimate from, in this order:
 2. the council's own estimate for the tier (`council_health_check`'s `estimated_duration_seconds_by_tier`, as
    logged by a health check), when the call had not already run past it (medium);
 3. the progress the call reached before it ended (stage, models answered, their latencies): the stages left at
-   the pace of the answers so far (low).
+   the pace of the answers so far (low);
+4. any server's own progress (`progress` of `total`, logged for every call: the wrapper gives each a progress
+   token): the rest at the pace so far (low).
 
 Otherwise it stays unknown. Pure: no Textual, no transport; `whatif`, the report and the console's prompts share it.
 """
@@ -136,7 +138,22 @@ def estimate_for(
     own = by_tier.get(call.tier or "")
     if own is not None and own > ran:
         return Estimate(own, f"council_health_check's estimate for the {call.tier} tier", "medium")
-    return _from_progress(call, ran)
+    return _from_progress(call, ran) or _from_pace(call, ran)
+
+
+def _from_pace(call: CallTiming, ran: float) -> Estimate | None:
+    """The rest of the work at the pace its last progress showed (progress of total, any server)."""
+    share, at = call.progress_share, call.progress_at_s
+    if share is None or at is None or not 0 < share < 1 or at <= 0:
+        return None
+    seconds = at / share
+    if seconds <= ran:
+        return None  # it was slower than its own pace: no basis
+    return Estimate(
+        seconds,
+        f"its progress: {share:.0%} done after {fmt_seconds(round(at, 1))} s, the rest at that pace",
+        "low",
+    )
 
 
 def _from_progress(call: CallTiming, ran: float) -> Estimate | None:

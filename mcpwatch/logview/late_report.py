@@ -115,6 +115,7 @@ def _advice(
         "faster_tier": None,
         "at_most_s": None,
         "sure_budget_s": None,
+        "basis_hint": None,
     }
     text = f"{name}: {short} call{'s' if short != 1 else ''} cut short ({what})"
     if row["cut"]:
@@ -127,6 +128,8 @@ def _advice(
     figures["faster_tier"] = faster
     if not needs:
         text += "; what they needed is not known (no true duration, and the log has no basis for an estimate)"
+        figures["basis_hint"] = basis_hint(council=council, checked=bool(by_tier))
+        text += " — " + figures["basis_hint"]
         return {"advice": text + _tier_text(faster, budget, by_tier), **figures}
     need = needs[-1]
     target = budget_needed(need, council)
@@ -156,6 +159,20 @@ def _advice(
         )
         figures["sure_budget_s"] = sure_budget
     return {"advice": text + _tier_text(faster, budget, by_tier), **figures}
+
+
+def basis_hint(*, council: bool, checked: bool) -> str:
+    """What would give the advice a basis when the log has none, in one clause (`checked`: the log has a health
+    check's estimates already, none for these calls)."""
+    if council and not checked:
+        return (
+            "for a basis, run the health check (h in mcpwatch watch): the council's own estimate per tier, "
+            "then mcpwatch report again"
+        )
+    return (
+        "for a basis, let a few calls run to their end (a longer budget for a while: mcpwatch wrap --deadline S, "
+        "or h in mcpwatch watch when the server has a health tool), then mcpwatch report again"
+    )
 
 
 def _change(

@@ -31,6 +31,7 @@ REPORT_KINDS = frozenset(
         Kind.REQUEST_START,
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
+        Kind.PROGRESS,  # a call's pace, for the advice's estimates
         Kind.TOMBSTONE_HIT,
         Kind.LATE_RESULT,
         Kind.UNKNOWN_RESPONSE,

@@ -37,6 +37,8 @@ class CallTiming:
     models_ok: int | None = None  # stage 1 answers that arrived
     models_total: int | None = None  # models asked in stage 1
     answer_latencies_s: tuple[float, ...] = ()  # the stage 1 answers' latencies
+    progress_share: float | None = None  # the share of the work its last progress reported done (progress/total)
+    progress_at_s: float | None = None  # when that progress came, seconds after the call started
 
     def budget_under(
         self, budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None

@@ -32,6 +32,7 @@ WHATIF_KINDS = frozenset(
         Kind.REQUEST_START,
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
+        Kind.PROGRESS,  # how far a call got: a pace to estimate from (see `estimate`)
         Kind.LATE_RESULT,
         Kind.HEALTH_CHECK,  # the council's own per-tier estimates (see `estimate`)
     )
@@ -41,6 +42,7 @@ _CONFIG_CHANGE = Kind.CONFIG_CHANGE.value
 _HEALTH_CHECK = Kind.HEALTH_CHECK.value
 _LATE_RESULT = Kind.LATE_RESULT.value
 _MODEL_STATUS = Kind.MODEL_STATUS.value
+_PROGRESS = Kind.PROGRESS.value
 _REQUEST_END = Kind.REQUEST_END.value
 _REQUEST_START = Kind.REQUEST_START.value
 _SESSION_START = Kind.SESSION_START.value
@@ -63,11 +65,13 @@ class _Open:
         "outcome",
         "reused",
         "rid",
+        "share",
+        "share_at",
         "source",
         "stage",
         "tier",
         "tool",
-    )  # fmt: skip
+    )
 
     def __init__(self, rid: str | None, tool: str, mono: float, data: dict[str, Any], margin: float | None) -> None:
         self.rid, self.tool, self.mono, self.margin = rid, intern(tool), mono, margin
@@ -82,6 +86,8 @@ class _Open:
         self.tier: str | None = None
         self.stage: int | None = None
         self.models: dict[str, tuple[Any, float | None]] | None = None
+        self.share: float | None = None  # the last progress's progress/total, while it ran
+        self.share_at: float | None = None
 
 
 class CallFold:
@@ -106,7 +112,7 @@ class CallFold:
                 if rid is not None:
                     self._starts[rid] = call  # a host may reuse an id: the newest call owns it
                 self._order.append(call)
-        elif kind in (_MODEL_STATUS, _REQUEST_END, _LATE_RESULT):
+        elif kind in (_MODEL_STATUS, _PROGRESS, _REQUEST_END, _LATE_RESULT):
             found = self._starts.get(rid) if rid is not None else None
             if found is None:
                 return
@@ -115,6 +121,9 @@ class CallFold:
                 if isinstance(data.get("tier"), str):
                     call.tier = data["tier"]
                 _note_model(call, event.model, data)
+            elif kind == _PROGRESS:
+                if call.outcome is None:
+                    _note_share(call, event.mono, data)
             elif kind == _REQUEST_END:
                 if call.outcome is None:
                     call.outcome = str(data.get("outcome") or "?")
@@ -152,6 +161,13 @@ def calls_from_events(events: Iterable[Event]) -> list[CallTiming]:
     for event in events:
         fold.add(event)
     return fold.calls()
+
+
+def _note_share(call: _Open, mono: float, data: dict[str, Any]) -> None:
+    """How far the server said it was (progress of total), and when: a pace to estimate the rest from."""
+    done, total = _number(data.get("progress")), _number(data.get("total"))
+    if done is not None and total is not None and total > 0 and 0 < done < total:
+        call.share, call.share_at = done / total, mono - call.mono
 
 
 def _note_model(call: _Open, model: str | None, data: dict[str, Any]) -> None:
@@ -204,6 +220,7 @@ def _timing(call: _Open) -> CallTiming:
         call.rid, call.tool, call.mono, call.budget, outcome, elapsed, true_s, delay, late_outcome,
         call.tier, call.source, call.margin, call.degraded, call.stage,
         sum(1 for status, _ in models.values() if status == "ok") if models else None, len(models) or None, latencies,
+        call.share, call.share_at,
     )  # fmt: skip
 
 

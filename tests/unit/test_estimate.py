@@ -138,12 +138,49 @@ def test_the_report_names_the_change_with_its_basis_and_the_calls_it_would_likel
         " estimate for the quick tier, medium confidence) — lower the margin to 11 s (budget 9 s): saves 1 likely of 1"
     )
     assert by_tier["reasoning"]["advice"].endswith("what they needed is not known (no true duration, and the log"
-                                                   " has no basis for an estimate)")  # fmt: skip
+                                                   " has no basis for an estimate) — for a basis, let a few calls run"
+                                                   " to their end (a longer budget for a while: mcpwatch wrap"
+                                                   " --deadline S, or h in mcpwatch watch when the server has a health"
+                                                   " tool), then mcpwatch report again")  # fmt: skip
     tool = by_tier[None]
     assert (tool["known"], tool["likely"], tool["unknown"], tool["suggested_margin_s"]) == (0, 4, 1, 4.0)
     assert tool["advice"].endswith(
         "lower the margin to 4 s (budget 16 s): saves 4 likely of 5, 1 unknown (not counted)"
     )
+
+
+def test_cut_calls_without_a_basis_say_in_one_line_what_would_give_one() -> None:
+    """48 of 48 council calls cut, no health check in the log: the advice said nothing of how to get a basis."""
+    log = session(health=False)
+    for _ in range(3):
+        log.call(1.0, 10.0, "deadline", "high")
+    rows = finished_late(calls_from_events(log.events), final_deadline(log.events), None, {})
+    (high,) = [r for r in rows if r["tier"] == "high"]
+    assert high["basis_hint"] == (
+        "for a basis, run the health check (h in mcpwatch watch): the council's own estimate per tier, then"
+        " mcpwatch report again"
+    )
+    assert high["advice"].endswith(high["basis_hint"])
+
+
+def test_any_servers_progress_of_total_is_a_basis_at_its_pace() -> None:
+    """A server nobody here wrote (server-everything's slow tool) reports progress of total; with the wrapper's own
+    token it is logged for every call, and the rest of the work at that pace is a (low) basis."""
+    log = Log()
+    log.ev(Kind.SESSION_START, 0.0, deadline=DEADLINE)
+    log.events.append(Event(Kind.REQUEST_START, "s", 1.0, 1.0, 2, "r1", "slow", None,
+                            {"method": "tools/call", "budget_s": 10.0, "budget_source": "derived"}))  # fmt: skip
+    for n, at in ((1, 3.0), (3, 7.0)):  # 3 of 10 steps done 6 s in
+        log.events.append(Event(Kind.PROGRESS, "s", at, at, 3 + n, "r1", "slow", None,
+                                {"progress": n, "total": 10, "message": None}))  # fmt: skip
+    log.events.append(Event(Kind.REQUEST_END, "s", 11.0, 11.0, 9, "r1", "slow", None,
+                            {"outcome": "deadline", "duration_s": 10.0, "method": "tools/call"}))  # fmt: skip
+    (call,) = calls_from_events(log.events)
+    guess = estimate_for(call, [call], {})
+    assert guess is not None and guess.confidence == "low" and guess.seconds == pytest.approx(20.0)
+    assert guess.basis == "its progress: 30% done after 6 s, the rest at that pace"
+    assert items(whatif([call], 21.0))["r1"] == ("likely_finishes", "likely_saved")
+    assert items(whatif([call], 15.0))["r1"] == ("likely_cut", "likely_cut")
 
 
 def test_the_prompt_line_counts_as_whatif_and_never_shows_an_unknown_call_as_saved() -> None:

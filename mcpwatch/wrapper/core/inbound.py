@@ -17,7 +17,7 @@ from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync, resource_notifications
 from mcpwatch.wire import PARTIAL_META, SUBSCRIPTION_ID_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
-from mcpwatch.wrapper.calls.progress import note_progress
+from mcpwatch.wrapper.calls.progress import LoggedOnly, has_own_token, note_progress
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.health import tool_payload
 from mcpwatch.wrapper.core.session import UpstreamSession
@@ -70,6 +70,7 @@ class UpstreamInbound:
         self._garbage_warnings = 0
         self._shared = shared
         self.on_tools_listed = on_tools_listed  # the scrape endpoint learns the tool names
+        self._logged_only = LoggedOnly(recorder)
 
     def _owner(self) -> HostLink | None:
         """The host an unattributed frame (a server request, a notification) belongs to: the one with calls in
@@ -245,6 +246,9 @@ class UpstreamInbound:
             params = got if isinstance(got := message.get("params"), dict) else {}
             token = params.get("progressToken")
             pending = self.table.get(token)
+            if pending is not None and has_own_token(pending):
+                self._logged_only.note(pending, params)  # its host asked for no progress: logged, not sent
+                return
             if pending is None or pending.host_token is None:
                 # late, unknown, or for a call whose host asked for no progress (the upstream guessed the token)
                 self.session.late.late_progress(token)

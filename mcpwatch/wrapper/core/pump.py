@@ -31,6 +31,7 @@ from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
+from mcpwatch.wrapper.calls.progress import own_token
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core import oversize
 from mcpwatch.wrapper.core.discover_memo import DiscoverMemo
@@ -305,6 +306,8 @@ class WrapperCore:
             # progress notification is then recognised by its token alone.
             pending.host_token = meta["progressToken"]
             forwarded_params["_meta"] = meta = {**meta, "progressToken": up_id}
+        elif method == "tools/call":  # a token of the wrapper's own: the server's progress is logged, a basis
+            forwarded_params["_meta"] = meta = own_token(meta, up_id)
         budget = None
         if method == "tools/call":
             budget = pending.budget = self.deadline.budget(tool, host, pending.host_token is not None)
