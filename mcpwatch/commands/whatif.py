@@ -15,7 +15,7 @@ ALL_CALLS_SHOWN = 50
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("db", nargs="?", help="event log file (default: <state dir>/events.db)")
     parser.add_argument("--session", metavar="ID", help="session id or unique prefix (default: the latest)")
-    which = parser.add_mutually_exclusive_group(required=True)
+    which = parser.add_mutually_exclusive_group()
     which.add_argument("--budget", metavar="S", type=_seconds_arg, help="this budget for every call (≤ 0: none)")
     which.add_argument("--margin", metavar="S", type=_seconds_arg, help="host timeout − this margin")
     which.add_argument(
@@ -24,7 +24,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the budget this host would give: its profile's earliest clock − the session's margin (mcpwatch hosts)",
     )
     parser.add_argument(
-        "--host-timeout", metavar="S", type=_seconds_arg, help="with --margin: this host timeout (default: the log's)"
+        "--host-timeout",
+        metavar="S",
+        type=_seconds_arg,
+        help="this host timeout (with the log's margin, or --margin's), as the report's advice names it",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     add_config_option(parser)  # for [hosts.*] overrides
@@ -46,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
     from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events, final_deadline, hypothetical_budget, whatif
     from mcpwatch.store import EventReader, log_path
 
-    if args.host_timeout is not None and args.margin is None:
-        raise UserError("--host-timeout goes with --margin (the budget is host timeout − margin)")
+    if args.budget is None and args.margin is None and args.host is None and args.host_timeout is None:
+        raise UserError("say which budget to test: --budget S, --margin S, --host-timeout S or --host NAME")
+    if args.host_timeout is not None and (args.budget is not None or args.host is not None):
+        raise UserError("--host-timeout goes with --margin or alone (the budget is host timeout − margin)")
     if args.margin is not None and args.margin < 0:
         raise UserError(f"--margin must not be negative, got {args.margin:g}")
     if args.host_timeout is not None and args.host_timeout <= 0:

@@ -14,6 +14,8 @@ import anyio
 
 from mcpwatch.council.run import CouncilRun
 
+QUEUED_SAID_MS = 1  # a wait for a reasoning slot is named in a failure (it shortened the window)
+
 
 def join_names(names: list[str]) -> str:
     """ "A", "A and B", "A, B and C"."""
@@ -120,7 +122,14 @@ def build_result(run: CouncilRun, *, include_details: bool = False) -> tuple[dic
             + (f" ({run.answers[s.id].error})" if run.answers[s.id].error else "")
             for s in plan.queried
         )
-        result["error"] = f"No council member answered (tier {plan.tier}, {plan.window.length_s:.3g}s): {diagnostics}"
+        waited = (
+            f", after waiting {run.queued_ms / 1000:.3g}s for a reasoning slot"
+            if run.queued_ms >= QUEUED_SAID_MS
+            else ""
+        )  # the wait shortened the window: a failure must say so, or it reads as the models' fault
+        result["error"] = (
+            f"No council member answered (tier {plan.tier}, {plan.window.length_s:.3g}s{waited}): {diagnostics}"
+        )
     if include_details:
         result["details"] = {
             "labels": dict(run.labels),

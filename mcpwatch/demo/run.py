@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from mcpwatch import paths, registry
@@ -50,6 +53,7 @@ def summary(started_at: float, stats: DriverStats | None) -> str:
             disabled += event.tool == "council.models.disable" and event.data.get("outcome") == "ok"
     kinds = reader.count_by_kind(session.id)
     by_outcome = ", ".join(f"{name} {count}" for name, count in sorted(outcomes.items())) or "none"
+    command = invoked_as()
     lines = [
         f"mcpwatch demo: {time.time() - started_at:.0f} s, session {session.id} ({session.name})",
         f"  tool calls by outcome: {by_outcome}",
@@ -58,11 +62,23 @@ def summary(started_at: float, stats: DriverStats | None) -> str:
         f"  models disabled: {disabled}   invalidations: {kinds.get('invalidation', 0)}"
         f"   tombstones: {kinds.get('tombstone_add', 0)}",
         f"  log: {log_path}",
-        f"  next: mcpwatch report --session {session.id}   |   mcpwatch replay --session {session.id}",
+        f"  next: {command} report --session {session.id}   |   {command} replay --session {session.id}",
     ]
     if stats is not None and stats.errors:
         lines.append(f"  host-side errors: {len(stats.errors)} (first: {stats.errors[0]})")
     return "\n".join(lines)
+
+
+def invoked_as(argv0: str | None = None, which: Callable[[str], str | None] = shutil.which) -> str:
+    """How to run mcpwatch again as this command was run: `mcpwatch` when that name on the PATH is this very
+    program, else the path that was typed (`.venv/bin/mcpwatch` after the README's set-up), or `python -m mcpwatch`."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if not argv0 or argv0.endswith(("__main__.py", "-c")) or Path(argv0).name not in ("mcpwatch", "mcpwatch.exe"):
+        return f"{shlex.quote(sys.executable)} -m mcpwatch"
+    on_path = which("mcpwatch")
+    if on_path is not None and Path(on_path).resolve() == Path(argv0).resolve():
+        return "mcpwatch"
+    return shlex.quote(argv0)
 
 
 def run_headless(duration: float, time_scale: float, seed: int) -> int:

@@ -84,6 +84,9 @@ async def test_reasoning_slot_wait_spends_the_runs_own_budget() -> None:
 
     result, is_error = await council.consult("Deep question?", "reasoning", send=record)
     assert is_error and result["metadata"]["queued_ms"] >= 45
+    waited = result["metadata"]["queued_ms"] / 1000
+    # the failure says the run waited for a slot (it read as the models' own timeout before)
+    assert result["error"].startswith(f"No council member answered (tier reasoning, 0.05s, after waiting {waited:.3g}s")
     assert sent[0] == "Queued: waiting for a reasoning slot (2 of 2 in use)"
     assert all(
         e["error"].startswith("never started: no reasoning slot freed") for e in result["model_responses"].values()

@@ -177,6 +177,17 @@ def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
     assert "p50 30.0s, p90 unknown, all unknown" in text.stdout
 
 
+def test_whatif_takes_the_host_timeout_the_advice_names_alone(tmp_path: Path) -> None:
+    """The advice says "then --host-timeout 103"; whatif refused it without --margin."""
+    path = tmp_path / "events.db"
+    write_log(path)
+    alone = run("whatif", str(path), "--host-timeout", "60", "--json")
+    assert alone.returncode == 0, alone.stderr
+    with_margin = run("whatif", str(path), "--host-timeout", "60", "--margin", "10", "--json")  # the log's margin
+    assert json.loads(alone.stdout)["budget_s"] == json.loads(with_margin.stdout)["budget_s"] == 50.0
+    assert json.loads(alone.stdout)["items"] == json.loads(with_margin.stdout)["items"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -184,8 +195,8 @@ def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
         (["--budget", "soon"], "argument --budget: the value must be a number of seconds, got 'soon'"),
         (["--budget", "1e9"], "argument --budget: the value is absurdly large ('1e9' s; at most 604800 s)"),
         (["--margin", "-3"], "must not be negative"),
-        (["--budget", "5", "--host-timeout", "60"], "goes with --margin"),
-        ([], "one of the arguments --budget --margin --host is required"),
+        (["--budget", "5", "--host-timeout", "60"], "goes with --margin or alone"),
+        ([], "say which budget to test: --budget S, --margin S, --host-timeout S or --host NAME"),
     ],
 )
 def test_whatif_refuses_bad_input_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
