@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,8 @@ DELIVERY_MAX_S = 3.0
 PEERS_MIN = 3  # whole answers needed before their median is a basis
 PEERS_HIGH = 10
 COUNCIL_STAGES = 3  # answers, peer review, synthesis
+STRAGGLER_FACTOR = 2.0  # a stage 1 model still running at the cut: taken to need as long again
+LATER_STAGE_SHARE = 0.5  # each stage after the first, as a share of stage 1 (measured: about 0.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,19 +158,26 @@ def _from_pace(call: CallTiming, ran: float) -> Estimate | None:
 
 
 def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
-    """The council stages left at the pace of its answers so far (per-model latencies of stage 1)."""
+    """The council's stages left, calibrated on its runs: stage 1 ends with its slowest model (one still running at
+    the cut is taken to need as long again), and each stage after it takes about half as long as stage 1 (the
+    default scenario's high tier: stage 1 20 s, the review and synthesis 16 s in all)."""
     if not call.stage or not call.answer_latencies_s:
         return None
-    pace = statistics.median(call.answer_latencies_s)
-    stage1 = max(call.answer_latencies_s)
-    left = COUNCIL_STAGES - call.stage + (0.5 if call.stage > 1 else 0.0)  # the stage it was in, half done
-    seconds = max(ran, stage1 if call.stage > 1 else ran) + left * pace
+    slowest = max(call.answer_latencies_s)
+    straggling = call.stage == 1 and call.models_total is not None and (call.models_ok or 0) < call.models_total
+    stage1 = max(slowest, STRAGGLER_FACTOR * ran) if straggling else slowest
+    per_stage = LATER_STAGE_SHARE * stage1
+    if call.stage == 1:
+        seconds = max(stage1, ran) + (COUNCIL_STAGES - 1) * per_stage
+    else:  # in a later stage, half done
+        seconds = max(ran + (COUNCIL_STAGES - call.stage + 0.5) * per_stage, stage1 + (COUNCIL_STAGES - 1) * per_stage)
     if seconds <= ran:
         return None
     answered = f"{call.models_ok} of {call.models_total} models answered" if call.models_total else "answers"
+    still = f"; one still running at {fmt_seconds(round(ran, 1))} s" if straggling else ""
     return Estimate(
         seconds,
-        f"progress at the cut: stage {call.stage}, {answered} (median {fmt_seconds(round(pace, 1))} s each)",
+        f"progress at the cut: stage {call.stage}, {answered} (slowest {fmt_seconds(round(slowest, 1))} s{still})",
         "low",
     )
 

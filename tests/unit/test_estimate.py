@@ -89,9 +89,10 @@ def test_the_councils_own_estimate_then_the_progress_at_the_cut() -> None:
         "confidence": "medium",
     }
     progress = guesses[by_progress]
-    # stage 2 of 3 at 10 s, answers 3-5 s each: review half done and the synthesis to come, at 4 s a stage
-    assert progress is not None and progress.confidence == "low" and progress.seconds == pytest.approx(16.0)
-    assert progress.basis == "progress at the cut: stage 2, 3 of 3 models answered (median 4 s each)"
+    # stage 2 of 3 at 10 s, stage 1 done in 5 s (its slowest answer): review half done and the synthesis to come,
+    # each stage after the first half as long as it
+    assert progress is not None and progress.confidence == "low" and progress.seconds == pytest.approx(13.75)
+    assert progress.basis == "progress at the cut: stage 2, 3 of 3 models answered (slowest 5 s)"
     assert guesses[nothing] is None
     figures = whatif(calls, 30.0, by_tier=by_tier)
     assert items(figures) == {
@@ -161,6 +162,23 @@ def test_cut_calls_without_a_basis_say_in_one_line_what_would_give_one() -> None
         " mcpwatch report again"
     )
     assert high["advice"].endswith(high["basis_hint"])
+
+
+def test_a_cut_in_stage_one_counts_its_straggler_and_the_stages_after_it() -> None:
+    """The incident: a plain host, high tier cut at 10 s with 3 of 4 models answered (2.4, 2.4, 8.5 s). The old
+    estimate (the stages left at the median answer's pace) said 15 s; the call took 36.3 s (stage 1 ended at 20 s
+    with its slowest model). Calibrated, the estimate covers it, so the advised budget leaves it whole."""
+    log = session(health=False)
+    rid = log.call(1.0, 10.0, "deadline", "high", answers=(2.4, 2.4, 8.5))  # the fourth (m9) still pending
+    (call,) = calls_from_events(log.events)
+    assert (call.models_ok, call.models_total) == (3, 4)
+    guess = estimate_for(call, [call], {})
+    assert guess is not None and guess.seconds == pytest.approx(40.0) and guess.seconds >= 36.3
+    assert (
+        guess.basis == "progress at the cut: stage 1, 3 of 4 models answered (slowest 8.5 s; one still running at 10 s)"
+    )
+    assert budget_needed(guess.seconds, True) >= budget_needed(36.3, True)
+    assert items(whatif([call], budget_needed(guess.seconds, True)))[rid] == ("likely_finishes", "likely_saved")
 
 
 def test_any_servers_progress_of_total_is_a_basis_at_its_pace() -> None:
