@@ -67,6 +67,7 @@ class CallRecord:
     progress: float | None = None
     total: float | None = None
     message: str | None = None
+    share: tuple[float, float] | None = None  # (progress/total, seconds in) while it ran: whatif's pace basis
     end_mono: float | None = None
     outcome: str | None = None
     duration_s: float | None = None

@@ -146,6 +146,9 @@ class CallsPart:
         request.progress = as_num(data.get("progress"))
         request.total = as_num(data.get("total"))
         request.message = as_text(data.get("message"))
+        done, total = request.progress, request.total
+        if request.end_mono is None and done is not None and total is not None and 0 < done < total:
+            request.share = (done / total, mono - request.start_mono)  # as `whatif` notes it
         # The stage the council put in the progress's _meta (the wrapper passes it on); a stage never goes back.
         stage = as_int(data.get("stage"))
         if stage is not None:
@@ -230,7 +233,9 @@ class CallsPart:
                                      r.late.duration_s if r.late else None, r.late.delay_s if r.late else None,
                                      r.tier, r.budget_source, margin, degraded=r.degraded, stage=r.stage,
                                      models_ok=sum(m.status == "ok" for m in answers) if answers else None,
-                                     models_total=len(answers) or None, answer_latencies_s=latencies))  # fmt: skip
+                                     models_total=len(answers) or None, answer_latencies_s=latencies,
+                                     progress_share=r.share[0] if r.share else None,
+                                     progress_at_s=r.share[1] if r.share else None))  # fmt: skip
             if len(calls) >= last:
                 break
         return calls[::-1]
