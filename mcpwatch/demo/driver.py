@@ -31,6 +31,7 @@ QUERIES = (
 class DriverStats:
     calls: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
+    first_call_at: float | None = None  # the loop's time when the first consult_council went out
 
 
 def wrapper_command(config: str, name: str, scenario: str, time_scale: float, seed: int) -> list[str]:
@@ -50,13 +51,15 @@ def wrapper_command(config: str, name: str, scenario: str, time_scale: float, se
     return [sys.executable, "-m", "mcpwatch", "wrap", "--config", config, "--name", name, "--", *relay, *council]
 
 
-async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, seed: int = 7) -> DriverStats:
+async def drive(
+    command: list[str], stop: asyncio.Event, *, workers: int = 3, seed: int = 7, stats: DriverStats | None = None
+) -> DriverStats:
     import mcp_types as types
     from mcp import Client, StdioServerParameters
 
     from mcpwatch import __version__
 
-    stats = DriverStats()
+    stats = DriverStats() if stats is None else stats
     rng = random.Random(seed)
     params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     tiers = [tier for tier, weight in TIERS for _ in range(weight)]
@@ -88,6 +91,8 @@ async def drive(command: list[str], stop: asyncio.Event, *, workers: int = 3, se
                 stats.calls["health"] += 1
                 return
             tier = rng.choice(tiers)
+            if stats.first_call_at is None:
+                stats.first_call_at = asyncio.get_running_loop().time()
             result = await client.call_tool(
                 "consult_council", {"query": rng.choice(QUERIES), "confidence": tier}, progress_callback=on_progress
             )
