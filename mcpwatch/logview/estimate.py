@@ -174,7 +174,8 @@ def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
     if seconds <= ran:
         return None
     answered = f"{call.models_ok} of {call.models_total} models answered" if call.models_total else "answers"
-    still = f"; one still running at {fmt_seconds(round(ran, 1))} s" if straggling else ""
+    running = (call.models_total or 0) - (call.models_ok or 0)
+    still = f"; {running} still running at {fmt_seconds(round(ran, 1))} s" if straggling else ""
     return Estimate(
         seconds,
         f"progress at the cut: stage {call.stage}, {answered} (slowest {fmt_seconds(round(slowest, 1))} s{still})",

@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from mcpwatch.logview.calibration import held
 from mcpwatch.logview.estimate import Estimate, budget_needed, estimates
 from mcpwatch.logview.timing import FIXED_SOURCES, CallTiming
 from mcpwatch.reliability.deadline import fmt_seconds
@@ -44,7 +45,9 @@ def finished_late(
             groups.setdefault((call.tool, None), []).append(entry)
             if call.tier is not None:
                 groups.setdefault((call.tool, call.tier), []).append(entry)
-    rows = [_row(tool, tier, group, deadline or {}, tiers, by_tier or {}) for (tool, tier), group in groups.items()]
+    rows = [
+        _row(tool, tier, group, deadline or {}, tiers, by_tier or {}, calls) for (tool, tier), group in groups.items()
+    ]
     return sorted(rows, key=lambda r: (r["tool"], r["tier"] is not None, r["tier"] or ""))
 
 
@@ -55,6 +58,7 @@ def _row(
     deadline: dict[str, Any],
     tiers: dict[str, Any] | None,
     by_tier: dict[str, float],
+    calls: Sequence[CallTiming],
 ) -> dict[str, Any]:
     cut = [c for c, _ in short if c.cut]
     late = [c for c in cut if c.late_delay_s is not None]
@@ -74,7 +78,11 @@ def _row(
         "likely": len(likely),
         "unknown": len(short) - len(known) - len(likely),
         "bases": _bases([e for _, e in likely if e is not None]),
+        "held": None,
     }
+    if likely:  # how often such estimates held, on the calls that ran to their end
+        check = held([c for c, _ in short], calls, by_tier)
+        row["held"] = {"held": check.held, "checked": check.checked, "text": check.text()}
     needs = sorted([*known, *(e.seconds for _, e in likely if e is not None)])
     council = any(c.tier is not None for c, _ in short)  # it reads the deadline and keeps some back to deliver
     row.update(_advice(row, needs, len(known), deadline, tier, tiers, by_tier, council))
@@ -139,7 +147,7 @@ def _advice(
         bases = "; ".join(f"{b['basis']}, {b['confidence']} confidence" for b in row["bases"][:BASES_SHOWN])
         if len(row["bases"]) > BASES_SHOWN:
             bases += f"; {len(row['bases']) - BASES_SHOWN} more in --json"
-        text += f"; likely needed up to {_s(need)} ({bases})"
+        text += f"; likely needed up to {_s(need)} ({bases}; {row['held']['text']})"
         spec = (tiers or {}).get(tier or "")
         total = _num(spec.get("total_s")) if isinstance(spec, dict) else None
         if total is not None and total > need:  # the council's window: it never runs longer

@@ -131,12 +131,14 @@ def test_the_report_names_the_change_with_its_basis_and_the_calls_it_would_likel
     by_tier = {r["tier"]: r for r in rows}
     assert by_tier["high"]["advice"] == (
         "consult_council (high tier): 3 calls cut short (3 cut); 0 of 3 cut answered later; likely needed up to 14 s"
-        " (council_health_check's estimate for the high tier, medium confidence) — lower the margin to 4 s (budget"
+        " (council_health_check's estimate for the high tier, medium confidence; not yet checked: no call like these"
+        " ran to its end past the budget) — lower the margin to 4 s (budget"
         " 16 s): saves 3 likely of 3 — or ask for the quick tier (estimated 8 s, fits the 10 s budget)"
     )
     assert by_tier["quick"]["advice"] == (
         "consult_council (quick tier): 1 call cut short (1 degraded); likely needed up to 8 s (council_health_check's"
-        " estimate for the quick tier, medium confidence) — lower the margin to 11 s (budget 9 s): saves 1 likely of 1"
+        " estimate for the quick tier, medium confidence; not yet checked: no call like these ran to its end past the"
+        " budget) — lower the margin to 11 s (budget 9 s): saves 1 likely of 1"
     )
     assert by_tier["reasoning"]["advice"].endswith("what they needed is not known (no true duration, and the log"
                                                    " has no basis for an estimate) — for a basis, let a few calls run"
@@ -175,10 +177,25 @@ def test_a_cut_in_stage_one_counts_its_straggler_and_the_stages_after_it() -> No
     guess = estimate_for(call, [call], {})
     assert guess is not None and guess.seconds == pytest.approx(40.0) and guess.seconds >= 36.3
     assert (
-        guess.basis == "progress at the cut: stage 1, 3 of 4 models answered (slowest 8.5 s; one still running at 10 s)"
+        guess.basis == "progress at the cut: stage 1, 3 of 4 models answered (slowest 8.5 s; 1 still running at 10 s)"
     )
     assert budget_needed(guess.seconds, True) >= budget_needed(36.3, True)
     assert items(whatif([call], budget_needed(guess.seconds, True)))[rid] == ("likely_finishes", "likely_saved")
+
+
+def test_the_report_says_how_often_its_estimates_held_on_calls_that_ran_to_their_end() -> None:
+    """Its "likely" came with no word on how far to trust it. Calls that ran to their end past the budget are cut
+    again on paper, with what the log knew at the cut, and the estimate checked against their true duration."""
+    log = session(health=False)
+    for took in (36.0, 30.0, 50.0):  # whole, each with a model still running at the 10 s cut: 2.4, 2.4, 20 s
+        log.call(1.0, took, "ok", "high", answers=(2.4, 2.4, 20.0))
+    for _ in range(2):
+        log.call(2.0, 10.0, "deadline", "high", answers=(2.4, 2.4))
+    rows = finished_late(calls_from_events(log.events), final_deadline(log.events), None, {})
+    (high,) = [r for r in rows if r["tier"] == "high"]
+    # cut at 10 s, each would have been estimated from its progress then (2 of 4 models answered): 40 s
+    assert high["held"]["checked"] == 3 and high["held"]["held"] == 2  # the 50 s one outran its estimate
+    assert "past estimates held for 2 of 3 calls that ran to their end" in high["advice"]
 
 
 def test_any_servers_progress_of_total_is_a_basis_at_its_pace() -> None:
