@@ -5,7 +5,7 @@ answer into the deadline returns a degraded one (a fallback summary) instead: ei
 duration for a whole answer, only a lower bound (how long the call ran). Advice must still be possible, so each
 such call gets an estimate from, in this order:
 
-1. whole answers of the same tool (and council tier) that ran at least as long: their median (≥ 3 of them;
+1. whole answers of the same tool (and council tier) that ran at least as long: their 90th percentile (≥ 3 of them;
    high confidence from 10);
 2. the council's own estimate for the tier (`council_health_check`'s `estimated_duration_seconds_by_tier`, as
    logged by a health check), when the call had not already run past it (medium);
@@ -31,7 +31,8 @@ from mcpwatch.reliability.deadline import fmt_seconds
 
 DELIVERY_SHARE = 0.1  # a server reading dev.mcpwatch/deadline_ms (the council) keeps this much back to deliver
 DELIVERY_MAX_S = 3.0
-PEERS_MIN = 3  # whole answers needed before their median is a basis
+PEERS_MIN = 3  # whole answers needed before they are a basis
+PEERS_SHARE = 0.9  # their nearest-rank percentile taken: a budget from it leaves at most 1 in 10 such calls cut
 PEERS_HIGH = 10
 COUNCIL_STAGES = 3  # answers, peer review, synthesis
 STRAGGLER_FACTOR = 2.0  # a stage 1 model still running at the cut: taken to need as long again
@@ -108,7 +109,8 @@ def whole_durations(calls: Iterable[CallTiming]) -> Durations:
 
 def _peers(call: CallTiming, ran: float, durations: Durations) -> tuple[int, float]:
     """How many whole answers of the same tool and tier ran at least `ran` (the call itself not among them), and
-    their median: read off the sorted durations, none copied."""
+    their 90th percentile (nearest rank; the median held for only half the calls it was applied to): read off the
+    sorted durations, none copied."""
     group = durations.get((call.tool, call.tier), [])
     own = call.true_s
     if own is not None and own >= ran and _whole(call):
@@ -118,8 +120,7 @@ def _peers(call: CallTiming, ran: float, durations: Durations) -> tuple[int, flo
     count = len(group) - low
     if count == 0:
         return 0, math.nan
-    mid = low + count // 2
-    return count, group[mid] if count % 2 else (group[mid - 1] + group[mid]) / 2  # as statistics.median
+    return count, group[low + max(1, math.ceil(PEERS_SHARE * count - 1e-9)) - 1]
 
 
 def estimate_for(
@@ -129,11 +130,11 @@ def estimate_for(
     `whole_durations` of `calls`, when many calls are estimated."""
     ran = call.at_least_s or 0.0
     where = f"{call.tool}" + (f" ({call.tier} tier)" if call.tier else "")
-    count, median = _peers(call, ran, whole_durations(calls) if durations is None else durations)
+    count, high = _peers(call, ran, whole_durations(calls) if durations is None else durations)
     if count >= PEERS_MIN:
         return Estimate(
-            median,
-            f"median of {count} whole {where} answers that took ≥ {fmt_seconds(round(ran, 1))} s",
+            high,
+            f"90th percentile of {count} whole {where} answers that took ≥ {fmt_seconds(round(ran, 1))} s",
             "high" if count >= PEERS_HIGH else "medium",
         )
     own = by_tier.get(call.tier or "")

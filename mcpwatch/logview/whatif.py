@@ -394,7 +394,7 @@ def effect_line(
     by_tier: dict[str, float] | None = None,
 ) -> str:
     """One line for a budget prompt, counted as `whatif` counts (known, likely with basis, unknown), e.g. "budget
-    18 s → of the last 50 calls, 43 cut now: known 0 saved; likely 40 saved (median of 12 whole consult_council
+    18 s → of the last 50 calls, 43 cut now: known 0 saved; likely 40 saved (90th percentile of 12 whole consult_council
     answers …); 3 unknown (never answered)". An unknown call is never presented as saved."""
     recent = list(calls)[-last:]
     if not recent:
