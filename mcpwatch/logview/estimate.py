@@ -159,15 +159,18 @@ def _from_pace(call: CallTiming, ran: float) -> Estimate | None:
 
 
 def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
-    """The council's stages left, calibrated on its runs: stage 1 ends with its slowest model (one still running at
-    the cut is taken to need as long again), and each stage after it takes about half as long as stage 1 (the
-    default scenario's high tier: stage 1 20 s, the review and synthesis 16 s in all)."""
+    """The council's stages left, calibrated on its scenarios. Stage 1 ends with its slowest model; a model still
+    running at the cut may run to the end of its window (`per_model_s`: the flaky scenario's stragglers hang until
+    it), else it is taken to need as long again. Each stage after the first takes about half as long as stage 1's
+    answers (the default scenario's high tier: stage 1 20 s, the review and synthesis 16 s in all)."""
     if not call.stage or not call.answer_latencies_s:
         return None
     slowest = max(call.answer_latencies_s)
     straggling = call.stage == 1 and call.models_total is not None and (call.models_ok or 0) < call.models_total
-    stage1 = max(slowest, STRAGGLER_FACTOR * ran) if straggling else slowest
-    per_stage = LATER_STAGE_SHARE * stage1
+    paced = max(slowest, STRAGGLER_FACTOR * ran) if straggling else slowest  # how long stage 1's answers take
+    window = call.per_model_s if call.per_model_s is not None and call.per_model_s > ran else None
+    stage1 = (window if window is not None else paced) if straggling else slowest
+    per_stage = LATER_STAGE_SHARE * paced
     if call.stage == 1:
         seconds = max(stage1, ran) + (COUNCIL_STAGES - 1) * per_stage
     else:  # in a later stage, half done
@@ -177,6 +180,8 @@ def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
     answered = f"{call.models_ok} of {call.models_total} models answered" if call.models_total else "answers"
     running = (call.models_total or 0) - (call.models_ok or 0)
     still = f"; {running} still running at {fmt_seconds(round(ran, 1))} s" if straggling else ""
+    if straggling and window is not None:
+        still += f", up to its {fmt_seconds(round(window, 1))} s window"
     return Estimate(
         seconds,
         f"progress at the cut: stage {call.stage}, {answered} (slowest {fmt_seconds(round(slowest, 1))} s{still})",

@@ -39,6 +39,7 @@ class CallTiming:
     answer_latencies_s: tuple[float, ...] = ()  # the stage 1 answers' latencies
     progress_share: float | None = None  # the share of the work its last progress reported done (progress/total)
     progress_at_s: float | None = None  # when that progress came, seconds after the call started
+    per_model_s: float | None = None  # a council's window per model: a model still running stops by then
 
     def budget_under(
         self, budget_s: float | None, keep_fixed: bool = False, margin_s: float | None = None

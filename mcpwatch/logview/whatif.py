@@ -63,6 +63,7 @@ class _Open:
         "models",
         "mono",
         "outcome",
+        "per_model",
         "reused",
         "rid",
         "share",
@@ -88,6 +89,7 @@ class _Open:
         self.models: dict[str, tuple[Any, float | None]] | None = None
         self.share: float | None = None  # the last progress's progress/total, while it ran
         self.share_at: float | None = None
+        self.per_model: float | None = None  # the council's window per model, as its statuses say
 
 
 class CallFold:
@@ -120,6 +122,8 @@ class CallFold:
             if kind == _MODEL_STATUS:
                 if isinstance(data.get("tier"), str):
                     call.tier = data["tier"]
+                if (per_model := _number(data.get("per_model_s"))) is not None:
+                    call.per_model = per_model
                 _note_model(call, event.model, data)
             elif kind == _PROGRESS:
                 if call.outcome is None:
@@ -220,7 +224,7 @@ def _timing(call: _Open) -> CallTiming:
         call.rid, call.tool, call.mono, call.budget, outcome, elapsed, true_s, delay, late_outcome,
         call.tier, call.source, call.margin, call.degraded, call.stage,
         sum(1 for status, _ in models.values() if status == "ok") if models else None, len(models) or None, latencies,
-        call.share, call.share_at,
+        call.share, call.share_at, call.per_model,
     )  # fmt: skip
 
 

@@ -184,6 +184,23 @@ def test_a_cut_in_stage_one_counts_its_straggler_and_the_stages_after_it() -> No
     assert items(whatif([call], budget_needed(guess.seconds, True)))[rid] == ("likely_finishes", "likely_saved")
 
 
+def test_a_model_still_running_at_the_cut_may_run_to_the_end_of_its_window() -> None:
+    """The flaky scenario: 2 of 4 models never answer until their 45 s window closes. Taking a straggler to need
+    only as long again said 40 s; applied (a 44 s budget), 12 of 12 calls were still cut at 44 s."""
+    log = session(health=False)
+    log.ev(Kind.REQUEST_START, 1.0, "r1", method="tools/call", up_id=1, budget_s=10.0, budget_source="derived")
+    for model, latency in (("a", 3.3), ("b", 4.1), ("c", None), ("d", None)):
+        log.ev(Kind.MODEL_STATUS, 1.0 + (latency or 0.0), "r1", model, stage=1, status="ok" if latency else "pending",
+               latency_ms=latency and latency * 1000, per_model_s=45.0, tier="high")  # fmt: skip
+    log.ev(Kind.REQUEST_END, 11.0, "r1", outcome="deadline", duration_s=10.0, method="tools/call")
+    (call,) = calls_from_events(log.events)
+    assert call.per_model_s == 45.0
+    guess = estimate_for(call, [call], {})
+    # stage 1 up to the 45 s window, then review and synthesis at half the answers' pace (20 s) each
+    assert guess is not None and guess.seconds == pytest.approx(65.0)
+    assert guess.basis.endswith("2 still running at 10 s, up to its 45 s window)")
+
+
 def test_the_report_says_how_often_its_estimates_held_on_calls_that_ran_to_their_end() -> None:
     """Its "likely" came with no word on how far to trust it. Calls that ran to their end past the budget are cut
     again on paper, with what the log knew at the cut, and the estimate checked against their true duration."""

@@ -235,7 +235,8 @@ class CallsPart:
                                      models_ok=sum(m.status == "ok" for m in answers) if answers else None,
                                      models_total=len(answers) or None, answer_latencies_s=latencies,
                                      progress_share=r.share[0] if r.share else None,
-                                     progress_at_s=r.share[1] if r.share else None))  # fmt: skip
+                                     progress_at_s=r.share[1] if r.share else None,
+                                     per_model_s=r.per_model_s))  # fmt: skip
             if len(calls) >= last:
                 break
         return calls[::-1]
