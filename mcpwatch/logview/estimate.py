@@ -163,12 +163,12 @@ def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
     running at the cut may run to the end of its window (`per_model_s`: the flaky scenario's stragglers hang until
     it), else it is taken to need as long again. Each stage after the first takes about half as long as stage 1's
     answers (the default scenario's high tier: stage 1 20 s, the review and synthesis 16 s in all)."""
-    if not call.stage or not call.answer_latencies_s:
-        return None
-    slowest = max(call.answer_latencies_s)
     straggling = call.stage == 1 and call.models_total is not None and (call.models_ok or 0) < call.models_total
-    paced = max(slowest, STRAGGLER_FACTOR * ran) if straggling else slowest  # how long stage 1's answers take
     window = call.per_model_s if call.per_model_s is not None and call.per_model_s > ran else None
+    if not call.stage or not (call.answer_latencies_s or (straggling and window is not None)):
+        return None  # (no answer yet: only a model's window says how long stage 1 may take)
+    slowest = max(call.answer_latencies_s, default=0.0)
+    paced = max(slowest, STRAGGLER_FACTOR * ran) if straggling else slowest  # how long stage 1's answers take
     stage1 = (window if window is not None else paced) if straggling else slowest
     per_stage = LATER_STAGE_SHARE * paced
     if call.stage == 1:
@@ -182,9 +182,10 @@ def _from_progress(call: CallTiming, ran: float) -> Estimate | None:
     still = f"; {running} still running at {fmt_seconds(round(ran, 1))} s" if straggling else ""
     if straggling and window is not None:
         still += f", up to its {fmt_seconds(round(window, 1))} s window"
+    pace = f"slowest {fmt_seconds(round(slowest, 1))} s" if call.answer_latencies_s else "no answer yet"
     return Estimate(
         seconds,
-        f"progress at the cut: stage {call.stage}, {answered} (slowest {fmt_seconds(round(slowest, 1))} s{still})",
+        f"progress at the cut: stage {call.stage}, {answered} ({pace}{still})",
         "low",
     )
 

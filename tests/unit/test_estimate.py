@@ -201,6 +201,23 @@ def test_a_model_still_running_at_the_cut_may_run_to_the_end_of_its_window() -> 
     assert guess.basis.endswith("2 still running at 10 s, up to its 45 s window)")
 
 
+def test_a_cut_before_any_answer_still_has_the_models_window_as_a_basis() -> None:
+    """The reasoning scenario: no model had answered at the 10 s cut; the log had no basis at all."""
+    log = session(health=False)
+    log.ev(Kind.REQUEST_START, 1.0, "r1", method="tools/call", up_id=1, budget_s=10.0, budget_source="derived")
+    for model in ("a", "b"):
+        log.ev(Kind.MODEL_STATUS, 1.0, "r1", model, stage=1, status="pending", latency_ms=None, per_model_s=45.0,
+               tier="high")  # fmt: skip
+    log.ev(Kind.REQUEST_END, 11.0, "r1", outcome="deadline", duration_s=10.0, method="tools/call")
+    (call,) = calls_from_events(log.events)
+    guess = estimate_for(call, [call], {})
+    assert guess is not None and guess.seconds == pytest.approx(65.0) and guess.confidence == "low"
+    assert guess.basis == (
+        "progress at the cut: stage 1, 0 of 2 models answered (no answer yet; 2 still running at 10 s, up to its 45 s"
+        " window)"
+    )
+
+
 def test_the_report_says_how_often_its_estimates_held_on_calls_that_ran_to_their_end() -> None:
     """Its "likely" came with no word on how far to trust it. Calls that ran to their end past the budget are cut
     again on paper, with what the log knew at the cut, and the estimate checked against their true duration."""
