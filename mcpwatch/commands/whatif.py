@@ -45,8 +45,7 @@ def _seconds_arg(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from mcpwatch.errors import UserError
-    from mcpwatch.logview.estimate import council_estimates
-    from mcpwatch.logview.whatif import WHATIF_KINDS, calls_from_events, final_deadline, hypothetical_budget, whatif
+    from mcpwatch.logview.whatif import WHATIF_KINDS, CallFold, hypothetical_budget, whatif
     from mcpwatch.store import EventReader, log_path
 
     if args.budget is None and args.margin is None and args.host is None and args.host_timeout is None:
@@ -57,13 +56,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--margin must not be negative, got {args.margin:g}")
     if args.host_timeout is not None and args.host_timeout <= 0:
         raise UserError(f"--host-timeout must be greater than 0, got {args.host_timeout:g}")
+    fold = CallFold()  # the session is folded as it streams, never held (a long session is millions of events)
     with EventReader(log_path(args.db)) as reader:
         session = reader.session(args.session) if args.session else reader.latest_session()
-        events = list(reader.events(session.id, kinds=WHATIF_KINDS))
-    deadline = final_deadline(events)
+        for event in reader.events(session.id, kinds=WHATIF_KINDS):
+            fold.add(event)
+        started = list(reader.events(session.id, kinds=["session_start"], limit=1))
+    deadline = fold.deadline
     host_timeout, host = args.host_timeout, None
     if args.host is not None:
-        host = _host_clock(args, events)
+        host = _host_clock(args, started)
         host_timeout = host["host_timeout_s"]
     margin = args.margin if args.host is None else _session_margin(deadline, session.id)
     try:
@@ -74,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
     # with no host timeout given, a new margin applies to each call's own host clock (each host its own)
     per_clock_margin = args.margin if args.host_timeout is None else None
     figures = whatif(
-        calls_from_events(events),
+        fold.calls(),
         budget,
         keep_fixed=args.budget is None,
         margin_s=per_clock_margin,
-        by_tier=council_estimates(events),
+        by_tier=fold.by_tier,
     )
     figures["session_id"] = session.id
     if host is not None:
