@@ -33,7 +33,12 @@ def run(args: argparse.Namespace) -> int:
         with EventReader(log_path(args.db)) as reader:
             session = reader.session(args.session) if args.session else reader.latest_session()
             events = progress.reading(reader.events(session.id, kinds=REPORT_KINDS), reader.max_seq(session.id))
-            report = build_report(events, session.to_dict(), on_phase=progress.phase)
+            report = build_report(
+                events,
+                session.to_dict(),
+                on_phase=progress.phase,
+                progress_of=lambda ids: reader.request_events(session.id, ids, "progress"),
+            )
     finally:
         gc.enable()
         progress.close()

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         session = reader.session(args.session) if args.session else reader.latest_session()
         for event in reader.events(session.id, kinds=WHATIF_KINDS):
             fold.add(event)
+        for event in reader.request_events(session.id, fold.needing_progress(), "progress"):
+            fold.add_progress(event)  # the few calls to estimate: their pace
         started = list(reader.events(session.id, kinds=["session_start"], limit=1))
     deadline = fold.deadline
     host_timeout, host = args.host_timeout, None

@@ -31,7 +31,6 @@ REPORT_KINDS = frozenset(
         Kind.REQUEST_START,
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
-        Kind.PROGRESS,  # a call's pace, for the advice's estimates
         Kind.TOMBSTONE_HIT,
         Kind.LATE_RESULT,
         Kind.UNKNOWN_RESPONSE,
@@ -206,9 +205,11 @@ def build_report(
     events: Iterable[Event],
     session: dict[str, Any] | None = None,
     on_phase: Callable[[str], None] | None = None,
+    progress_of: Callable[[list[str]], Iterable[Event]] | None = None,
 ) -> dict[str, Any]:
     """Figures for one session from its events (in seq order, read once and never held); `session`
-    (SessionInfo.to_dict()) is echoed; `on_phase` hears each step after the read (a progress line)."""
+    (SessionInfo.to_dict()) is echoed; `on_phase` hears each step after the read (a progress line); `progress_of`
+    reads the progress of the calls to estimate, when `events` leave progress out (`REPORT_KINDS` do)."""
     tools: dict[str, _ToolStats] = {}
     hosts: dict[str, _HostStats] = {}
     host_names: dict[str, tuple[str | None, str | None]] = {}  # label -> (client name, deciding clock) last seen
@@ -324,6 +325,9 @@ def build_report(
 
     if on_phase is not None:
         on_phase(f"all events read; working out the advice for {len(timings):,} tool calls")
+    if progress_of is not None:
+        for late in progress_of(timings.needing_progress()):
+            timings.add_progress(late)
     tiers_block = None
     if health is not None:
         checked, tiers = health

@@ -24,6 +24,8 @@ from mcpwatch.reliability.deadline import CLAMP_S, fmt_seconds
 from mcpwatch.reliability.degraded import DEGRADED, end_degraded
 
 ANSWERED = frozenset(o.value for o in (Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR))
+# Progress (a pace to estimate from, see `estimate`) is left out: most of a long session, and needed only for the few
+# calls estimated, whose progress a reader adds afterwards (`CallFold.needing_progress`, `CallFold.add_progress`).
 WHATIF_KINDS = frozenset(
     k.value
     for k in (
@@ -32,7 +34,6 @@ WHATIF_KINDS = frozenset(
         Kind.REQUEST_START,
         Kind.REQUEST_END,
         Kind.MODEL_STATUS,
-        Kind.PROGRESS,  # how far a call got: a pace to estimate from (see `estimate`)
         Kind.LATE_RESULT,
         Kind.HEALTH_CHECK,  # the council's own per-tier estimates (see `estimate`)
     )
@@ -58,6 +59,7 @@ class _Open:
         "budget",
         "degraded",
         "elapsed",
+        "end_seq",
         "late",
         "margin",
         "models",
@@ -83,6 +85,7 @@ class _Open:
         self.outcome: str | None = None
         self.degraded: str | None = None
         self.elapsed: float | None = None
+        self.end_seq: int | None = None
         self.late: dict[str, Any] | None = None
         self.tier: str | None = None
         self.stage: int | None = None
@@ -130,6 +133,7 @@ class CallFold:
                     _note_share(call, event.mono, data)
             elif kind == _REQUEST_END:
                 if call.outcome is None:
+                    call.end_seq = event.seq
                     call.outcome = str(data.get("outcome") or "?")
                     call.degraded = degraded if degraded is not None else end_degraded(data)
                     call.elapsed = _number(data.get("duration_s"))
@@ -142,6 +146,25 @@ class CallFold:
                 self._margin = _number(block.get("margin_s"))
         elif kind == _HEALTH_CHECK:
             self.by_tier = council_estimates([event]) or self.by_tier
+
+    def needing_progress(self) -> list[str]:
+        """The calls whose duration must be estimated (cut and never answered, or degraded) and whose progress the
+        fold has not seen: a reader that left progress out of the stream (a long session is mostly progress) reads
+        theirs afterwards (`add_progress`)."""
+        return [
+            call.rid
+            for call in self._order
+            if call.rid is not None
+            and call.share is None
+            and call.late is None
+            and (call.outcome == "deadline" or (call.outcome == "ok" and call.degraded is not None))
+        ]
+
+    def add_progress(self, event: Event) -> None:
+        """A progress event read after the stream (see `needing_progress`): noted as if it had come in order."""
+        call = self._starts.get(event.request_id) if event.request_id is not None else None
+        if call is not None and call.end_seq is not None and event.seq < call.end_seq and event.kind == _PROGRESS:
+            _note_share(call, event.mono, event.data if isinstance(event.data, dict) else {})
 
     def __len__(self) -> int:
         return len(self._order)

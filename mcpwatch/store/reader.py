@@ -354,6 +354,19 @@ class EventReader:
         rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
         return {kind: int(n) for kind, n in rows}
 
+    def request_events(self, session_id: str, request_ids: Iterable[str], kind: str) -> Iterator[Event]:
+        """The events of one kind for these requests, in seq order per request (the `events_by_request` index): how
+        `report` reads the progress of the few calls it estimates, not of the whole session."""
+        sql = (
+            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM events"
+            " WHERE session_id = ? AND request_id = ? AND kind = ? ORDER BY seq"
+        )
+        for request_id in request_ids:
+            for eid, sid, seq, ts, mono, kind_, rid, tool, model, data in self._query(
+                sql, (session_id, request_id, kind)
+            ):
+                yield Event(kind_, sid, ts, mono, seq, rid, tool, model, _event_data(data), eid)
+
     def event_count(self, session_id: str) -> int:
         return int(self._query("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
 

@@ -59,3 +59,45 @@ def test_a_session_without_tasks_has_no_section() -> None:
            arguments="{}")  # fmt: skip
     log.ev(Kind.REQUEST_END, "x", 1.0, outcome="ok", duration_s=1.0, method="tools/call")
     assert build_report(log.events)["tasks"] is None
+
+
+def test_report_and_whatif_read_the_pace_of_the_calls_they_estimate_from_the_log(tmp_path) -> None:
+    """Progress is most of a long session, so the commands leave it out of the stream and read only the progress of
+    the calls they estimate; the pace basis must still reach their figures."""
+    import json
+    import subprocess
+    import sys
+
+    from mcpwatch.store import EventWriter
+
+    path = tmp_path / "events.db"
+    writer = EventWriter(path)
+    sid = writer.start_session(name="n", upstream="u", pid=1, config={})
+    plan: list[tuple[str, str, float, dict[str, Any]]] = []
+    for n in range(3):  # three cut calls of a server reporting 1 of 5, then 2 of 5 (5 s a step)
+        rid = f"c{n}"
+        plan.append((Kind.REQUEST_START.value, rid, 0.0, {"method": "tools/call", "budget_s": 10.0,
+                                                          "budget_source": "derived", "up_id": n}))  # fmt: skip
+        plan += [
+            (Kind.PROGRESS.value, rid, t, {"progress": p, "total": 5, "message": None}) for p, t in ((1, 5), (2, 10))
+        ]
+        plan.append(
+            (Kind.REQUEST_END.value, rid, 10.0, {"method": "tools/call", "outcome": "deadline", "duration_s": 10.0})
+        )
+    plan.append((Kind.REQUEST_START.value, "w", 0.0, {"method": "tools/call", "budget_s": 10.0, "up_id": 9}))
+    plan.append((Kind.PROGRESS.value, "w", 1.0, {"progress": 1, "total": 5, "message": None}))  # answered: not read
+    plan.append((Kind.REQUEST_END.value, "w", 2.0, {"method": "tools/call", "outcome": "ok", "duration_s": 2.0}))
+    for seq, (kind, rid, at, data) in enumerate(plan, start=1):
+        writer.emit(Event(kind, sid, 100.0 + at + seq * 1e-3, at + seq * 1e-3, seq, rid, "slow", None, data))
+    writer.close()
+
+    def run(*args: str) -> dict[str, Any]:
+        done = subprocess.run([sys.executable, "-m", "mcpwatch", *args, str(path), "--json"], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    (row,) = run("report")["finished_late"]
+    assert (row["likely"], row["unknown"]) == (3, 0) and "its progress: 40% done after 10 s" in row["advice"]
+    figures = run("whatif", "--budget", "30")
+    assert figures["likely_saved"] == 3 and figures["unknown"] == 0
