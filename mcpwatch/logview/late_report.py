@@ -83,10 +83,17 @@ def _row(
     if likely:  # how often such estimates held, on the calls that ran to their end
         check = held([c for c, _ in short], calls, by_tier)
         row["held"] = {"held": check.held, "checked": check.checked, "text": check.text()}
-    needs = sorted([*known, *(e.seconds for _, e in likely if e is not None)])
+    needs = sorted([*known, *(_capped(e.seconds, c.tier, tiers) for c, e in likely if e is not None)])
     council = any(c.tier is not None for c, _ in short)  # it reads the deadline and keeps some back to deliver
     row.update(_advice(row, needs, len(known), deadline, tier, tiers, by_tier, council))
     return row
+
+
+def _capped(seconds: float, tier: str | None, tiers: dict[str, Any] | None) -> float:
+    """An estimate never past the council tier's total (its window: it never runs longer)."""
+    spec = (tiers or {}).get(tier or "")
+    total = _num(spec.get("total_s")) if isinstance(spec, dict) else None
+    return seconds if total is None else min(seconds, total)
 
 
 def _bases(found: list[Estimate]) -> list[dict[str, Any]]:

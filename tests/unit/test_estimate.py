@@ -184,6 +184,17 @@ def test_a_cut_in_stage_one_counts_its_straggler_and_the_stages_after_it() -> No
     assert items(whatif([call], budget_needed(guess.seconds, True)))[rid] == ("likely_finishes", "likely_saved")
 
 
+def test_a_likely_need_never_passes_the_tiers_total() -> None:
+    """On a 1,000,000-event session the advice said "likely needed up to 460 s" for a tier whose total is 180 s."""
+    log = session()  # the health check: high estimated 14 s
+    for _ in range(2):
+        log.call(1.0, 10.0, "deadline", "high")
+    rows = finished_late(calls_from_events(log.events), final_deadline(log.events), {"high": {"total_s": 12.0}},
+                         council_estimates(log.events))  # fmt: skip
+    (high,) = [r for r in rows if r["tier"] == "high"]
+    assert high["need_s"] == 12.0 and "likely needed up to 12 s" in high["advice"]
+
+
 def test_a_model_still_running_at_the_cut_may_run_to_the_end_of_its_window() -> None:
     """The flaky scenario: 2 of 4 models never answer until their 45 s window closes. Taking a straggler to need
     only as long again said 40 s; applied (a 44 s budget), 12 of 12 calls were still cut at 44 s."""
