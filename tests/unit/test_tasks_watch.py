@@ -169,3 +169,21 @@ def test_a_task_whose_ttl_passes_unfinished_ends_as_an_error(loop) -> None:
     [end] = rig.events(Kind.REQUEST_END)
     assert (end.data["outcome"], end.data["duration_s"]) == ("error", 300.0)
     assert end.data["error"] == "the task's TTL (300000 ms) passed before it ended"
+
+
+def test_the_reports_tasks_section_reads_the_events_the_core_writes(loop) -> None:
+    """The Tasks section folds the wrapper's own task events (not only hand-written ones): a watched task with an
+    input round, completed after 5 s and 5 polls."""
+    rig = TaskRig(loop)
+    _started_task(rig)
+    rig.scheduler.advance(1.0)
+    rig.answer(rig.request(11, "tasks/get", {"taskId": "t-1"}), task_2025("t-1", "input_required", "Which year?"))
+    rig.scheduler.advance(1.0)
+    rig.answer(rig.request(12, "tasks/get", {"taskId": "t-1"}), task_2025("t-1", message="Analyzing content..."))
+    rig.scheduler.advance(3.0)
+    rig.answer(rig.request(20, "tasks/get", {"taskId": "t-1"}), task_2025("t-1", "completed", "Done"))
+    rig.answer(rig.request(21, "tasks/result", {"taskId": "t-1"}), REPORT)
+    section = build_report(rig.events())["tasks"]
+    assert section is not None
+    assert (section["created"], section["by_kind"]["watched"], section["completed"]) == (1, 1, 1)
+    assert (section["input_rounds"], section["asked_input"], section["polls"], section["max_s"]) == (1, 1, 4, 5.0)
