@@ -10,6 +10,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import slow_guard
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    slow_guard.add_option(parser)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with slow_guard.measuring(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    slow_guard.judge(item, report)
+    return report
 
 
 @pytest.fixture(autouse=True)
