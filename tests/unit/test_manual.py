@@ -33,6 +33,8 @@ FOREIGN_FLAGS = {
     "--check": "ruff format",
     "--detach": "git worktree add",
     "--feed": "python -m mcpwatch.bench.console",
+    "--durations": "pytest",
+    "--slow-guard": "the suite's slow guard (tests/slow_guard.py)",
 }
 # `mcpwatch WORD` that is no command: what `mcpwatch watch --serve` prints.
 NOT_COMMANDS = {"console"}
