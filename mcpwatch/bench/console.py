@@ -36,8 +36,8 @@ class FloodFeed:
     """A `Feed` filled by a producer thread at a fixed rate (the live feed's deque, without the network)."""
 
     def __init__(self, rate: float) -> None:
-        from mcpwatch.console.headless.sample import EventFactory, flood
         from mcpwatch.console.headless.source import FeedStatus
+        from mcpwatch.testing.sample import EventFactory, flood
 
         self._events = flood(EventFactory(session_id="bench"), rate=rate)
         self._rate = rate

@@ -8,11 +8,12 @@ from typing import Any
 from textual.pilot import Pilot
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.source import FeedStatus, StaticFeed
+from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.events import Event, Kind
 from mcpwatch.operator.client import OperatorRefused
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 
 from pilot_tools import until
 

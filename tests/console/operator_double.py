@@ -23,8 +23,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpwatch import registry
 from mcpwatch.config import ABSURD_SECONDS
-from mcpwatch.console.headless.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
 from mcpwatch.events import Event, Kind
+from mcpwatch.testing.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
 
 
 class _BearerOnly:

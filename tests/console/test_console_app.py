@@ -6,14 +6,15 @@ import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.sample import EventFactory
-from mcpwatch.console.headless.source import FeedStatus, StaticFeed
+from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.events import Kind
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import EventFactory
 
 from pilot_tools import screen_text, until
 

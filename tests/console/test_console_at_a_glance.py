@@ -22,8 +22,6 @@ from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.panels.requests import request_row, sort_requests
 from mcpwatch.console.headless.panels.tombstones import tombstones_panel
 from mcpwatch.console.headless.render_base import Palette
-from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
-from mcpwatch.console.headless.source import StaticFeed
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.events import EventsScreen
 from mcpwatch.console.screens.help import HelpScreen
@@ -31,6 +29,8 @@ from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
 from mcpwatch.console.widgets import Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import EventFactory, deadline_block, session_start
 
 from pilot_tools import screen_text, until
 
@@ -507,8 +507,8 @@ def _text(renderable: Any, width: int) -> str:
 @pytest.mark.slow
 async def test_console_keys_rebind_an_action() -> None:
     from mcpwatch.console.app import ConsoleApp
-    from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
     from mcpwatch.console.headless.session import WatchSession
+    from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
     feed = StaticFeed(sample_session(), SAMPLE_NOW)
     app = ConsoleApp(session=WatchSession(feed, RecordingControls()), keys={"main.set_margin": "f6", "nope.x": "z"})

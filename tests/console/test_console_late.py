@@ -7,10 +7,10 @@ import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app
 
 from mcpwatch.console.headless.model import ConsoleModel
-from mcpwatch.console.headless.sample import EventFactory, deadline_block, session_start
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Event, Kind
+from mcpwatch.testing.sample import EventFactory, deadline_block, session_start
 
 from pilot_tools import screen_text, until
 

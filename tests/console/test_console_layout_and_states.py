@@ -12,15 +12,16 @@ from textual.color import Color
 from textual.widgets import Footer
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.source import FeedStatus, StaticFeed, Target
+from mcpwatch.console.headless.source import FeedStatus, Target
 from mcpwatch.console.screens.detail import RequestDetailScreen, result_title
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 
 from pilot_tools import screen_text, until
 

@@ -20,7 +20,9 @@ from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.panels.in_flight import time_left
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.request_filter import filter_requests
-from mcpwatch.console.headless.sample import (
+from mcpwatch.console.headless.views import Limits
+from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
+from mcpwatch.testing.sample import (
     SAMPLE_NOW,
     EventFactory,
     deadline_block,
@@ -28,8 +30,6 @@ from mcpwatch.console.headless.sample import (
     sample_session,
     session_start,
 )
-from mcpwatch.console.headless.views import Limits
-from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
 
 
 @pytest.fixture
@@ -616,7 +616,7 @@ def test_filter_requests_by_tool_outcome_or_id() -> None:
 
 def test_the_model_does_not_import_textual() -> None:
     code = (
-        "import sys; from mcpwatch.console.headless import format, model, sample;"
+        "import sys; from mcpwatch.console.headless import format, model; from mcpwatch.testing import sample;"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'mcp', 'httpx2'));"
         "print(bad); sys.exit(1 if bad else 0)"
     )

@@ -12,10 +12,10 @@ from console_helpers import SIZE, RecordingControls, ready
 from textual.screen import Screen
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.source import StaticFeed
 from mcpwatch.console.screens.modals import Confirm
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
 from pilot_tools import until
 

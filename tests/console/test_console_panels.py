@@ -21,11 +21,12 @@ from mcpwatch.console.headless.panels import events, header, requests
 from mcpwatch.console.headless.panels.events import NotableEvent
 from mcpwatch.console.headless.panels.requests import Listing, RequestView
 from mcpwatch.console.headless.render_base import TOOL_WIDTH_MAX, TOOL_WIDTH_MIN, Palette, fit_tool_width
-from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.source import FeedStatus, StaticFeed
+from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
 from pilot_tools import until
 

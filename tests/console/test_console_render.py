@@ -18,9 +18,9 @@ from mcpwatch.console.headless.panels.invalidations import InvalidationView, inv
 from mcpwatch.console.headless.panels.requests import RequestView, request_row
 from mcpwatch.console.headless.panels.tiers import TierView, tiers_panel
 from mcpwatch.console.headless.render_base import Palette
-from mcpwatch.console.headless.sample import EventFactory, session_start
 from mcpwatch.events import Kind
 from mcpwatch.replay.timeline import Position, status_line
+from mcpwatch.testing.sample import EventFactory, session_start
 
 P = Palette({})
 

@@ -22,13 +22,13 @@ from textual.app import App
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.model import ConsoleModel
-from mcpwatch.console.headless.sample import EventFactory, session_start
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.headless.source import StaticFeed
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.fleet import FleetScreen
 from mcpwatch.events import Event, Kind
 from mcpwatch.registry import WrapperEntry
+from mcpwatch.testing.feed import StaticFeed
+from mcpwatch.testing.sample import EventFactory, session_start
 
 from pilot_tools import until
 

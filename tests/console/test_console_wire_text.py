@@ -114,8 +114,8 @@ def _trap(value: object, key: str | None = None) -> object:
 
 
 def trapped_session() -> list:
-    from mcpwatch.console.headless.sample import sample_session
     from mcpwatch.events import Event
+    from mcpwatch.testing.sample import sample_session
 
     out = []
     for e in sample_session():

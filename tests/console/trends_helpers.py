@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.clock import ManualClock
-from mcpwatch.console.headless.source import FeedStatus, StaticFeed
+from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.events import Event
 from mcpwatch.registry import WrapperEntry
 from mcpwatch.store import EventWriter
+from mcpwatch.testing.feed import StaticFeed
 
 ORIGIN = 1_767_225_600.0  # 2026-01-01T00:00:00Z, a minute boundary
 

@@ -13,7 +13,6 @@ import pytest
 from replay_helpers import assert_same_as_fold, fold_until, write_log
 
 from mcpwatch.console.headless.model import ConsoleModel
-from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
 from mcpwatch.events import Kind
 from mcpwatch.replay.engine import (
     MAX_CHECKPOINTS,
@@ -26,6 +25,7 @@ from mcpwatch.replay.engine import (
 )
 from mcpwatch.replay.indexer import ProcessIndexer
 from mcpwatch.replay.recording import Recording
+from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
 
 def _engine(path: Path, every: int = 250, *, indexed: bool = True) -> ReplayEngine:

@@ -13,7 +13,7 @@ from taskrig import CoreRig
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Kind, UpstreamState
-from mcpwatch.scheduler import ManualScheduler
+from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META, PARTIAL_META
 
 

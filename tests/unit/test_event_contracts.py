@@ -17,7 +17,6 @@ from mcpwatch.bench.replay import SyntheticSession
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.headless.council_models import ModelLog
 from mcpwatch.console.headless.model import ConsoleModel
-from mcpwatch.console.headless.sample import EventFactory, flood, sample_session
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.events import (
     PAYLOADS,
@@ -54,6 +53,7 @@ from mcpwatch.events import (
 from mcpwatch.logview.ending import crashed_reason, stand_in_end
 from mcpwatch.store import EventReader, EventWriter, schema
 from mcpwatch.store import reader as reader_module
+from mcpwatch.testing.sample import EventFactory, flood, sample_session
 from mcpwatch.wrapper.calls.recorder import Recorder
 
 DEADLINE = DeadlineBlock(

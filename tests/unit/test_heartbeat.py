@@ -10,7 +10,7 @@ from mcpwatch.config import DeadlineSettings
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.heartbeat import elapsed_text, heartbeat_message, next_heartbeat
 from mcpwatch.reliability.hosts import catalog
-from mcpwatch.scheduler import ManualScheduler
+from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.core.heartbeat import Heartbeats
 
 
