@@ -5,6 +5,9 @@ otlp` (fed from the log), so a recorded session becomes the same spans it produc
 Names follow the OpenTelemetry MCP semantic conventions (client spans: the wrapper calls the upstream); what they do
 not cover — budgets, cancels, tombstones, late answers, partial results, heartbeats — is under `mcpwatch.`.
 
+The metrics are `mcpwatch.metrics`' observations (the reading the Prometheus scrape writes too), given the span's
+attributes where a call's span has them.
+
 A call cut by mcpwatch (deadline, cancel, upstream lost) is held for `late_window_s` after its end, so a late answer
 that arrives meanwhile is recorded on the call's own span (an event after the span's end, with its delay).
 """
@@ -13,14 +16,17 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome, UpstreamState
+from mcpwatch.metrics import DURATION_BUCKETS, Metric, MetricEvents, Observation
+
+__all__ = ["DURATION_BUCKETS", "DURATION_METRIC", "KINDS", "CallSpan", "Measure", "SpanBuilder", "session_spans"]
 
 AttributeValue = str | int | float | bool
-DURATION_METRIC = "mcp.client.operation.duration"
-DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)  # the conventions' advice
+DURATION_METRIC = Metric.DURATION.value
 MAX_SPAN_EVENTS = 64  # progress milestones beyond this are counted, not recorded one by one
 HEARTBEAT = "heartbeat"  # an event kind the wrapper emits when it keeps a host's idle clock alive
 
@@ -45,6 +51,18 @@ KINDS = frozenset(
 """The event kinds the export reads; the recorder hands over only these."""
 
 _CUT = frozenset({Outcome.DEADLINE, Outcome.CANCELLED, Outcome.UPSTREAM_LOST})
+_METRIC_ATTRIBUTES = (
+    "mcp.method.name",
+    "gen_ai.tool.name",
+    "gen_ai.operation.name",
+    "error.type",
+    "rpc.response.status_code",
+    "network.transport",
+    "mcp.protocol.version",
+    "server.address",
+    "server.port",
+)
+"""A call span's attributes its duration measurement carries."""
 _CODE = re.compile(r'"code"\s*:\s*(-?\d+)')
 
 
@@ -111,12 +129,27 @@ class SpanBuilder:
         self._open: dict[str, list[CallSpan]] = {}  # by host request id (two hosts may reuse one)
         self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
         self._held: list[CallSpan] = []
+        self._metrics = MetricEvents()
+        self._ended: CallSpan | None = None  # the span the event being fed ended
 
     # ------------------------------------------------------------------ feeding
 
     def feed(self, event: Event) -> list[Output]:
+        self._ended = None
         handler = _HANDLERS.get(event.kind)
-        return handler(self, event, event.data) if handler is not None else []
+        outputs = handler(self, event, event.data) if handler is not None else []
+        for seen in self._metrics.observe(event):
+            outputs.append(_MEASURE[seen[0]](self, seen))  # seen[0]: its metric (a tuple index is the quickest read)
+        return outputs
+
+    def _duration_attributes(self, seen: Observation) -> dict[str, AttributeValue]:
+        span = self._ended
+        if span is None:  # a call whose start this builder never saw: what the end itself says
+            attributes: dict[str, AttributeValue] = {"mcp.method.name": seen.method or "?"}
+            if seen.method == "tools/call" and seen.tool:
+                attributes |= {"gen_ai.tool.name": seen.tool, "gen_ai.operation.name": "execute_tool"}
+            return attributes
+        return {k: span.attributes[k] for k in _METRIC_ATTRIBUTES if k in span.attributes}
 
     def due(self, now_ts: float) -> list[CallSpan]:
         """Held cut calls whose late window has passed."""
@@ -163,12 +196,8 @@ class SpanBuilder:
 
     def _upstream_state(self, event: Event, data: dict[str, Any]) -> list[Output]:
         generation = data.get("generation")
-        if isinstance(generation, int):
-            restarted = data.get("state") == UpstreamState.READY and generation > 1 and generation != self.generation
-            if data.get("state") == UpstreamState.READY:
-                self.generation = generation
-            if restarted:
-                return [Measure("mcpwatch.upstream.restarts", 1, {})]
+        if isinstance(generation, int) and data.get("state") == UpstreamState.READY:
+            self.generation = generation  # the spans' attribute; restarts are counted by mcpwatch.metrics
         return []
 
     def _request_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
@@ -208,7 +237,7 @@ class SpanBuilder:
             attributes=attributes,
         )
         self._open.setdefault(event.request_id or "", []).append(span)
-        return [Measure("mcpwatch.calls.in_flight", 1, {"mcp.method.name": method})]
+        return []
 
     def _span_of(self, event: Event) -> CallSpan | None:
         spans = self._open.get(event.request_id or "")
@@ -239,7 +268,7 @@ class SpanBuilder:
         span = self._span_of(event)
         if span is not None:
             span.add_event("mcpwatch.heartbeat", event.ts, {})
-        return [Measure("mcpwatch.heartbeats", 1, {})]
+        return []
 
     def _tombstone_add(self, event: Event, data: dict[str, Any]) -> list[Output]:
         span = self._span_of(event)
@@ -251,16 +280,12 @@ class SpanBuilder:
             span.add_event("mcpwatch.tombstone", event.ts, attributes)
             if "up_id" in data:
                 self._by_up_id[(data.get("host_session"), data["up_id"])] = span
-        return [Measure("mcpwatch.tombstones", 1, {})]
-
-    def _tombstone_expire(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        return [Measure("mcpwatch.tombstones", -1, {})]
+        return []
 
     def _tombstone_hit(self, event: Event, data: dict[str, Any]) -> list[Output]:
         """A late response (or progress) for a cut call: counted; a response also ends the call's wait."""
         what = str(data.get("what") or "response")
-        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
-        outputs: list[Output] = [Measure("mcpwatch.late_answers", 1, {**tool, "mcpwatch.late.what": what})]
+        outputs: list[Output] = []
         span = self._by_up_id.get((data.get("host_session"), data.get("up_id")))
         if span is not None and what == "response":
             attributes: dict[str, AttributeValue] = {}
@@ -269,17 +294,8 @@ class SpanBuilder:
             span.add_event("mcpwatch.late_answer", event.ts, attributes)
             if span in self._held:
                 self._release([span])  # nothing more to wait for
-                outputs.insert(0, span)
+                outputs.append(span)
         return outputs
-
-    def _late_result(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        """A cut call's late answer, kept in the log: counted by tool and outcome (its span has its late_answer)."""
-        tool = {"gen_ai.tool.name": event.tool} if event.tool else {}
-        return [Measure("mcpwatch.late_results", 1, {**tool, "mcpwatch.outcome": str(data.get("outcome") or "?")})]
-
-    def _late_reuse(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        tool: dict[str, AttributeValue] = {"gen_ai.tool.name": event.tool} if event.tool else {}
-        return [Measure("mcpwatch.late_reuses", 1, tool)]
 
     def _request_end(self, event: Event, data: dict[str, Any]) -> list[Output]:
         spans = self._open.get(event.request_id or "")
@@ -311,37 +327,14 @@ class SpanBuilder:
             span.error = str(error)[:512] if error else str(outcome)
         if data.get("partial"):
             span.add_event("mcpwatch.partial_result", event.ts, {})
-        method = attributes["mcp.method.name"]
-        metric_attributes: dict[str, AttributeValue] = {
-            k: attributes[k]
-            for k in (
-                "mcp.method.name",
-                "gen_ai.tool.name",
-                "gen_ai.operation.name",
-                "error.type",
-                "rpc.response.status_code",
-                "network.transport",
-                "mcp.protocol.version",
-                "server.address",
-                "server.port",
-            )
-            if k in attributes
-        }
-        duration = data.get("duration_s")
-        seconds = float(duration) if isinstance(duration, int | float) else (span.end_ns - span.start_ns) / 1e9
-        outputs: list[Output] = [
-            Measure(DURATION_METRIC, seconds, metric_attributes),
-            Measure("mcpwatch.calls.in_flight", -1, {"mcp.method.name": method}),
-        ]
-        if outcome == Outcome.DEADLINE:
-            tool = {"gen_ai.tool.name": attributes["gen_ai.tool.name"]} if "gen_ai.tool.name" in attributes else {}
-            outputs.append(Measure("mcpwatch.deadlines", 1, tool))
+        self._ended = span
+        outputs: list[Output] = []
         if outcome in _CUT and any(name == "mcpwatch.tombstone" for name, _, _ in span.events):
             span.release_ns = span.end_ns + self.late_window_ns
             self._held.append(span)
         else:
             self._by_up_id = {k: v for k, v in self._by_up_id.items() if v is not span}
-            outputs.insert(0, span)
+            outputs.append(span)
         return outputs
 
 
@@ -354,13 +347,35 @@ _HANDLERS = {
     Kind.REQUEST_END: SpanBuilder._request_end,
     Kind.TOMBSTONE_ADD: SpanBuilder._tombstone_add,
     Kind.TOMBSTONE_HIT: SpanBuilder._tombstone_hit,
-    Kind.TOMBSTONE_EXPIRE: SpanBuilder._tombstone_expire,
-    Kind.LATE_RESULT: SpanBuilder._late_result,
-    Kind.LATE_REUSE: SpanBuilder._late_reuse,
     Kind.TASK_CREATED: SpanBuilder._task,
     Kind.TASK_STATUS: SpanBuilder._task,
     HEARTBEAT: SpanBuilder._heartbeat,
 }
+
+
+def _tool(seen: Observation) -> dict[str, AttributeValue]:
+    return {"gen_ai.tool.name": seen.tool} if seen.tool else {}
+
+
+_IN_FLIGHT, _DEADLINES, _LATE_ANSWERS = Metric.IN_FLIGHT.value, Metric.DEADLINES.value, Metric.LATE_ANSWERS.value
+_LATE_RESULTS, _LATE_REUSES = Metric.LATE_RESULTS.value, Metric.LATE_REUSES.value
+_RESTARTS, _HEARTBEATS, _TOMBSTONES = Metric.UPSTREAM_RESTARTS.value, Metric.HEARTBEATS.value, Metric.TOMBSTONES.value
+_MEASURE: dict[Metric, Callable[[SpanBuilder, Observation], Measure]] = {
+    Metric.DURATION: lambda builder, seen: Measure(DURATION_METRIC, seen.value, builder._duration_attributes(seen)),
+    Metric.IN_FLIGHT: lambda _, seen: Measure(_IN_FLIGHT, seen.value, {"mcp.method.name": seen.method or "?"}),
+    Metric.DEADLINES: lambda _, seen: Measure(_DEADLINES, seen.value, _tool(seen)),
+    Metric.LATE_ANSWERS: lambda _, seen: Measure(
+        _LATE_ANSWERS, seen.value, {**_tool(seen), "mcpwatch.late.what": seen.what or "response"}
+    ),
+    Metric.LATE_RESULTS: lambda _, seen: Measure(
+        _LATE_RESULTS, seen.value, {**_tool(seen), "mcpwatch.outcome": seen.outcome or "?"}
+    ),
+    Metric.LATE_REUSES: lambda _, seen: Measure(_LATE_REUSES, seen.value, _tool(seen)),
+    Metric.UPSTREAM_RESTARTS: lambda _, seen: Measure(_RESTARTS, seen.value, {}),
+    Metric.HEARTBEATS: lambda _, seen: Measure(_HEARTBEATS, seen.value, {}),
+    Metric.TOMBSTONES: lambda _, seen: Measure(_TOMBSTONES, seen.value, {}),
+}
+"""Each observation as an OTLP measurement, with the attributes the conventions give it."""
 
 
 def session_spans(events: list[Event] | Any, late_window_s: float = 30.0) -> list[CallSpan]:

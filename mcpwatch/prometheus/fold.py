@@ -3,24 +3,26 @@
 Every label value comes from a closed set, so a host cannot grow the series without end: a method outside MCP's,
 or a tool the upstream never listed in a `tools/list` answer, is counted as `other`; request ids are never labels.
 Events are only queued on the message pump; they are folded when a scrape reads the counts (or when the queue is
-full), so the cost of a call is one append.
+full), so the cost of a call is one append. What an event counts for is `mcpwatch.metrics`' reading, the one the
+OpenTelemetry export also writes; only the labels are this module's.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpwatch.events import Event, Kind, Outcome, UpstreamState
-from mcpwatch.otel.spans import DURATION_BUCKETS
+from mcpwatch.events import Event, Kind, Outcome
+from mcpwatch.metrics import DURATION_BUCKETS, Metric, MetricEvents, Observation
 
 OTHER = "other"
 MAX_TOOLS = 1000  # tool names kept as label values; more than this many listed tools: the rest are `other`
 MAX_TOOL_NAME = 128
 FOLD_AT = 4096  # events queued before they are folded on the pump even without a scrape
-KINDS = frozenset(
+KINDS = frozenset(  # the kinds that move a counter; the levels are read from the status at each scrape
     {
         Kind.REQUEST_END,
         Kind.TOMBSTONE_HIT,
@@ -128,6 +130,7 @@ class MetricFold:
         self.tools = tools or ToolNames()
         self._queue: deque[Event] = deque()
         self._counts = Counts()
+        self._events = MetricEvents(levels=False)
 
     def emit(self, event: Event) -> None:
         if event.kind in KINDS:
@@ -145,26 +148,34 @@ class MetricFold:
             self.feed(queue.popleft())
 
     def feed(self, event: Event) -> None:
-        data, counts, tool = event.data, self._counts, self.tools.label(event.tool)
-        kind = event.kind
-        if kind == Kind.REQUEST_END:
-            key = (bounded(data.get("method"), METHODS), tool, bounded(data.get("outcome"), OUTCOMES))
-            histogram = counts.durations.get(key)
-            if histogram is None:
-                histogram = counts.durations[key] = Histogram()
-            duration = data.get("duration_s")
-            histogram.observe(float(duration) if isinstance(duration, int | float) else 0.0)
-            if data.get("outcome") == Outcome.DEADLINE:
-                _add(counts.deadlines, tool)
-        elif kind == Kind.TOMBSTONE_HIT:
-            _add(counts.late_answers, (tool, bounded(data.get("what") or "response", LATE_WHAT)))
-        elif kind == Kind.LATE_RESULT:
-            _add(counts.late_results, (tool, bounded(data.get("outcome"), OUTCOMES)))
-        elif kind == Kind.LATE_REUSE:
-            _add(counts.late_reuses, tool)
-        elif kind == Kind.HEARTBEAT:
-            counts.heartbeats += 1
-        elif kind == Kind.UPSTREAM_STATE:
-            generation = data.get("generation")
-            if data.get("state") == UpstreamState.READY and isinstance(generation, int) and generation > 1:
-                counts.upstream_restarts += 1
+        counts, tools = self._counts, self.tools
+        for seen in self._events.observe(event):
+            _COUNT[seen.metric](counts, seen, tools.label(seen.tool))
+
+
+def _duration(counts: Counts, seen: Observation, tool: str) -> None:
+    key = (bounded(seen.method, METHODS), tool, bounded(seen.outcome, OUTCOMES))
+    histogram = counts.durations.get(key)
+    if histogram is None:
+        histogram = counts.durations[key] = Histogram()
+    histogram.observe(seen.value)
+
+
+def _restart(counts: Counts, seen: Observation, tool: str) -> None:
+    counts.upstream_restarts += 1
+
+
+def _heartbeat(counts: Counts, seen: Observation, tool: str) -> None:
+    counts.heartbeats += 1
+
+
+_COUNT: dict[Metric, Callable[[Counts, Observation, str], None]] = {
+    Metric.DURATION: _duration,
+    Metric.DEADLINES: lambda counts, seen, tool: _add(counts.deadlines, tool),
+    Metric.LATE_ANSWERS: lambda counts, seen, tool: _add(counts.late_answers, (tool, bounded(seen.what, LATE_WHAT))),
+    Metric.LATE_RESULTS: lambda counts, seen, tool: _add(counts.late_results, (tool, bounded(seen.outcome, OUTCOMES))),
+    Metric.LATE_REUSES: lambda counts, seen, tool: _add(counts.late_reuses, tool),
+    Metric.UPSTREAM_RESTARTS: _restart,
+    Metric.HEARTBEATS: _heartbeat,
+}
+"""How each metric is counted; the levels (calls in flight, tombstones) are read from the status at each scrape."""
