@@ -10,7 +10,6 @@ Built-in profiles live in `host_profiles.toml` beside this module (data, with a 
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,10 +17,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from mcpwatch.reliability.seconds import InvalidValue, check_seconds, fmt_seconds
+
 FRONTS = ("stdio", "http")
 CLOCK_KINDS = ("wall", "idle", "cap", "background")
 ENDING_KINDS = ("wall", "idle", "cap")  # a "background" clock moves the call aside; the host still takes its answer
-ABSURD_S = 7 * 24 * 3600.0
 NAME_MAX = 200  # a client name longer than this is cut before matching or logging
 
 
@@ -47,8 +47,6 @@ class HostClock:
         return self.kind in ENDING_KINDS
 
     def describe(self) -> str:
-        from mcpwatch.reliability.seconds import fmt_seconds
-
         return f"{self.setting} {fmt_seconds(self.seconds)} s"
 
     def to_dict(self) -> dict[str, Any]:
@@ -187,12 +185,14 @@ class HostCatalog:
 
 
 def _seconds(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A clock's seconds by the one rule every layer shares (`reliability.seconds`), above 0; TOML text is not a
+    number here."""
+    if isinstance(value, str):
         raise HostProfileError(f"{where} must be a number of seconds, got {value!r}")
-    number = float(min(value, ABSURD_S + 1)) if isinstance(value, int) else value
-    if not math.isfinite(number) or number <= 0 or number > ABSURD_S:
-        raise HostProfileError(f"{where} must be greater than 0 and at most a week, got {value!r}")
-    return float(number)
+    try:
+        return check_seconds(value, where, allow_zero=False)
+    except InvalidValue as exc:
+        raise HostProfileError(str(exc)) from None
 
 
 def _text(where: str, value: Any) -> str:

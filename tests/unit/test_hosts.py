@@ -217,7 +217,8 @@ def test_hosts_tables_from_mcpwatch_toml_are_checked_with_the_key_named():
     assert settings.hosts == {"codex-mcp-client": {"wall_s": 120}}
     for bad, words in (
         ({"codex-mcp-client": {"wall_s": float("inf")}}, "hosts.codex-mcp-client.wall_s"),
-        ({"codex-mcp-client": {"wall_s": -1}}, "greater than 0"),
+        ({"codex-mcp-client": {"wall_s": -1}}, "must not be negative, got -1"),
+        ({"codex-mcp-client": {"wall_s": 0}}, "must be greater than 0, got 0"),
         ({"codex-mcp-client": {"walls": 1}}, "unknown key(s): walls"),
         ({"codex-mcp-client": 5}, "must be a table"),
         ({"x": {"names": []}}, "hosts.x.names"),

@@ -8,13 +8,17 @@ from dataclasses import fields
 from pathlib import Path
 from typing import get_args
 
+import pytest
+
 from mcpwatch import config
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.counters import Counters
 from mcpwatch.console.headless.tally import Tally
+from mcpwatch.errors import UserError
 from mcpwatch.events import COUNTER_NAMES, CountersBlock, Event, Kind, Outcome, OutcomeText, SessionStartData
 from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.hosts import HostProfileError, check_override_tables
 from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
 from mcpwatch.reliability.tombstones import ttl_terms
 from mcpwatch.wrapper.calls import pending
@@ -36,6 +40,18 @@ def test_the_wrappers_counters_are_all_declared() -> None:
     block = pending.Counters(progress_coalesced=2, upstream_pauses=1).to_dict()
     assert set(block) == set(CountersBlock.__annotations__)
     assert (block["progress_coalesced"], block["upstream_pauses"]) == (2, 1)
+
+
+@pytest.mark.parametrize("bad", [-5, 0, float("nan"), float("inf"), 10**9, 10**400, True, "300", [1]])
+def test_a_host_clock_is_checked_by_the_one_seconds_rule(bad: object) -> None:
+    """`[hosts.*]` clocks had a rule of their own ("greater than 0 and at most a week" for -5, where every other
+    setting says "must not be negative"): the same bad value now gets the same words as `[deadline]`'s."""
+    with pytest.raises(UserError) as deadline:
+        config.settings_from_mapping({"deadline": {"host_timeout_s": bad}})
+    with pytest.raises(HostProfileError) as host:
+        check_override_tables({"codex-mcp-client": {"wall_s": bad}})
+    said = str(deadline.value).split("deadline.host_timeout_s ", 1)[1]
+    assert str(host.value) == f"hosts.codex-mcp-client.wall_s {said}"
 
 
 def test_outcome_text_is_the_outcomes_values() -> None:
