@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from mcpwatch.events import HostClock as HostClockBlock
 from mcpwatch.reliability.seconds import InvalidValue, check_seconds, fmt_seconds
 
 FRONTS = ("stdio", "http")
@@ -49,17 +50,18 @@ class HostClock:
     def describe(self) -> str:
         return f"{self.setting} {fmt_seconds(self.seconds)} s"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "seconds": self.seconds,
-            "setting": self.setting,
-            "change": self.change,
-            "resets_on_progress": self.resets_on_progress,
-            "fronts": list(self.fronts),
-            "uncertain": self.uncertain,
-            "source": self.source,
-        }
+    def to_dict(self) -> HostClockBlock:
+        """The clock as events and the operator status carry it (`events.HostClock`, the one wire shape)."""
+        return HostClockBlock(
+            kind=self.kind,
+            seconds=self.seconds,
+            setting=self.setting,
+            change=self.change,
+            resets_on_progress=self.resets_on_progress,
+            fronts=list(self.fronts),
+            uncertain=self.uncertain,
+            source=self.source,
+        )
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,24 @@ from mcpwatch import config
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.counters import Counters
+from mcpwatch.console.headless.panels.tombstones import TtlTerms as TtlTermsView
 from mcpwatch.console.headless.tally import Tally
 from mcpwatch.errors import UserError
-from mcpwatch.events import COUNTER_NAMES, CountersBlock, Event, Kind, Outcome, OutcomeText, SessionStartData
+from mcpwatch.events import (
+    COUNTER_NAMES,
+    CountersBlock,
+    Event,
+    Kind,
+    Outcome,
+    OutcomeText,
+    SessionStartData,
+    TtlTermsBlock,
+)
+from mcpwatch.events import HostClock as HostClockBlock
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.reliability.hosts import HostProfileError, check_override_tables
+from mcpwatch.reliability.hosts import HostClock, HostProfileError, check_override_tables
 from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
-from mcpwatch.reliability.tombstones import ttl_terms
+from mcpwatch.reliability.tombstones import TtlTerms, ttl_terms
 from mcpwatch.wrapper.calls import pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.operator.actions import change_deadline, reset_deadline
@@ -40,6 +51,17 @@ def test_the_wrappers_counters_are_all_declared() -> None:
     block = pending.Counters(progress_coalesced=2, upstream_pauses=1).to_dict()
     assert set(block) == set(CountersBlock.__annotations__)
     assert (block["progress_coalesced"], block["upstream_pauses"]) == (2, 1)
+
+
+def test_a_host_clock_and_the_ttl_terms_have_one_shape_on_the_wire_and_in_the_console() -> None:
+    """HostClock and the TTL terms are declared as data (`reliability`) and as the wire shape (`events`); the console
+    keeps a view of the terms whose values may be unknown. Their fields are held to the wire shape here."""
+    assert tuple(f.name for f in fields(HostClock)) == tuple(HostClockBlock.__annotations__)
+    assert set(HostClock("wall", 60.0, "x").to_dict()) == set(HostClockBlock.__annotations__)
+    wire = tuple(TtlTermsBlock.__annotations__)
+    assert (*(f.name for f in fields(TtlTerms)), "total_s") == wire
+    assert tuple(f.name for f in fields(TtlTermsView)) == wire
+    assert tuple(TtlTerms(1.0, 2.0, 3.0, 4.0).to_dict()) == wire
 
 
 @pytest.mark.parametrize("bad", [-5, 0, float("nan"), float("inf"), 10**9, 10**400, True, "300", [1]])
