@@ -24,8 +24,8 @@ from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Event, UpstreamState
 from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.scheduler import ManualScheduler
 from mcpwatch.store.batch import event_rows
+from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
 
