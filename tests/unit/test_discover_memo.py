@@ -18,7 +18,7 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Kind
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.scheduler import ManualScheduler
+from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.discover_memo import KEEP_BYTES_MAX, DiscoverMemo, memo_path, upstream_digest
 from mcpwatch.wrapper.core.pump import WrapperCore

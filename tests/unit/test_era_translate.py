@@ -14,7 +14,7 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Kind, UpstreamState
 from mcpwatch.reliability.deadline import DeadlinePolicy
-from mcpwatch.scheduler import ManualScheduler
+from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.fronts.era_translate import EraTranslator
