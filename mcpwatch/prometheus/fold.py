@@ -148,9 +148,10 @@ class MetricFold:
             self.feed(queue.popleft())
 
     def feed(self, event: Event) -> None:
-        counts, tools = self._counts, self.tools
+        counts, names = self._counts, self.tools.names
         for seen in self._events.observe(event):
-            _COUNT[seen.metric](counts, seen, tools.label(seen.tool))
+            tool = seen[3]  # ToolNames.label, inline: a scrape folds thousands of these
+            _COUNT[seen[0]](counts, seen, "" if tool is None else tool if tool in names else OTHER)
 
 
 def _duration(counts: Counts, seen: Observation, tool: str) -> None:
