@@ -2,9 +2,10 @@
 
 A host, upstream or wrapper name is whatever a peer sent; printed raw, an escape sequence in it could retitle the
 operator's window, clear the screen, recolour what follows or hide a line. `safe` shows every control character
-visibly instead: C0 as `\\x1b`, DEL, C1 and the Unicode controls that reorder or break lines (bidi overrides,
-line and paragraph separators) as `\\u009b`, which is also a valid escape inside JSON text. `SafeStream` applies the
-same to everything a command writes, keeping only its own line ends and tabs.
+visibly instead: C0 as `\\x1b`, DEL, C1, the Unicode controls that reorder or break lines (bidi overrides, line
+and paragraph separators) and lone surrogates (legal in JSON, which no UTF-8 output can encode) as `\\u009b`,
+which is also a valid escape inside JSON text. `SafeStream` applies the same to everything a command writes,
+keeping only its own line ends and tabs.
 """
 
 from __future__ import annotations

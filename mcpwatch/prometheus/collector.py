@@ -18,6 +18,7 @@ from prometheus_client.utils import floatToGoString
 
 from mcpwatch import __version__
 from mcpwatch.prometheus.fold import METHODS, MetricFold, bounded
+from mcpwatch.terminal import safe
 
 DURATION = "mcp_client_operation_duration_seconds"
 OTLP_NAME = {
@@ -39,7 +40,7 @@ StatusReader = Callable[[], dict[str, Any]]
 
 class WrapperCollector(Collector):
     def __init__(self, wrapper: str, fold: MetricFold, read_status: StatusReader) -> None:
-        self.wrapper = wrapper
+        self.wrapper = safe(wrapper)  # `--name` may hold anything argv can: shown as the fold shows tool names
         self.fold = fold
         self.read_status = read_status
 
@@ -76,7 +77,7 @@ class WrapperCollector(Collector):
         yield duration
         # Every listed tool's alerting counters exist from its listing at 0, so that the first deadline is an
         # increase a rate() sees rather than the first sample of a new series.
-        listed = sorted(self.fold.tools.names)
+        listed = sorted(self.fold.tools.labels())
         deadlines = {**dict.fromkeys(listed, 0), **counts.deadlines}
         late = {**dict.fromkeys(((tool, "response") for tool in listed), 0), **counts.late_answers}
         counter = CounterMetricFamily

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.metrics import DURATION_BUCKETS, Metric, MetricEvents, Observation
+from mcpwatch.terminal import safe
 
 OTHER = "other"
 MAX_TOOLS = 1000  # tool names kept as label values; more than this many listed tools: the rest are `other`
@@ -58,10 +59,13 @@ LATE_WHAT = frozenset({"response", "progress"})
 
 
 class ToolNames:
-    """The tool names the upstream listed (every host session's `tools/list` answers), at most MAX_TOOLS."""
+    """The tool names the upstream listed (every host session's `tools/list` answers), at most MAX_TOOLS, each with
+    its label value: the name with control characters and lone surrogates shown as escapes (`terminal.safe`, as
+    the console shows it), so the exposition is valid UTF-8 and carries no ESC, C1 or NUL whatever the upstream
+    lists. Two names that show the same share their series."""
 
     def __init__(self) -> None:
-        self.names: set[str] = set()
+        self.names: dict[str, str] = {}  # listed name → its label value
 
     def add_listed(self, result: Any) -> None:
         """Take the names of a `tools/list` result; anything that is not a short string is ignored."""
@@ -72,13 +76,17 @@ class ToolNames:
             name = tool.get("name") if isinstance(tool, dict) else None
             if len(self.names) >= MAX_TOOLS:
                 return
-            if isinstance(name, str) and 0 < len(name) <= MAX_TOOL_NAME:
-                self.names.add(name)
+            if isinstance(name, str) and 0 < len(name) <= MAX_TOOL_NAME and name not in self.names:
+                self.names[name] = safe(name)
+
+    def labels(self) -> set[str]:
+        """The label values of every listed tool."""
+        return set(self.names.values())
 
     def label(self, tool: str | None) -> str:
         if tool is None:
             return ""
-        return tool if tool in self.names else OTHER
+        return self.names.get(tool, OTHER)
 
 
 def bounded(value: Any, allowed: frozenset[str]) -> str:
@@ -151,7 +159,7 @@ class MetricFold:
         counts, names = self._counts, self.tools.names
         for seen in self._events.observe(event):
             tool = seen[3]  # ToolNames.label, inline: a scrape folds thousands of these
-            _COUNT[seen[0]](counts, seen, "" if tool is None else tool if tool in names else OTHER)
+            _COUNT[seen[0]](counts, seen, "" if tool is None else names.get(tool, OTHER))
 
 
 def _duration(counts: Counts, seen: Observation, tool: str) -> None:

@@ -165,6 +165,9 @@ def test_the_sanitiser_and_the_formula_rule() -> None:
 
     assert safe("a\x1b[2Jb\x9b\u202e\n") == "a\\x1b[2Jb\\u009b\\u202e\\x0a"
     assert safe_lines("a\r\nb\rc\td\x07\n") == "a\r\nb\\x0dc\td\\x07\n"
+    # a lone surrogate (legal JSON) cannot be encoded: shown as its escape, so every output stays valid UTF-8
+    assert safe("lone\ud800sur\udfff") == "lone\\ud800sur\\udfff" and safe_lines("\udc80\n") == "\\udc80\n"
+    assert safe("\U0001f600é") == "\U0001f600é"  # a real astral character is not a surrogate here
     assert safe_lines(json.dumps("\x9b", ensure_ascii=False)) == '"\\u009b"' and json.loads('"\\u009b"') == "\x9b"
     # numbers stay numbers; only text that would run is neutralised
     assert [spreadsheet_safe(v) for v in (-3, -2.5, "-3", "+1.5e3", "-", "=1+1", "+A1", "\tx", "ok")] == [
