@@ -47,6 +47,7 @@ class Kind(StrEnum):
     OPERATOR_CALL = "operator_call"  # the operator's own tools/call to the upstream
     TASK_CREATED = "task_created"  # the upstream answered a tools/call with a task: the call lives on as it
     TASK_STATUS = "task_status"  # a task's status (or status message) changed, as a poll or notification showed
+    HOST_SESSION_REFUSED = "host_session_refused"  # the HTTP front turned a new host away: every session was busy
 
 
 class UpstreamState(StrEnum):
@@ -427,6 +428,14 @@ class WarningData(TypedDict):
     message: str
 
 
+class HostSessionRefusedData(TypedDict):
+    """A host's `initialize` on the HTTP front answered 503: `max_sessions` open, each busy (see front_sessions)."""
+
+    message: str  # one line saying so, with the client's address
+    open: int  # host sessions open
+    max: int  # [front] max_sessions
+
+
 class OperatorCallData(TypedDict):
     """The operator's own tools/call to the upstream (e.g. the console disabling a council model); the event's tool
     column names the tool."""
@@ -503,6 +512,7 @@ PAYLOADS: dict[Kind, type] = {
     Kind.OPERATOR_CALL: OperatorCallData,
     Kind.TASK_CREATED: TaskCreatedData,
     Kind.TASK_STATUS: TaskStatusData,
+    Kind.HOST_SESSION_REFUSED: HostSessionRefusedData,
 }
 
 

@@ -83,7 +83,8 @@ class HostSessionRow(TypedDict):
     upstream_session: str | None  # http: the upstream's Mcp-Session-Id
     generation: int
     in_flight: int
-    open_streams: int
+    open_streams: int  # POST answer streams and GET streams
+    receiving: int  # request bodies still arriving (the session is busy meanwhile)
     idle_s: float
 
 

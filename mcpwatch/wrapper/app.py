@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
 from mcpwatch.errors import UserError
-from mcpwatch.events import Kind, SessionEndData, SessionStartData
+from mcpwatch.events import HostSessionRefusedData, Kind, SessionEndData, SessionStartData
 from mcpwatch.httpserve.limits import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
@@ -325,6 +325,9 @@ async def run_wrapper(options: WrapOptions) -> int:
         translator = EraTranslator(core, lambda: pool.shared_session() if pool is not None else None)
         pool = SessionPool(
             make_core=make_core,
+            on_refused=lambda why, now_open, cap: recorder.emit(
+                Kind.HOST_SESSION_REFUSED, **HostSessionRefusedData(message=why, open=now_open, max=cap)
+            ),
             make_upstream=lambda made: _make_upstream(options, made),
             shared_core=core,
             max_sessions=settings.front.max_sessions,

@@ -5,15 +5,21 @@ hosts' sessions as they were."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
+import re
 import signal
+import socket
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import pytest
-from front_tools import ACCEPT, INIT, Host, listening_wrapper, rpc, served_throughout
+from front_tools import ACCEPT, INIT, Host, listening_wrapper, post_bytes, rpc, served_throughout, status_of
 
 from mcpwatch.events import payload_problems, typed_dict_problems
 from mcpwatch.operator import Status, status_problems
@@ -91,13 +97,18 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
             sessions = (await operator.tool("status"))["wrapper"]["host_sessions"]
             assert (sessions["opened"], sessions["reclaimed"], sessions["refused"]) == (12, 9, 0)
             async with Host(front) as busy_a, Host(front) as busy_b, Host(front) as busy_c:
-                # every session busy: one has a call in flight, one a GET stream, one both
+                # every session busy: one has a call in flight, one a request body still arriving, one a call and
+                # a GET stream
                 call = rpc("long", "tools/call", {"name": "sleep", "arguments": {"seconds": 30}})
                 calls = [asyncio.ensure_future(host.post(call)) for host in (busy_a, busy_c)]
-                async with busy_b.http.stream("GET", front.url, headers=busy_b.headers) as stream:
+                async with (
+                    slow_upload(front, busy_b, rpc("slow", "ping")) as upload,
+                    busy_c.http.stream("GET", front.url, headers=busy_c.headers) as stream,
+                ):
                     assert stream.status_code == 200
                     await wait_until(lambda: len(children(pid)) == 3)
                     await calls_in_flight(operator, 2)
+                    await receiving(operator, 1)
                     refused = await initialize(front, http)
                     assert refused.status_code == 503 and "every host session is busy" in refused.text
                     assert "mcp-session-id" not in refused.headers
@@ -108,6 +119,7 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
                     newcomer = await initialize(front, http)  # busy_a is idle again: it makes room
                     assert newcomer.status_code == 200
                     assert (await busy_a.post(rpc("after", "ping"))).status_code == 404
+                    assert status_of(upload.finish()) == 200  # its whole request answered, never a 404
                     await busy_c.ping()  # the busy ones were left alone
                 calls[1].cancel()
             sessions = (await operator.tool("status"))["wrapper"]["host_sessions"]
@@ -115,6 +127,100 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
         events = (await operator.tool("events", after=0, limit=5000))["events"]
         ends = [e["data"]["message"] for e in events if e["kind"] == "warning" and "ended:" in e["data"]["message"]]
         assert sum("reclaimed for a new host at the max_sessions cap (3)" in text for text in ends) == 13, ends
+        (refusal,) = [e["data"] for e in events if e["kind"] == "host_session_refused"]  # the console shows it
+        assert payload_problems("host_session_refused", refusal) == []
+        assert (refusal["open"], refusal["max"]) == (3, 3)
+        said = r"a new host session from 127\.0\.0\.1:\d+ was refused: every session is busy"
+        assert re.fullmatch(said, refusal["message"]), refusal
+
+
+class SlowUpload:
+    """A POST on a raw socket whose body is half sent: the rest comes with `finish`, which returns the answer."""
+
+    def __init__(self, front: Any, host: Host, payload: Any) -> None:
+        body = json.dumps(payload).encode()
+        session = f"Mcp-Session-Id: {host.headers['Mcp-Session-Id']}\r\n"
+        request = post_bytes(urlsplit(front.url).path, front.port, body, session)
+        self.rest = request[len(request) - len(body) // 2 :]
+        self.sock = socket.create_connection(("127.0.0.1", front.port), timeout=20)
+        self.sock.sendall(request[: len(request) - len(body) // 2])
+
+    def finish(self) -> bytes:
+        self.sock.sendall(self.rest)
+        received = b""
+        while b"\r\n\r\n" not in received or not received.rstrip().endswith(b"}"):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+        return received
+
+
+@asynccontextmanager
+async def slow_upload(front: Any, host: Host, payload: Any):
+    upload = SlowUpload(front, host, payload)
+    try:
+        yield upload
+    finally:
+        upload.sock.close()
+
+
+async def receiving(operator: Operator, count: int) -> None:
+    """Wait until `count` request bodies are arriving (the front has their heads and part of their bodies)."""
+    deadline = time.monotonic() + 15
+    while True:
+        rows = (await operator.tool("status"))["wrapper"]["host_sessions"]["sessions"]
+        if sum(row["receiving"] for row in rows) == count:
+            return
+        assert time.monotonic() < deadline, f"never {count} bodies arriving"
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.slow
+async def test_a_session_whose_request_is_still_arriving_is_never_reclaimed(tmp_path, isolated_state):
+    """At the cap, the older session is uploading a request slowly: the newcomer takes the other (idle) one, and
+    the upload, once whole, is answered, not 404."""
+    async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 2\n") as front:
+        operator = Operator(registry_entry(isolated_state))
+        async with Host(front) as uploading, Host(front) as idle, httpx2.AsyncClient(timeout=20) as http:
+            await uploading.ping()
+            await idle.ping()  # the uploading host was seen longest ago: the old rule took it
+            async with slow_upload(front, uploading, rpc("slow", "ping")) as upload:
+                await receiving(operator, 1)
+                newcomer = await initialize(front, http)
+                assert newcomer.status_code == 200, newcomer.text
+                answer = upload.finish()
+            assert status_of(answer) == 200, answer[:300]
+            assert json.loads(answer.partition(b"\r\n\r\n")[2]) == {"jsonrpc": "2.0", "id": "slow", "result": {}}
+            assert (await idle.post(rpc("after", "ping"))).status_code == 404  # the idle one made room
+            await uploading.ping()
+
+
+@pytest.mark.slow
+async def test_one_process_holding_every_slot_with_get_streams_never_keeps_a_newcomer_out(tmp_path, isolated_state):
+    """A tokenless local process opens `max_sessions` sessions, each with a GET stream, and holds them: a GET
+    stream is listening, not work, so each newcomer takes one of its slots; its stream ends cleanly."""
+    async with listening_wrapper(tmp_path, config="[front]\nmax_sessions = 3\n") as front:
+        operator = Operator(registry_entry(isolated_state))
+        async with contextlib.AsyncExitStack() as stack:
+            hogs = [await stack.enter_async_context(Host(front)) for _ in range(3)]
+            streams = [
+                await stack.enter_async_context(hog.http.stream("GET", front.url, headers=hog.headers)) for hog in hogs
+            ]
+            assert [stream.status_code for stream in streams] == [200, 200, 200]
+            for _ in range(3):  # hosts that stay, listening as SDK clients do
+                newcomer = await stack.enter_async_context(Host(front))  # never a 503
+                listen = await stack.enter_async_context(
+                    newcomer.http.stream("GET", front.url, headers=newcomer.headers)
+                )
+                assert listen.status_code == 200
+                await newcomer.ping()
+            for stream in streams:  # every hog's stream ended (its session reclaimed), none hangs
+                await asyncio.wait_for(stream.aread(), 10)
+            for hog in hogs:
+                assert (await hog.post(rpc("after", "ping"))).status_code == 404
+            sessions = (await operator.tool("status"))["wrapper"]["host_sessions"]
+            assert (sessions["reclaimed"], sessions["refused"]) == (3, 0), sessions
 
 
 @pytest.mark.slow

@@ -28,6 +28,7 @@ from mcpwatch.events import (
     HealthCheckData,
     HeartbeatData,
     HostInfoData,
+    HostSessionRefusedData,
     InvalidationData,
     Kind,
     LateErrorData,
@@ -225,6 +226,13 @@ def _check_late_reuse(m: ConsoleModel, v: ViewState) -> None:
     detail = m.request_detail("h-1", v.now_mono)
     assert detail is not None and detail.late is not None
     assert (detail.late.from_request_id, detail.late.delay_s, detail.late.age_s) == ("h-0", 12.0, 30.0)
+
+
+REFUSED = "a new host session from 127.0.0.1:50000 was refused: every session is busy"
+
+
+def _check_refused(m: ConsoleModel, v: ViewState) -> None:
+    assert v.warnings[0].message == REFUSED  # the operator sees a host turned away
 
 
 def _check_heartbeat(m: ConsoleModel, v: ViewState) -> None:
@@ -431,6 +439,12 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
         ),
         _check_task_status,
         (Kind.REQUEST_START, Kind.TASK_CREATED),
+    ),
+    Kind.HOST_SESSION_REFUSED: (
+        {},
+        HostSessionRefusedData(message=REFUSED, open=16, max=16),
+        _check_refused,
+        (),
     ),
 }
 

@@ -52,3 +52,30 @@ async def _scenario() -> None:
     assert pool.reclaimable() is None  # every session in use: the newcomer is refused, no task is lost
     polling.core.tasks.clear()
     assert pool.reclaimable() == "a" * 32
+
+
+def test_a_body_arriving_is_work_a_get_stream_is_not_and_silent_sessions_go_first() -> None:
+    asyncio.run(_order())
+
+
+async def _order() -> None:
+    now = [0.0]
+    refusals: list[tuple[str, int, int]] = []
+    pool = _pool(now)
+    pool._on_refused = lambda why, open_, cap: refusals.append((why, open_, cap))
+    uploading = _opened(pool, "a" * 32)
+    now[0] = 10.0
+    listening = _opened(pool, "b" * 32)
+    pool.touch(uploading, receiving=1)  # its request is on its way: never reclaimed, never expired
+    pool.touch(listening, listening=1)  # only a GET stream open: the host listens, it does not work
+    now[0] = 20.0
+    assert pool.reclaimable() == "b" * 32 and pool.idle() == []
+    pool.touch(uploading, receiving=-1)
+    now[0] = 30.0
+    assert pool.reclaimable() == "a" * 32  # silent sessions go before listening ones, however recent
+    pool.touch(uploading, receiving=1)
+    listening.core.table.append("call")
+    assert pool.reclaimable() is None and pool.open("c" * 32) is None
+    assert refusals == [("a new host session was refused: every session is busy", 2, 2)]
+    now[0] = 10_000.0
+    assert pool.idle() == []  # neither expires while it works or listens

@@ -65,6 +65,7 @@ class ConsoleModel:
             Kind.HEALTH_CHECK: session.health_check,
             Kind.CONFIG_CHANGE: session.config_change,
             Kind.WARNING: session.warning,
+            Kind.HOST_SESSION_REFUSED: session.warning,  # shown as the warning it is, with its one line
             Kind.REQUEST_START: calls.request_start,
             Kind.PROGRESS: calls.progress,
             Kind.MODEL_STATUS: calls.model_status,

@@ -203,7 +203,7 @@ class HttpFront:
             return
         method = scope["method"]
         if method == "POST":
-            await self._post(headers, receive, send)
+            await self._post(headers, receive, send, _client(scope))
         elif method == "GET":
             await self._get(headers, receive, send)
         elif method == "DELETE":
@@ -231,16 +231,16 @@ class HttpFront:
             if not message.get("more_body"):
                 return bytes(body)
 
-    def _open_session(self) -> HttpSession | None:
-        """A host's `initialize`: a new session with its own upstream. At the `max_sessions` cap the session idle
-        longest is reclaimed for it; None when every session is busy (a call in flight or a stream open)."""
+    def _open_session(self, client: str = "") -> HttpSession | None:
+        """A host's `initialize`: a new session with its own upstream. At the `max_sessions` cap a session doing no
+        work is reclaimed for it (`SessionPool.reclaimable`); None when every session is busy."""
         if self.pool.full() and (victim := self.pool.reclaimable()) is not None:
             idle_s = self.pool.clock() - self.pool.sessions[victim].last_seen
             self._unlink(victim)
             why = f"reclaimed for a new host at the max_sessions cap ({self.pool.max_sessions}), idle {idle_s:.0f} s"
             self.pool.reclaim(victim, why)
         session_id = uuid.uuid4().hex
-        entry = self.pool.open(session_id)
+        entry = self.pool.open(session_id, client)
         if entry is None:
             return None
         session = HttpSession(session_id, entry, f"{entry.tag}/", owner=self.task_principal)
@@ -248,8 +248,17 @@ class HttpFront:
         session.port.attach_link(session)
         return session
 
-    async def _post(self, headers: dict[str, str], receive: Any, send: Any) -> None:
-        body = await self._read_body(headers, receive, send)
+    async def _post(self, headers: dict[str, str], receive: Any, send: Any, client: str = "") -> None:
+        # A session whose request is still arriving is busy: never reclaimed for a newcomer nor expired meanwhile
+        # (its complete request would get 404). The body's own rate bound (httpserve.limits) ends a trickle.
+        arriving = self.sessions.get(headers.get(SESSION_HEADER, ""))
+        if arriving is not None:
+            self.pool.touch(arriving.entry, receiving=1)
+        try:
+            body = await self._read_body(headers, receive, send)
+        finally:
+            if arriving is not None:
+                self.pool.touch(arriving.entry, receiving=-1)
         if body is None:
             return
         try:
@@ -270,12 +279,12 @@ class HttpFront:
         session = self.sessions.get(headers.get(SESSION_HEADER, ""))
         ephemeral = None
         if is_init:
-            session = self._open_session()
+            session = self._open_session(client)
             if session is None:
                 first_id = next((i.get("id") for i in items if i.get("method") == "initialize"), None)
                 text = (
                     f"mcpwatch: every host session is busy ({self.pool.max_sessions} open, the [front] max_sessions "
-                    "limit, each with a call in flight or a stream open); try again when one is done"
+                    "limit, each with a call or task in flight or a request arriving); try again when one is done"
                 )
                 await respond_json(send, 503, frames.error_response(first_id, frames.INTERNAL_ERROR, text))
                 return
@@ -377,7 +386,7 @@ class HttpFront:
             await _plain(send, 400, "Bad Request: no valid session")
             return
         session.get_queue = queue = HostQueue(session.port.pressure)
-        self.pool.touch(session.entry, streams=1)
+        self.pool.touch(session.entry, listening=1)
 
         async def end_on_disconnect() -> None:  # a host that vanishes without DELETE must not leave this open
             await _disconnected(receive)
@@ -389,9 +398,15 @@ class HttpFront:
         finally:
             watcher.cancel()
             queue.close()
-            self.pool.touch(session.entry, streams=-1)
+            self.pool.touch(session.entry, listening=-1)
             if session.get_queue is queue:
                 session.get_queue = None
+
+
+def _client(scope: dict[str, Any]) -> str:
+    """The peer's address as the server saw it ("127.0.0.1:51234"), for the log; "" when unknown."""
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if isinstance(client, list | tuple) and len(client) == 2 else ""
 
 
 def _subscription_id(message: dict[str, Any]) -> Any:

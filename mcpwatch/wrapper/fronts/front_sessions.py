@@ -5,9 +5,13 @@ capability of one host's upstream session must never reach another. So each 2025
 `initialize`) gets its own core (ids, generations, tombstones, handshake replay) and its own upstream (a process
 for stdio, an MCP session for HTTP), up to `[front] max_sessions`; a session ends on DELETE, or after
 `[front] session_idle_s` with no request and no open stream, and its upstream with it. Many hosts exit without
-DELETE, so at the cap the session idle longest (no call in flight, no stream open) is reclaimed for the newcomer:
-only when every session is busy is a newcomer refused. 2026-era requests carry their own version and capabilities
-and share one upstream, started when the first of them arrives.
+DELETE, so at the cap a session doing no work is reclaimed for the newcomer: only when every session is busy (a
+call in flight, a task, a POST being answered or a request body still arriving) is a newcomer refused. A GET
+stream is a host listening, not working: a process holding every slot with GET streams alone cannot keep newcomers
+out. Among the sessions doing no work, those with no stream at all go first, then the idle longest. Addresses prove
+nothing on loopback (every local process is 127.0.0.1, and may bind any 127.x address), so the rule is by work,
+never by client. 2026-era requests carry their own version and capabilities and share one upstream, started when
+the first of them arrives.
 """
 
 from __future__ import annotations
@@ -35,13 +39,15 @@ class HostSession:
     upstream: Any
     task: asyncio.Task[None] | None
     last_seen: float
-    streams: int = 0  # open POST and GET streams: a session with one open is not idle
+    streams: int = 0  # open POST answer streams
+    listening: int = 0  # open GET streams: the host waits for server messages (not idle, but not working)
+    receiving: int = 0  # request bodies still arriving: a request is on its way, so the session is working
 
     @property
     def busy(self) -> bool:
-        """A stream open, a call in flight or a task the host runs upstream (its call has left the pending table;
-        the host polls between whiles): the host is using it, so it is never reclaimed."""
-        return self.streams > 0 or len(self.core.table) > 0 or len(self.core.tasks) > 0
+        """A request arriving or being answered, a call in flight or a task the host runs upstream (its call has
+        left the pending table; the host polls between whiles): the host is using it, so it is never reclaimed."""
+        return self.streams > 0 or self.receiving > 0 or len(self.core.table) > 0 or len(self.core.tasks) > 0
 
     def start(self) -> None:
         if self.task is None:
@@ -62,6 +68,7 @@ class SessionPool:
         self,
         *,
         make_core: Callable[[str], WrapperCore],
+        on_refused: Callable[[str, int, int], object] | None = None,
         make_upstream: Callable[[WrapperCore], Any],
         shared_core: WrapperCore,
         max_sessions: int,
@@ -70,6 +77,7 @@ class SessionPool:
     ) -> None:
         self._make_core = make_core
         self._make_upstream = make_upstream
+        self._on_refused = on_refused  # (why, open, max): the wrapper logs a refused newcomer as an event
         self.max_sessions = max_sessions
         self.idle_s = idle_s
         self.clock = clock
@@ -91,14 +99,18 @@ class SessionPool:
         return len(self.sessions) >= self.max_sessions
 
     def reclaimable(self) -> str | None:
-        """The session idle longest with nothing in flight and no stream open, to make room at the cap; or None."""
-        idle = [(entry.last_seen, sid) for sid, entry in self.sessions.items() if not entry.busy]
-        return min(idle)[1] if idle else None
+        """The session to make room for a newcomer at the cap, or None: one doing no work (`busy`), a session with
+        no stream at all before one that only listens, the idle longest first."""
+        idle = [(entry.listening > 0, entry.last_seen, sid) for sid, entry in self.sessions.items() if not entry.busy]
+        return min(idle)[2] if idle else None
 
-    def open(self, session_id: str) -> HostSession | None:
+    def open(self, session_id: str, client: str = "") -> HostSession | None:
         """A new host session with its own upstream (started now); None when `max_sessions` are open."""
         if self.full():
             self.refused += 1
+            if self._on_refused is not None:
+                why = f"a new host session{f' from {client}' if client else ''} was refused: every session is busy"
+                self._on_refused(why, len(self.sessions), self.max_sessions)
             return None
         tag = session_id[:8]
         entry = self._entry(tag, self._make_core(tag))
@@ -113,14 +125,20 @@ class SessionPool:
         self.shared.last_seen = self.clock()
         return self.shared
 
-    def touch(self, entry: HostSession, streams: int = 0) -> None:
+    def touch(self, entry: HostSession, streams: int = 0, listening: int = 0, receiving: int = 0) -> None:
         entry.last_seen = self.clock()
         entry.streams += streams
+        entry.listening += listening
+        entry.receiving += receiving
 
     def idle(self) -> list[str]:
-        """Sessions with no request and no open stream for `idle_s`."""
+        """Sessions with no request, no request arriving and no open stream for `idle_s`."""
         cutoff = self.clock() - self.idle_s
-        return [sid for sid, e in self.sessions.items() if e.streams <= 0 and e.last_seen <= cutoff]
+        return [
+            sid
+            for sid, e in self.sessions.items()
+            if e.streams <= 0 and e.listening <= 0 and e.receiving <= 0 and e.last_seen <= cutoff
+        ]
 
     def retire(self, session_id: str, why: str, *, cause: str = "ended") -> HostSession | None:
         """Take a session out of the pool at once (its id answers 404 from now on); `stop` it next. `cause` is

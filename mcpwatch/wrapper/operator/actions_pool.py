@@ -144,7 +144,8 @@ def _session_row(entry: HostSession, part: CoreStatus, now: float) -> HostSessio
         "upstream_session": upstream.get("session_id"),
         "generation": upstream["generation"],
         "in_flight": len(part["in_flight"]),
-        "open_streams": entry.streams,
+        "open_streams": entry.streams + entry.listening,
+        "receiving": entry.receiving,
         "idle_s": round(max(0.0, now - entry.last_seen), 3),
     }
 
