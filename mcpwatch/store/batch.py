@@ -17,6 +17,7 @@ from typing import Any
 from mcpwatch.events import Event
 from mcpwatch.store.db import immediate, is_busy
 from mcpwatch.store.encoding import coerce_row, encode_json
+from mcpwatch.store.session_counts import add_batch
 
 INSERT_EVENT = (
     "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -141,6 +142,7 @@ def commit_batch(
                     conn.execute("ROLLBACK TO batch")
                     conn.executemany(INSERT_EVENT, [coerce_row(r) for r in rows])
                 conn.execute("RELEASE batch")
+                add_batch(conn, rows)  # the sessions' counts, in the same transaction as their events
                 for end in ends:
                     conn.execute(END_SESSION, (end.ended_at, end.reason, end.session_id))
             return None

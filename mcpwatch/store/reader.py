@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.registry import pid_alive
+from mcpwatch.store import session_counts
 from mcpwatch.store.db import (
     BUSY_TIMEOUT_MS,
     LogError,
@@ -23,17 +24,6 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-
-_COUNTS = """
-SELECT session_id,
-  count(*) AS events,
-  sum(kind = 'request_start') AS requests,
-  sum(CASE WHEN kind = 'request_end' AND json_valid(data) THEN json_extract(data, '$.outcome') = 'deadline' END)
-    AS timeouts,
-  sum(kind = 'tombstone_hit') AS late_drops,
-  max(ts) AS last_ts
-FROM events {where} GROUP BY session_id
-"""
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 
@@ -186,8 +176,9 @@ class EventReader:
             return self._conn.execute(sql, tuple(params)).fetchall()
 
     def _counts(self, session_id: str | None = None) -> dict[str, tuple[Any, ...]]:
+        """Each session's counts: from the table the writer keeps (one row a session, whatever the log's size)."""
         where, params = ("WHERE session_id = ?", (session_id,)) if session_id is not None else ("", ())
-        rows = self._query(_COUNTS.format(where=where), params)
+        rows = self._query(f"{session_counts.READ} {where}", params)
         return {r[0]: r[1:] for r in rows}
 
     def sessions(self) -> list[SessionInfo]:
@@ -489,6 +480,7 @@ def prune(
             plan = _prune_plan(conn, cutoff)
             for candidate in plan.pruned:
                 conn.execute("DELETE FROM events WHERE session_id = ?", (candidate.id,))
+                conn.execute(f"DELETE FROM {session_counts.TABLE} WHERE session_id = ?", (candidate.id,))
                 conn.execute("DELETE FROM sessions WHERE id = ?", (candidate.id,))
         if vacuum and plan.pruned:
             with translate_errors(path):

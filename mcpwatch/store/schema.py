@@ -237,8 +237,16 @@ def _v4_degraded(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE VIEW requests AS {REQUESTS_VIEW_DEGRADED}")
 
 
+def _v5_session_counts(conn: sqlite3.Connection) -> None:
+    """Per-session counts the writer keeps as it writes (`store/session_counts.py`), back-filled from the events:
+    `mcpwatch sessions` reads them instead of aggregating the whole log."""
+    from mcpwatch.store.session_counts import create
+
+    create(conn)
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
-MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions, _v4_degraded)
+MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions, _v4_degraded, _v5_session_counts)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

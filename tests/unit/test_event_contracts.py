@@ -52,7 +52,7 @@ from mcpwatch.events import (
     payload_problems,
 )
 from mcpwatch.logview.ending import crashed_reason, stand_in_end
-from mcpwatch.store import EventReader, EventWriter, schema
+from mcpwatch.store import EventReader, EventWriter, schema, session_counts
 from mcpwatch.store import reader as reader_module
 from mcpwatch.testing.sample import EventFactory, flood, sample_session
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -551,7 +551,7 @@ def test_a_tombstone_seeded_from_status_is_the_one_its_expire_event_removes() ->
         (schema.LATE_RESULTS_VIEW, (LateResultData, RequestEndData)),
         (schema.LATE_REUSES_VIEW, (LateReuseData,)),
         (reader_module._MARKERS, (RequestEndData, LateResultData, ConfigChangeData)),
-        (reader_module._COUNTS, (RequestEndData,)),
+        (session_counts.AGGREGATE, (RequestEndData,)),
     ],
 )
 def test_the_sql_reads_only_fields_the_payload_types_declare(sql: str, payloads: tuple[type, ...]) -> None:

@@ -1,0 +1,96 @@
+"""Per-session counts kept beside the events as they are written, so `mcpwatch sessions` reads one row per session
+instead of aggregating every event (3 s on a 1 GB log before; a table read after, whatever the log's size).
+
+The writer adds each batch's counts in the batch's own transaction (one upsert per session in the batch, not a
+trigger per row: the writer's cost per event stays what it was); migration 4 back-fills logs written before;
+`prune` removes a pruned session's row with its events. What the table holds is exactly what the aggregate over
+`events` answers (tested against it): events, request starts, request ends cut at their deadline, late drops
+(tombstone hits) and the last event's time.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+TABLE = "session_counts"
+
+CREATE = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+  session_id TEXT PRIMARY KEY,
+  events INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  timeouts INTEGER NOT NULL,
+  late_drops INTEGER NOT NULL,
+  last_ts REAL
+)
+""".strip()
+
+# the aggregate over the events themselves: what the table must always equal (and how it is back-filled)
+AGGREGATE = """
+SELECT session_id,
+  count(*) AS events,
+  sum(kind = 'request_start') AS requests,
+  coalesce(sum(CASE WHEN kind = 'request_end' AND json_valid(data)
+    THEN json_extract(data, '$.outcome') = 'deadline' END), 0) AS timeouts,
+  sum(kind = 'tombstone_hit') AS late_drops,
+  max(ts) AS last_ts
+FROM events {where} GROUP BY session_id
+"""
+
+BACKFILL = f"INSERT OR REPLACE INTO {TABLE} {AGGREGATE.format(where='')}"
+
+UPSERT = f"""
+INSERT INTO {TABLE} (session_id, events, requests, timeouts, late_drops, last_ts) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT(session_id) DO UPDATE SET
+  events = events + excluded.events,
+  requests = requests + excluded.requests,
+  timeouts = timeouts + excluded.timeouts,
+  late_drops = late_drops + excluded.late_drops,
+  last_ts = max(coalesce(last_ts, excluded.last_ts), excluded.last_ts)
+""".strip()
+
+READ = f"SELECT session_id, events, requests, timeouts, late_drops, last_ts FROM {TABLE}"
+
+
+def _cut_at_deadline(data: Any) -> bool:
+    """A request_end's data (JSON text) says outcome "deadline"; only text that mentions it is parsed."""
+    if not isinstance(data, str) or "deadline" not in data:
+        return False
+    try:
+        parsed = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("outcome") == "deadline"
+
+
+def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data)."""
+    sums: dict[Any, list[Any]] = {}
+    for row in rows:
+        session_id, ts, kind = row[0], row[2], row[4]
+        counts = sums.get(session_id)
+        if counts is None:
+            counts = sums[session_id] = [0, 0, 0, 0, None]
+        counts[0] += 1
+        if kind == "request_start":
+            counts[1] += 1
+        elif kind == "request_end":
+            counts[2] += _cut_at_deadline(row[8])
+        elif kind == "tombstone_hit":
+            counts[3] += 1
+        if isinstance(ts, int | float) and (counts[4] is None or ts > counts[4]):
+            counts[4] = ts
+    return [(session_id, *counts) for session_id, counts in sums.items()]
+
+
+def add_batch(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Inside the batch's transaction, after its rows are inserted."""
+    conn.executemany(UPSERT, batch_counts(rows))
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Migration 4: the table, back-filled from the events already in the log."""
+    conn.execute(CREATE)
+    conn.execute(BACKFILL)

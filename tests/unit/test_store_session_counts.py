@@ -1,0 +1,123 @@
+"""The per-session counts the writer keeps: always what the aggregate over the events answers, back-filled into
+a log written before they existed, removed by prune; and `sessions` reads them in work that does not grow with
+the log (counted in SQLite VM steps, not in seconds)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from mcpwatch.clock import ManualClock
+from mcpwatch.events import Event, Kind
+from mcpwatch.store import EventReader, EventWriter, prune
+from mcpwatch.store.batch import INSERT_EVENT
+from mcpwatch.store.db import connect_writer
+from mcpwatch.store.schema import MIGRATIONS
+from mcpwatch.store.session_counts import AGGREGATE, READ, TABLE, batch_counts
+
+
+def _aggregate(path: Path) -> dict[str, tuple]:
+    with sqlite3.connect(path) as conn:
+        return {r[0]: tuple(r[1:]) for r in conn.execute(AGGREGATE.format(where=""))}
+
+
+def _table(path: Path) -> dict[str, tuple]:
+    with sqlite3.connect(path) as conn:
+        return {r[0]: tuple(r[1:]) for r in conn.execute(READ)}
+
+
+def _calls(writer: EventWriter, sid: str, count: int, *, cut_every: int = 3, start: float = 1e9) -> None:
+    for n in range(count):
+        rid = str(n)
+        writer.emit(Event(Kind.REQUEST_START, sid, start + n, n, 2 * n + 1, rid, "t", None, {"method": "tools/call"}))
+        outcome = "deadline" if n % cut_every == 0 else "ok"
+        # a result that merely mentions the word is not a cut
+        data = {"outcome": outcome, "duration_s": 0.5, "result_preview": "no deadline here"}
+        writer.emit(Event(Kind.REQUEST_END, sid, start + n + 0.5, n + 0.5, 2 * n + 2, rid, "t", None, data))
+        if n % 4 == 0:
+            writer.emit(Event(Kind.TOMBSTONE_HIT, sid, start + n + 0.7, n + 0.7, 10**6 + n, rid, "t", None, {}))
+
+
+def test_the_counts_equal_the_aggregate_over_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    writer = EventWriter(path, clock=ManualClock())
+    first = writer.start_session(name="a", upstream="stdio: x", pid=1, config={})
+    second = writer.start_session(name="b", upstream="stdio: y", pid=2, config={})
+    _calls(writer, first, 50)
+    assert writer.flush(10)
+    _calls(writer, second, 7, cut_every=2, start=2e9)
+    _calls(writer, first, 10, start=3e9)  # a later batch adds to the same row
+    writer.close()
+    table, aggregate = _table(path), _aggregate(path)
+    assert table == aggregate and set(table) == {first, second}
+    assert table[second][:4] == (7 * 2 + 2, 7, 4, 2)  # events, requests, cut (0, 2, 4, 6), late drops (0, 4)
+    with EventReader(path) as reader:
+        shown = {s.id: (s.events, s.requests, s.timeouts, s.late_drops, s.last_ts) for s in reader.sessions()}
+    assert shown == {sid: tuple(row) for sid, row in aggregate.items()}
+
+
+def test_a_batch_is_summed_per_session_with_damaged_data_counted_as_no_cut() -> None:
+    rows = [
+        ("s", 1, 5.0, 0, "request_end", "1", "t", None, '{"outcome": "deadline"'),  # damaged JSON
+        ("s", 2, 4.0, 0, "request_end", "2", "t", None, '{"outcome": "deadline"}'),
+        ("s", 3, 3.0, 0, "request_start", "3", "t", None, "{}"),
+    ]
+    assert batch_counts(rows) == [("s", 3, 1, 1, 0, 5.0)]
+
+
+def test_an_older_log_is_back_filled_when_first_read(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    old = MIGRATIONS[:3]
+    connect_writer(path, steps=old).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("INSERT INTO sessions (id, name, started_at) VALUES ('old', 'before', 1.0)")
+    rows = [
+        ("old", 1, 10.0, 0.0, "request_start", "1", "t", None, "{}"),
+        ("old", 2, 12.0, 2.0, "request_end", "1", "t", None, '{"outcome": "deadline"}'),
+        ("old", 3, 13.0, 3.0, "tombstone_hit", "1", "t", None, "{}"),
+    ]
+    conn.executemany(INSERT_EVENT, rows)
+    assert conn.execute(f"SELECT count(*) FROM sqlite_master WHERE name = '{TABLE}'").fetchone()[0] == 0
+    conn.close()
+    with EventReader(path) as reader:  # upgrades in place, then reads the table
+        (session,) = reader.sessions()
+    assert (session.events, session.requests, session.timeouts, session.late_drops, session.last_ts) == (
+        3,
+        1,
+        1,
+        1,
+        13.0,
+    )
+    assert _table(path) == _aggregate(path)
+
+
+def test_prune_removes_a_sessions_counts_with_its_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    clock = ManualClock()
+    writer = EventWriter(path, clock=clock)
+    gone = writer.start_session(name="old", upstream="stdio: x", pid=1, config={})
+    _calls(writer, gone, 3, start=clock.time())
+    writer.end_session(gone, "done")
+    writer.close()
+    result = prune(path, older_than_s=0.0, now=clock.time() + 10)
+    assert result.removed == 1
+    assert _table(path) == {} == _aggregate(path)
+
+
+def _steps_to_list(path: Path) -> int:
+    """SQLite VM steps that `sessions()` takes (a count of work, the same on any machine under any load)."""
+    steps = [0]
+    with EventReader(path) as reader:
+        reader._conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
+        reader.sessions()
+    return steps[0]
+
+
+def test_listing_sessions_does_not_grow_with_the_log(tmp_path: Path) -> None:
+    small, large = tmp_path / "small.db", tmp_path / "large.db"
+    for path, calls in ((small, 10), (large, 5000)):
+        writer = EventWriter(path, clock=ManualClock())
+        sid = writer.start_session(name="n", upstream="stdio: x", pid=1, config={})
+        _calls(writer, sid, calls)
+        writer.close()
+    assert _steps_to_list(large) <= _steps_to_list(small) + 2  # the old aggregate: about 500 times more
