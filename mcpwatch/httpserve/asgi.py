@@ -65,6 +65,29 @@ def quiet_server(
     import uvicorn
 
     class _Server(uvicorn.Server):
+        """uvicorn's server without its 10 Hz tick: an idle wrapper is not woken ten times a second per endpoint.
+        The tick only watched `should_exit` (now an event) and refreshed the Date header (now done per request by
+        the protocol, `limits.LimitedProtocol`)."""
+
+        _exit_now = False
+        _exit_event: asyncio.Event | None = None
+
+        @property  # uvicorn's plain attribute, now one that wakes main_loop
+        def should_exit(self) -> bool:
+            return self._exit_now
+
+        @should_exit.setter
+        def should_exit(self, value: bool) -> None:
+            self._exit_now = value
+            if value and self._exit_event is not None:
+                self._exit_event.set()
+
+        async def main_loop(self) -> None:
+            await self.on_tick(0)  # the default headers, once
+            self._exit_event = asyncio.Event()
+            if not self._exit_now:
+                await self._exit_event.wait()
+
         def capture_signals(self) -> contextlib.AbstractContextManager[None]:  # type: ignore[override]  # any manager serves
             return contextlib.nullcontext()
 

@@ -21,7 +21,9 @@ A connection waiting on the wrapper — a long call, an event stream — owes no
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, replace
+from email.utils import formatdate
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -78,6 +80,16 @@ def _refusal(status: int, reason: str, text: str) -> bytes:
     head = f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
     head += f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     return head.encode() + body
+
+
+def _refresh_date(server_state: Any, config: Any) -> None:
+    """The Date header of the second this request arrived in: made per request (once a second at most, per
+    server) rather than by uvicorn's 10 Hz tick, which `asgi.quiet_server` does without so an idle wrapper sleeps."""
+    now = int(time.time())
+    if getattr(server_state, "mcpwatch_date_second", None) != now:
+        server_state.mcpwatch_date_second = now
+        date = [(b"date", formatdate(now, usegmt=True).encode())] if config.date_header else []
+        server_state.default_headers = date + config.encoded_headers
 
 
 def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
@@ -146,6 +158,7 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                     self._head_too_large = True
                     return
             self._heads_in_chunk += 1
+            _refresh_date(self.server_state, self.config)
             self._awaiting_head = False
             self._head_started = None
             self._body_started, self._body_bytes = self.loop.time(), 0

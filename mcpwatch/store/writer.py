@@ -65,6 +65,8 @@ def new_session_id(now: float | None = None) -> str:
 class EventWriter:
     """Appends events to the log from any thread without blocking; see the module docstring."""
 
+    wake_factory: Callable[[], threading.Event] = threading.Event  # tests count the writer's waits through it
+
     def __init__(
         self,
         path: str | Path,
@@ -108,7 +110,10 @@ class EventWriter:
         self._starts: list[tuple[Any, ...]] = []  # session rows not yet written (open_now=False)
         self._limit = queue_max  # set to -1 on close, so late emits take the (counted) drop path
         self._wake_at = min(max(queue_max // 4, 1), BATCH_MAX)
-        self._wake = threading.Event()
+        self._wake = self.wake_factory()
+        self._sleeping = False  # the writer waits with no timeout: the next event must wake it
+        self._urgent = False  # a flush, an end, a start or a close: write now, without gathering a batch first
+        self.wakeups = 0  # times the writer thread woke (an idle one: none)
         self._stopping = False
         self._give_up_at = float("inf")
         self._closed = False
@@ -139,7 +144,7 @@ class EventWriter:
         size = len(queue)
         if size < self._limit:
             queue.append(event)
-            if size == self._wake_at:
+            if size == self._wake_at or (size == 0 and self._sleeping):
                 self._wake.set()
         elif self._closed:
             self._ledger.lose([event], "emitted after close")
@@ -165,7 +170,7 @@ class EventWriter:
         row = (session_id, name, upstream, pid, started_at, __version__, encode_json(config))
         if self._conn is None:
             self._starts.append(row)
-            self._wake.set()
+            self._wake_now()
             return session_id
         with self._conn_lock, translate_errors(self.path), immediate(self._conn) as conn:
             try:
@@ -180,7 +185,7 @@ class EventWriter:
             self.last_error = f"end_session({session_id!r}) after close() was ignored"
             return
         self._queue.append(SessionEnd(session_id, reason, self._clock.time()))
-        self._wake.set()
+        self._wake_now()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything emitted so far is handled: committed, or (on a write failure that cannot pass)
@@ -189,7 +194,7 @@ class EventWriter:
             return not self._queue
         marker = FlushMarker()
         self._queue.append(marker)
-        self._wake.set()
+        self._wake_now()
         return marker.done.wait(timeout)
 
     def close(self, timeout: float | None = 30.0) -> None:
@@ -202,7 +207,7 @@ class EventWriter:
         if timeout is not None:
             self._give_up_at = time.monotonic() + timeout
         self._stopping = True
-        self._wake.set()
+        self._wake_now()
         self._thread.join(None if timeout is None else timeout + self._busy_ms / 1000 + 1.0)
         atexit.unregister(self.close)
         if self._thread.is_alive():  # stuck inside SQLite: leave the connection to it, count what it holds
@@ -242,9 +247,25 @@ class EventWriter:
 
     # -- writer thread -----------------------------------------------------------------------------------------
 
+    def _wake_now(self) -> None:
+        self._urgent = True
+        self._wake.set()
+
     def _run(self) -> None:
+        """Write a batch every `flush_interval` while events come; with nothing to write (and the log fine), wait
+        with no timeout until the next event, so an idle wrapper's writer never wakes."""
         while True:
+            if self.problem is None and not self._has_work() and not self._stopping:
+                self._sleeping = True  # then look again: an event appended before this is seen, one after wakes us
+                if not self._has_work() and not self._stopping:
+                    self._wake.wait()
+                    self.wakeups += 1
+                self._sleeping = False
+                if not self._urgent:
+                    self._wake.clear()  # woken by a first event: gather a batch for flush_interval
             self._wake.wait(self.flush_interval if self.problem is None else self.retry_interval)
+            self.wakeups += 1
+            self._urgent = False
             self._wake.clear()
             stopping = self._stopping
             self._drain(stopping)

@@ -1,0 +1,110 @@
+"""An idle wrapper sleeps: nothing in it wakes on a timer while no host calls and nothing is owed. Counted, never
+timed: the log writer's waits (through its wake event), the HTTP servers' timers on their loop (uvicorn's 10 Hz
+tick is gone) and the core's timers on the manual scheduler once its calls are over."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import urllib.request
+from pathlib import Path
+from typing import ClassVar
+
+from taskrig import TaskRig, spin
+
+from mcpwatch.clock import ManualClock
+from mcpwatch.events import Event, Kind
+from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
+from mcpwatch.httpserve.limits import ConnectionLimits
+from mcpwatch.ports import free_port
+from mcpwatch.store import EventReader, EventWriter
+
+
+class CountingWake(threading.Event):
+    """The writer's wake event, noting each wait's timeout; `asleep` is set while it waits with none."""
+
+    made: ClassVar[list[CountingWake]] = []
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+        self.asleep = threading.Event()
+        CountingWake.made.append(self)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        if timeout is None:
+            self.asleep.set()
+        try:
+            return super().wait(timeout)
+        finally:
+            self.asleep.clear()
+
+
+def _event(sid: str, seq: int) -> Event:
+    return Event(Kind.WARNING, sid, 1e9 + seq, seq, seq, None, None, None, {"message": f"m{seq}"})
+
+
+def test_the_log_writer_waits_with_no_timeout_once_everything_is_written(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(EventWriter, "wake_factory", CountingWake)
+    CountingWake.made.clear()
+    writer = EventWriter(tmp_path / "events.db", clock=ManualClock())
+    (wake,) = CountingWake.made
+    try:
+        sid = writer.start_session(name="idle", upstream="stdio: x", pid=1, config={})
+        for seq in range(1, 4):
+            writer.emit(_event(sid, seq))
+        assert writer.flush(30)
+        assert wake.asleep.wait(30), "the writer never went to sleep: it keeps waking on its flush interval"
+        asleep_at = len(wake.timeouts)
+        assert wake.timeouts[-1] is None
+        # asleep, it takes no timed wait at all; the next event wakes it, it writes, and it sleeps again
+        writer.emit(_event(sid, 4))
+        assert writer.flush(30)
+        assert wake.asleep.wait(30)
+        timed = [t for t in wake.timeouts[asleep_at:] if t is not None]
+        assert timed == [writer.flush_interval] * len(timed) and 1 <= len(timed) <= 2  # the batch, then sleep
+    finally:
+        writer.close()
+    with EventReader(tmp_path / "events.db") as reader:
+        assert [e.data["message"] for e in reader.events(sid)] == ["m1", "m2", "m3", "m4"]
+
+
+async def _ok(scope, receive, send) -> None:
+    if scope["type"] == "http":
+        await respond(send, 200, b"ok", b"text/plain")
+
+
+def test_an_idle_http_server_schedules_no_timer_and_still_stops_at_once() -> None:
+    port = free_port()
+
+    async def scenario() -> tuple[list[asyncio.TimerHandle], str | None]:
+        loop = asyncio.get_running_loop()
+        server = quiet_server(_ok, "127.0.0.1", port, ConnectionLimits())
+        task = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        date = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10).headers.get("date")
+        )
+        for _ in range(50):  # the answered connection closes; let its callbacks run
+            await asyncio.sleep(0)
+        timers = [h for h in loop._scheduled if not h.cancelled()]  # type: ignore[attr-defined]
+        await stop_server(server, task)
+        assert task.done()
+        return timers, date
+
+    timers, date = asyncio.run(scenario())
+    # uvicorn's own loop slept 0.1 s between ticks: a timer always pending. urllib closed its connection (it asks
+    # for `Connection: close`), so nothing is owed and nothing is scheduled
+    assert timers == [], timers
+    assert date is not None and date.endswith(" GMT")  # the Date header is still made, per request
+
+
+def test_the_core_holds_no_timer_once_its_calls_are_over(loop) -> None:
+    rig = TaskRig(loop)
+    up_id = rig.request(1, "tools/call", {"name": "echo", "arguments": {}})
+    assert rig.scheduler.pending >= 1  # the call's deadline (and its heartbeat) while it runs
+    rig.answer(up_id, {"content": []})
+    spin(loop)
+    assert rig.scheduler.pending == 0
