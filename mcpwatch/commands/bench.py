@@ -13,7 +13,7 @@ HELP = "run a benchmark and print its figures as JSON (mcpwatch bench --list)"
 
 # name -> module in mcpwatch.bench; a benchmark is offered only when its module exists.
 # MCPWATCH_BENCH_BASELINE=DIR runs each against DIR's own in the same run (mcpwatch.bench.baseline).
-BENCHMARKS = ("log", "core", "wrap", "otel", "metrics", "memory", "sessions", "console", "replay", "trends")
+BENCHMARKS = ("log", "core", "wrap", "otel", "metrics", "memory", "sessions", "hosts", "console", "replay", "trends")
 
 
 def _available() -> list[str]:

@@ -91,6 +91,16 @@ def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
 
 @pytest.mark.slow
 @pytest.mark.bench
+def test_bench_hosts_quick_measures_each_stage_of_hosts() -> None:
+    done = subprocess.run(mcpwatch_cmd("bench", "hosts", "--quick"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stages = json.loads(done.stdout)["stages"]
+    assert [s["hosts"] for s in stages] == [1, 4]
+    assert all(s["calls_per_s"] > 0 and 0 < s["median_ms"] <= s["p99_ms"] for s in stages)
+
+
+@pytest.mark.slow
+@pytest.mark.bench
 def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "otel", "--quick"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
