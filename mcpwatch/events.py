@@ -434,6 +434,7 @@ class HostSessionRefusedData(TypedDict):
     message: str  # one line saying so, with the client's address
     open: int  # host sessions open
     max: int  # [front] max_sessions
+    refused: int  # the refusals this event stands for: one event a second at most, the rest counted in it
 
 
 class OperatorCallData(TypedDict):

@@ -325,8 +325,9 @@ async def run_wrapper(options: WrapOptions) -> int:
         translator = EraTranslator(core, lambda: pool.shared_session() if pool is not None else None)
         pool = SessionPool(
             make_core=make_core,
-            on_refused=lambda why, now_open, cap: recorder.emit(
-                Kind.HOST_SESSION_REFUSED, **HostSessionRefusedData(message=why, open=now_open, max=cap)
+            on_refused=lambda why, now_open, cap, refused: recorder.emit(
+                Kind.HOST_SESSION_REFUSED,
+                **HostSessionRefusedData(message=why, open=now_open, max=cap, refused=refused),
             ),
             make_upstream=lambda made: _make_upstream(options, made),
             shared_core=core,

@@ -129,7 +129,7 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
         assert sum("reclaimed for a new host at the max_sessions cap (3)" in text for text in ends) == 13, ends
         (refusal,) = [e["data"] for e in events if e["kind"] == "host_session_refused"]  # the console shows it
         assert payload_problems("host_session_refused", refusal) == []
-        assert (refusal["open"], refusal["max"]) == (3, 3)
+        assert (refusal["open"], refusal["max"], refusal["refused"]) == (3, 3, 1)
         said = r"a new host session from 127\.0\.0\.1:\d+ was refused: every session is busy"
         assert re.fullmatch(said, refusal["message"]), refusal
 

@@ -442,7 +442,7 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
     ),
     Kind.HOST_SESSION_REFUSED: (
         {},
-        HostSessionRefusedData(message=REFUSED, open=16, max=16),
+        HostSessionRefusedData(message=REFUSED, open=16, max=16, refused=1),
         _check_refused,
         (),
     ),

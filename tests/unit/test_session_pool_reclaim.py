@@ -60,9 +60,9 @@ def test_a_body_arriving_is_work_a_get_stream_is_not_and_silent_sessions_go_firs
 
 async def _order() -> None:
     now = [0.0]
-    refusals: list[tuple[str, int, int]] = []
+    refusals: list[tuple[str, int, int, int]] = []
     pool = _pool(now)
-    pool._on_refused = lambda why, open_, cap: refusals.append((why, open_, cap))
+    pool._on_refused = lambda why, open_, cap, refused: refusals.append((why, open_, cap, refused))
     uploading = _opened(pool, "a" * 32)
     now[0] = 10.0
     listening = _opened(pool, "b" * 32)
@@ -76,6 +76,13 @@ async def _order() -> None:
     pool.touch(uploading, receiving=1)
     listening.core.table.append("call")
     assert pool.reclaimable() is None and pool.open("c" * 32) is None
-    assert refusals == [("a new host session was refused: every session is busy", 2, 2)]
+    assert refusals == [("a new host session was refused: every session is busy", 2, 2, 1)]
+    for _ in range(5000):  # a process hammering initialize at a full front: counted, not one log row each
+        assert pool.open("d" * 32, "127.0.0.1:4000") is None
+    assert len(refusals) == 1 and pool.refused == 5001
+    now[0] += 1.0
+    assert pool.open("e" * 32, "127.0.0.1:4001") is None
+    said = "a new host session from 127.0.0.1:4001 was refused: every session is busy"
+    assert refusals[-1] == (f"{said} (5001 refused since the last such event)", 2, 2, 5001)
     now[0] = 10_000.0
     assert pool.idle() == []  # neither expires while it works or listens

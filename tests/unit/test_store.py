@@ -60,7 +60,7 @@ DATA_BY_KIND = {
         "era": "extension",
     },
     Kind.TASK_STATUS: {"task_id": "t-1", "status": "completed", "status_message": "done", "elapsed_s": 4.2, "polls": 3},
-    Kind.HOST_SESSION_REFUSED: {"message": "a new host session was refused", "open": 16, "max": 16},
+    Kind.HOST_SESSION_REFUSED: {"message": "a new host session was refused", "open": 16, "max": 16, "refused": 1},
 }
 
 

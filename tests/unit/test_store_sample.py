@@ -277,7 +277,7 @@ def write_sample(
     )
     s.emit(Kind.WARNING, 321.0, message="upstream wrote to stdout outside JSON-RPC")
     s.emit(Kind.HOST_SESSION_REFUSED, 321.0, message="a new host session was refused: every session is busy",
-           open=16, max=16)  # fmt: skip
+           open=16, max=16, refused=1)  # fmt: skip
     if end:
         s.emit(Kind.SESSION_END, 330.0, reason="host closed", counters={"requests": 7})
         clock.advance(330.0)

@@ -28,6 +28,7 @@ from mcpwatch.wrapper.core.pump import WrapperCore
 
 SHARED_TAG = "sessionless"
 CLOSE_TIMEOUT_S = 10.0
+REFUSAL_EVENT_EVERY_S = 1.0
 
 
 @dataclass(eq=False)
@@ -68,7 +69,7 @@ class SessionPool:
         self,
         *,
         make_core: Callable[[str], WrapperCore],
-        on_refused: Callable[[str, int, int], object] | None = None,
+        on_refused: Callable[[str, int, int, int], object] | None = None,
         make_upstream: Callable[[WrapperCore], Any],
         shared_core: WrapperCore,
         max_sessions: int,
@@ -77,7 +78,9 @@ class SessionPool:
     ) -> None:
         self._make_core = make_core
         self._make_upstream = make_upstream
-        self._on_refused = on_refused  # (why, open, max): the wrapper logs a refused newcomer as an event
+        self._on_refused = on_refused  # (why, open, max, refused): the wrapper logs refused newcomers as an event
+        self._refusals_unsaid = 0  # refused since the last event (one a second at most: a flood is not a log flood)
+        self._refusal_said_at: float | None = None
         self.max_sessions = max_sessions
         self.idle_s = idle_s
         self.clock = clock
@@ -108,9 +111,7 @@ class SessionPool:
         """A new host session with its own upstream (started now); None when `max_sessions` are open."""
         if self.full():
             self.refused += 1
-            if self._on_refused is not None:
-                why = f"a new host session{f' from {client}' if client else ''} was refused: every session is busy"
-                self._on_refused(why, len(self.sessions), self.max_sessions)
+            self._say_refused(client)
             return None
         tag = session_id[:8]
         entry = self._entry(tag, self._make_core(tag))
@@ -118,6 +119,21 @@ class SessionPool:
         self.opened += 1
         entry.start()
         return entry
+
+    def _say_refused(self, client: str) -> None:
+        """One event for the refusals of the last REFUSAL_EVENT_EVERY_S at most, with how many it stands for: a
+        process hammering `initialize` at a full front costs a counter, not a log row per request."""
+        self._refusals_unsaid += 1
+        now = self.clock()
+        if self._on_refused is None or (
+            self._refusal_said_at is not None and now - self._refusal_said_at < REFUSAL_EVENT_EVERY_S
+        ):
+            return
+        why = f"a new host session{f' from {client}' if client else ''} was refused: every session is busy"
+        if self._refusals_unsaid > 1:
+            why += f" ({self._refusals_unsaid} refused since the last such event)"
+        self._on_refused(why, len(self.sessions), self.max_sessions, self._refusals_unsaid)
+        self._refusal_said_at, self._refusals_unsaid = now, 0
 
     def shared_session(self) -> HostSession:
         """The upstream 2026-era requests share, started on first use."""
