@@ -174,7 +174,10 @@ class MetricRecorder:
 
 
 class OtelSink:
-    """An event sink for the recorder: queues the events export needs; a thread does the rest."""
+    """An event sink for the recorder: queues the events export needs; a thread does the rest. With nothing queued,
+    held or unsent, the thread waits with no timeout until the next event (an idle wrapper is not woken)."""
+
+    wake_factory: Callable[[], threading.Event] = threading.Event  # tests count the thread's waits through it
 
     def __init__(self, target: OtelTarget, on_warning: Callable[[str], object] | None = None) -> None:
         self.target = target
@@ -191,6 +194,9 @@ class OtelSink:
         self.last_error: str | None = None
         self._warned = False  # the first failed export is told once; the rest are counted
         self._stop = threading.Event()
+        self._wake = self.wake_factory()
+        self._sleeping = False  # waiting with no timeout: the next event must wake the thread
+        self.wakeups = 0  # rounds of the export thread (an idle one: none)
         self._thread = threading.Thread(target=self._run, name="mcpwatch-otel", daemon=True)
         self._thread.start()
 
@@ -199,6 +205,9 @@ class OtelSink:
         if event.kind in KINDS:
             if len(self._queue) < self.target.queue_max:
                 self._queue.append(event)
+                if self._sleeping:
+                    self._sleeping = False
+                    self._wake.set()
             else:
                 self.dropped += 1
 
@@ -220,7 +229,14 @@ class OtelSink:
         batch: list[CallSpan] = []
         last_send = time.monotonic()
         while not self._stop.is_set():
-            self._stop.wait(0.1)
+            if not batch and not self._queue and not self._builder.holding():
+                self._sleeping = True  # then look again: an event queued before this is seen, one after wakes us
+                if not self._queue and not self._stop.is_set():
+                    self._wake.wait()
+                self._sleeping = False
+                self._wake.clear()
+            self._stop.wait(0.1)  # gather, as before
+            self.wakeups += 1
             batch.extend(self._fold(self._take()))
             batch.extend(self._builder.due(time.time()))
             if batch and (len(batch) >= BATCH_MAX or time.monotonic() - last_send >= EXPORT_INTERVAL_S):
@@ -287,6 +303,7 @@ class OtelSink:
         holds only the export thread, which is a daemon and is left behind."""
         deadline = time.monotonic() + timeout_s
         self._stop.set()
+        self._wake.set()
         self._thread.join(max(0.0, deadline - time.monotonic() - (0.5 if self._metrics else 0.0)))
         if self._spans is not None:
             self._spans.shutdown()

@@ -159,6 +159,10 @@ class SpanBuilder:
             self._release(ready)
         return ready
 
+    def holding(self) -> bool:
+        """Whether cut calls wait for their late window (the export thread must look again for them)."""
+        return bool(self._held)
+
     def drain(self) -> list[CallSpan]:
         """Everything still held (shutdown, or the end of a recorded session)."""
         ready, self._held = self._held, []

@@ -108,3 +108,23 @@ def test_the_core_holds_no_timer_once_its_calls_are_over(loop) -> None:
     rig.answer(up_id, {"content": []})
     spin(loop)
     assert rig.scheduler.pending == 0
+
+
+def test_the_otlp_export_thread_sleeps_until_an_event_comes(monkeypatch) -> None:
+    from mcpwatch.otel.config import OtelTarget
+    from mcpwatch.otel.exporter import OtelSink
+
+    monkeypatch.setattr(OtelSink, "wake_factory", CountingWake)
+    CountingWake.made.clear()
+    sink = OtelSink(OtelTarget(traces_url=None, metrics_url=None))
+    (wake,) = CountingWake.made
+    try:
+        assert wake.asleep.wait(30), "the export thread polls while nothing is queued"
+        before = sink.wakeups
+        assert before == 0  # asleep from the start: not one round yet
+        sink.emit(Event(Kind.SESSION_START, "s", 1e9, 0.0, 1, None, None, None, {"name": "w"}))
+        while len(wake.timeouts) < 2 or not wake.asleep.is_set():  # woken, one gathering round, asleep again
+            wake.asleep.wait(30)
+        assert sink.wakeups == 1 and wake.timeouts == [None, None]
+    finally:
+        sink.close()
