@@ -4,7 +4,9 @@ One `mcpwatch wrap --listen` (event log on, `[front] max_sessions = 64`) over th
 (`mcpwatch.bench.raw_upstream`); each host is a session of its own (its own upstream process, as on a real front)
 on one kept-alive HTTP/1.1 connection, calling `noop` in a closed loop: its next call as soon as the last is
 answered. Each stage runs all its hosts for the same time after a warm-up; the figures are calls per second over
-all hosts, and the median and p99 latency of a call as a host sees it. The hosts are raw asyncio clients (a few
+all hosts, and the median and p99 latency of a call as a host sees it. In a closed loop the median is the hosts
+over the throughput (Little's law), so a last stage paces the most hosts to PACED_CALLS_PER_S in all: the latency
+of a front that is not saturated. The hosts are raw asyncio clients (a few
 microseconds a call) in this process, so the client is not what is measured.
 
 With `MCPWATCH_BENCH_FRONT_ROOT=DIR` the wrapper runs from another checkout (DIR holding its `mcpwatch` package):
@@ -32,6 +34,7 @@ HELP = "HTTP front: calls/s and latency with 1, 4, 16 and 64 hosts, each its own
 HOSTS = (1, 4, 16, 64)
 STDERR = subprocess.DEVNULL
 ROOT_ENV = "MCPWATCH_BENCH_FRONT_ROOT"
+PACED_CALLS_PER_S = 400.0  # the last stage again, its hosts paced to this rate in all: a front below saturation
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 
 
@@ -94,18 +97,28 @@ class RawHost:
             self.writer.close()
 
 
-async def _stage(hosts: list[RawHost], seconds: float, warmup_s: float, pid: int) -> dict[str, Any]:
+async def _stage(
+    hosts: list[RawHost], seconds: float, warmup_s: float, pid: int, paced: float | None = None
+) -> dict[str, Any]:
+    """All hosts calling for `seconds` after `warmup_s`: closed loop, or with `paced` calls/s over all hosts
+    (each host its share, evenly spaced), which is how the latency of a front that is not saturated shows."""
     latencies: list[float] = []
     counting = False
     stop = False
+    gap = len(hosts) / paced if paced else 0.0
 
-    async def loop(host: RawHost) -> None:
+    async def loop(host: RawHost, offset: float) -> None:
+        await asyncio.sleep(offset)
+        due = time.perf_counter()
         while not stop:
             took = await host.call()
             if counting:
                 latencies.append(took)
+            if gap:
+                due += gap
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
 
-    tasks = [asyncio.ensure_future(loop(host)) for host in hosts]
+    tasks = [asyncio.ensure_future(loop(host, gap * n / len(hosts))) for n, host in enumerate(hosts)]
     await asyncio.sleep(warmup_s)
     counting = True
     started, cpu_before = time.perf_counter(), _cpu_s(pid)
@@ -117,6 +130,7 @@ async def _stage(hosts: list[RawHost], seconds: float, warmup_s: float, pid: int
     latencies.sort()
     return {
         "hosts": len(hosts),
+        **({"paced_calls_per_s": paced} if paced else {}),
         "calls_per_s": round(len(latencies) / elapsed),
         "median_ms": round(statistics.median(latencies) * 1000, 2),
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
@@ -137,6 +151,7 @@ async def _drive(port: int, pid: int, counts: tuple[int, ...], seconds: float, w
                 hosts.append(host)
             await host.call()  # the newest upstream has started
             stages.append(await _stage(hosts, seconds, warmup_s, pid))
+        stages.append(await _stage(hosts, seconds, warmup_s, pid, paced=PACED_CALLS_PER_S))
     finally:
         for host in hosts:
             host.close()

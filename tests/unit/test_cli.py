@@ -95,7 +95,7 @@ def test_bench_hosts_quick_measures_each_stage_of_hosts() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "hosts", "--quick"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     stages = json.loads(done.stdout)["stages"]
-    assert [s["hosts"] for s in stages] == [1, 4]
+    assert [s["hosts"] for s in stages] == [1, 4, 4] and "paced_calls_per_s" in stages[-1]
     assert all(s["calls_per_s"] > 0 and 0 < s["median_ms"] <= s["p99_ms"] for s in stages)
 
 
