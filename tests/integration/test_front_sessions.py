@@ -35,7 +35,11 @@ def children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         text = (task / "children").read_text().split()
         found.extend(int(child) for child in text)
-    return sorted(found, key=lambda child: Path(f"/proc/{child}").stat().st_mtime)
+    started: dict[int, float] = {}
+    for child in found:
+        with contextlib.suppress(FileNotFoundError):  # reaped since it was listed
+            started[child] = Path(f"/proc/{child}").stat().st_mtime
+    return sorted(started, key=started.__getitem__)
 
 
 async def wait_until(predicate, timeout: float = 10.0) -> None:
