@@ -54,8 +54,15 @@ class TaskState:
         return self.status in TERMINAL
 
 
+MS_MAX = 10**15  # about 31,700 years: a longer time (a 400-digit JSON number) is held here, where floats still work
+
+
 def _ms(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else None
+    """A time in ms a peer stated: a number of at least 0, held at MS_MAX (an int of any size is legal JSON, and
+    dividing one beyond a float's range raises); anything else is None."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value >= 0:
+        return None
+    return int(min(value, MS_MAX))
 
 
 def read_task(raw: Any, era: Era) -> TaskState | None:
