@@ -301,6 +301,6 @@ class UpstreamSession:
             raise ConnectionError(self.unavailable_text())
         try:
             return await asyncio.wait_for(future, timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.CancelledError):  # its asker gave up: nothing waits for the answer any more
             self.internal.pop(up_id, None)
             raise

@@ -421,6 +421,8 @@ class TaskBridge:
         if run.finished_at is None and not run.given_up:
             run.resolving = run.given_up = True
             self.polls.stop(run)
+            if run.fetch is not None:  # a tasks/result that never came waits no longer
+                run.fetch.cancel()
             self._spawn(self._give_up(run, why))
 
     def _stop_waiting(self, pending: Pending) -> None:
@@ -439,11 +441,12 @@ class TaskBridge:
     def _resolve(self, run: BridgedRun) -> None:
         if not run.resolving:
             run.resolving = True
-            self._spawn(self._fetch_result(run))
+            run.fetch = self._spawn(self._fetch_result(run))
 
     async def _fetch_result(self, run: BridgedRun) -> None:
         try:
-            answer = await self._request("tasks/result", {"taskId": run.task_id}, run.ttl_s)
+            # never longer than the TTL mcpwatch asked for, whatever the server answered
+            answer = await self._request("tasks/result", {"taskId": run.task_id}, min(run.ttl_s, self.settings.ttl_s))
         except (ConnectionError, TimeoutError) as exc:
             self.watch.end(run.task_id, Outcome.ERROR, f"tasks/result for task {run.task_id} failed: {exc}")
             return
@@ -564,10 +567,11 @@ class TaskBridge:
         if self._by_task.get(run.task_id) is run:
             del self._by_task[run.task_id]
 
-    def _spawn(self, job: Any) -> None:
+    def _spawn(self, job: Any) -> asyncio.Future[None]:
         future = asyncio.ensure_future(job)
         self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
+        return future
 
 
 def _poll_params(run: BridgedRun) -> dict[str, Any]:

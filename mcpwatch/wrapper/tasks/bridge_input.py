@@ -39,7 +39,7 @@ class InputRelay:
         table: PendingTable,
         scheduler: Scheduler,
         request: Callable[..., Awaitable[Any]],
-        spawn: Callable[[Any], None],
+        spawn: Callable[[Any], object],
         give_up: Callable[[BridgedRun, str], None],
         stop_waiting: Callable[[Pending], object],
         poll_soon: Callable[[BridgedRun], None],

@@ -72,6 +72,7 @@ class BridgedRun:
     idle_timer: Timer | None = None  # no host call waits: cancelled when this fires ([tasks] reuse_s)
     life_timer: Timer | None = None  # the TTL mcpwatch asked for ([tasks] ttl_s)
     given_up: bool = False  # mcpwatch cancels it upstream
+    fetch: Any = None  # the tasks/result under way (an asyncio future): given up with the task
 
 
 def run_key(link: Any, tool: str, arguments: Any, meta: Any = None) -> tuple[str, str, str] | None:
