@@ -48,3 +48,32 @@ def test_a_tasks_result_that_never_comes_is_given_up_with_the_task(loop) -> None
     assert fetch["id"] not in rig.core.session.internal  # nothing of the bridge's own still waits upstream
     assert not rig.core.bridge._jobs
 
+
+class CountingList(list):  # type: ignore[type-arg]
+    """The waiting calls of a task, counting each one looked at: the work done per call, without a clock."""
+
+    looked = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for item in super().__iter__():
+            CountingList.looked += 1
+            yield item
+
+
+def test_many_retries_of_one_call_join_its_task_in_linear_work(loop) -> None:
+    rig = bridged(loop, budget_s=1000.0)
+    start(rig, 1)
+    run = rig.core.bridge._by_task["t-1"]
+    run.waiters = CountingList(run.waiters)
+    retries = 2_000
+    for n in range(retries):
+        rig.request(1000 + n, "tools/call", {**CALL, "arguments": {"topic": "t1"}})
+    assert len(run.waiters) == retries + 1  # every retry joined the one task
+    assert len(calls(rig, "tools/call")) == 1
+    assert CountingList.looked <= 10 * retries  # not each retry looking at every other one (2,000² = 4,000,000)
+    rig.scheduler.advance(999.6)  # one poll just before all those budgets end, then all are cut at once
+    spin(loop)
+    rig.scheduler.advance(0.5)
+    spin(loop)
+    assert len([r for r in rig.replies() if isinstance(r["id"], int) and r["id"] >= 1000]) == retries
+    assert CountingList.looked <= 20 * retries

@@ -306,7 +306,7 @@ class TaskBridge:
         if run is None or run.finished_at is not None:
             return False
         pending.bridged = True
-        run.waiters.append(pending)
+        self.polls.waiting(run, pending)
         self._by_up_id[pending.up_id] = run
         self.polls.waiters_changed(run)
         self.polls.soon(run)  # a host waits for its news now
@@ -336,7 +336,7 @@ class TaskBridge:
         run = BridgedRun(key, pending, state.task_id, DEFAULT_POLL_S, ttl_s, self.settings.reuse_s, era=state.era)
         if state.era == "extension":  # each poll repeats the call's 2026-era envelope, the extension declared
             run.poll_meta = envelope(pending.message.get("params", {}).get("_meta"))
-        run.waiters.append(pending)
+        self.polls.waiting(run, pending)
         old = self.runs.get(run.key) if run.key is not None else None
         if old is not None and old.finished_at is not None:
             self._drop(old)

@@ -49,6 +49,8 @@ class BridgedRun:
     ttl_s: float
     reuse_s: float  # how long its result waits for an identical call, once nobody has it
     waiters: list[Pending] = field(default_factory=list)
+    # (the poll before its budget ends, a tie-breaker, the call) of each waiting call, soonest first (`bridge_polls`)
+    leads: list[tuple[float, int, Pending]] = field(default_factory=list)
     changes: int = 0  # status changes relayed so far (the progress count the host sees)
     last: tuple[str, str | None] | None = None  # the status and message last relayed
     resolving: bool = False  # a tasks/result is under way
