@@ -70,6 +70,18 @@ def check_file(path: Path, what: str = "event log") -> None:
         raise UnsafePathError(problem)
 
 
+def check_opened(path: Path, fd: int, what: str) -> None:
+    """Refuse what was opened at `path` (by its descriptor, so nothing can be swapped in after the check) unless it
+    is a regular file of this user's that others cannot write: a FIFO, a device or a directory never reaches a
+    read."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafePathError(f"{path}: the {what} is not a regular file, so mcpwatch will not read it; remove it")
+    problem = _owner_problem(path, info, what, "600")
+    if problem:
+        raise UnsafePathError(problem)
+
+
 def ensure_dir(path: Path, what: str = "state directory") -> Path:
     """Create `path` (and parents) with mode 0700 when missing, then check it is private; returns it."""
     if not path.exists():

@@ -55,6 +55,7 @@ class DiscoverMemo:
         self._warn = warn
         self.answer: dict[str, Any] | None = None
         self._refreshing: asyncio.Future[None] | None = None
+        self._write_failed = False
         if path is not None:
             self.answer = self._read(path)
 
@@ -108,22 +109,39 @@ class DiscoverMemo:
             self.forget(f"it answers with an error now ({str(message)[:200]!r})")
 
     def _read(self, path: Path) -> dict[str, Any] | None:
+        """The kept answer, read as the log is: opened without following a symlink and without waiting for a
+        writer (a FIFO), then checked by its descriptor (a regular file of this user's that others cannot write),
+        at most KEEP_BYTES_MAX read. Anything else is said in one warning and never served."""
+        what = "kept server/discover answer"
         try:
-            privacy.check_file(path, "kept server/discover answer")
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except FileNotFoundError:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except (FileNotFoundError, NotADirectoryError):  # nothing kept (a directory that is not one: said on write)
             return None
+        except OSError as exc:
+            self._warn(f"{path}: the {what} is not used ({exc})")
+            return None
+        try:
+            privacy.check_opened(path, fd, what)
+            with os.fdopen(os.dup(fd), "rb") as file:
+                raw = file.read(KEEP_BYTES_MAX + 1)
         except (OSError, privacy.UnsafePathError) as exc:
-            self._warn(f"{path}: the kept server/discover answer is not used ({exc})")
+            self._warn(f"{path}: the {what} is not used ({exc})")
             return None
-        with os.fdopen(fd, "rb") as file:
-            raw = file.read(KEEP_BYTES_MAX + 1)
+        finally:
+            os.close(fd)
+        if len(raw) > KEEP_BYTES_MAX:
+            self._warn(f"{path}: the {what} is larger than {KEEP_BYTES_MAX} bytes, so it is not used; remove it")
+            return None
         try:
-            kept = json.loads(raw) if len(raw) <= KEEP_BYTES_MAX else None
-        except ValueError:
+            kept = json.loads(raw)
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
             kept = None
-        if not isinstance(kept, dict) or kept.get("upstream") != self.upstream or not _usable(kept.get("answer")):
-            return None  # damaged, or another upstream's: the upstream is asked as if nothing were kept
+        if not isinstance(kept, dict) or not _usable(kept.get("answer")):
+            self._warn(f"{path}: the {what} is damaged, so it is not used; it is written again at the next answer")
+            return None
+        if kept.get("upstream") != self.upstream:
+            self._warn(f"{path}: the {what} is another upstream's, so it is not used; remove it")
+            return None
         answer: dict[str, Any] = kept["answer"]  # checked by _usable
         return answer
 
@@ -138,4 +156,6 @@ class DiscoverMemo:
         except (OSError, privacy.UnsafePathError) as exc:
             with contextlib.suppress(OSError):
                 temporary.unlink()
-            self._warn(f"{path}: cannot keep the upstream's server/discover answer ({exc})")
+            if not self._write_failed:  # said once: every later answer would fail alike
+                self._write_failed = True
+                self._warn(f"{path}: cannot keep the upstream's server/discover answer ({exc})")
