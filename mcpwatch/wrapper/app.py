@@ -300,7 +300,7 @@ async def run_wrapper(options: WrapOptions) -> int:
 
     def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
-        return WrapperCore(
+        made = WrapperCore(
             settings=settings,
             deadline=deadline,
             recorder=recorder if host_session is None else HostSessionRecorder(recorder, host_session),
@@ -315,6 +315,9 @@ async def run_wrapper(options: WrapOptions) -> int:
             discover_memo=discover_memo if host_session is None or shared else None,
             translate=translator.take if translator is not None and not shared else None,
         )
+        if translator is not None and not shared:  # its calls made in the 2026 era end with its session
+            made.on_detach.append(translator.session_ended)
+        return made
 
     pool = None
     if options.listen:

@@ -68,6 +68,7 @@ class Front:
     def session(self, host: Session) -> tuple[WrapperCore, Upstream]:
         """A host that initialized (without tasks) and listed the tools through its own session."""
         core, upstream = self._core(translate=self.translator.take), Upstream()
+        core.on_detach.append(self.translator.session_ended)
         core.attach_upstream(upstream)
         core.session.set_state(UpstreamState.READY)
         core.attach_link(host)

@@ -121,6 +121,7 @@ class WrapperCore:
         )
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
         self.links: list[HostLink] = []
+        self.on_detach: list[Callable[[HostLink], None]] = []  # told when a host's session ends (`era_translate`)
         self.bridge = TaskBridge(
             settings=settings.tasks,
             table=self.table,
@@ -205,6 +206,8 @@ class WrapperCore:
         self.bridge.forget_link(link)
         self.offer.forget_link(link)
         self.hosts.forget(link)
+        for detached in self.on_detach:
+            detached(link)
 
     def host_frame(self, link: HostLink, line: bytes) -> None:
         """One line from a host: parse, answer malformed frames as the spec says, dispatch the rest."""

@@ -72,6 +72,20 @@ class EraTranslator:
             if self.shared.discover_memo is not None:
                 self.shared.discover_memo.note(result)
 
+    def session_ended(self, link: Any) -> None:
+        """A host session ended (its core's `on_detach`): the calls made for it here stop (a cancel, as its own),
+        and its tasks, which no other session may take, are cancelled upstream now rather than after `[tasks]
+        reuse_s`."""
+        connection = getattr(link, "connection", None)
+        if connection is None:
+            return
+        calls = self.shared.table.calls.values()
+        made = [p for p in calls if isinstance(p.link, TranslatedCall) and p.link.pending.link is link]
+        for pending in made:
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": pending.host_id}}
+            self.shared.host_message(pending.link, cancel)
+        self.shared.bridge.forget_connection(str(connection))
+
     def take(self, pending: Pending, client_info: Any, refusal: dict[str, Any], answered: Answered) -> bool:
         """Run the host's refused call on the 2026-era upstream; `answered` hears its answer (or `refusal`, the one
         line, when that upstream cannot run it either). False: not a call this can take."""

@@ -134,6 +134,16 @@ class TaskBridge:
                 run.expiry.cancel()
             self._by_task.pop(run.task_id, None)
 
+    def forget_connection(self, connection: str) -> None:
+        """A host session whose calls this core made for it (era translation: the host's link is not this core's)
+        ended: its tasks here, which nobody else may take, are cancelled upstream, its finished results dropped."""
+        for key in [k for k in self.runs if k[0] == connection]:
+            run = self.runs.pop(key)
+            if run.finished_at is None:
+                self._expire(run, f"the host's session ended; mcpwatch cancelled bridged task {run.task_id} upstream")
+            else:
+                self._drop(run)
+
     def _bridges(self, tool: str | None) -> bool:
         if tool is None or self.settings.bridge == "off":
             return False
