@@ -10,6 +10,8 @@ from test_tasks_bridge import CALL
 from test_tasks_bridge_bounds import bridged, run_upstream, start
 from test_tasks_bridge_extension import calls
 
+from mcpwatch.events import Kind
+from mcpwatch.wrapper.tasks import bridge as bridge_module
 from mcpwatch.wrapper.tasks.bridge_polls import POLL_MAX_S, POLL_MIN_S
 
 HUGE = 10**400  # a legal JSON number of 401 digits: an int in Python, too large for any float
@@ -77,3 +79,33 @@ def test_many_retries_of_one_call_join_its_task_in_linear_work(loop) -> None:
     spin(loop)
     assert len([r for r in rig.replies() if isinstance(r["id"], int) and r["id"] >= 1000]) == retries
     assert CountingList.looked <= 20 * retries
+
+
+def test_finished_results_kept_for_a_retry_are_bounded_by_bytes(loop, monkeypatch) -> None:
+    monkeypatch.setattr(bridge_module, "KEPT_BYTES_MAX", 1_000_000)
+    rig = bridged(loop, budget_s=2.0, reuse_s=600.0)
+    for n in range(1, 31):  # thirty calls, each with its own arguments and task
+        start(rig, n)
+    seen = len(rig.upstream.sent)
+    rig.scheduler.advance(2.0)  # all cut: their tasks go on, their results will wait for a retry
+    spin(loop)
+    for _ in range(40):
+        rig.scheduler.advance(0.5)
+        spin(loop)
+        for message in rig.upstream.sent[seen:]:
+            method, task_id = message.get("method"), message.get("params", {}).get("taskId")
+            if method == "tasks/get":
+                rig.answer(message["id"], task_2025(task_id, "completed"))
+            elif method == "tasks/result":
+                rig.answer(message["id"], {"content": [{"type": "text", "text": task_id + "x" * 100_000}]})
+        seen = len(rig.upstream.sent)
+        spin(loop)
+    bridge = rig.core.bridge
+    kept = [run for run in bridge.runs.values() if run.result is not None]
+    assert 1 <= len(kept) <= 10  # 100 kB each under a 1 MB bound, not all thirty (3 MB)
+    assert bridge.kept_bytes <= 1_000_000
+    assert {run.task_id for run in kept} == {f"t-{n}" for n in range(31 - len(kept), 31)}  # the newest kept
+    dropped = [e for e in rig.events(Kind.WARNING) if "kept for an identical call" in e.data["message"]]
+    assert len(dropped) == 30 - len(kept)
+    rig.request(100, "tools/call", {**CALL, "arguments": {"topic": "t30"}})  # the newest: answered at once
+    assert rig.replies()[-1]["id"] == 100 and "t-30x" in rig.replies()[-1]["result"]["content"][0]["text"]

@@ -63,6 +63,7 @@ from mcpwatch.wrapper.tasks.shapes import (
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 POLL_TIMEOUT_S = 30.0
+KEPT_BYTES_MAX = 64 * 1024 * 1024  # finished results kept in memory for an identical call: the oldest go first
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
 
 
@@ -86,6 +87,10 @@ class TaskBridge:
         self.runs: dict[tuple[str, str, str], BridgedRun] = {}
         self._by_task: dict[str, BridgedRun] = {}
         self._by_up_id: dict[int, BridgedRun] = {}  # every waiting host call (the maker and attached ones)
+        self._kept: dict[
+            BridgedRun, int
+        ] = {}  # finished results waiting for an identical call: their sizes, oldest first
+        self.kept_bytes = 0
         self._hosts: dict[int, dict[str, Any]] = {}  # id(link) -> the capabilities its initialize declared
         self._table = table
         self._recorder = recorder
@@ -130,9 +135,7 @@ class TaskBridge:
                     why = f"the host's session ended; mcpwatch cancelled bridged task {run.task_id} upstream"
                     self._expire(run, why)
                 continue
-            if run.expiry is not None:
-                run.expiry.cancel()
-            self._by_task.pop(run.task_id, None)
+            self._drop(run)
 
     def forget_connection(self, connection: str) -> None:
         """A host session whose calls this core made for it (era translation: the host's link is not this core's)
@@ -567,8 +570,27 @@ class TaskBridge:
             self._drop(run)
         else:  # nobody has it yet: an identical call from the same host takes it, for a while
             run.expiry = self._scheduler.call_later(self.settings.reuse_s, self._drop, run)
+            self._keep(run)
+
+    def _keep(self, run: BridgedRun) -> None:
+        """Count a kept result's bytes: over KEPT_BYTES_MAX in all, the oldest are dropped (an identical call then
+        runs again), each said in the log. Memory bounded by bytes, not by a count of results of any size."""
+        size = len(frames.encode(run.result or {}))
+        self._kept[run] = size
+        self.kept_bytes += size
+        while self.kept_bytes > KEPT_BYTES_MAX and self._kept:
+            oldest = next(iter(self._kept))
+            self._drop(oldest)
+            message = (
+                f"the result of bridged task {oldest.task_id} was no longer kept for an identical call: finished "
+                f"results kept by mcpwatch reached {KEPT_BYTES_MAX:,} bytes, and it was the oldest"
+            )
+            self._recorder.emit(
+                Kind.WARNING, request_id=oldest.maker.request_key, tool=oldest.maker.tool, message=message
+            )
 
     def _drop(self, run: BridgedRun) -> None:
+        self.kept_bytes -= self._kept.pop(run, 0)
         if run.expiry is not None:
             run.expiry.cancel()
             run.expiry = None

@@ -136,6 +136,7 @@ class BridgePolls:
                 timer.cancel()
         run.poll_timer = run.idle_timer = run.life_timer = None
         run.poll_due = None
+        run.leads.clear()
 
     # ------------------------------------------------------------------ inside
 
