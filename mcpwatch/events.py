@@ -268,6 +268,9 @@ class RequestStartData(TypedDict):
     trace_id: NotRequired[str]  # with OpenTelemetry export on: the call's span
     span_id: NotRequired[str]
     parent_span_id: NotRequired[str]  # the host's span, when it sent a traceparent
+    # a call mcpwatch made on a host call's behalf (era translation): that call's request_id; readers count the
+    # host's call once, and this one's task on it
+    made_for: NotRequired[str]
 
 
 class ProgressData(TypedDict):

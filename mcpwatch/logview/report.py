@@ -229,6 +229,7 @@ def build_report(
     health: tuple[Event, dict[str, Any]] | None = None
     timings = CallFold()  # what the "finished late" section reads (the same as `whatif`), folded as it goes
     task_fold = TaskFold()
+    made_for: set[str] = set()  # requests mcpwatch made on a host call's behalf (era translation), not counted
 
     for event in events:
         kind = event.kind
@@ -242,11 +243,14 @@ def build_report(
             task_fold.add(event)
         if kind == _REQUEST_START:
             method = str(data.get("method") or "?")
-            by_method[method] = by_method.get(method, 0) + 1
             tool = intern(event.tool) if event.tool else None  # a few names, a million mentions
             up_key = _key(data["up_id"], data.get("host_session")) if tool and data.get("up_id") is not None else None
             if event.request_id is not None:
                 open_requests[event.request_id] = (method, tool, up_key)
+            if isinstance(data.get("made_for"), str):  # made on a host call's behalf: that call is the one counted
+                made_for.add(event.request_id or "")
+                continue
+            by_method[method] = by_method.get(method, 0) + 1
             label = data.get("host")
             if isinstance(label, str) and label:
                 stats = hosts.setdefault(label, _HostStats())
@@ -270,6 +274,9 @@ def build_report(
             outcome = DEGRADED if degraded is not None else str(data.get("outcome") or "?")
             if up_key is not None and tool is not None and outcome not in _ANSWERED:
                 tool_by_up_id[up_key] = tool
+            if event.request_id in made_for:  # its host's call is counted, with its own outcome
+                made_for.discard(event.request_id)
+                continue
             tool = event.tool or tool
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
             label = host_of.pop(event.request_id or "", None)

@@ -8,6 +8,7 @@ from taskrig import spin
 from test_era_translate import RESULT, Front, Session, replies
 
 from mcpwatch.events import Kind
+from mcpwatch.logview.report import build_report
 
 
 def test_a_session_that_ends_mid_call_has_its_translated_task_cancelled_at_once(loop) -> None:
@@ -65,3 +66,22 @@ def test_a_finished_translated_result_is_dropped_when_its_session_ends(loop) -> 
     spin(loop)
     assert front.shared.bridge.runs == {}  # the session is gone: nobody may take it any more
     assert replies(host)[-1]["id"] == 1
+
+
+def test_a_translated_call_is_one_call_in_the_report(loop) -> None:
+    front = Front(loop)
+    host = Session("a1")
+    core, _ = front.session(host)
+    front.call(core, host, 1)
+    front.discover()
+    front.task_made()
+    front.poll("completed", result=RESULT)
+    assert replies(host)[-1] == {"jsonrpc": "2.0", "id": 1, "result": RESULT}
+    events = front.recorder.since(0, 1000)
+    starts = [e for e in events if e.kind == Kind.REQUEST_START and e.tool == "crunch"]
+    assert {e.request_id: e.data.get("made_for") for e in starts} == {"a1/1": None, "a1/2026:1": "a1/1"}
+    report = build_report(events)
+    [crunch] = [row for row in report["tools"] if row["tool"] == "crunch"]
+    assert crunch["calls"] == 1 and report["requests"]["by_method"]["tools/call"] == 1
+    assert report["requests"]["tasks"] == 1 and report["requests"]["unfinished"] == 0
+    assert report["requests"]["by_outcome"]["ok"] == 3  # initialize, tools/list and the one call

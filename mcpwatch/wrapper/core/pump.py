@@ -482,9 +482,12 @@ def _request_start(
     recorder: Recorder, pending: Pending, params: dict[str, Any], trace_ids: dict[str, str] | None
 ) -> None:
     budget = pending.budget
+    made_for = getattr(pending.link, "made_for", None)  # a call made on a host call's behalf (`era_translate`)
     if budget is None:
         host = None if pending.host is None else pending.host.label
         start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
+        if isinstance(made_for, str):
+            start["made_for"] = made_for
         recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
         return
     start = RequestStartData(
@@ -495,4 +498,6 @@ def _request_start(
         arguments=frames.text_of(params.get("arguments", {})),
         host=budget.host,
     )
+    if isinstance(made_for, str):
+        start["made_for"] = made_for
     recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))

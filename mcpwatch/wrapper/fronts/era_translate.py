@@ -39,6 +39,11 @@ class TranslatedCall:
     pending: Pending  # the host's call, waiting in its own session's core
     answered: Answered
 
+    @property
+    def made_for(self) -> str:
+        """The host's call this one is made for: the log's readers count that one, once."""
+        return self.pending.request_key
+
     def send(self, message: dict[str, Any]) -> bool:
         if "method" not in message:
             self.answered(self.pending, message)
