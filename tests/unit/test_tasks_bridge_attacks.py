@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+from typing import Any
 
 from taskrig import spin, task_2025
 from test_tasks_bridge import CALL
@@ -109,3 +111,59 @@ def test_finished_results_kept_for_a_retry_are_bounded_by_bytes(loop, monkeypatc
     assert len(dropped) == 30 - len(kept)
     rig.request(100, "tools/call", {**CALL, "arguments": {"topic": "t30"}})  # the newest: answered at once
     assert rig.replies()[-1]["id"] == 100 and "t-30x" in rig.replies()[-1]["result"]["content"][0]["text"]
+
+
+HOSTILE_ANSWERS: list[Any] = [
+    {"taskId": "t-1"},  # no status
+    {"taskId": "t-1", "status": "exploded"},  # a status the spec does not have
+    {"taskId": "someone-else", "status": "completed"},  # another task than the one asked
+    {"taskId": "t-1", "status": "working", "statusMessage": "x" * (4 << 20)},  # 4 MiB message
+    {"taskId": "t-1", "status": "working", "pollInterval": [1, 2], "ttl": {"ms": 1}},
+    None,
+    "completed",
+]
+
+
+def test_hostile_tasks_get_answers_neither_break_nor_extend_the_bridge(loop) -> None:
+    for hostile in HOSTILE_ANSWERS:
+        rig = bridged(loop, budget_s=2.0, reuse_s=5.0)
+        start(rig, 1)
+        seen = len(rig.upstream.sent)
+        polls = 0
+        while rig.scheduler.time() < 1000.0 + 20.0:
+            rig.scheduler.advance(0.1)
+            spin(loop)
+            for message in rig.upstream.sent[seen:]:
+                if message.get("method") == "tasks/get":
+                    polls += 1
+                    rig.answer(message["id"], hostile)
+                elif message.get("method") == "tasks/cancel":
+                    rig.answer(message["id"], task_2025("t-1", "cancelled"))
+            seen = len(rig.upstream.sent)
+            spin(loop)
+        [cut] = [r for r in rig.replies() if r["id"] == 1]
+        text = cut["result"]["content"][0]["text"]
+        assert "goes on upstream as task t-1" in text and len(json.dumps(cut)) < 64 * 1024, hostile
+        assert [m["params"]["taskId"] for m in calls(rig, "tasks/cancel")] == ["t-1"], hostile  # at reuse_s
+        assert 3 <= polls <= 7.0 / POLL_MIN_S + 1, (hostile, polls)  # polled on, never spinning, then not at all
+
+
+def test_a_task_that_flips_from_completed_back_to_working_is_answered_once(loop) -> None:
+    rig = bridged(loop, budget_s=30.0)
+    start(rig, 1)
+    rig.scheduler.advance(0.2)
+    spin(loop)
+    rig.answer(calls(rig, "tasks/get")[-1]["id"], task_2025("t-1", "completed"))
+    spin(loop)
+    rig.notify("notifications/tasks/status", task_2025("t-1", "working", "not done after all"))
+    spin(loop)
+    [fetch] = calls(rig, "tasks/result")
+    rig.answer(fetch["id"], {"content": [{"type": "text", "text": "done"}]})
+    spin(loop)
+    rig.notify("notifications/tasks/status", task_2025("t-1", "working", "again"))
+    rig.scheduler.advance(60.0)
+    spin(loop)
+    answers = [r for r in rig.replies() if r["id"] == 1]
+    assert answers == [{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "done"}]}}]
+    assert rig.core.bridge._by_task == {}  # nothing polled or kept for it any more
+    assert len(calls(rig, "tasks/get")) == 1
