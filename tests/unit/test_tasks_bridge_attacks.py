@@ -167,3 +167,19 @@ def test_a_task_that_flips_from_completed_back_to_working_is_answered_once(loop)
     assert answers == [{"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "done"}]}}]
     assert rig.core.bridge._by_task == {}  # nothing polled or kept for it any more
     assert len(calls(rig, "tasks/get")) == 1
+
+
+def test_abandoned_tasks_polled_at_once_are_bounded_in_number(loop, monkeypatch) -> None:
+    monkeypatch.setattr(bridge_module, "IDLE_RUNS_MAX", 5)
+    rig = bridged(loop, budget_s=2.0, reuse_s=600.0)
+    for n in range(1, 13):  # twelve distinct calls, each cut at its budget: twelve tasks nobody waits for
+        start(rig, n, ttl=None)
+    polls = run_upstream(rig, loop, 2.5, ttl=None)
+    cancelled = [m["params"]["taskId"] for m in calls(rig, "tasks/cancel")]
+    assert cancelled == [f"t-{n}" for n in range(1, 8)]  # the oldest beyond five, at once, not 600 s later
+    polls = run_upstream(rig, loop, 20.0, ttl=None)
+    assert {task for _, task in polls} == {f"t-{n}" for n in range(8, 13)}  # the five newest still wait for a retry
+    warnings = [e.data["message"] for e in rig.events(Kind.WARNING) if "nobody waited" in e.data["message"]]
+    assert len(warnings) == 7 and "5 such tasks" in warnings[0]
+    rig.request(99, "tools/call", {**CALL, "arguments": {"topic": "t12"}})  # a retry still attaches to its task
+    assert len(calls(rig, "tools/call")) == 12

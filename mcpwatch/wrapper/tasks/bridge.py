@@ -63,6 +63,7 @@ from mcpwatch.wrapper.tasks.shapes import (
 from mcpwatch.wrapper.tasks.watch import TaskWatch
 
 POLL_TIMEOUT_S = 30.0
+IDLE_RUNS_MAX = 256  # running tasks no host call waits for (kept for a retry): the oldest beyond are cancelled
 KEPT_BYTES_MAX = 64 * 1024 * 1024  # finished results kept in memory for an identical call: the oldest go first
 LIST_PAGES_MAX = 100  # tools/list pages read to learn a tool's task support
 
@@ -91,6 +92,7 @@ class TaskBridge:
             BridgedRun, int
         ] = {}  # finished results waiting for an identical call: their sizes, oldest first
         self.kept_bytes = 0
+        self._idle: dict[BridgedRun, None] = {}  # running tasks whose last waiting call was cut, oldest first
         self._hosts: dict[int, dict[str, Any]] = {}  # id(link) -> the capabilities its initialize declared
         self._table = table
         self._recorder = recorder
@@ -509,6 +511,7 @@ class TaskBridge:
         if pending is run.maker:
             run.cut_after_s, run.cut_mono, run.cut_reason = elapsed, self._scheduler.time(), reason
         self.polls.waiters_changed(run)  # none left: its result waits reuse_s for an identical call, no longer
+        self._note_idle(run)
         detail: RequestEndDetail = {
             "partial": pending.last_progress is not None,
             "error": reason,
@@ -525,6 +528,25 @@ class TaskBridge:
         outcome = Outcome.DEADLINE if reason == "deadline" else Outcome.CANCELLED
         self._table.finish(pending, outcome, reply, detail, elapsed=elapsed)
         return True
+
+    def _note_idle(self, run: BridgedRun) -> None:
+        """A task nobody waits for is polled for `[tasks] reuse_s`, for a retry: at most IDLE_RUNS_MAX of them at
+        once, the oldest beyond cancelled upstream now (a host cutting many distinct calls would else leave that many
+        tasks polled for ten minutes)."""
+        if run.finished_at is not None or run.given_up or any(p.open for p in run.waiters):
+            return
+        self._idle.pop(run, None)
+        self._idle[run] = None
+        while len(self._idle) > IDLE_RUNS_MAX:
+            oldest = next(iter(self._idle))
+            del self._idle[oldest]
+            if oldest.finished_at is not None or oldest.given_up or any(p.open for p in oldest.waiters):
+                continue  # ended, or a retry joined it: not idle any more
+            why = (
+                f"nobody waited for bridged task {oldest.task_id} and {IDLE_RUNS_MAX} such tasks, newer, wait for a "
+                "retry already; mcpwatch cancelled it upstream"
+            )
+            self._expire(oldest, why)
 
     def cancel(self, request_key: str) -> bool:
         """The operator's cancel of a bridged call: the task itself is cancelled (tasks/cancel)."""
@@ -591,6 +613,7 @@ class TaskBridge:
 
     def _drop(self, run: BridgedRun) -> None:
         self.kept_bytes -= self._kept.pop(run, 0)
+        self._idle.pop(run, None)
         if run.expiry is not None:
             run.expiry.cancel()
             run.expiry = None
