@@ -40,9 +40,34 @@ def screen_text(app: App[Any]) -> str:
     return "\n".join(parts)
 
 
+def slow_frames(monkeypatch: Any, seconds: float = 0.03) -> None:
+    """Block the event loop for `seconds` on every layout and every frame drawn, as a loaded machine does: keys
+    typed in one burst are then all read before the first has had its effect (a prompt mounted, a focus moved)."""
+    from textual.screen import Screen
+
+    for name in ("_compositor_refresh", "_refresh_layout"):
+        original = getattr(Screen, name)
+
+        def slowed(self: Screen[Any], *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            time.sleep(seconds)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Screen, name, slowed)
+
+
 def type_at_once(app: App[Any], keys: list[str]) -> None:
     """Queue every key on the driver in one go, as a busy terminal delivers them: none waits for the previous."""
-    chars = {"full_stop": ".", "colon": ":", "enter": None, "backspace": None}
+    chars = {
+        "full_stop": ".",
+        "colon": ":",
+        ":": ":",
+        "percent_sign": "%",
+        "slash": "/",
+        "space": " ",
+        "enter": None,
+        "backspace": None,
+        "escape": None,
+    }
     for key in keys:
         event = events.Key(key, chars.get(key, key))
         event.set_sender(app)

@@ -25,12 +25,12 @@ from mcpwatch.console.headless.controls import LiveControls
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import LiveFeed, Locator, Target
 from mcpwatch.console.insight_actions import INSIGHT_BINDINGS, InsightActions
+from mcpwatch.console.key_router import KeyRouter
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.choose import ChooseWrapperScreen
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
-from mcpwatch.console.screens.modals import TypedAheadPrompt
 from mcpwatch.console.themes import DEFAULT_THEME, load_themes, semantic_defaults
 from mcpwatch.registry import WrapperEntry, find_wrapper
 from mcpwatch.terminal import safe_lines
@@ -95,6 +95,7 @@ class ConsoleApp(InsightActions, App[None]):
         self.quit_note = quit_note  # what quitting does to the wrapper (the demo's stops with it)
         if self.user_keys:
             self.set_keymap(self.user_keys)  # [console.keys]: binding id -> keys
+        self.keys = KeyRouter(self, super().on_event)  # every key typed, in order, each settled before the next
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """Semantic colours derived from whichever theme is current, so every theme (ours or Textual's) works."""
@@ -194,9 +195,10 @@ class ConsoleApp(InsightActions, App[None]):
         self._replace(self.main_screen(session))
 
     async def on_event(self, event: events.Event) -> None:
-        """An open prompt takes every key typed, in order (see `TypedAheadPrompt.take_key`)."""
-        if isinstance(event, events.Key) and not event.is_forwarded and isinstance(self.screen, TypedAheadPrompt):
-            self.screen.take_key(event)
+        """Every key typed goes through the router (see `key_router`): it reaches what has focus once the keys
+        before it have done what they do; an open prompt takes its keys itself (`TypedAheadPrompt.take_key`)."""
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            await self.keys.take(event)
             return
         await super().on_event(event)
 

@@ -130,7 +130,7 @@ class ReplayDetailScreen(RequestDetailScreen, inherit_bindings=False):
 class GotoPrompt(TypedAheadPrompt[float | None]):
     """Asks for a session time; a value that does not work is explained in the dialog, which stays open."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="goto.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="goto.cancel")]
 
     def __init__(self, *, end: float, now: float, origin_ts: float | None) -> None:
         super().__init__()
@@ -161,6 +161,13 @@ class GotoPrompt(TypedAheadPrompt[float | None]):
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
     def _accept(self) -> None:
+        """The Go button (Enter comes through `take_key`)."""
+        self._go()
+
+    async def submit(self) -> None:
+        self._go()
+
+    def _go(self) -> None:
         try:
             target = parse_time(self.query_one(Input).value, end=self._end, now=self._now, origin_ts=self._origin)
         except InvalidTime as exc:

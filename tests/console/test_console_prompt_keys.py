@@ -16,7 +16,7 @@ from console_helpers import SIZE, RecordingControls, ready, sample_app
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import TypedAheadPrompt
 
-from pilot_tools import type_at_once, until
+from pilot_tools import slow_frames, type_at_once, until
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +69,83 @@ async def test_keys_reach_the_prompt_while_it_mounts_slowly(monkeypatch: pytest.
         await until(pilot, lambda: controls.calls, what="the value to be sent")
         assert controls.calls == [("set_margin", 12.5)]
         assert isinstance(behind, MainScreen) and behind.session.paused is False
+
+
+# -- bursts on a slowed loop: every key reaches what has focus once the keys before it have acted ----------------
+
+
+async def settled(pilot: Any, app: Any, typed: int) -> None:
+    """Every key typed has been delivered and has done what it does."""
+    await until(pilot, lambda: app.keys.delivered >= typed and app.keys.idle, 60, "the keys to be delivered")
+    await pilot.pause()
+
+
+class SlowControls(RecordingControls):
+    """The wrapper takes a while to answer a change (a loaded machine): keys typed meanwhile wait their turn."""
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        await asyncio.sleep(0.2)
+        return await super().set_margin(seconds)
+
+
+@pytest.mark.parametrize("controls_type", [RecordingControls, SlowControls])
+async def test_enter_then_the_next_prompt_in_one_burst_sets_both(
+    monkeypatch: pytest.MonkeyPatch, controls_type: type[RecordingControls]
+) -> None:
+    """`m 11 ⏎ m 13 ⏎` typed at once: both margins set, in order (not `13m11` typed into the first prompt)."""
+    slow_frames(monkeypatch)
+    controls = controls_type()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        behind = app.screen
+        keys = ["m", "1", "1", "enter", "m", "1", "3", "enter"]
+        type_at_once(app, keys)
+        await settled(pilot, app, len(keys))
+        assert controls.calls == [("set_margin", 11.0), ("set_margin", 13.0)]
+        assert app.screen is behind
+
+
+async def test_escape_after_a_submitted_prompt_never_blanks_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`m 11 ⏎ m 13 esc` at once: the margin is 11, the second prompt is cancelled, the main screen stays."""
+    slow_frames(monkeypatch)
+    controls = SlowControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        behind = app.screen
+        depth = len(app.screen_stack)
+        keys = ["m", "1", "1", "enter", "m", "1", "3", "escape"]
+        type_at_once(app, keys)
+        await settled(pilot, app, len(keys))
+        assert controls.calls == [("set_margin", 11.0)]
+        assert app.screen is behind and len(app.screen_stack) == depth
+        type_at_once(app, ["escape", "escape"])  # more escapes close nothing beneath the main screen
+        await settled(pilot, app, len(keys) + 2)
+        assert app.screen is behind and len(app.screen_stack) == depth
+
+
+@pytest.mark.parametrize(
+    ("keys", "calls", "filter_text"),
+    [
+        # the `t` of `took` is the filter's, never the host-timeout prompt's
+        (["slash", "t", "o", "o", "k"], [], "took"),
+        (["slash", "o", "u", "t", "c", "o", "m", "e", ":", "d"], [], "outcome:d"),
+        (["slash", "t", "o", "o", "l", "enter", "m", "5", "enter"], [("set_margin", 5.0)], "tool"),
+    ],
+)
+async def test_a_filter_typed_at_once_never_reaches_a_wrapper_key(
+    monkeypatch: pytest.MonkeyPatch, keys: list[str], calls: list[tuple[str, float]], filter_text: str
+) -> None:
+    slow_frames(monkeypatch)
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        behind = app.screen
+        assert isinstance(behind, MainScreen)
+        type_at_once(app, keys)
+        await settled(pilot, app, len(keys))
+        assert controls.calls == calls
+        assert behind.filter_text == filter_text
+        assert app.screen is behind

@@ -17,7 +17,7 @@ from replay_helpers import make_feed, ready
 from mcpwatch.console.screens.modals import TypedAheadPrompt
 from mcpwatch.replay.app import GotoPrompt, ReplayApp
 
-from pilot_tools import type_at_once, until
+from pilot_tools import slow_frames, type_at_once, until
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +62,23 @@ async def test_a_time_reaches_the_prompt_while_it_mounts_slowly(
         await until(pilot, lambda: feed.shown != 0.0, what="the replay to go to the time typed")
         assert feed.shown == 90.0
         await until(pilot, lambda: not isinstance(app.screen, GotoPrompt), what="the prompt to close")
+
+
+@pytest.mark.parametrize("after", [["escape"], ["escape", "escape"], ["g", "1", "0", "escape"]])
+async def test_escape_typed_right_after_a_go_to_never_blanks_the_replay(
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, after: list[str]
+) -> None:
+    """`g25%⏎` then escape in one burst on a slowed loop: the replay goes to 25 % and its screen stays."""
+    slow_frames(monkeypatch)
+    feed = make_feed(shared_log[0])
+    app = ReplayApp(feed, refresh_s=0.05)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        behind = app.screen
+        depth = len(app.screen_stack)
+        keys = ["g", "2", "5", "percent_sign", "enter", *after]
+        type_at_once(app, keys)
+        await until(pilot, lambda: app.keys.delivered >= len(keys) and app.keys.idle, 60, "the keys to be delivered")
+        await pilot.pause()
+        assert feed.shown == pytest.approx(feed.clock.end * 0.25, abs=1.0)
+        assert app.screen is behind and len(app.screen_stack) == depth

@@ -317,7 +317,7 @@ class MainScreen(WatchScreen):
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)  # now, not on a later turn of the loop: the next key typed is the filter's
 
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
@@ -329,14 +329,14 @@ class MainScreen(WatchScreen):
     def _filter_submitted(self) -> None:
         if not self.filter_text:
             self.query_one("#filter", Input).display = False
-        self.query_one("#requests", WindowTable).focus()
+        self.set_focus(self.query_one("#requests", WindowTable))
 
     def action_back(self) -> None:
         box = self.query_one("#filter", Input)
         if box.display:
             box.value = ""
             box.display = False
-            self.query_one("#requests", WindowTable).focus()
+            self.set_focus(self.query_one("#requests", WindowTable))
             return
         if self.can_go_back:
             self.dismiss()

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, TypeVar
 
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 from textual.widgets.input import Selection
@@ -24,45 +25,86 @@ _Result = TypeVar("_Result")
 
 
 class TypedAheadPrompt(ModalScreen[_Result]):
-    """A dialog with one text field that takes every key typed after the key that opened it, in order.
+    """A dialog with one text field that takes every key typed while it is on top, in order.
 
-    The app hands each key to the open prompt (`take_key`) before routing it; subclasses compose one `Input`.
+    The app's key router hands each key to the prompt on top (`take_key`) and delivers the next only once this one
+    has done what it does: Enter has checked the value, sent it and closed the prompt (or kept it open saying why),
+    so keys typed right after it reach the screen beneath, never this closing prompt. The prompt closes only on its
+    own Enter or Escape (or its buttons) and only ever takes itself off the screen stack (`dismiss`), never the
+    screen beneath. Subclasses compose one `Input` and say what Enter does (`submit`).
     """
 
     def __init__(self) -> None:
         super().__init__(classes="dialog-screen")
-        self._keys: asyncio.Queue[events.Key] = asyncio.Queue()  # typed, not yet acted on (see `take_key`)
-
-    def take_key(self, event: events.Key) -> None:
-        """Queue a key typed while the prompt is open (the app hands over every key, before it routes any).
-
-        Textual routes keys through queues: keys typed just after the one that opened the prompt would arrive
-        before its field exists (lost, or reaching the screen behind), and an editing key (backspace) is acted
-        on after a digit typed behind it. Queued here and acted on one at a time, every key counts, in order.
-        """
-        self._keys.put_nowait(event)
+        self._dismissed = False  # dismissed already: a second Enter or Escape must not pop the screen beneath
+        self._kept: tuple[_Result | None] | None = None  # a result to close with once back on top
+        self._submitting = False
 
     def on_mount(self) -> None:
         field = self.query_one(Input)
-        self.set_focus(field)
+        self.set_focus(field)  # focus now, before the loop hands over the next key
         field.selection = Selection(0, len(field.value))  # typing replaces the current value
-        self._type_keys()
 
-    @work(group="prompt-keys", exit_on_error=False)
-    async def _type_keys(self) -> None:
+    def take_key(self, event: events.Key) -> Awaitable[None] | None:
+        """Act on one key typed while the prompt is on top; returns what is still to finish (Enter's send)."""
+        if not self.is_mounted:
+            return self._take_when_mounted(event)
         field = self.query_one(Input)
-        while True:
-            event = await self._keys.get()
-            if event.is_printable and event.character and self.focused in (field, None):
-                selection = field.selection
-                if selection.is_empty:
-                    field.insert_text_at_cursor(event.character)
-                else:
-                    field.replace(event.character, *selection)
-                continue
-            active = self.active_bindings.get(event.key)
-            if active is not None and active.enabled:
-                await self.app.run_action(active.binding.action, active.node)
+        on_field = self.focused in (field, None)
+        if on_field and event.key == "enter":
+            return self._submit_once()
+        if on_field and event.is_printable and event.character:
+            selection = field.selection
+            if selection.is_empty:
+                field.insert_text_at_cursor(event.character)
+            else:
+                field.replace(event.character, *selection)
+            return None
+        active = self.active_bindings.get(event.key)
+        if active is not None and active.enabled:
+            return self._run(active.binding.action, active.node)
+        return None
+
+    async def _run(self, action: str, node: DOMNode) -> None:
+        await self.app.run_action(action, node)
+
+    async def _take_when_mounted(self, event: events.Key) -> None:
+        await self._mounted_event.wait()
+        pending = self.take_key(event)
+        if pending is not None:
+            await pending
+
+    async def _submit_once(self) -> None:
+        if self._submitting or self._dismissed:
+            return
+        self._submitting = True
+        try:
+            await self.submit()
+        finally:
+            self._submitting = False
+
+    async def submit(self) -> None:
+        """Enter: check the value and act on it; close with `dismiss`, or stay open saying what is wrong."""
+        raise NotImplementedError
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def dismiss(self, result: _Result | None = None) -> AwaitComplete:
+        """Close this prompt, once; while another screen is over it (the palette), once it is back on top."""
+        if self._dismissed or self not in self.app.screen_stack:
+            return AwaitComplete()
+        if not self.is_current:
+            self._kept = (result,)
+            return AwaitComplete()
+        self._dismissed = True
+        return super().dismiss(result)
+
+    def on_screen_resume(self) -> None:
+        if self._kept is not None:
+            (result,) = self._kept
+            self._kept = None
+            self.dismiss(result)
 
 
 class SecondsPrompt(TypedAheadPrompt[str | None]):
@@ -72,7 +114,7 @@ class SecondsPrompt(TypedAheadPrompt[str | None]):
     or is unreachable) is shown in the dialog and nothing changes. Dismisses with the message, or None on escape.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel", id="prompt.cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel", id="prompt.cancel")]
 
     def __init__(
         self,
@@ -138,6 +180,10 @@ class SecondsPrompt(TypedAheadPrompt[str | None]):
     @on(Input.Submitted)
     @on(Button.Pressed, "#ok")
     def _accept(self) -> None:
+        """The Set button (Enter comes through `take_key`, which waits for the answer)."""
+        self.run_worker(self._submit_once(), group="prompt", exit_on_error=False)
+
+    async def submit(self) -> None:
         text = self.query_one(Input).value
         try:
             value = parse_seconds(
@@ -151,23 +197,23 @@ class SecondsPrompt(TypedAheadPrompt[str | None]):
             self._cautioned = value
             self._problem(f"{warning} — press enter again to set it anyway")
             return
-        self._send(value)
+        await self._send(value)
 
     @on(Button.Pressed, "#cancel")
     def _cancel(self) -> None:
         self.dismiss(None)
 
-    @work(exclusive=True, group="prompt", exit_on_error=False)
     async def _send(self, value: float | None) -> None:
         self._problem("")
-        self.query_one("#ok", Button).disabled = True
+        ok = self.query_one("#ok", Button)
+        ok.disabled = True
         try:
             message = await self._submit(value)
         except OperatorError as exc:
             self._problem(f"refused: {exc}")
             return
         finally:
-            self.query_one("#ok", Button).disabled = False
+            ok.disabled = False
         self.dismiss(message)
 
 
