@@ -25,7 +25,7 @@ from textual.widgets import Button, Input, Label, Static
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.render_base import Palette, wall_clock
 from mcpwatch.console.headless.session import WatchSession
-from mcpwatch.console.screens.base import NARROW, WatchScreen
+from mcpwatch.console.screens.base import NARROW, OPERATOR_ACTIONS, WatchScreen
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import BACK_BINDING, VIEW_BINDINGS, MainScreen
@@ -122,9 +122,11 @@ class ReplayMainScreen(MainScreen, inherit_bindings=False):
 
 
 class ReplayDetailScreen(RequestDetailScreen, inherit_bindings=False):
-    """A request's detail in a recording: back is the only key of its own (nothing can be cancelled)."""
+    """A request's detail in a recording: back, copy and export (as help lists them); nothing can be cancelled."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back", id="detail.back")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        b for b in RequestDetailScreen.BINDINGS if isinstance(b, Binding) and b.action not in OPERATOR_ACTIONS
+    ]
 
 
 class GotoPrompt(TypedAheadPrompt[float | None]):

@@ -286,3 +286,33 @@ async def test_toasts_keep_clear_of_the_timeline_bar(shared_log: tuple[Path, str
         bar = app.screen.query_one("#timeline").region
         for toast in app.screen.query("Toast"):
             assert not toast.region.overlaps(bar), (toast.region, bar)
+
+
+async def test_copy_and_export_work_in_a_recordings_detail(
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Help lists y · Y · x for a request's detail; in replay they copy and export too (a recording is read,
+    not changed), and the operator's keys stay absent."""
+    from mcpwatch.console.headless import export
+    from mcpwatch.replay.app import ReplayDetailScreen
+
+    monkeypatch.setattr(export, "export_dir", lambda: tmp_path)
+    feed = make_feed(shared_log[0], start=120.0)
+    app = _app(feed)
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        request_id = app.screen.last_view.requests[0].request_id
+        app.screen.open_request(request_id)
+        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
+        await pilot.press("y")
+        await until(pilot, lambda: len(copied) == 1, what="y to copy the request as JSON")
+        assert copied[0].lstrip().startswith("{") and request_id in copied[0]
+        await pilot.press("Y")
+        await until(pilot, lambda: len(copied) == 2, what="Y to copy the request as Markdown")
+        assert not copied[1].lstrip().startswith("{")
+        await pilot.press("x")
+        await until(pilot, lambda: len(list(tmp_path.iterdir())) == 2, what="x to export JSON and Markdown")
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & OPERATOR_ACTIONS

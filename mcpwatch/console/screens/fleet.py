@@ -111,7 +111,7 @@ class FleetScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Line(id="fleet-title")
-        yield WindowTable(COLUMNS, id="fleet-table", sideways=30)
+        yield WindowTable(COLUMNS, id="fleet-table", sideways=30, pinned=2)
         yield Line(id="fleet-hint", layout=True)
         yield KeyFooter()
 

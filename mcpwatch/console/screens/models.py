@@ -109,7 +109,7 @@ class ModelsScreen(WatchScreen):
 
     def compose(self) -> ComposeResult:
         yield Line(id="models-bar")
-        yield WindowTable(COLUMNS, id="models-table", sideways=24)
+        yield WindowTable(COLUMNS, id="models-table", sideways=24, pinned=1)
         yield Line(id="models-note", layout=True)
         yield KeyFooter()
 

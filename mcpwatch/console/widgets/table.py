@@ -35,6 +35,18 @@ class WindowTable(DataTable[Text]):
     WindowTable { height: 1fr; background: $surface; overflow-x: hidden; }
     WindowTable.-sideways { overflow-x: auto; }
     WindowTable > .datatable--header { background: $panel; color: $text-muted; }
+    /* pinned columns (`pinned`) look like the others: they only stay put when the table scrolls sideways */
+    WindowTable > .datatable--fixed { background: transparent; color: $foreground; }
+    WindowTable > .datatable--fixed-cursor {
+        background: $block-cursor-blurred-background;
+        color: $block-cursor-blurred-foreground;
+        text-style: $block-cursor-blurred-text-style;
+    }
+    WindowTable:focus > .datatable--fixed-cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
     """
 
     MIN_INTERVAL_S = 0.2  # at most 5 rebuilds a second: a flood changes the rows on every tick
@@ -48,9 +60,11 @@ class WindowTable(DataTable[Text]):
         can_follow: bool = False,
         right_aligned: Collection[str] = (),
         sideways: int = 0,
+        pinned: int = 0,
     ) -> None:
         """`sideways`: the table scrolls sideways (← →) when narrower than its columns, and its last column is
-        at least this wide; 0: the columns are fitted to the width (the last one takes what is left)."""
+        at least this wide; 0: the columns are fitted to the width (the last one takes what is left). `pinned`:
+        the first columns stay in place when it scrolls sideways (what names a row never scrolls away)."""
         # The cell's own colours win over the cursor's: a warning stays a warning on the selected row.
         super().__init__(
             id=id, cursor_type="row", zebra_stripes=False, show_cursor=True, cursor_foreground_priority="renderable"
@@ -64,6 +78,7 @@ class WindowTable(DataTable[Text]):
         self.following = can_follow  # the cursor stays on the first row (the newest) as rows come in
         self.new_above = 0  # rows that arrived above the held selection since it was held
         self.sideways = sideways
+        self.fixed_columns = pinned
         self.set_class(bool(sideways), "-sideways")
 
     def on_key(self, event: events.Key) -> None:
