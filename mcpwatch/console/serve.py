@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import secrets
 import shlex
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -58,6 +60,21 @@ def check_request(headers: Any, query: Any, cookies: Any, token: str, port: int)
     if not secrets.compare_digest(str(given).encode(), token.encode()):
         return 401, "open the URL printed by `mcpwatch watch --serve` (it carries the token)"
     return None
+
+
+# textual-serve's page asks a font service for its stylesheet, in <head>: a render-blocking request. Where the
+# network holds connections rather than refusing them, the page stays blank until the browser gives up (about
+# 30 s). The page is served without it: the terminal uses the machine's monospace font.
+_REMOTE_STYLESHEET = re.compile(r"<link\b[^>]*href=\"https?://[^\"]*\"[^>]*/?>", re.IGNORECASE | re.DOTALL)
+
+
+def offline_page(path: Path) -> str | None:
+    """textual-serve's page template without what it would fetch from other sites (None: no such template)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return _REMOTE_STYLESHEET.sub("", text)
 
 
 def console_command(argv: list[str]) -> str:
@@ -104,8 +121,13 @@ def serve(
 
     class GuardedServer(Server):
         async def _make_app(self) -> Any:
+            import aiohttp_jinja2
+            import jinja2
+
             app = await super()._make_app()
             app.middlewares.append(guard)
+            folder = Path(self.templates_path)
+            aiohttp_jinja2.setup(app, loader=jinja2.FunctionLoader(lambda name: offline_page(folder / name)))
             return app
 
         async def on_startup(self, app: Any) -> None:
