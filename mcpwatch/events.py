@@ -466,6 +466,7 @@ class TaskCreatedData(TypedDict):
     bridged: NotRequired[bool]  # mcpwatch made the task itself, for a host that cannot use tasks
     attached_to: NotRequired[str]  # an identical call joined the bridged task this call (its request id) made
     offered: NotRequired[bool]  # mcpwatch is the task's receiver: it runs the tool's ordinary call for the host
+    offered_by: NotRequired[str]  # why it was offered: "offer <glob>" ([tasks] offer) or "offer_slow" (its basis)
 
 
 class KeptTask(TypedDict):

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.header import top_bar
 from mcpwatch.console.headless.panels.in_flight import time_left
+from mcpwatch.console.headless.panels.requests import request_note
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.request_filter import filter_requests
 from mcpwatch.console.headless.views import Limits
@@ -163,6 +164,38 @@ def test_a_task_in_flight_shows_the_ttl_it_has_left_not_the_tools_call_budget(
     model.apply(f.make(Kind.TASK_CREATED, 400.5, request_id="8", poll_interval_ms=1000, era="2025-11-25", **bridged))
     row = next(r for r in model.view(405.0).in_flight if r.request_id == "8")
     assert not row.task and time_left(row, Palette({})).plain == "15s 75%"
+
+
+@pytest.mark.parametrize(
+    ("extra", "kind", "reason"),
+    [
+        ({"offered": True, "offered_by": "offer slow*"}, "offered", " · offer slow*"),
+        (
+            {"offered": True, "offered_by": "offer_slow: 5 of 6 cut at 20s"},
+            "offered",
+            " · offer_slow: 5 of 6 cut at 20s",
+        ),
+        ({"bridged": True}, "bridged", ""),
+        ({}, "watched", ""),
+    ],
+)
+def test_a_task_is_marked_as_one_in_flight_and_in_recent_with_its_polls(
+    model: ConsoleModel, f: EventFactory, extra: dict[str, object], kind: str, reason: str
+) -> None:
+    """In flight and Recent showed a task as an ordinary call (`59m43s 100`, `✓ ok 35s`): they say it is a task,
+    who runs it, its status, the polls counted to it and why mcpwatch offered it."""
+    model.apply(start(f, "7", 10.0, budget=20.0))
+    created = {"task_id": "t-1", "status": "working", "status_message": None, "ttl_ms": 300_000, **extra}
+    model.apply(f.make(Kind.TASK_CREATED, 10.0, request_id="7", poll_interval_ms=1000, era="2025-11-25", **created))
+    status = {"task_id": "t-1", "status": "working", "status_message": "reading", "elapsed_s": 5.0}
+    model.apply(f.make(Kind.TASK_STATUS, 15.0, request_id="7", seen_by="tasks/get", polls=3, **status))
+    (row,) = model.view(20.0).in_flight
+    assert row.message == f"task {kind} · working · 3 polls{reason} — reading"
+    done = {**status, "status": "completed", "status_message": None, "elapsed_s": 30.0}
+    model.apply(f.make(Kind.TASK_STATUS, 40.0, request_id="7", seen_by="tasks/get", polls=29, **done))
+    model.apply(end(f, "7", 40.0, duration=30.0, task_id="t-1", task_status="completed", polls=30))
+    (recent,) = model.view(41.0).requests
+    assert request_note(recent) == f"task {kind} · completed · 30 polls{reason}"
 
 
 def test_request_end_moves_it_to_recent_with_outcome_and_counters(model: ConsoleModel, f: EventFactory) -> None:

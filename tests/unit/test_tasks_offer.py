@@ -274,3 +274,21 @@ def test_a_task_looked_up_in_the_log_is_read_off_the_loop(loop) -> None:
     assert answers[1]["result"] == {"x": 1}
     assert answers[2]["error"]["message"] == "no task 'mcpwatch-unknown' (unknown, expired, or another host's)"
     assert (offer.kept.queries, offer.kept.unknown) == (1, 1)
+
+
+def test_an_offered_tasks_polls_are_counted_to_it_and_its_reason_is_logged(loop) -> None:
+    """The host's polls of an offered task were logged as 0 (a host polled ~30 times): they are counted to the
+    task, and its task_created says why mcpwatch offered it (the `[tasks] offer` glob)."""
+    rig = offering(loop, poll_ms=1000)
+    rig.request(1, "tools/call", CALL)
+    task_id = rig.replies()[-1]["result"]["task"]["taskId"]
+    upstream_call = [m for m in rig.upstream.sent if m.get("method") == "tools/call"][-1]
+    for n in range(3):
+        rig.scheduler.advance(1.0)
+        rig.request(f"g{n}", "tasks/get", {"taskId": task_id})
+    rig.request("r", "tasks/result", {"taskId": task_id})  # blocks until the task ends
+    rig.answer(upstream_call["id"], {"content": [{"type": "text", "text": "done"}]})
+    [created] = rig.events(Kind.TASK_CREATED)
+    assert created.data["offered_by"] == "offer slow"
+    [status] = rig.events(Kind.TASK_STATUS)
+    assert (status.data["status"], status.data["polls"]) == ("completed", 4)

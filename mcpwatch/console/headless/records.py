@@ -54,6 +54,26 @@ class TombstoneRecord:
 
 
 @dataclass(slots=True)
+class TaskMark:
+    """A call that runs as an MCP task: who runs it, its last status, why mcpwatch offered it, the host's polls."""
+
+    kind: str  # "offered" (mcpwatch is the task's receiver), "bridged" (made for a host without tasks), "watched"
+    task_id: str
+    status: str
+    reason: str | None = None  # an offered task's: the `[tasks] offer` glob, or `offer_slow` and its basis
+    polls: int = 0  # the host's tasks/get, tasks/result, tasks/list for it (never calls of their own)
+
+    def line(self) -> str:
+        """`task offered · working · 12 polls · offer search*`: what marks the call in In flight and Recent."""
+        parts = [f"task {self.kind}", self.status]
+        if self.polls:
+            parts.append(f"{self.polls} poll{'s' if self.polls != 1 else ''}")
+        if self.reason:
+            parts.append(self.reason)
+        return " · ".join(parts)
+
+
+@dataclass(slots=True)
 class CallRecord:
     request_id: str
     method: str
@@ -84,6 +104,7 @@ class CallRecord:
     late: LateView | None = None
     cancel_acked: bool = False  # the server answered the cancel with an error saying so: it never finished
     ttl_end_mono: float | None = None  # a task's: when its TTL passes (its receiver may then drop it)
+    task: TaskMark | None = None  # the call runs as a task (see `TaskMark`)
 
     def note(self, mono: float, kind: str, text: str) -> None:
         if len(self.timeline) == self.timeline.maxlen:
@@ -95,6 +116,8 @@ class CallRecord:
         a later hit on the state's tombstone still shows on the request, as it does on the original."""
         clone = replace(self, timeline=deque(self.timeline, maxlen=self.timeline.maxlen))
         clone.models = {k: replace(v) for k, v in self.models.items()}
+        if self.task is not None:
+            clone.task = replace(self.task)
         if self.tombstone is not None:
             shared = None if tombstones is None else tombstones.get(id(self.tombstone))
             clone.tombstone = shared if shared is not None else replace(self.tombstone)

@@ -201,6 +201,11 @@ class CallsPart:
         request.result_preview = as_text(data.get("result_preview"))
         request.partial = bool(data.get("partial"))
         request.degraded = degraded
+        if request.task is not None:  # a task's end says its terminal status and the polls counted to it
+            request.task.status = as_text(data.get("task_status")) or request.task.status
+            polls = as_num(data.get("polls"))
+            if polls is not None:
+                request.task.polls = max(request.task.polls, int(polls))
         detail = f"{outcome} after {request.duration_s:.2f}s"
         if request.partial:
             detail += " (partial result)"

@@ -6,6 +6,7 @@ request_start and request_end, in the calls part). It has no state of its own: i
 from __future__ import annotations
 
 from mcpwatch.console.headless.coerce import as_num, as_text
+from mcpwatch.console.headless.records import TaskMark
 from mcpwatch.console.headless.request_events import CallsPart
 from mcpwatch.events import Event, TaskCreatedData, TaskStatusData
 
@@ -23,6 +24,9 @@ class TasksPart:
         if ttl_ms is not None and not data.get("bridged"):  # a bridged call is still cut at its host's budget
             request.ttl_end_mono = mono + ttl_ms / 1000
         request.message = _task_line(data.get("status"), data.get("status_message"))
+        kind = "offered" if data.get("offered") else "bridged" if data.get("bridged") else "watched"
+        reason = as_text(data.get("offered_by")) or None
+        request.task = TaskMark(kind, as_text(data.get("task_id")) or "?", as_text(data.get("status")) or "?", reason)
         request.note(mono, "task", f"task {as_text(data.get('task_id'))} created{bridged}: {request.message}")
 
     def status(self, event: Event, mono: float, data: TaskStatusData) -> None:
@@ -30,6 +34,11 @@ class TasksPart:
         if request is None:
             return
         request.message = _task_line(data.get("status"), data.get("status_message"))
+        if request.task is not None:
+            request.task.status = as_text(data.get("status")) or request.task.status
+            polls = as_num(data.get("polls"))
+            if polls is not None:
+                request.task.polls = max(request.task.polls, int(polls))
         request.note(mono, "task", f"task {request.message}")
 
 

@@ -93,6 +93,7 @@ class OfferedTask:
     reply_size: int = 0  # the reply's JSON size in bytes
     in_log: bool = False  # the log keeps its reply (a result let go from memory is read back from there)
     dropped: bool = False  # its reply was let go from memory (`offer_held`)
+    polls: int = 0  # the host's tasks/get and tasks/result for it: counted to the task, logged with its status
 
     @property
     def connection(self) -> str | None:
@@ -212,9 +213,21 @@ class TaskOffer:
         return owner_of(link, name)
 
     def _offered(self, tool: str | None) -> bool:
-        if tool is not None and self.also_offered is not None and self.also_offered(tool):
-            return True
-        return tool is not None and any(match_glob(pattern, tool) for pattern in self.settings.offer)
+        return self._offered_by(tool) is not None
+
+    def _offered_by(self, tool: str | None) -> str | None:
+        """Why a tool is offered as a task: the `[tasks] offer` glob it matches, else `offer_slow` (the log shows
+        its calls outrunning the budget, with the basis when known); None: it is not offered."""
+        if tool is None:
+            return None
+        pattern = next((pattern for pattern in self.settings.offer if match_glob(pattern, tool)), None)
+        if pattern is not None:
+            return f"offer {pattern}"
+        if self.also_offered is not None and self.also_offered(tool):
+            basis = getattr(getattr(self.also_offered, "__self__", None), "basis", None)
+            said = basis(tool) if callable(basis) else None
+            return f"offer_slow: {said}" if said else "offer_slow"
+        return None
 
     # ------------------------------------------------------------------ what the host is told
 
@@ -331,6 +344,9 @@ class TaskOffer:
             era="extension" if extension else "2025-11-25",
             offered=True,
         )
+        reason = self._offered_by(pending.tool)
+        if reason:
+            created["offered_by"] = reason
         self._recorder.emit(Kind.TASK_CREATED, request_id=pending.request_key, tool=pending.tool, **created)
         if pending.host_token is not None:
             return meta or {}
@@ -439,7 +455,7 @@ class TaskOffer:
             status_message=task.status_message,
             elapsed_s=round(self._scheduler.time() - pending.started, 6),
             seen_by="mcpwatch",
-            polls=0,
+            polls=task.polls,
         )
         if task.status not in ACTIVE:  # an ended task is kept (a live one's call ends with this process)
             size = task.reply_size = len(json.dumps(task.reply, default=str)) if task.reply is not None else 0
@@ -498,6 +514,8 @@ class TaskOffer:
             self._lookups.add(job)
             job.add_done_callback(self._lookups.discard)
             return True
+        if method in ("tasks/get", "tasks/result"):
+            task.polls += 1
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
         answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
         if method == "tasks/update":  # the one that reads its params: the host's answers

@@ -107,7 +107,7 @@ def build(
                 fraction,
                 r.progress,
                 r.total,
-                r.message,
+                task_message(r),
                 bool(r.models),
                 unfinished=ended,
                 stage=r.stage,
@@ -118,6 +118,17 @@ def build(
         )
     rows.sort(key=lambda v: (v.remaining_s is None, v.remaining_s if v.remaining_s is not None else 0.0))
     return tuple(rows)
+
+
+def task_message(r: CallRecord) -> str | None:
+    """A task's row says it is one (offered, bridged or watched), its status, polls and why it was offered, then
+    the receiver's own words; any other call's, its last progress message."""
+    if r.task is None:
+        return r.message
+    words = r.message or ""
+    prefix = f"{r.task.status}: "
+    words = words[len(prefix) :] if words.startswith(prefix) else "" if words == r.task.status else words
+    return r.task.line() + (f" — {words}" if words else "")
 
 
 def title(rows: tuple[InFlightView, ...], deadline: DeadlineView) -> str:

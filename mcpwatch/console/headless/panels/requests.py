@@ -39,6 +39,7 @@ class RequestView:
     partial: bool
     error: str | None
     degraded: str | None = None  # an ok result that says it is not the full answer (a fallback, a partial run)
+    task: str | None = None  # a call run as a task: `TaskMark.line()` (kind, status, polls, why offered)
 
     @property
     def label(self) -> str:
@@ -52,6 +53,8 @@ def request_note(r: RequestView) -> str:
         note = "partial result" + (f" · {note}" if note else "")
     if r.degraded and r.outcome == "ok":
         note = f"degraded: {r.degraded}" + (f" · {note}" if note else "")
+    if r.task:
+        note = r.task + (f" · {note}" if note else "")
     return note
 
 
@@ -100,6 +103,7 @@ def build(r: CallRecord) -> RequestView:
         r.partial,
         r.error,
         r.degraded,
+        None if r.task is None else r.task.line(),
     )
 
 
