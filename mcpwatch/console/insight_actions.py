@@ -94,8 +94,12 @@ class InsightActions:
             count = f"{len(others)} other wrapper{'s' if len(others) != 1 else ''}"
             name = safe(watched.name)
             self.action_fleet(headline=f" {name} (pid {watched.pid}) is gone — {count} running: watch one?")
+        if watched is None:  # which one is watched is not known yet: a badge could name it
+            self.fleet_badge = ""
+            return
         rows = await probe_fleet(others, time.time()) if others else []
-        troubled = [r for r in rows if r.trouble]
+        # a wrapper gone while it was probed is not one to look at; the watched one never badges itself
+        troubled = [r for r in rows if r.trouble and r.pid != watched.pid and pid_alive(r.pid)]
         if not troubled:
             self.fleet_badge = ""
         elif len(troubled) == 1:

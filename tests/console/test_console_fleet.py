@@ -3,6 +3,7 @@ another wrapper's errors, the others offered when the watched wrapper dies; a de
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import signal
@@ -205,3 +206,63 @@ async def test_fleet_and_the_chooser_at_80_columns(tmp_path: Path, chooser: bool
         await pilot.pause()
         shown = "".join(segment.text for segment in table.render_line(1))  # the first row, scrolled
         assert "council" in shown  # the name column stays; only the others scroll
+
+
+class _Busy(_Op):
+    """A live wrapper on a loaded machine: its status comes after the probe's time is up."""
+
+    async def status(self) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return await super().status()
+
+
+@pytest.mark.anyio
+async def test_a_live_wrapper_slow_to_answer_is_never_called_unreachable() -> None:
+    """Under load a live wrapper's status came after the probe's 2 s: it was badged "unreachable". A wrapper whose
+    process is alive is "slow to answer" (no badge); one whose process is gone stays unreachable."""
+    from mcpwatch.console.headless.fleet import SLOW, probe_fleet
+
+    gone_pid = 2**22 + 12345  # beyond any pid the system gives out
+    entries = [_entry(os.getpid(), "busy"), _entry(gone_pid, "gone")]
+    answers: dict[int, Any] = {os.getpid(): _Busy(_status()), gone_pid: _Busy(_status())}
+    rows = await probe_fleet(entries, ORIGIN, client_factory=lambda e: answers[e.pid], timeout=0.05)
+    busy, gone = rows
+    assert (busy.upstream, busy.trouble) == (SLOW, "")
+    assert (gone.upstream, gone.trouble) == ("unreachable", "unreachable")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("watched_known", [True, False])
+async def test_the_badge_never_names_the_watched_wrapper_or_one_gone(
+    monkeypatch: pytest.MonkeyPatch, watched_known: bool
+) -> None:
+    """The badge once named the watched wrapper itself (before the console knew which it watched) or one gone
+    between the registry's list and the probe."""
+    from types import SimpleNamespace
+
+    from mcpwatch import registry
+    from mcpwatch.console.headless import fleet
+    from mcpwatch.console.insight_actions import InsightActions
+
+    watched, other, gone = _entry(101, "council"), _entry(202, "search"), _entry(303, "tasks")
+    alive = {101, 202}
+    monkeypatch.setattr(registry, "running_wrappers", lambda _dir=None: [watched, other, gone])
+    monkeypatch.setattr(registry, "pid_alive", lambda pid: pid in alive)
+
+    async def probe(entries: list[WrapperEntry], now: float, **_: Any) -> list[fleet.FleetRow]:
+        alive.discard(303)  # it dies while probed
+        return [fleet_row(e, None, None, None, "refused") for e in entries]  # all "unreachable"
+
+    monkeypatch.setattr(fleet, "probe_fleet", probe)
+
+    class Console(InsightActions):
+        session = SimpleNamespace(
+            feed=SimpleNamespace(locator=SimpleNamespace(last=watched if watched_known else None))
+        )
+
+    console = Console()
+    await console._fleet_round()
+    if watched_known:
+        assert console.fleet_badge == "search: unreachable (F)"
+    else:
+        assert console.fleet_badge == ""  # which one is watched is not known yet: no badge that could name it

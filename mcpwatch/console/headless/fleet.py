@@ -10,19 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from mcpwatch.console.headless.wire_text import clean, shown_entry
 from mcpwatch.operator.client import OperatorClient, OperatorError
-from mcpwatch.registry import WrapperEntry
+from mcpwatch.registry import WrapperEntry, pid_alive
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader
 
 RECENT_S = 300.0
 ERROR_OUTCOMES = ("error", "tool_error", "upstream_lost")
 PROBE_TIMEOUT_S = 2.0
+SLOW = "slow to answer"  # a live wrapper that did not answer in time (a loaded machine): never "unreachable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class FleetRow:
     pid: int
     name: str
     host: str
-    upstream: str  # connecting | ready | backoff | closed | unreachable
+    upstream: str  # connecting | ready | backoff | closed | unreachable | slow to answer (alive, busy)
     generation: int | None
     in_flight: int | None
     deadlines_5m: int | None
@@ -44,6 +45,8 @@ class FleetRow:
         errors in the last five minutes."""
         if self.upstream == "unreachable":
             return "unreachable"
+        if self.upstream == SLOW:  # its process is alive, the machine busy: not a reason to look, nothing known
+            return ""
         if self.upstream != "ready":
             return f"upstream {self.upstream}"
         parts = []
@@ -126,12 +129,17 @@ async def probe_fleet(
     async def one(entry: WrapperEntry) -> FleetRow:
         status: dict[str, Any] | None = None
         problem = ""
+        late = False
         try:
             status = await _status(entry, factory, timeout)
-        except (OperatorError, TimeoutError, OSError) as exc:
+        except TimeoutError:
+            late = pid_alive(entry.pid)
+            problem = f"no answer within {timeout:g} s"
+        except (OperatorError, OSError) as exc:
             problem = str(exc) or type(exc).__name__
         outcomes, warning, log_problem = await asyncio.to_thread(log_part, entry, now)
-        return fleet_row(entry, status, outcomes, warning, problem or log_problem)
+        row = fleet_row(entry, status, outcomes, warning, problem or log_problem)
+        return replace(row, upstream=SLOW) if late else row
 
     rows = await asyncio.gather(*(one(e) for e in entries), return_exceptions=True)
     out: list[FleetRow] = []
