@@ -199,3 +199,28 @@ async def test_the_requests_box_and_the_banner_show_what_their_panel_modules_say
         message, style = header.banner(screen.last_view.header, False, lost.text)
         assert _styled(_shown(banner)) == _styled(header.banner_line(message, style, p))
         assert "connection refused  ·  showing the last state received" in _shown(banner).plain
+
+
+def test_a_health_check_the_host_made_says_so_uncut_in_a_quarter_of_120_columns() -> None:
+    """`took 259 ms (the host's …`: at 120 columns the Health panel is a quarter of the width."""
+    from rich.console import Console
+
+    from mcpwatch.console.headless.panels.health import HealthView, health_panel
+    from mcpwatch.console.headless.render_base import Palette
+
+    view = HealthView(
+        ok=True,
+        ping_ms=None,
+        tool="health",
+        error=None,
+        at_mono=0.0,
+        ago_s=4.0,
+        history=(),
+        timeout_multiplier=None,
+        latency_ms=259.0,
+        source="host",
+    )
+    console = Console(width=26, record=True, color_system=None)
+    console.print(health_panel(view, Palette({})))
+    text = console.export_text()
+    assert "259ms (host)" in text.replace(" ms", "ms") and "…" not in text

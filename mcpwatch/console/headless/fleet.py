@@ -45,9 +45,8 @@ class FleetRow:
         errors in the last five minutes."""
         if self.upstream == "unreachable":
             return "unreachable"
-        if self.upstream == SLOW:  # its process is alive, the machine busy: not a reason to look, nothing known
-            return ""
-        if self.upstream != "ready":
+        # SLOW: its process is alive and the machine busy, not a reason to look; its log still says what went wrong
+        if self.upstream not in ("ready", SLOW):
             return f"upstream {self.upstream}"
         parts = []
         if self.deadlines_5m:

@@ -59,7 +59,7 @@ def health_panel(h: HealthView, p: Palette, live: bool = True) -> RenderableType
         # The host called the health tool itself: no MCP ping, but the call's own time says as much.
         took = Text(fmt.millis(h.latency_ms))
         if h.source == "host":
-            took.append("  (the host's call)", style=p.dim)
+            took.append(" (host)", style=p.dim)  # the host called it; short: the panel is a quarter of 120
         key_value(g, "took", took, p)
     else:
         key_value(g, "ping", fmt.millis(h.ping_ms), p)
