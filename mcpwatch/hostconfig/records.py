@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mcpwatch.hostconfig.plan import Record
 from mcpwatch.paths import state_dir
-from mcpwatch.privacy import ensure_dir
+from mcpwatch.privacy import check_dir, check_file, ensure_dir
 
 FILE_NAME = "wrapped.json"
 MAX_BYTES = 64 * 1024 * 1024
@@ -20,9 +20,23 @@ def folder() -> Path:
     return state_dir() / "hosts"
 
 
+def check_private() -> None:
+    """UnsafePathError (one line, the path and the fix) unless the records and the backups could only have been
+    written by this user: a record is text that `unwrap` puts into a host's config, which the host then runs."""
+    check_dir(state_dir(), "state directory")
+    check_dir(folder(), "mcpwatch hosts folder")
+    check_dir(folder() / "backups", "mcpwatch backups folder")
+    check_file(folder() / FILE_NAME, "record of wrapped entries")
+
+
 def load(path: Path | None = None) -> dict[str, Record]:
-    """The kept records; an unreadable or damaged file counts as none (unwrapping then rebuilds from the args)."""
-    path = path or folder() / FILE_NAME
+    """The kept records; an unreadable or damaged file counts as none (unwrapping then rebuilds from the args).
+    Records another user could have written are refused (UnsafePathError), never trusted."""
+    if path is None:
+        check_private()
+        path = folder() / FILE_NAME
+    else:
+        check_file(path, "record of wrapped entries")
     try:
         if path.stat().st_size > MAX_BYTES:
             return {}
