@@ -77,22 +77,30 @@ def backup(path: Path, text: str) -> Path:
     raise WriteRefused(f"{display(where)}: too many backups of {path.name} this second; nothing was changed")
 
 
-def write(path: Path, read_text: str, new_text: str) -> Path:
-    """Replace the file's text, refusing if it is no longer `read_text`; returns the backup's path."""
-    real = target(path)
-    check_writable(path)
+def _unchanged(real: Path, read_text: str) -> None:
     with open(real, "rb") as handle:
         now = handle.read()
     if now != read_text.encode("utf-8"):
         raise WriteRefused(
             f"{display(real)} changed since mcpwatch read it (the host wrote it?); nothing was changed, run again"
         )
+
+
+def write(path: Path, read_text: str, new_text: str) -> Path:
+    """Replace the file's text, refusing if it is no longer `read_text`; returns the backup's path. The file is
+    compared again after the new copy is on disk, right before the rename, so a host that saved meanwhile keeps
+    its text (what is left is the rename itself, which no lock the hosts honour can close). The file's mode and
+    group are kept."""
+    real = target(path)
+    check_writable(path)
+    _unchanged(real, read_text)
     try:
         data = new_text.encode("utf-8")
     except UnicodeEncodeError:
         raise WriteRefused(f"{display(real)}: the new text would not be UTF-8 (a bug); nothing was changed") from None
     saved = backup(real, read_text)
-    mode = stat.S_IMODE(real.stat().st_mode)
+    info = real.stat()
+    mode = stat.S_IMODE(info.st_mode)
     temp = real.with_name(f".{real.name}.mcpwatch-{os.getpid()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
@@ -100,7 +108,15 @@ def write(path: Path, read_text: str, new_text: str) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if sys.platform != "win32" and info.st_gid != os.stat(temp).st_gid:
+            try:
+                os.chown(temp, -1, info.st_gid)
+            except OSError:
+                raise WriteRefused(
+                    f"{display(real)}: cannot keep its group (gid {info.st_gid}) on the new copy; nothing was changed"
+                ) from None
         os.chmod(temp, mode)
+        _unchanged(real, read_text)
         os.replace(temp, real)
     except BaseException:
         temp.unlink(missing_ok=True)

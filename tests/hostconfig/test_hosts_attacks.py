@@ -11,12 +11,43 @@ from pathlib import Path
 import pytest
 
 from mcpwatch.cli import main
+from mcpwatch.hostconfig import writer
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(["hosts", *args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_a_write_by_the_host_while_mcpwatch_writes_is_not_overwritten(home, monkeypatch):
+    """The host saves the file after mcpwatch compared it but while its new copy is being flushed: the host's text
+    stays, and the refusal says so (the compare happened before the slow part before)."""
+    cursor = home / ".cursor" / "mcp.json"
+    read = cursor.read_text()
+    hosts_text = read.replace("linear", "linear2")
+    real_fsync = os.fsync
+
+    def host_writes_meanwhile(fd: int) -> None:
+        real_fsync(fd)
+        cursor.write_text(hosts_text)
+
+    monkeypatch.setattr(writer.os, "fsync", host_writes_meanwhile)
+    with pytest.raises(writer.WriteRefused, match="changed since mcpwatch read it"):
+        writer.write(cursor, read, read.replace("npx", "mcpwatch"))
+    assert cursor.read_text() == hosts_text
+    assert not [p for p in cursor.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_files_group_is_kept(home, capsys):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file a group this user is not in needs root")
+    cursor = home / ".cursor" / "mcp.json"
+    os.chown(cursor, os.geteuid(), 4242)
+    cursor.chmod(0o640)
+    assert cli(capsys, "wrap", "linear")[0] == 0
+    info = cursor.stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (os.geteuid(), 4242, 0o640)
 
 
 def _wrapped_then_poisoned(home: Path, capsys, isolated_state: Path) -> tuple[Path, Path]:
