@@ -11,6 +11,7 @@ changed since is unwrapped from what its `mcpwatch wrap` line says.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -57,13 +58,18 @@ def record_key(entry: ServerEntry) -> str:
     return json.dumps([str(entry.file.resolve()), *entry.where, entry.key])
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+
+
 def apply(text: str, edits: list[Edit]) -> str:
+    """The text with every edit made; new lines end as the file's do (a CRLF file stays CRLF)."""
+    crlf = text.count("\r\n") * 2 > text.count("\n")  # most lines end in CRLF
     out = []
     at = 0
     for edit in sorted(edits, key=lambda e: e.start):
         if edit.start < at:
             raise PlanError("two edits overlap (a bug in mcpwatch): nothing was changed")
-        out += [text[at : edit.start], edit.text]
+        out += [text[at : edit.start], _BARE_LF.sub("\r\n", edit.text) if crlf else edit.text]
         at = edit.end
     out.append(text[at:])
     return "".join(out)

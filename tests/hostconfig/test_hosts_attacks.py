@@ -20,6 +20,35 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def test_a_crlf_file_stays_crlf_when_keys_are_inserted_and_round_trips(home, capsys, isolated_state):
+    """An entry without `args` gains one, and a URL entry is rewritten whole: every new line ends as the file's do."""
+    claude = Path.cwd() / ".mcp.json"
+    text = (
+        '{\r\n  "mcpServers": {\r\n    "a": {\r\n      "command": "x"\r\n    },\r\n    "u": {\r\n'
+        '      "type": "http",\r\n      "url": "https://example.invalid/mcp"\r\n    }\r\n  }\r\n}\r\n'
+    )
+    claude.write_bytes(text.encode())
+    code, _, err = cli(capsys, "wrap", "--all", "--file", str(claude))
+    assert code == 0, err
+    data = claude.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n"), data
+    (isolated_state / "hosts" / "wrapped.json").unlink()  # rebuilt from the wrap lines: CRLF as well
+    assert cli(capsys, "unwrap", "--all", "--file", str(claude))[0] == 0
+    data = claude.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n"), data
+
+
+def test_a_crlf_codex_url_entry_stays_crlf(home, capsys):
+    codex = home / ".codex" / "config.toml"
+    codex.write_bytes(b'[mcp_servers.web]\r\nurl = "https://example.invalid/mcp"\r\nenabled = true\r\n')
+    before = codex.read_bytes()
+    assert cli(capsys, "wrap", "web")[0] == 0
+    data = codex.read_bytes()
+    assert data.count(b"\n") == data.count(b"\r\n"), data
+    assert cli(capsys, "unwrap", "web")[0] == 0
+    assert codex.read_bytes() == before
+
+
 def test_a_write_by_the_host_while_mcpwatch_writes_is_not_overwritten(home, monkeypatch):
     """The host saves the file after mcpwatch compared it but while its new copy is being flushed: the host's text
     stays, and the refusal says so (the compare happened before the slow part before)."""
