@@ -68,7 +68,7 @@ def apply(text: str, edits: list[Edit]) -> str:
     at = 0
     for edit in sorted(edits, key=lambda e: e.start):
         if edit.start < at:
-            raise PlanError("two edits overlap (a bug in mcpwatch): nothing was changed")
+            raise PlanError("two edits overlap (a bug in mcpwatch)")
         out += [text[at : edit.start], _BARE_LF.sub("\r\n", edit.text) if crlf else edit.text]
         at = edit.end
     out.append(text[at:])
@@ -135,9 +135,14 @@ def span_of(config: ConfigFile, entry: ServerEntry) -> Span:
 # --- rendering values -----------------------------------------------------------------------------------------
 
 
+def _toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes, plus U+007F, which TOML forbids raw and JSON leaves as is."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_key(key: str) -> str:
     bare = key and all(c.isalnum() or c in "_-" for c in key) and key.isascii()
-    return key if bare else json.dumps(key, ensure_ascii=False)
+    return key if bare else _toml_string(key)
 
 
 def _toml_value(value: Any) -> str:
@@ -146,7 +151,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _toml_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
@@ -325,14 +330,14 @@ def plan(
     try:
         after = reread(config, text)
     except ValueError as exc:
-        raise PlanError(f"the edited file does not read back ({exc}; a bug): nothing changed") from None
+        raise PlanError(f"the edited file does not read back ({exc}; a bug in mcpwatch)") from None
     by_place = {(s.where, s.key): s for s in after.servers}
     for entry, what in result.done:
         if what in ("already wrapped", "not wrapped"):
             continue
         new = by_place.get((entry.where, entry.key))
         if new is None or (new.wrap is None) != (action == "unwrap"):
-            raise PlanError(f"{entry.key}: the edited entry does not read back as {action}ped (a bug): nothing changed")
+            raise PlanError(f"{entry.key}: the edited entry does not read back as {action}ped (a bug in mcpwatch)")
         if action == "wrap":
             before = span_of(config, entry)
             now = span_of(after, new)

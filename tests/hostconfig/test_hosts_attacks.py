@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from mcpwatch.cli import main
-from mcpwatch.hostconfig import writer
+from mcpwatch.hostconfig import wrapargs, writer
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -46,6 +47,19 @@ def test_a_crlf_codex_url_entry_stays_crlf(home, capsys):
     data = codex.read_bytes()
     assert data.count(b"\n") == data.count(b"\r\n"), data
     assert cli(capsys, "unwrap", "web")[0] == 0
+    assert codex.read_bytes() == before
+
+
+def test_a_codex_value_holding_del_is_written_as_valid_toml(home, capsys):
+    """TOML forbids a raw U+007F in a string (JSON does not): the wrapped args must still parse."""
+    codex = home / ".codex" / "config.toml"
+    codex.write_text('[mcp_servers.odd]\ncommand = "srv"\nargs = ["x\\u007fy", "tab\\there"]\n')
+    before = codex.read_bytes()
+    code, _, err = cli(capsys, "wrap", "odd")
+    assert code == 0, err
+    entry = tomllib.loads(codex.read_text())["mcp_servers"]["odd"]
+    assert wrapargs.read(entry["command"], entry["args"]).inner == ("srv", "x\x7fy", "tab\there")
+    assert cli(capsys, "unwrap", "odd")[0] == 0
     assert codex.read_bytes() == before
 
 
