@@ -211,13 +211,21 @@ def indent_of(text: str, pos: int) -> str:
     return text[line_start:end]
 
 
+@lru_cache(maxsize=4)
 def unit_indent(text: str) -> str:
-    """The file's indent step (two spaces, four, a tab), read from its first indented line; two spaces if none."""
-    for line in text.splitlines():
-        stripped = line.lstrip(" \t")
-        if stripped and stripped != line:
-            lead = line[: len(line) - len(stripped)]
-            return "\t" if lead.startswith("\t") else " " * len(lead)
+    """The file's indent step (two spaces, four, a tab), read from its first indented line; two spaces if none.
+    Once per text, line by line: every edit of every entry asks (splitting a file of N servers N times was
+    quadratic)."""
+    at = 0
+    while at < len(text):
+        newline = text.find("\n", at)
+        end = len(text) if newline < 0 else newline
+        lead = 0
+        while at + lead < end and text[at + lead] in " \t":
+            lead += 1
+        if lead and at + lead < end and not text[at + lead].isspace():
+            return "\t" if text[at] == "\t" else " " * lead
+        at = end + 1
     return "  "
 
 

@@ -88,9 +88,30 @@ class Span:
     tables: dict[str, tuple[int, int]] = field(default_factory=dict)  # TOML sub-tables ([x.env]) → their text
 
 
+@dataclass(frozen=True)
+class _TomlIndex:
+    """A TOML file's layout indexed once, so finding each of N entries does not walk every header again."""
+
+    headers: tuple[tomlspans.Header, ...]
+    table_at: dict[tuple[str, ...], int]  # a [table]'s path → its first header's index
+    values_of: dict[tuple[str, ...], list[tomlspans.KeyValue]]  # a table's path → its one-part keys' lines
+    inline_at: dict[tuple[str, ...], tomlspans.KeyValue]  # a value's full dotted path → its first line
+
+
 @lru_cache(maxsize=4)
-def _toml_layout(text: str) -> tomlspans.Layout:
-    return tomlspans.scan(text)
+def _toml_layout(text: str) -> _TomlIndex:
+    layout = tomlspans.scan(text)
+    table_at: dict[tuple[str, ...], int] = {}
+    for index, header in enumerate(layout.headers):
+        if not header.array:
+            table_at.setdefault(header.path, index)
+    values_of: dict[tuple[str, ...], list[tomlspans.KeyValue]] = {}
+    inline_at: dict[tuple[str, ...], tomlspans.KeyValue] = {}
+    for kv in layout.values:
+        if len(kv.key) == 1:
+            values_of.setdefault(kv.table, []).append(kv)
+        inline_at.setdefault((*kv.table, *kv.key), kv)
+    return _TomlIndex(layout.headers, table_at, values_of, inline_at)
 
 
 def _json_span(text: str, entry: ServerEntry) -> Span:
@@ -104,27 +125,24 @@ def _json_span(text: str, entry: ServerEntry) -> Span:
 def _toml_span(text: str, entry: ServerEntry) -> Span:
     layout = _toml_layout(text)
     path = (*entry.where, entry.key)
-    headers = list(layout.headers)
-    for index, header in enumerate(headers):
-        if header.path == path and not header.array:
-            end = len(text)
-            tables: dict[str, tuple[int, int]] = {}
-            for number, later in enumerate(headers[index + 1 :], index + 1):
-                if later.path[: len(path)] != path:
-                    end = later.start
-                    break
-                if len(later.path) == len(path) + 1 and not later.array:
-                    after = headers[number + 1].start if number + 1 < len(headers) else len(text)
-                    tables[later.path[-1]] = (later.start, after)
-            values = {
-                kv.key[0]: (kv.start, kv.value_start, kv.value_end, kv.end)
-                for kv in layout.values
-                if kv.table == path and len(kv.key) == 1
-            }
-            return Span(header.start, end, values, False, "", tables)
-    for kv in layout.values:
-        if (*kv.table, *kv.key) == path:
-            return Span(kv.value_start, kv.value_end, {}, True, "")
+    headers = layout.headers
+    index = layout.table_at.get(path)
+    if index is not None:
+        end = len(text)
+        tables: dict[str, tuple[int, int]] = {}
+        for number in range(index + 1, len(headers)):  # its sub-tables follow it
+            later = headers[number]
+            if later.path[: len(path)] != path:
+                end = later.start
+                break
+            if len(later.path) == len(path) + 1 and not later.array:
+                after = headers[number + 1].start if number + 1 < len(headers) else len(text)
+                tables[later.path[-1]] = (later.start, after)
+        values = {kv.key[0]: (kv.start, kv.value_start, kv.value_end, kv.end) for kv in layout.values_of.get(path, [])}
+        return Span(headers[index].start, end, values, False, "", tables)
+    kv = layout.inline_at.get(path)
+    if kv is not None:
+        return Span(kv.value_start, kv.value_end, {}, True, "")
     raise PlanError(f"{entry.key}: its table in {entry.file} is laid out in a way mcpwatch does not edit")
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcpwatch.cli import main
+from mcpwatch.hostconfig import plan as planner
 from mcpwatch.hostconfig import wrapargs, writer
 
 
@@ -61,6 +62,47 @@ def test_a_codex_value_holding_del_is_written_as_valid_toml(home, capsys):
     assert wrapargs.read(entry["command"], entry["args"]).inner == ("srv", "x\x7fy", "tab\there")
     assert cli(capsys, "unwrap", "odd")[0] == 0
     assert codex.read_bytes() == before
+
+
+def test_finding_codex_entries_is_linear_in_the_number_of_tables(home, capsys, monkeypatch):
+    """A config.toml of N servers: each entry's span is found without walking every header again (N² before)."""
+    codex = home / ".codex" / "config.toml"
+    count = 1500
+    codex.write_text("".join(f'[mcp_servers.s{i}]\ncommand = "c"\nargs = ["a"]\n\n' for i in range(count)))
+    walked = [0]
+
+    class Counted(tuple):  # type: ignore[type-arg]
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            for item in tuple.__iter__(self):
+                walked[0] += 1
+                yield item
+
+    real_scan = planner.tomlspans.scan
+
+    def counting_scan(text: str):  # type: ignore[no-untyped-def]
+        layout = real_scan(text)
+        return type(layout)(Counted(layout.headers), Counted(layout.values))
+
+    monkeypatch.setattr(planner.tomlspans, "scan", counting_scan)
+    planner._toml_layout.cache_clear()
+    code, _, err = cli(capsys, "wrap", "--host", "codex", "--all")
+    assert code == 0, err
+    assert walked[0] < 40 * count, walked[0]
+    assert len(tomllib.loads(codex.read_text())["mcp_servers"]) == count
+
+
+def test_the_indent_of_a_json_file_of_many_servers_is_worked_out_once_per_text(home, capsys):
+    """Every inserted or replaced value asked for the file's indent step, which split the whole file each time:
+    N servers cost N whole-file splits (minutes for 10,000 servers)."""
+    from mcpwatch.hostconfig import jsonc
+
+    cursor = home / ".cursor" / "mcp.json"
+    cursor.write_text(json.dumps({"mcpServers": {f"s{i}": {"command": "c"} for i in range(2000)}}, indent=2))
+    jsonc.unit_indent.cache_clear()
+    code, _, err = cli(capsys, "wrap", "--host", "cursor", "--all")
+    assert code == 0, err
+    assert jsonc.unit_indent.cache_info().misses <= 4, jsonc.unit_indent.cache_info()
+    assert '\n      "args": ["wrap"' in cursor.read_text()  # the two-space step, as the file has it
 
 
 def test_a_write_by_the_host_while_mcpwatch_writes_is_not_overwritten(home, monkeypatch):
