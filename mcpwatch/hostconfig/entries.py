@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.hostconfig import jsonc, wrapargs
+from mcpwatch.hostconfig import jsonc, masking, wrapargs
 from mcpwatch.hostconfig.formats import CLAUDE_CODE, HostFormat
 
 MAX_BYTES = 16 * 1024 * 1024  # a config file larger than this is not read (Claude Code's ~/.claude.json grows large)
@@ -53,13 +53,14 @@ class ServerEntry:
 
     @property
     def target(self) -> str:
-        """The command line or URL, for a person to read."""
+        """The command line or URL, for a person to read: its secrets (header values, `--token X`, `?api_key=`)
+        shown as `***` (`masking`), since scans are read on shared screens."""
         if self.transport == "command":
             args = self.raw.get("args", [])
             parts = [str(self.raw["command"]), *(str(a) for a in args)] if isinstance(args, list) else []
-            return " ".join(parts)
+            return " ".join(masking.args(parts))
         key = self.url_key
-        return str(self.raw.get(key, "")) if key else "(no command or url)"
+        return masking.url(str(self.raw.get(key, ""))) if key else "(no command or url)"
 
     @property
     def headers(self) -> dict[str, str]:

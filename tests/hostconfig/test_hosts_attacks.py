@@ -172,3 +172,28 @@ def test_a_hosts_folder_another_user_could_write_is_refused_before_any_file_is_w
     code, _, err = cli(capsys, "wrap", "linear")
     assert code == 2 and err.count("\n") == 1 and "hosts" in err and "chmod" in err
     assert cursor.read_bytes() == before
+
+
+def test_scan_masks_header_values_and_url_secrets_in_the_table_and_the_json(home, capsys):
+    claude = Path.cwd() / ".mcp.json"
+    claude.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "remote": {
+                        "type": "http",
+                        "url": "https://example.invalid/mcp?api_key=SECRETQUERY&region=eu",
+                        "headers": {"Authorization": "Bearer SECRETHEADER"},
+                    },
+                    "local": {"command": "srv", "args": ["--token", "SECRETARG", "--api-key=SECRETEQ", "--port", "80"]},
+                }
+            }
+        )
+    )
+    assert cli(capsys, "wrap", "remote")[0] == 0
+    for args in (("scan",), ("scan", "--json")):
+        code, out, _ = cli(capsys, *args)
+        assert code == 0
+        for secret in ("SECRETHEADER", "SECRETQUERY", "SECRETARG", "SECRETEQ"):
+            assert secret not in out, (args, secret)
+        assert "Authorization: ***" in out and "region=eu" in out and "--port 80" in out
