@@ -113,9 +113,11 @@ def parse_text(host: HostFormat, text: str) -> Any:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ValueError(f"not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib recurses per nested array or inline table
+            raise ValueError("not read: its values are nested too deeply") from None
     try:  # plain JSON (most files, and Claude Code's ~/.claude.json of many MB) in C; else with comments
         return json.loads(text, parse_constant=_not_json)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep for C: the JSONC reader refuses it with its line and column
         pass
     try:
         return jsonc.parsed(text).value

@@ -105,6 +105,32 @@ def test_the_indent_of_a_json_file_of_many_servers_is_worked_out_once_per_text(h
     assert '\n      "args": ["wrap"' in cursor.read_text()  # the two-space step, as the file has it
 
 
+@pytest.mark.parametrize(
+    ("relative", "text"),
+    [
+        (".mcp.json", '{"mcpServers": {"a": {"command": "x"}}, "z": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        (".codex/config.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n"),
+        (".codex/config.toml", "a = " + "{b=" * 2_000 + "1" + "}" * 2_000 + "\n"),
+    ],
+)
+def test_deep_nesting_is_one_line_in_scan_wrap_and_host_config_never_a_recursion_error(home, capsys, relative, text):
+    """Python's C JSON parser and tomllib both raise RecursionError on deep nesting: a project's .mcp.json is
+    anyone's to write, and a wrapper with --host-config pointing at it must still start."""
+    from mcpwatch.commands.wrap import apply_host_config
+
+    path = (Path.cwd() if relative == ".mcp.json" else home) / relative
+    path.write_text(text)
+    code, out, _ = cli(capsys, "scan", "--json")
+    assert code == 0
+    problems = [f["problem"] for f in json.loads(out)["files"] if f["file"] == str(path)]
+    assert problems and "deep" in problems[0], problems
+    code, _, err = cli(capsys, "wrap", "a", "--file", str(path))
+    assert code == 2 and err.count("\n") == 1 and "deep" in err
+    assert path.read_text() == text
+    warning = apply_host_config(f"{path}#a", None, {})
+    assert warning is not None and "deep" in warning
+
+
 def test_a_write_by_the_host_while_mcpwatch_writes_is_not_overwritten(home, monkeypatch):
     """The host saves the file after mcpwatch compared it but while its new copy is being flushed: the host's text
     stays, and the refusal says so (the compare happened before the slow part before)."""
