@@ -109,6 +109,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operator-port", type=int, metavar="P", help="operator endpoint port (default: ephemeral)")
     parser.add_argument("--url", help="an upstream MCP server over Streamable HTTP")
     parser.add_argument("--header", action="append", default=[], metavar="'K: V'", help="an HTTP header for --url")
+    parser.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="VAR",
+        help="an HTTP header for --url read from the variable VAR ('K: V'), so a token stays out of the process list",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the upstream server's command line")
 
 
@@ -120,6 +127,21 @@ def _headers(raw: list[str]) -> dict[str, str]:
             raise UserError(f"--header must look like 'Name: value', got {item!r}")
         headers[key.strip()] = value.strip()
     return headers
+
+
+def _header_lines(args: argparse.Namespace) -> list[str]:
+    """`--header` values, then each `--header-env` variable's value (the host sets it in the server's `env`)."""
+    import os
+
+    lines = list(args.header)
+    for name in args.header_env:
+        value = os.environ.get(name)
+        if value is None:
+            raise UserError(
+                f"--header-env {name}: the variable is not set; set it to 'Name: value' in the server's env"
+            )
+        lines.append(value)
+    return lines
 
 
 def _check_url(url: str) -> None:
@@ -155,8 +177,8 @@ def run(args: argparse.Namespace) -> int:
         command = command[1:]
     if bool(command) == bool(args.url):
         raise UserError("give the upstream either as `-- CMD ARGS…` or as `--url URL` (exactly one)")
-    if args.header and not args.url:
-        raise UserError("--header only applies to an --url upstream")
+    if (args.header or args.header_env) and not args.url:
+        raise UserError("--header and --header-env only apply to an --url upstream")
     from mcpwatch.ports import check_can_listen
 
     if args.url:
@@ -194,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         settings=settings,
         command=command,
         url=args.url,
-        headers=_headers(args.header),
+        headers=_headers(_header_lines(args)),
         name=args.name,
         log_path=Path(args.log).expanduser() if args.log else None,
         no_log=args.no_log,

@@ -186,7 +186,7 @@ def _value(config: ConfigFile, value: Any, indent: str, step: str) -> str:
 # --- the two transformations ----------------------------------------------------------------------------------
 
 
-def _url_to_command(entry: ServerEntry, args: list[str], program: str) -> dict[str, Any]:
+def _url_to_command(entry: ServerEntry, args: list[str], program: str, variables: dict[str, str]) -> dict[str, Any]:
     host = entry.host
     dropped = {*host.url_keys, *host.sse_keys, "url", host.header_key}
     out: dict[str, Any] = {}
@@ -196,14 +196,19 @@ def _url_to_command(entry: ServerEntry, args: list[str], program: str) -> dict[s
         elif key == host.type_key:
             if host.stdio_type is not None:
                 out[key] = host.stdio_type
+        elif key == "env" and isinstance(value, dict):
+            out[key] = {**value, **variables}
         elif key not in dropped:
             out[key] = value
+    if variables and not isinstance(entry.raw.get("env"), dict):
+        out["env"] = variables
     return out
 
 
 def _command_to_url(entry: ServerEntry, line: wrapargs.WrapLine) -> dict[str, Any]:
     host = entry.host
-    headers = wrapargs.headers_of(line)
+    env = entry.raw.get("env")
+    headers = wrapargs.headers_of(line, env)
     out: dict[str, Any] = {}
     for key, value in entry.raw.items():
         if key == "command":
@@ -212,6 +217,10 @@ def _command_to_url(entry: ServerEntry, line: wrapargs.WrapLine) -> dict[str, An
                 out[host.header_key] = headers
         elif key == host.type_key:
             out[key] = "http"
+        elif key == "env" and isinstance(value, dict) and line.header_envs:
+            rest = {k: v for k, v in value.items() if k not in line.header_envs}
+            if rest:  # the variables the wrap added go; an env left empty was the wrap's own
+                out[key] = rest
         elif key != "args":
             out[key] = value
     return out
@@ -284,8 +293,9 @@ def wrap_edits(config: ConfigFile, entry: ServerEntry, program: wrapargs.Program
             f"{entry.key}: uses {', '.join(carried)}, which a wrapped entry cannot carry (mcpwatch wrap takes "
             "headers as values); wrap it by hand"
         )
-    args = wrapargs.for_url(program, entry.key, entry.ref, str(entry.raw[entry.url_key or "url"]), entry.headers)
-    return [_whole(config, entry, span, _url_to_command(entry, args, program.command))]
+    variables = wrapargs.header_vars(entry.headers, entry.raw.get("env"))
+    args = wrapargs.for_url(program, entry.key, entry.ref, str(entry.raw[entry.url_key or "url"]), list(variables))
+    return [_whole(config, entry, span, _url_to_command(entry, args, program.command, variables))]
 
 
 def unwrap_edits(config: ConfigFile, entry: ServerEntry, line: wrapargs.WrapLine) -> list[Edit]:

@@ -21,6 +21,7 @@ _VALUED = {
     "--operator-port",
     "--url",
     "--header",
+    "--header-env",
 }
 
 
@@ -32,6 +33,7 @@ class WrapLine:
     flags: dict[str, str] = field(default_factory=dict)  # the last value of each valued flag
     headers: tuple[str, ...] = ()  # every --header, in order
     inner: tuple[str, ...] = ()  # the wrapped command line after `--`
+    header_envs: tuple[str, ...] = ()  # every --header-env variable, in order
 
     @property
     def name(self) -> str | None:
@@ -67,12 +69,13 @@ def read(command: object, args: object) -> WrapLine | None:
         return None
     flags: dict[str, str] = {}
     headers: list[str] = []
+    header_envs: list[str] = []
     rest = args[at + 1 :]
     index = 0
     while index < len(rest):
         arg = rest[index]
         if arg == "--":
-            return WrapLine(command, flags, tuple(headers), tuple(rest[index + 1 :]))
+            return WrapLine(command, flags, tuple(headers), tuple(rest[index + 1 :]), tuple(header_envs))
         name, equals, value = arg.partition("=")
         if name in _VALUED:
             if not equals:
@@ -80,10 +83,12 @@ def read(command: object, args: object) -> WrapLine | None:
                 value = rest[index] if index < len(rest) else ""
             if name == "--header":
                 headers.append(value)
+            elif name == "--header-env":
+                header_envs.append(value)
             else:
                 flags[name] = value
         index += 1
-    return WrapLine(command, flags, tuple(headers), ())
+    return WrapLine(command, flags, tuple(headers), (), tuple(header_envs))
 
 
 @dataclass(frozen=True)
@@ -119,17 +124,36 @@ def for_command(program: Program, key: str, ref: str, command: str, args: list[s
     return [*program.prefix, "wrap", *_flag("--name", key), *_flag("--host-config", ref), "--", command, *args]
 
 
-def for_url(program: Program, key: str, ref: str, url: str, headers: dict[str, str]) -> list[str]:
-    """The args of a URL server made a stdio entry running the wrapper against the URL."""
-    line = [*program.prefix, "wrap", *_flag("--name", key), *_flag("--host-config", ref), *_flag("--url", url)]
+def header_vars(headers: dict[str, str], env: object) -> dict[str, str]:
+    """Each header as a variable for the server's `env` (`MCPWATCH_HEADER_1: "Name: value"`), named clear of the
+    variables `env` already has: a header value in the arguments is in the process list for every local user to
+    read, while a process's environment is its owner's alone (as the host's own copy of the header is)."""
+    taken = set(env) if isinstance(env, dict) else set()
+    out: dict[str, str] = {}
+    number = 1
     for name, value in headers.items():
-        line += _flag("--header", f"{name}: {value}")
+        while f"MCPWATCH_HEADER_{number}" in taken:
+            number += 1
+        out[f"MCPWATCH_HEADER_{number}"] = f"{name}: {value}"
+        number += 1
+    return out
+
+
+def for_url(program: Program, key: str, ref: str, url: str, variables: list[str]) -> list[str]:
+    """The args of a URL server made a stdio entry running the wrapper against the URL; its headers come from the
+    entry's env (`--header-env VAR`)."""
+    line = [*program.prefix, "wrap", *_flag("--name", key), *_flag("--host-config", ref), *_flag("--url", url)]
+    for variable in variables:
+        line += _flag("--header-env", variable)
     return line
 
 
-def headers_of(line: WrapLine) -> dict[str, str]:
+def headers_of(line: WrapLine, env: object = None) -> dict[str, str]:
+    """The headers a wrap line sends: its `--header` values, then its `--header-env` variables' values in `env`."""
     out: dict[str, str] = {}
-    for item in line.headers:
+    values = env if isinstance(env, dict) else {}
+    items = [*line.headers, *(str(values[v]) for v in line.header_envs if isinstance(values.get(v), str))]
+    for item in items:
         name, _, value = item.partition(":")
         out[name.strip()] = value.strip()
     return out

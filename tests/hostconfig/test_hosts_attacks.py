@@ -200,6 +200,51 @@ def test_a_hosts_folder_another_user_could_write_is_refused_before_any_file_is_w
     assert cursor.read_bytes() == before
 
 
+def test_a_wrapped_url_servers_headers_go_to_its_env_not_its_arguments(home, capsys, isolated_state, monkeypatch):
+    """A process's arguments are in `ps` for every local user; its environment is its owner's alone, as the host's
+    own copy of the header is. Unwrapping, exact or rebuilt, gives the headers back and the env as it was."""
+    import argparse
+
+    from mcpwatch.commands.wrap import _header_lines
+    from mcpwatch.errors import UserError
+
+    claude = Path.cwd() / ".mcp.json"
+    claude.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "bare": {"type": "http", "url": "https://a.invalid/mcp", "headers": {"Authorization": "Bearer T1"}},
+                    "withenv": {
+                        "type": "http",
+                        "url": "https://b.invalid/mcp",
+                        "headers": {"X-Api-Key": "T2", "X-Team": "blue"},
+                        "env": {"MCPWATCH_HEADER_1": "taken", "KEEP": "1"},
+                    },
+                }
+            },
+            indent=2,
+        )
+    )
+    before = json.loads(claude.read_text())["mcpServers"]
+    assert cli(capsys, "wrap", "--all", "--file", str(claude))[0] == 0
+    now = json.loads(claude.read_text())["mcpServers"]
+    for key, secret in (("bare", "T1"), ("withenv", "T2")):
+        assert not any(secret in arg for arg in now[key]["args"]), now[key]["args"]
+        line = wrapargs.read(now[key]["command"], now[key]["args"])
+        assert wrapargs.headers_of(line, now[key]["env"]) == before[key]["headers"]
+    assert now["withenv"]["env"]["MCPWATCH_HEADER_1"] == "taken" and now["withenv"]["env"]["KEEP"] == "1"
+    line = wrapargs.read(now["withenv"]["command"], now["withenv"]["args"])
+    for variable in line.header_envs:  # what the wrapper sends, started with the entry's env by the host
+        monkeypatch.setenv(variable, now["withenv"]["env"][variable])
+    sent = _header_lines(argparse.Namespace(header=[], header_env=list(line.header_envs)))
+    assert sent == ["X-Api-Key: T2", "X-Team: blue"]
+    with pytest.raises(UserError, match="--header-env NOPE: the variable is not set"):
+        _header_lines(argparse.Namespace(header=[], header_env=["NOPE"]))
+    (isolated_state / "hosts" / "wrapped.json").unlink()  # rebuilt from the wrap lines and the env
+    assert cli(capsys, "unwrap", "--all", "--file", str(claude))[0] == 0
+    assert json.loads(claude.read_text())["mcpServers"] == before
+
+
 def test_scan_masks_header_values_and_url_secrets_in_the_table_and_the_json(home, capsys):
     claude = Path.cwd() / ".mcp.json"
     claude.write_text(
@@ -212,14 +257,17 @@ def test_scan_masks_header_values_and_url_secrets_in_the_table_and_the_json(home
                         "headers": {"Authorization": "Bearer SECRETHEADER"},
                     },
                     "local": {"command": "srv", "args": ["--token", "SECRETARG", "--api-key=SECRETEQ", "--port", "80"]},
+                    "handmade": {
+                        "command": "mcpwatch",
+                        "args": ["wrap", "--url", "https://x.invalid/mcp", "--header", "Authorization: Bearer SECRET"],
+                    },
                 }
             }
         )
     )
-    assert cli(capsys, "wrap", "remote")[0] == 0
     for args in (("scan",), ("scan", "--json")):
         code, out, _ = cli(capsys, *args)
         assert code == 0
-        for secret in ("SECRETHEADER", "SECRETQUERY", "SECRETARG", "SECRETEQ"):
+        for secret in ("Bearer SECRET", "SECRETQUERY", "SECRETARG", "SECRETEQ"):
             assert secret not in out, (args, secret)
         assert "Authorization: ***" in out and "region=eu" in out and "--port 80" in out

@@ -81,7 +81,9 @@ def test_wrapping_keeps_env_cwd_timeout_and_the_command_after_the_separator(home
     assert line is not None and list(line.inner) == ["python", *original["pythonTools"]["args"]]
     url_line = wrapargs.read(remote["command"], remote["args"])
     assert url_line is not None and url_line.url == "http://127.0.0.1:8123/mcp"
-    assert url_line.headers == ("Authorization: Bearer abc",) and remote["timeout"] == 5000
+    assert url_line.headers == () and "Bearer abc" not in " ".join(remote["args"])  # not in the process list
+    assert wrapargs.headers_of(url_line, remote["env"]) == {"Authorization": "Bearer abc"}
+    assert remote["timeout"] == 5000
 
 
 def test_wrapping_twice_changes_nothing_and_says_so(home, capsys):
@@ -356,7 +358,8 @@ def test_lone_surrogates_nul_and_bidi_in_a_config_never_raise_and_round_trip(hom
     wrapped = servers(cursor)
     line = wrapargs.read(wrapped["\ud800bad\u202e"]["command"], wrapped["\ud800bad\u202e"]["args"])
     assert line is not None and line.inner == ("x\x00y", "\udfff") and line.name == "\ud800bad\u202e"
-    assert wrapargs.read(wrapped["ok"]["command"], wrapped["ok"]["args"]).headers == ("K\udc00: v",)
+    ok_line = wrapargs.read(wrapped["ok"]["command"], wrapped["ok"]["args"])
+    assert wrapargs.headers_of(ok_line, wrapped["ok"]["env"]) == {"K\udc00": "v"}
     assert cursor.read_bytes().decode("utf-8")  # still UTF-8
     assert cli(capsys, "unwrap", "--host", "cursor", "--all")[0] == 0
     assert cursor.read_text() == text
