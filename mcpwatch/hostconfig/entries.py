@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,14 +139,19 @@ def servers_in(host: HostFormat, scope: str, path: Path, doc: Any) -> tuple[Serv
 
 
 def read_text(path: Path) -> tuple[str, int]:
-    """The file's text and mtime; OSError or ValueError (too large, not UTF-8) with a plain reason."""
-    info = path.stat()
-    if not path.is_file():
-        raise ValueError("not a regular file")
-    if info.st_size > MAX_BYTES:
-        raise ValueError(f"larger than {MAX_BYTES // (1024 * 1024)} MB")
-    with open(path, "rb") as handle:
+    """The file's text and mtime; OSError or ValueError (too large, not UTF-8) with a plain reason. The checks are
+    made on the opened file, never before opening it: a FIFO swapped in after a check would block the open."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise ValueError(f"larger than {MAX_BYTES // (1024 * 1024)} MB")
         data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES // (1024 * 1024)} MB")
     try:
         return data.decode("utf-8"), info.st_mtime_ns
     except UnicodeDecodeError:

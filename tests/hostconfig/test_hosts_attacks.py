@@ -131,6 +131,27 @@ def test_deep_nesting_is_one_line_in_scan_wrap_and_host_config_never_a_recursion
     assert warning is not None and "deep" in warning
 
 
+def test_a_fifo_swapped_in_after_the_check_does_not_block_the_read(tmp_path, monkeypatch):
+    """Another process replaces the config with a FIFO between the check and the open: the read must not wait
+    for a writer that never comes (a wrapper's --host-config is read at start)."""
+    import threading
+
+    from mcpwatch.hostconfig import entries
+    from mcpwatch.hostconfig.formats import GENERIC
+
+    fifo = tmp_path / "mcp.json"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(entries.Path, "is_file", lambda self: True)  # the check saw the regular file
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.append(entries.read_config(fifo, GENERIC, "file")), daemon=True)
+    reader.start()
+    reader.join(timeout=30)  # a guard against a hang, not a speed bound: the read returns at once or never
+    if reader.is_alive():  # unblock the stuck open so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join()
+    assert found and found[0].problem == "not a regular file", found
+
+
 def test_a_write_by_the_host_while_mcpwatch_writes_is_not_overwritten(home, monkeypatch):
     """The host saves the file after mcpwatch compared it but while its new copy is being flushed: the host's text
     stays, and the refusal says so (the compare happened before the slow part before)."""
