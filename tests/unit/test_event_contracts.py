@@ -242,12 +242,12 @@ def _check_heartbeat(m: ConsoleModel, v: ViewState) -> None:
 
 def _check_task_created(m: ConsoleModel, v: ViewState) -> None:
     (call,) = v.in_flight  # a call answered with a task is still in flight: the task is its life
-    assert (call.request_id, call.message) == ("h-1", "working: Gathering sources...")
+    assert (call.request_id, call.message) == ("h-1", "task watched · working — Gathering sources...")
 
 
 def _check_task_status(m: ConsoleModel, v: ViewState) -> None:
     (call,) = v.in_flight
-    assert call.message == "input_required: Which python?"
+    assert call.message == "task watched · input_required · 2 polls — Which python?"
     detail = m.request_detail("h-1", v.now_mono)
     assert detail is not None and any("created" in item.text for item in detail.timeline)
     assert detail.timeline[-1].text == "task input_required: Which python?"
