@@ -7,6 +7,7 @@ one writer here: it deletes old sessions but never one whose wrapper is still al
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -126,9 +127,24 @@ def _event_data(text: str | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {"unreadable_data": text}
 
 
+def _count(value: Any) -> int:
+    """A count read back from the log's counts table: a whole number ≥ 0, anything else (a hand-edited row's
+    text, blob, fraction or infinity) 0, never an exception in every reader of the log."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _time(value: Any) -> float | None:
+    """A time read back from the counts table: a finite number, or unknown."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
+
+
 def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInfo:
     sid, name, upstream, pid, started_at, ended_at, end_reason, version, config = row
     events, requests, timeouts, late_drops, last_ts = counts or (0, 0, 0, 0, None)
+    events, requests, timeouts, late_drops = _count(events), _count(requests), _count(timeouts), _count(late_drops)
+    last_ts = _time(last_ts)
     started = float(started_at or 0.0)
     end = ended_at if ended_at is not None else last_ts
     try:
@@ -143,10 +159,10 @@ def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInf
         started_at=started,
         ended_at=ended_at,
         duration=max(0.0, float(end) - started) if end is not None else 0.0,
-        requests=int(requests or 0),
-        timeouts=int(timeouts or 0),
-        late_drops=int(late_drops or 0),
-        events=int(events or 0),
+        requests=requests,
+        timeouts=timeouts,
+        late_drops=late_drops,
+        events=events,
         end_reason=end_reason,
         version=version,
         config=parsed if isinstance(parsed, dict) else {},

@@ -121,3 +121,37 @@ def test_listing_sessions_does_not_grow_with_the_log(tmp_path: Path) -> None:
         _calls(writer, sid, calls)
         writer.close()
     assert _steps_to_list(large) <= _steps_to_list(small) + 2  # the old aggregate: about 500 times more
+
+
+def test_a_hand_edited_counts_row_of_odd_types_never_breaks_the_readers(tmp_path: Path) -> None:
+    """Whoever can write the log can put any SQLite value in any column (a column's type is only an affinity):
+    text, a blob, a float too large for an int. The session still lists, each odd count as 0 and an odd time as
+    unknown, rather than a traceback for every reader of the log."""
+    path = tmp_path / "events.db"
+    writer = EventWriter(path, clock=ManualClock())
+    sids = [writer.start_session(name=f"s{n}", upstream="stdio: x", pid=1, config={}) for n in range(4)]
+    for sid in sids:
+        _calls(writer, sid, 3)
+    writer.close()
+    odd = [
+        ("'many'", "x'00ff'", "1e400", "'soon'"),
+        ("x'01'", "-1e400", "'1'", "1e400"),
+        ("'-3'", "'2.5'", "x''", "'x'"),
+    ]
+    with sqlite3.connect(path) as conn:
+        for sid, (events, requests, timeouts, last_ts) in zip(sids, odd, strict=False):
+            conn.execute(
+                f"UPDATE {TABLE} SET events = {events}, requests = {requests}, timeouts = {timeouts},"
+                f" late_drops = {events}, last_ts = {last_ts} WHERE session_id = ?",
+                (sid,),
+            )
+    with EventReader(path) as reader:
+        listed = {s.id: s for s in reader.sessions()}
+        one = reader.session(sids[0])
+    assert set(listed) == set(sids)
+    assert (one.events, one.requests, one.timeouts, one.late_drops, one.last_ts) == (0, 0, 0, 0, None)
+    assert listed[sids[1]].timeouts == 1 and listed[sids[1]].last_ts is None  # text of a number is that number
+    assert (listed[sids[2]].events, listed[sids[2]].requests, listed[sids[2]].timeouts) == (0, 0, 0)
+    assert listed[sids[3]].events == 3 * 2 + 1  # the untouched row reads as written
+    for info in listed.values():
+        info.to_dict()  # what `sessions --json` prints
