@@ -25,6 +25,7 @@ from mcpwatch.prometheus.fold import MetricFold
 
 PATH = "/metrics"
 MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s
+LOOP_SHARE = 0.1  # of the loop's time a scrape loop can take at most: after a build of T, the same answer for 9 T
 TEXT = b"text/plain; charset=utf-8"
 
 
@@ -38,7 +39,8 @@ class MetricsApp:
     """The ASGI app: refusals in plain text with the guard's status (400, 421, 403, 401), then the exposition.
 
     A scrape runs on the wrapper's loop, so scrapes closer together than `min_interval_s` get the last answer
-    again: a client scraping in a tight loop cannot take the loop from the hosts' calls."""
+    again, and after a build that took T (a thousand listed tools: seconds) so do scrapes for the next
+    T × (1 / LOOP_SHARE − 1): a client scraping in a tight loop cannot take the loop from the hosts' calls."""
 
     def __init__(
         self,
@@ -52,7 +54,7 @@ class MetricsApp:
         self.min_interval_s = min_interval_s
         self.clock = clock
         self.collected = 0  # expositions built (the rest were served again)
-        self._last: dict[str, tuple[float, bytes]] = {}  # content type → (when built, body)
+        self._last: dict[str, tuple[float, bytes]] = {}  # content type → (when it may be built again, body)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -72,10 +74,12 @@ class MetricsApp:
         accept = ",".join(value.decode("latin-1") for name, value in headers if name == b"accept")
         encoder, content_type = choose_encoder(accept)
         now = self.clock()
-        built, body = self._last.get(content_type, (None, b""))
-        if built is None or now - built >= self.min_interval_s:
+        again_at, body = self._last.get(content_type, (None, b""))
+        if again_at is None or now >= again_at:
             body = encoder(self.registry)
-            self._last[content_type] = (now, body)
+            done = self.clock()
+            again_at = max(now + self.min_interval_s, done + (done - now) * (1 / LOOP_SHARE - 1))
+            self._last[content_type] = (again_at, body)
             self.collected += 1
         await respond(send, 200, body, content_type.encode())
 

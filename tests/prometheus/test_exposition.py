@@ -232,3 +232,24 @@ def test_a_tight_scrape_loop_is_answered_from_the_last_exposition():
     assert app.collected == 2 and b'method="tools/call"' in body  # a scrape after the interval sees the new call
     accept = [(b"accept", b"application/openmetrics-text;version=1.0.0")]
     assert scrape(fold, app=app, headers=accept)[2].endswith(b"# EOF\n")  # each format has its own last answer
+
+
+def test_an_exposition_slow_to_build_is_built_again_only_after_nine_times_its_cost():
+    """Any local process may scrape (no token on loopback), and an upstream that lists 1,000 tools of 128
+    characters makes an exposition of about 100,000 lines: seconds of the wrapper's loop, the hosts' calls
+    waiting meanwhile. A scrape loop must not be able to keep the loop busy more than a tenth of its time, so
+    after a build that took T the last answer is served again for 9 T (at least `min_interval_s`)."""
+    now = [100.0]
+
+    def slow_status() -> dict[str, Any]:
+        now[0] += 2.0  # reading and writing the exposition took 2 s of the loop
+        return STATUS
+
+    fold = MetricFold()
+    app = MetricsApp(metrics_registry("w1", fold, slow_status), FrontGuard(), 0.25, lambda: now[0])
+    assert scrape(fold, app=app)[0] == 200 and app.collected == 1
+    fold.emit(end(None, "cancelled"))
+    now[0] += 17.9  # 0.25 s would do for a cheap exposition; this one cost 2 s
+    assert b'outcome="cancelled"' not in scrape(fold, app=app)[2] and app.collected == 1
+    now[0] += 0.1  # 18 s (9 × 2 s) after the build ended
+    assert b'outcome="cancelled"' in scrape(fold, app=app)[2] and app.collected == 2
