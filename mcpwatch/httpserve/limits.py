@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from email.utils import formatdate
 from typing import Any
 
@@ -37,6 +38,7 @@ class ConnectionLimits:
     head_timeout_s: float = 5.0
     min_body_bytes_s: float = 16 * 1024
     body_grace_s: float = 5.0
+    wall_clock: Callable[[], float] = field(default=time.time, compare=False, repr=False)  # the Date header's
 
     def body_deadline(self, started: float, received: int) -> float:
         """When a body begun at `started`, with `received` bytes in so far, has fallen below the minimum rate."""
@@ -82,14 +84,17 @@ def _refusal(status: int, reason: str, text: str) -> bytes:
     return head.encode() + body
 
 
-def _refresh_date(server_state: Any, config: Any) -> None:
-    """The Date header of the second this request arrived in: made per request (once a second at most, per
-    server) rather than by uvicorn's 10 Hz tick, which `asgi.quiet_server` does without so an idle wrapper sleeps."""
-    now = int(time.time())
+def _refresh_date(server_state: Any, config: Any, wall_clock: Callable[[], float]) -> list[tuple[bytes, bytes]]:
+    """The default headers with the Date of the second a response starts: made when a response starts (once a
+    second at most, per server) rather than by uvicorn's 10 Hz tick, which `asgi.quiet_server` does without so an
+    idle wrapper sleeps. Not when its request arrived: a long call's answer is dated when it is sent."""
+    now = int(wall_clock())
     if getattr(server_state, "mcpwatch_date_second", None) != now:
         server_state.mcpwatch_date_second = now
         date = [(b"date", formatdate(now, usegmt=True).encode())] if config.date_header else []
         server_state.default_headers = date + config.encoded_headers
+    headers: list[tuple[bytes, bytes]] = server_state.default_headers
+    return headers
 
 
 def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
@@ -158,12 +163,26 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
                     self._head_too_large = True
                     return
             self._heads_in_chunk += 1
-            _refresh_date(self.server_state, self.config)
             self._awaiting_head = False
             self._head_started = None
             self._body_started, self._body_bytes = self.loop.time(), 0
             super().on_headers_complete()
+            self._date_when_sent()
             self._arm()
+
+        def _date_when_sent(self) -> None:
+            """The new request's response takes the default headers (its Date) when it starts, not now."""
+            cycle = self.cycle
+            if cycle is None:
+                return
+            plain_send, server_state, config = cycle.send, self.server_state, self.config
+
+            async def send(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    cycle.default_headers = _refresh_date(server_state, config, limits.wall_clock)
+                await plain_send(message)
+
+            cycle.send = send  # type: ignore[method-assign]  # the app and uvicorn's own 500 both send through it
 
         def on_body(self, body: bytes) -> None:
             if self._head_too_large:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import urllib.request
+from email.utils import formatdate
 from pathlib import Path
 from typing import ClassVar
 
@@ -128,3 +129,43 @@ def test_the_otlp_export_thread_sleeps_until_an_event_comes(monkeypatch) -> None
         assert sink.wakeups == 1 and wake.timeouts == [None, None]
     finally:
         sink.close()
+
+
+def test_the_date_header_is_the_second_the_answer_is_sent_not_when_its_request_came() -> None:
+    """Without uvicorn's tick the Date header is made by mcpwatch: a long call's answer, sent 30 s after its
+    request arrived, is dated when it is sent (RFC 9110: the time the message was made), as uvicorn's tick dated
+    it, and a response sent in a later second than the last one made is never dated with the old second."""
+    port, now = free_port(), [1_000_000_000.25]
+    arrived, answer = threading.Event(), None
+
+    async def slow(scope, receive, send) -> None:
+        if scope["type"] == "http":
+            arrived.set()
+            await answer.wait()
+            await respond(send, 200, b"ok", b"text/plain")
+
+    async def scenario() -> list[str | None]:
+        nonlocal answer
+        answer = asyncio.Event()
+        server = quiet_server(slow, "127.0.0.1", port, ConnectionLimits(wall_clock=lambda: now[0]))
+        task = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        get = asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).headers.get("date")
+        )
+        first = asyncio.ensure_future(get)
+        await asyncio.to_thread(arrived.wait, 30)
+        now[0] += 30.0  # the call took 30 s
+        answer.set()
+        dates = [await first]
+        now[0] += 1.0  # a second later, a quick one
+        dates.append(
+            await asyncio.to_thread(
+                lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).headers.get("date")
+            )
+        )
+        await stop_server(server, task)
+        return dates
+
+    assert asyncio.run(scenario()) == [formatdate(1_000_000_030, usegmt=True), formatdate(1_000_000_031, usegmt=True)]
