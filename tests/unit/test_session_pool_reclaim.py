@@ -86,3 +86,33 @@ async def _order() -> None:
     assert refusals[-1] == (f"{said} (5001 refused since the last such event)", 2, 2, 5001)
     now[0] = 10_000.0
     assert pool.idle() == []  # neither expires while it works or listens
+
+
+def test_the_refusals_of_a_burst_that_ends_are_all_logged_within_a_second_and_at_close() -> None:
+    asyncio.run(_burst())
+
+
+async def _burst() -> None:
+    """A burst of refusals that then stops left all but its first unsaid in the log for ever (the next event only
+    came with the next refusal, perhaps never): the log said 1 where `status` said 5,001. The front's periodic
+    expiry check says what is pending once its second has passed, and closing the pool says the rest, so the
+    events' `refused` always add up to the counter."""
+    now = [0.0]
+    refusals: list[int] = []
+    pool = _pool(now)
+    pool._on_refused = lambda why, open_, cap, refused: refusals.append(refused)
+    for name in ("a", "b"):
+        _opened(pool, name * 32).core.table.append("call")  # every session busy
+    for _ in range(5001):
+        assert pool.open("c" * 32, "127.0.0.1:4000") is None
+    pool.say_refusals()
+    assert refusals == [1]  # within the second of the last event: still one event a second at most
+    now[0] += 1.0
+    pool.say_refusals()
+    assert refusals == [1, 5000] and sum(refusals) == pool.refused
+    pool.say_refusals()
+    assert refusals == [1, 5000]  # nothing new: nothing said
+    assert pool.open("c" * 32) is None
+    pool.sessions.clear()  # (their fake cores have nothing to stop)
+    await pool.close("stopping")
+    assert refusals == [1, 5000, 1] and sum(refusals) == pool.refused

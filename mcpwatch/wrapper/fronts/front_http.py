@@ -158,10 +158,12 @@ class HttpFront:
             self._stopped.set()
 
     async def _expire_idle(self) -> None:
-        """End host sessions (and their upstreams) that sent nothing and held no stream for `session_idle_s`."""
+        """End host sessions (and their upstreams) that sent nothing and held no stream for `session_idle_s`; log
+        the refusals of a burst that has stopped."""
         every = min(max(self.pool.idle_s / 4, 0.05), 30.0)
         while True:
             await asyncio.sleep(every)
+            self.pool.say_refusals()
             for session_id in self.pool.idle():
                 why = f"the host session was idle for {self.pool.idle_s:g} s"
                 await self._end_session(session_id, why, cause="expired")

@@ -124,12 +124,20 @@ class SessionPool:
         """One event for the refusals of the last REFUSAL_EVENT_EVERY_S at most, with how many it stands for: a
         process hammering `initialize` at a full front costs a counter, not a log row per request."""
         self._refusals_unsaid += 1
+        self._say(f"a new host session{f' from {client}' if client else ''} was refused: every session is busy")
+
+    def say_refusals(self, *, now_or_never: bool = False) -> None:
+        """Log the refusals not said yet once their second has passed (the front's periodic check calls this) or,
+        closing, at once: a burst that stops is in the log too, so the events' `refused` add up to the counter."""
+        if self._refusals_unsaid:
+            self._say("host sessions were refused: every session is busy", force=now_or_never)
+
+    def _say(self, why: str, *, force: bool = False) -> None:
         now = self.clock()
         if self._on_refused is None or (
-            self._refusal_said_at is not None and now - self._refusal_said_at < REFUSAL_EVENT_EVERY_S
+            not force and self._refusal_said_at is not None and now - self._refusal_said_at < REFUSAL_EVENT_EVERY_S
         ):
             return
-        why = f"a new host session{f' from {client}' if client else ''} was refused: every session is busy"
         if self._refusals_unsaid > 1:
             why += f" ({self._refusals_unsaid} refused since the last such event)"
         self._on_refused(why, len(self.sessions), self.max_sessions, self._refusals_unsaid)
@@ -200,6 +208,7 @@ class SessionPool:
             entry.core.shutdown(why)
 
     async def close(self, why: str) -> None:
+        self.say_refusals(now_or_never=True)
         await asyncio.gather(*(self.end(sid, why) for sid in list(self.sessions)), *self._stopping)
         if self.shared.task is not None:
             await self.shared.stop(why)
