@@ -17,7 +17,7 @@ from typing import Any
 from mcpwatch.events import Event
 from mcpwatch.store.db import immediate, is_busy
 from mcpwatch.store.encoding import coerce_row, encode_json
-from mcpwatch.store.session_counts import add_batch
+from mcpwatch.store.session_counts import add_batch, catch_up
 
 INSERT_EVENT = (
     "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -126,6 +126,7 @@ def commit_batch(
     for attempt in range(write_attempts):
         try:
             with conn_lock, immediate(conn, busy_attempts):
+                catch_up(conn)  # events an mcpwatch that keeps no counts wrote since the last batch
                 conn.execute("SAVEPOINT batch")
                 try:
                     conn.executemany(INSERT_EVENT, rows)

@@ -193,9 +193,16 @@ class EventReader:
 
     def _counts(self, session_id: str | None = None) -> dict[str, tuple[Any, ...]]:
         """Each session's counts: from the table the writer keeps (one row a session, whatever the log's size)."""
-        where, params = ("WHERE session_id = ?", (session_id,)) if session_id is not None else ("", ())
+        where, params = ("AND session_id = ?", (session_id,)) if session_id is not None else ("", ())
         rows = self._query(f"{session_counts.READ} {where}", params)
-        return {r[0]: r[1:] for r in rows}
+        counts = {r[0]: r[1:] for r in rows}
+        with translate_errors(self.path):
+            mark = session_counts.uncounted_from(self._conn)
+        if mark is not None:  # events written by an mcpwatch that keeps no counts: added as the writer will
+            where = "WHERE id > ?" + (" AND session_id = ?" if session_id is not None else "")
+            for sid, *more in self._query(session_counts.AGGREGATE.format(where=where), (mark, *params)):
+                counts[sid] = session_counts.added(counts.get(sid), more)
+        return counts
 
     def sessions(self) -> list[SessionInfo]:
         """All sessions, oldest first."""

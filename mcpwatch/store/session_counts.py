@@ -6,6 +6,12 @@ trigger per row: the writer's cost per event stays what it was); migration 4 bac
 `prune` removes a pruned session's row with its events. What the table holds is exactly what the aggregate over
 `events` answers (tested against it): events, request starts, request ends cut at their deadline, late drops
 (tombstone hits) and the last event's time.
+
+An mcpwatch from before the table may still be writing to the log when it is upgraded (its wrapper checked the
+version when it opened the file): its events are counted by no one. So the table also keeps a mark, the highest
+event id it counts (the row of the empty session id, which no session has); each batch first adds the events above
+the mark to the table (a range over the primary key: nothing when every writer counts), and a reader adds them to
+what it reads. The counts stay the aggregate whoever wrote the events.
 """
 
 from __future__ import annotations
@@ -51,7 +57,17 @@ ON CONFLICT(session_id) DO UPDATE SET
   last_ts = max(coalesce(last_ts, excluded.last_ts), excluded.last_ts)
 """.strip()
 
-READ = f"SELECT session_id, events, requests, timeouts, late_drops, last_ts FROM {TABLE}"
+READ = f"SELECT session_id, events, requests, timeouts, late_drops, last_ts FROM {TABLE} WHERE session_id != ''"
+
+MARK = ""  # the session id of the mark's row: `events` is the highest events.id the table counts
+READ_MARK = f"SELECT events FROM {TABLE} WHERE session_id = ''"
+TOP = "SELECT max(id) FROM events"
+SET_MARK = f"""
+INSERT INTO {TABLE} (session_id, events, requests, timeouts, late_drops, last_ts) VALUES ('', ?, 0, 0, 0, NULL)
+ON CONFLICT(session_id) DO UPDATE SET events = max(events, excluded.events)
+""".strip()
+UNCOUNTED = AGGREGATE.format(where="WHERE id > ?")
+CATCH_UP = UPSERT.split(" VALUES ", 1)[0] + " " + UNCOUNTED + " " + UPSERT.split("\n", 1)[1]
 
 
 def _cut_at_deadline(data: Any) -> bool:
@@ -85,12 +101,42 @@ def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return [(session_id, *counts) for session_id, counts in sums.items()]
 
 
+def uncounted_from(conn: sqlite3.Connection) -> int | None:
+    """The first event id the table does not count, when events above its mark exist (written by an mcpwatch
+    that keeps no counts); None when the table counts every event (or keeps no mark: a log not upgraded by this
+    version, whose table is trusted as it is)."""
+    mark = conn.execute(READ_MARK).fetchone()
+    top = conn.execute(TOP).fetchone()[0]
+    if mark is None or not isinstance(mark[0], int) or not isinstance(top, int) or top <= mark[0]:
+        return None
+    return mark[0]
+
+
+def added(counted: tuple[Any, ...] | None, uncounted: list[Any]) -> tuple[Any, ...]:
+    """A session's counts from the table plus those of its events above the mark (as CATCH_UP adds them)."""
+    if counted is None:
+        return tuple(uncounted)
+    *sums, last_ts = counted
+    sums = [a + b if isinstance(a, int) and isinstance(b, int) else a for a, b in zip(sums, uncounted[:4], strict=True)]
+    times = [t for t in (last_ts, uncounted[4]) if isinstance(t, int | float)]
+    return (*sums, max(times) if times else last_ts)
+
+
+def catch_up(conn: sqlite3.Connection) -> None:
+    """Inside the batch's transaction, before its rows are inserted: count the events no writer counted."""
+    mark = uncounted_from(conn)
+    if mark is not None:
+        conn.execute(CATCH_UP, (mark,))
+
+
 def add_batch(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Inside the batch's transaction, after its rows are inserted."""
+    """Inside the batch's transaction, after its rows are inserted (and `catch_up` before them)."""
     conn.executemany(UPSERT, batch_counts(rows))
+    conn.execute(SET_MARK, (conn.execute(TOP).fetchone()[0] or 0,))
 
 
 def create(conn: sqlite3.Connection) -> None:
     """Migration 4: the table, back-filled from the events already in the log."""
     conn.execute(CREATE)
     conn.execute(BACKFILL)
+    conn.execute(SET_MARK, (conn.execute(TOP).fetchone()[0] or 0,))

@@ -5,6 +5,8 @@ the log (counted in SQLite VM steps, not in seconds)."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from mcpwatch.clock import ManualClock
@@ -155,3 +157,73 @@ def test_a_hand_edited_counts_row_of_odd_types_never_breaks_the_readers(tmp_path
     assert listed[sids[3]].events == 3 * 2 + 1  # the untouched row reads as written
     for info in listed.values():
         info.to_dict()  # what `sessions --json` prints
+
+
+def test_events_an_older_writer_adds_after_the_upgrade_are_counted_all_the_same(tmp_path: Path) -> None:
+    """A wrapper of the version before the counts checked the log's version when it opened it and keeps writing
+    after a newer mcpwatch upgraded the file: its events are in no count. Before, `sessions` then said 3 events
+    for ever where the log held 6; now a reader adds what is above the table's mark, and the next batch of any
+    writer that keeps counts adds it to the table."""
+    path = tmp_path / "events.db"
+    connect_writer(path, steps=MIGRATIONS[:4]).close()
+    old_writer = sqlite3.connect(path, isolation_level=None)  # the older wrapper: inserts, counts nothing
+    old_writer.execute("INSERT INTO sessions (id, name, started_at) VALUES ('old', 'before', 1.0)")
+    old_writer.executemany(
+        INSERT_EVENT, [("old", n, 10.0 + n, n, "request_start", str(n), "t", None, "{}") for n in (1, 2, 3)]
+    )
+    with EventReader(path) as reader:  # the newer mcpwatch upgrades the log in place
+        assert reader.session("old").events == 3
+    late = [("old", 4, 20.0, 4.0, "request_end", "1", "t", None, '{"outcome": "deadline"}')]
+    late += [("old", n, 20.0 + n, n, "tombstone_hit", "1", "t", None, "{}") for n in (5, 6)]
+    old_writer.executemany(INSERT_EVENT, late)  # still running, still not counting
+    with EventReader(path) as reader:
+        seen = reader.session("old")
+        listed = {s.id: s for s in reader.sessions()}
+    assert (seen.events, seen.requests, seen.timeouts, seen.late_drops, seen.last_ts) == (6, 3, 1, 2, 26.0)
+    assert listed["old"].to_dict() == seen.to_dict()
+    writer = EventWriter(path, clock=ManualClock())
+    sid = writer.start_session(name="new", upstream="stdio: x", pid=1, config={})
+    _calls(writer, sid, 5)
+    writer.close()
+    old_writer.execute(INSERT_EVENT, ("old", 7, 30.0, 7.0, "request_start", "7", "t", None, "{}"))
+    assert {k: v for k, v in _table(path).items() if k != "old"} == {
+        k: v for k, v in _aggregate(path).items() if k != "old"
+    }
+    with EventReader(path) as reader:
+        assert {
+            s.id: (s.events, s.requests, s.timeouts, s.late_drops, s.last_ts) for s in reader.sessions()
+        } == _aggregate(path)
+    old_writer.close()
+    writer = EventWriter(path, clock=ManualClock())
+    _calls(writer, writer.start_session(name="again", upstream="stdio: x", pid=1, config={}), 1)
+    writer.close()
+    assert _table(path) == _aggregate(path)  # the table itself caught up with the older writer's events
+
+
+WRITER_PROCESS = """
+import sys
+from mcpwatch.events import Event, Kind
+from mcpwatch.store import EventWriter
+path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+writer = EventWriter(path, flush_interval=0.001)
+sid = writer.start_session(name=name, upstream="stdio: x", pid=1, config={})
+for n in range(count):
+    writer.emit(Event(Kind.REQUEST_START, sid, 1e9 + n, n, 2 * n + 1, str(n), "t", None, {"method": "tools/call"}))
+    outcome = "deadline" if n % 3 == 0 else "ok"
+    writer.emit(Event(Kind.REQUEST_END, sid, 1e9 + n, n, 2 * n + 2, str(n), "t", None, {"outcome": outcome}))
+    if n % 50 == 0:
+        writer.flush(30)  # many small transactions, interleaved with the other process's
+writer.close()
+"""
+
+
+def test_two_writer_processes_on_one_log_keep_counts_equal_to_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    EventWriter(path).close()  # the log exists, at the current version, before either starts
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER_PROCESS)
+    writers = [subprocess.Popen([sys.executable, str(script), str(path), name, "2000"]) for name in ("first", "second")]
+    assert [w.wait(120) for w in writers] == [0, 0]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 2 * 4000
+    assert _table(path) == _aggregate(path) and len(_table(path)) == 2
