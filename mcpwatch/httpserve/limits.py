@@ -170,6 +170,11 @@ def limited_protocol(limits: ConnectionLimits) -> type[asyncio.Protocol]:
             self._date_when_sent()
             self._arm()
 
+        def send_400_response(self, msg: str) -> None:
+            """uvicorn's answer to a request it cannot parse, from the default headers: dated now, as any answer."""
+            _refresh_date(self.server_state, self.config, limits.wall_clock)
+            super().send_400_response(msg)
+
         def _date_when_sent(self) -> None:
             """The new request's response takes the default headers (its Date) when it starts, not now."""
             cycle = self.cycle

@@ -169,3 +169,31 @@ def test_the_date_header_is_the_second_the_answer_is_sent_not_when_its_request_c
         return dates
 
     assert asyncio.run(scenario()) == [formatdate(1_000_000_030, usegmt=True), formatdate(1_000_000_031, usegmt=True)]
+
+
+def test_a_malformed_request_is_answered_with_the_date_of_now_not_of_the_last_answer() -> None:
+    """uvicorn answers a request it cannot parse with a 400 of its own, from the server's default headers: those
+    were dated only when a request arrived, so a 400 an hour after the last answer said it was an hour old."""
+    port, now = free_port(), [1_000_000_000.0]
+
+    async def scenario() -> tuple[str | None, bytes]:
+        server = quiet_server(_ok, "127.0.0.1", port, ConnectionLimits(wall_clock=lambda: now[0]))
+        task = asyncio.ensure_future(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.01)
+        first = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).headers.get("date")
+        )
+        now[0] += 3600.0
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 30)
+        writer.close()
+        await stop_server(server, task)
+        return first, answer
+
+    first, answer = asyncio.run(scenario())
+    assert first == formatdate(1_000_000_000, usegmt=True)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:100]
+    assert f"\r\ndate: {formatdate(1_000_003_600, usegmt=True)}\r\n".lower().encode() in answer.lower()
