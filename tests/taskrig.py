@@ -19,9 +19,10 @@ from mcpwatch.wrapper.core.pump import WrapperCore
 
 
 class Host:
-    def __init__(self, connection: str | None = "stdio") -> None:
+    def __init__(self, connection: str | None = "stdio", key_prefix: str = "") -> None:
         self.sent: list[dict[str, Any]] = []
         self.connection = connection
+        self.key_prefix = key_prefix  # an HTTP front's session names its requests "<session>/<host id>"
 
     def send(self, message: dict[str, Any]) -> None:
         self.sent.append(message)

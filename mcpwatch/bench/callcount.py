@@ -39,6 +39,7 @@ class _Host:
     """The host's side: keeps the last answer it was sent."""
 
     connection = "stdio"
+    key_prefix = ""
 
     def __init__(self) -> None:
         self.last: dict[str, Any] = {}

@@ -38,6 +38,9 @@ def strict_wire(data: bytes) -> Any:
 
 
 class FakeHost:
+    connection = "stdio"
+    key_prefix = ""
+
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
 

@@ -136,6 +136,9 @@ def test_backpressure_pauses_above_the_high_mark_and_resumes_below_the_low_one()
 
 def test_frames_held_while_the_upstream_is_away_are_bounded() -> None:
     class Host:
+        connection = "stdio"
+        key_prefix = ""
+
         def __init__(self) -> None:
             self.sent: list[dict[str, object]] = []
 

@@ -39,6 +39,7 @@ class Link:
 
     kind = "fake"
     target = "fake upstream"
+    key_prefix = ""
 
     def __init__(self, connection: str | None = "host") -> None:
         self.sent: list[dict[str, Any]] = []

@@ -118,6 +118,7 @@ class SessionlessRequest:
     def __init__(self, principal: str = "local") -> None:
         self.sent: list[dict[str, Any]] = []
         self.connection = None
+        self.key_prefix = "sessionless/"
         self.sessionless_principal = principal
 
     def send(self, message: dict[str, Any]) -> None:

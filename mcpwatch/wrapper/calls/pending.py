@@ -1,8 +1,12 @@
 """The host requests in flight, and the one way each of them ends.
 
-Every request ends through `PendingTable.finish`, whatever ended it (the upstream's answer, a deadline, a cancel, a
-lost upstream, shutdown): it leaves the table, its timer stops, its outcome is counted once, the host gets its
-reply (if one is owed) and one `request_end` event is written.
+Every call ends here, whatever ended it: through `PendingTable.finish` for a call in the table (the upstream's
+answer, a deadline, a cancel, a lost upstream, shutdown, its bridged or offered task's end), through
+`PendingTable.answer_at_once` for one answered without going upstream (a kept late result, a bridged task's finished
+result). Both end in `PendingTable._end`: the outcome counted once, the host given its reply (if one is owed), one
+`request_end` event. The request key a call is logged under (`request_key`), its `request_start` event
+(`PendingTable.started`) and the count of requests are made here too; `tests/unit/test_one_exit.py` holds every other
+module to it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol, cast
 
-from mcpwatch.events import CountersBlock, Kind, Outcome, OutcomeText, ProgressData, RequestEndData, RequestEndDetail
+from mcpwatch.events import (
+    CountersBlock,
+    Kind,
+    LateReuseData,
+    Outcome,
+    OutcomeText,
+    ProgressData,
+    RequestEndData,
+    RequestEndDetail,
+    RequestStartData,
+)
 from mcpwatch.reliability.deadline import Budget
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -28,9 +42,19 @@ class HostLink(Protocol):
     @property
     def connection(self) -> str | None: ...
 
+    # What this connection's request ids start with in the log ("" for stdio, "<host session>/" on the HTTP front):
+    # two hosts' equal ids are two calls, logged under two keys (`request_key`).
+    @property
+    def key_prefix(self) -> str: ...
+
     def send(self, message: dict[str, Any]) -> bool | None:
         """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""
         ...
+
+
+def request_key(link: HostLink, host_id: Any) -> str:
+    """The name a host's request is logged under: its id, after its connection's prefix."""
+    return link.key_prefix + str(host_id)
 
 
 @dataclass(slots=True, eq=False)
@@ -45,7 +69,7 @@ class Pending:
     started: float  # scheduler time
     tool: str | None = None
     budget: Budget | None = None
-    request_key: str = ""
+    request_key: str = ""  # set by `PendingTable.add` (`request_key`)
     host_token: Any = None  # the host's own progress token; upstream sees the up_id instead
     host_key: Any = None  # (link, host id as the SDK matches it): how the host's cancel finds it
     sent: bool = False
@@ -112,6 +136,8 @@ class PendingTable:
         return iter(self.calls.values())
 
     def add(self, pending: Pending) -> None:
+        """A request on its way: in the table, named in the log (`request_key`), counted unless it is a task's poll."""
+        pending.request_key = pending.link.key_prefix + str(pending.host_id)  # `request_key`, inline: every call
         self.calls[pending.up_id] = pending
         pending.host_key = key = (id(pending.link), frames.id_key(pending.host_id))
         self._by_host[key] = pending.up_id
@@ -154,17 +180,91 @@ class PendingTable:
             if reply is not None:
                 pending.link.send(reply)
             return elapsed
+        self._end(pending.link, pending.request_key, pending.tool, pending.method, outcome, reply, detail, elapsed)
+        return elapsed
+
+    def answer_at_once(
+        self,
+        link: HostLink,
+        host_id: Any,
+        tool: str,
+        arguments: Any,
+        outcome: Outcome,
+        reply: dict[str, Any],
+        reused: LateReuseData,
+        detail: RequestEndDetail,
+    ) -> None:
+        """A tools/call answered at once with a result kept from an identical cut call (a late result, a bridged
+        task's): never sent upstream, one request all the same, started, marked as a reuse and ended here."""
+        key = request_key(link, host_id)
+        self._counters.requests += 1
+        self._counters.late_reused += 1
+        start = RequestStartData(
+            method="tools/call",
+            up_id=None,
+            budget_s=None,
+            budget_source="late_reuse",
+            arguments=frames.text_of(arguments if arguments is not None else {}),
+        )
+        emit = self._recorder.emit
+        emit(Kind.REQUEST_START, request_id=key, tool=tool, **start)
+        emit(Kind.LATE_REUSE, request_id=key, tool=tool, **reused)
+        self._end(link, key, tool, "tools/call", outcome, reply, {"late_reuse": True, **detail}, 0.0)
+
+    def started(self, pending: Pending, params: dict[str, Any], trace_ids: dict[str, str] | None) -> None:
+        """The request's `request_start` event (a task's poll has none: it is its task's, not a call)."""
+        budget = pending.budget
+        made_for = getattr(pending.link, "made_for", None)  # a call made on a host call's behalf (`era_translate`)
+        if budget is None:
+            host = None if pending.host is None else pending.host.label
+            start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
+            if isinstance(made_for, str):
+                start["made_for"] = made_for
+            self._recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
+            return
+        start = RequestStartData(
+            method=pending.method,
+            up_id=pending.up_id,
+            budget_s=budget.seconds,
+            budget_source=budget.source,
+            arguments=frames.text_of(params.get("arguments", {})),
+            host=budget.host,
+        )
+        if isinstance(made_for, str):
+            start["made_for"] = made_for
+        emit = self._recorder.emit
+        emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
+
+    def _end(
+        self,
+        link: HostLink,
+        key: str,
+        tool: str | None,
+        method: str,
+        outcome: Outcome,
+        reply: dict[str, Any] | None,
+        detail: RequestEndDetail,
+        elapsed: float,
+    ) -> None:
+        """Where every call ends: its outcome counted, its host answered, its one request_end written."""
         counters = self._counters
-        name = "degraded" if outcome is Outcome.OK and "degraded" in detail else _COUNTER_OF[outcome]
-        setattr(counters, name, getattr(counters, name) + 1)
-        if reply is not None and pending.link.send(reply) is False:  # the host's request is closed: not a plain "ok"
+        if outcome is Outcome.OK and "degraded" not in detail:
+            counters.ok += 1  # the common ending, counted without a lookup
+        else:
+            name = "degraded" if outcome is Outcome.OK else _COUNTER_OF[outcome]
+            setattr(counters, name, getattr(counters, name) + 1)
+        if reply is not None and link.send(reply) is False:  # the host's request is closed: not a plain "ok"
             detail = detail.copy()
             detail["delivered"] = False
             message = "answer not delivered: the host's request is closed"
-            self._recorder.emit(Kind.WARNING, request_id=pending.request_key, message=message)
-        end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=pending.method, **detail)
-        self._recorder.emit(Kind.REQUEST_END, request_id=pending.request_key, tool=pending.tool, **end)
-        return elapsed
+            self._recorder.emit(Kind.WARNING, request_id=key, message=message)
+        end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=method, **detail)
+        self._recorder.emit(Kind.REQUEST_END, request_id=key, tool=tool, **end)
+
+    def answer_early(self, pending: Pending, reply: dict[str, Any]) -> None:
+        """A call answered with a task mcpwatch offers: the host has its answer, but the call runs on in the table
+        (bounded by its budget) and ends later through `finish`, its task's end (see `wrapper.tasks.offer`)."""
+        pending.link.send(reply)
 
     def hand_over(self, pending: Pending, reply: dict[str, Any]) -> None:
         """A call answered with a task: the host gets the answer and the call leaves the table (no budget can cut

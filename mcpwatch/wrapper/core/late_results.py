@@ -13,17 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpwatch.events import (
-    CancelAckData,
-    Kind,
-    LateErrorData,
-    LateResultData,
-    LateReuseData,
-    Outcome,
-    RequestEndData,
-    RequestStartData,
-    WarningData,
-)
+from mcpwatch.events import CancelAckData, Kind, LateErrorData, LateResultData, LateReuseData, Outcome, WarningData
 from mcpwatch.reliability.cancel_ack import is_cancel_ack
 from mcpwatch.reliability.reuse import LateResultReuse, ReuseKey
 from mcpwatch.wrapper.framing import frames
@@ -32,6 +22,7 @@ if TYPE_CHECKING:
     from mcpwatch.config import LateResultSettings
     from mcpwatch.reliability.statesync import StateSync
     from mcpwatch.reliability.tombstones import Tombstone
+    from mcpwatch.wrapper.calls.pending import HostLink, PendingTable
     from mcpwatch.wrapper.calls.recorder import Recorder
 
 PREVIEW_CHARS = 4096
@@ -57,6 +48,7 @@ class LateResults:
         recorder: Recorder,
         *,
         counters: Any,
+        table: PendingTable,
         state_sync: StateSync | None = None,
         cap: int = 100_000,
     ) -> None:
@@ -66,7 +58,8 @@ class LateResults:
         self._cuts: OrderedDict[int, CutCall] = OrderedDict()
         self._key_bytes = 0  # of the reuse keys the cut calls hold: a call past the bound is not reusable
         self.reuse = LateResultReuse(settings.reuse, is_mutation=_mutation_test(state_sync), clock=recorder.clock)
-        self.counters = counters  # the core's: late_results and late_reused are counted there
+        self.counters = counters  # the core's: late_results is counted there
+        self._table = table  # a reused result ends its call there, as every call ends
         self._guard_warned: set[str] = set()
 
     # ------------------------------------------------------------------ cut
@@ -160,7 +153,7 @@ class LateResults:
 
     # ------------------------------------------------------------------ reuse
 
-    def answer_from_store(self, link: Any, host: Any, host_id: Any, tool: str, arguments: Any) -> bool:
+    def answer_from_store(self, link: HostLink, host: Any, host_id: Any, tool: str, arguments: Any) -> bool:
         """Answer an identical call at once with a stored late result (marked); False sends it upstream as usual."""
         if self.reuse.refused_as_mutation(tool):
             self._warn_guard(tool)
@@ -168,35 +161,17 @@ class LateResults:
         reuse = self.reuse.take(self.reuse.key(link.connection, host_identity(host), tool, arguments))
         if reuse is None:
             return False
-        request_id = str(host_id)
-        self.counters.requests += 1
-        self.counters.ok += 1
-        self.counters.late_reused += 1
-        link.send({"jsonrpc": "2.0", "id": host_id, "result": reuse.result})
-        emit = self.recorder.emit
-        start = RequestStartData(
-            method="tools/call",
-            up_id=None,
-            budget_s=None,
-            budget_source="late_reuse",
-            arguments=frames.text_of(arguments if arguments is not None else {}),
-        )
-        emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
         reused = LateReuseData(
             from_request_id=reuse.stored.request_id or "",  # a stored result always names its cut call
             delay_s=round(reuse.stored.delay_s, 6),
             age_s=round(reuse.age_s, 6),
             ttl_s=reuse.stored.ttl_s,
         )
-        emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reused)
-        end = RequestEndData(
-            outcome="ok",
-            duration_s=0.0,
-            method="tools/call",
-            late_reuse=True,
-            result_preview=frames.text_of(reuse.result, PREVIEW_CHARS),
+        reply = {"jsonrpc": "2.0", "id": host_id, "result": reuse.result}
+        preview = frames.text_of(reuse.result, PREVIEW_CHARS)
+        self._table.answer_at_once(
+            link, host_id, tool, arguments, Outcome.OK, reply, reused, {"result_preview": preview}
         )
-        emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)
         return True
 
     def forget_link(self, link: Any) -> None:

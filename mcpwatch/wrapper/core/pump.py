@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from mcpwatch.config import Settings
-from mcpwatch.events import Kind, Outcome, RequestStartData
+from mcpwatch.events import Outcome
 from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
@@ -87,6 +87,7 @@ class WrapperCore:
             settings.late_results,
             recorder,
             counters=self.counters,
+            table=self.table,
             state_sync=self.state_sync,
             cap=settings.tombstones.cap,
         )
@@ -137,6 +138,7 @@ class WrapperCore:
         self.tasks = self.bridge.watch  # every task-augmented call; the bridge builds it, to be told of its tasks
         self.offer = TaskOffer(
             settings=settings.tasks,
+            table=self.table,
             recorder=recorder,
             scheduler=self.scheduler,
             host_has_tasks=self.bridge.host_has_tasks,
@@ -297,8 +299,7 @@ class WrapperCore:
             return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
-        request_key = getattr(link, "key_prefix", "") + str(host_id)  # two hosts' equal ids stay apart in the log
-        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool, None, request_key)
+        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool)
         pending.host = host
         if method in POLL_METHODS:
             self.tasks.poll(pending, params)
@@ -324,7 +325,7 @@ class WrapperCore:
                 if self._propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
         if tool is not None and bridge.attachable and bridge.attach(pending, arguments):
-            _request_start(self.recorder, pending, params, None)  # it waits for the task an identical call made
+            self.table.started(pending, params, None)  # it waits for the task an identical call made
             return
         if tool is not None and tool in bridge.support and bridge.wants(link, tool, params):
             pending.bridged = True
@@ -335,12 +336,12 @@ class WrapperCore:
             forwarded["params"] = forwarded_params
         pending.message = forwarded
         if method == "server/discover" and (kept := self._kept_discover(version, forwarded_params)) is not None:
-            _request_start(self.recorder, pending, params, trace_ids)  # answered at once from the kept answer
+            self.table.started(pending, params, trace_ids)  # answered at once from the kept answer
             self.inbound.message({"jsonrpc": "2.0", "id": up_id, "result": kept})
             return
         outcome = self.session.transmit(pending, forwarded)  # first: the upstream starts on it meanwhile
         if pending.poll is None:  # a task's poll is its task's, not a call of its own
-            _request_start(self.recorder, pending, params, trace_ids)
+            self.table.started(pending, params, trace_ids)
         if outcome == "unstartable":
             self.failures.fail(pending, Outcome.UPSTREAM_LOST, self.session.refusal_text(outcome))
         elif outcome not in ("sent", "queued"):
@@ -476,28 +477,3 @@ class WrapperCore:
             )
         self.session.waiting.clear()
         self.tasks.end_all(Outcome.CANCELLED, "shutdown")
-
-
-def _request_start(
-    recorder: Recorder, pending: Pending, params: dict[str, Any], trace_ids: dict[str, str] | None
-) -> None:
-    budget = pending.budget
-    made_for = getattr(pending.link, "made_for", None)  # a call made on a host call's behalf (`era_translate`)
-    if budget is None:
-        host = None if pending.host is None else pending.host.label
-        start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
-        if isinstance(made_for, str):
-            start["made_for"] = made_for
-        recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
-        return
-    start = RequestStartData(
-        method=pending.method,
-        up_id=pending.up_id,
-        budget_s=budget.seconds,
-        budget_source=budget.source,
-        arguments=frames.text_of(params.get("arguments", {})),
-        host=budget.host,
-    )
-    if isinstance(made_for, str):
-        start["made_for"] = made_for
-    recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))

@@ -122,8 +122,7 @@ class EraTranslator:
             answered(pending, {"jsonrpc": "2.0", "id": None, "error": refusal})
             return
         self._calls += 1
-        prefix = getattr(pending.link, "key_prefix", "")
-        link = TranslatedCall(getattr(pending.link, "connection", None), f"{prefix}2026:", pending, answered)
+        link = TranslatedCall(pending.link.connection, f"{pending.link.key_prefix}2026:", pending, answered)
         meta = dict(envelope)
         if pending.host_token is not None:
             meta["progressToken"] = pending.host_token

@@ -71,6 +71,7 @@ def _is_pipe(fd: int) -> bool:
 class StdioFront:
     name = "stdio"
     connection: str | None = "stdio"  # one host, on this process's stdin and stdout, for the wrapper's whole life
+    key_prefix = ""  # its host's ids are the log's request ids as they are
 
     def __init__(self, core: HostPort) -> None:
         self.core = core

@@ -298,7 +298,7 @@ class TaskBridge:
         run = self.runs.get(run_key(link, tool, arguments, meta))  # type: ignore[arg-type]  # a None key finds no run
         if run is None or run.result is None or run.finished_at is None:
             return False
-        answer_from_run(self._recorder, self._counters, run, link, host_id, tool, arguments, self._scheduler.time())
+        answer_from_run(self._table, run, link, host_id, tool, arguments, self._scheduler.time())
         return True
 
     @property

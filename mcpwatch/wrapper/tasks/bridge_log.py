@@ -9,17 +9,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome, RequestEndData, RequestStartData
+from mcpwatch.events import Kind, LateResultData, LateReuseData, Outcome
 from mcpwatch.scheduler import Timer
 from mcpwatch.wire import MODERN_CLIENT_META
-from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending
+from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks.shapes import Era
 
 PREVIEW_CHARS = 4096
 REUSABLE = frozenset({Outcome.OK, Outcome.TOOL_ERROR, Outcome.ERROR})  # the task's own answer, not a failure of ours
-_COUNTER = {Outcome.OK: "ok", Outcome.TOOL_ERROR: "errors", Outcome.ERROR: "errors"}
 
 
 @dataclass(eq=False, slots=True)
@@ -133,42 +132,21 @@ def log_late_result(recorder: Recorder, counters: Counters, run: BridgedRun, now
 
 
 def answer_from_run(
-    recorder: Recorder,
-    counters: Counters,
-    run: BridgedRun,
-    link: HostLink,
-    host_id: Any,
-    tool: str,
-    arguments: Any,
-    now: float,
+    table: PendingTable, run: BridgedRun, link: HostLink, host_id: Any, tool: str, arguments: Any, now: float
 ) -> None:
-    """An identical call answered at once with the finished task's answer: one request, marked as a reuse."""
+    """An identical call answered at once with the finished task's answer: one request, marked as a reuse (ended,
+    as every call is, in the pending table)."""
     assert run.result is not None and run.finished_at is not None
-    request_id = getattr(link, "key_prefix", "") + str(host_id)
-    outcome = run.outcome or Outcome.OK
-    counters.requests += 1
-    counters.late_reused += 1
-    setattr(counters, _COUNTER[outcome], getattr(counters, _COUNTER[outcome]) + 1)
-    link.send({"jsonrpc": "2.0", "id": host_id, **run.result})
-    arguments_text = frames.text_of(arguments if arguments is not None else {})
-    start = RequestStartData(
-        method="tools/call", up_id=None, budget_s=None, budget_source="late_reuse", arguments=arguments_text
-    )
-    recorder.emit(Kind.REQUEST_START, request_id=request_id, tool=tool, **start)
     reuse = LateReuseData(
         from_request_id=run.maker.request_key,
         delay_s=round(run.finished_at - (run.cut_mono or run.finished_at), 6),
         age_s=round(now - run.finished_at, 6),
         ttl_s=run.reuse_s,
     )
-    recorder.emit(Kind.LATE_REUSE, request_id=request_id, tool=tool, **reuse)
     body = run.result.get("result", run.result.get("error"))
-    end = RequestEndData(
-        outcome=outcome.value,
-        duration_s=0.0,
-        method="tools/call",
-        late_reuse=True,
-        task_id=run.task_id,
-        result_preview=frames.text_of(body, PREVIEW_CHARS),
+    preview = frames.text_of(body, PREVIEW_CHARS)
+    reply = {"jsonrpc": "2.0", "id": host_id, **run.result}
+    outcome = run.outcome or Outcome.OK
+    table.answer_at_once(
+        link, host_id, tool, arguments, outcome, reply, reuse, {"task_id": run.task_id, "result_preview": preview}
     )
-    recorder.emit(Kind.REQUEST_END, request_id=request_id, tool=tool, **end)

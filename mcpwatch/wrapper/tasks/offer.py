@@ -39,7 +39,7 @@ from mcpwatch.events import KeptTask, Kind, TaskCreatedData, TaskStatusData
 from mcpwatch.reliability.statesync.glob import match_glob
 from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wire import MODERN_CLIENT_META, modern_version
-from mcpwatch.wrapper.calls.pending import HostLink, Pending
+from mcpwatch.wrapper.calls.pending import HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.tasks import offer_input
@@ -98,7 +98,12 @@ class OfferedTask:
     @property
     def connection(self) -> str | None:
         """The host connection's name (`HostLink`): the call runs for that host."""
-        return getattr(self.link, "connection", None)
+        return self.link.connection
+
+    @property
+    def key_prefix(self) -> str:
+        """The host connection's (`HostLink`): the call is logged under its host's key."""
+        return self.link.key_prefix
 
     def send(self, message: dict[str, Any]) -> bool:
         self.offer.from_call(self, message)
@@ -139,6 +144,7 @@ class TaskOffer:
         self,
         *,
         settings: TasksSettings,
+        table: PendingTable,
         recorder: Recorder,
         scheduler: Scheduler,
         host_has_tasks: Callable[[HostLink], bool],
@@ -158,6 +164,7 @@ class TaskOffer:
         self._names: dict[int, str] = {}  # id(link) -> the client name its initialize gave
         self._live: dict[int, str] = {}  # id(link) -> its connection, counted open in shared.live
         self._open: set[int] = set()  # id(link) of every link attached, sessionless ones too (a POST's)
+        self._table = table  # the call's answer (its task) goes to its host there; its end comes there too
         self._recorder = recorder
         self._scheduler = scheduler
         self._host_has_tasks = host_has_tasks
@@ -324,7 +331,6 @@ class TaskOffer:
         )
         self.tasks[task.task_id] = task
         self.shared.running[task.owner.host] += 1
-        pending.link = task
         forwarded.pop("task", None)
         if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
             meta = without_extension(meta)
@@ -334,7 +340,8 @@ class TaskOffer:
             pending.budget = replace(pending.budget, seconds=self.settings.max_s, source="task", explanation=text)
         view = task.view(self.settings.poll_ms)
         answer = {"resultType": "task", **view} if extension else {"task": view}
-        link.send({"jsonrpc": "2.0", "id": pending.host_id, "result": answer})
+        self._table.answer_early(pending, {"jsonrpc": "2.0", "id": pending.host_id, "result": answer})
+        pending.link = task  # from now on what the call is sent is the task's (`from_call`)
         created = TaskCreatedData(
             task_id=task.task_id,
             status="working",
