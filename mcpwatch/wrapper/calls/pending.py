@@ -218,7 +218,7 @@ class PendingTable:
         if budget is None:
             host = None if pending.host is None else pending.host.label
             start = RequestStartData(method=pending.method, up_id=pending.up_id, budget_s=None, host=host)
-            if isinstance(made_for, str):
+            if made_for is not None:
                 start["made_for"] = made_for
             self._recorder.emit(Kind.REQUEST_START, request_id=pending.request_key, **start, **(trace_ids or {}))
             return
@@ -230,7 +230,7 @@ class PendingTable:
             arguments=frames.text_of(params.get("arguments", {})),
             host=budget.host,
         )
-        if isinstance(made_for, str):
+        if made_for is not None:
             start["made_for"] = made_for
         emit = self._recorder.emit
         emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
