@@ -60,6 +60,7 @@ DEFAULT_HOST_TIMEOUT_S = 120.0
 DEFAULT_MARGIN_S = 10.0
 CLAMP_S = 1.0
 _WARNED_MAX = 1024  # distinct warnings remembered; beyond this the memory is cleared (bounded, may repeat)
+MEMO_TOOL_MAX = 256  # a longer tool name (a host gives it) is not memoised: the memo holds 1,024 keys
 # os.environ keeps its variables encoded in `_data`; reading that directly skips encoding the name and decoding the
 # value on every call (the memo key only needs to change when a value does). Any other mapping is read as given.
 _RAW_ENVIRON: dict[bytes, bytes] | None = getattr(os.environ, "_data", None) if os.name == "posix" else None
@@ -178,6 +179,8 @@ class DeadlinePolicy:
             host_raw, margin, explicit = get(_ENV_KEYS[0]), get(_ENV_KEYS[1]), get(_ENV_KEYS[2])
         else:
             host_raw, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
+        if tool is not None and len(tool) > MEMO_TOOL_MAX:  # a host names the tool: 1,024 of 16 MiB would be 16 GB
+            return self._compute(env, tool, host, progress)
         key = (host_raw, margin, explicit, self._ops, tool, host, progress)
         budget = self._memo.get(key)
         if budget is None:

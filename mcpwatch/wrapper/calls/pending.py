@@ -53,8 +53,9 @@ class HostLink(Protocol):
 
 
 def request_key(link: HostLink, host_id: Any) -> str:
-    """The name a host's request is logged under: its id, after its connection's prefix."""
-    return link.key_prefix + str(host_id)
+    """The name a host's request is logged under: its id, after its connection's prefix; a huge id is kept by its
+    digest, so two hosts' equal ids stay apart and a 16 MiB id costs a few hundred bytes (the host gets its own back)."""
+    return link.key_prefix + frames.bounded_key(str(host_id))
 
 
 @dataclass(slots=True, eq=False)
@@ -137,7 +138,10 @@ class PendingTable:
 
     def add(self, pending: Pending) -> None:
         """A request on its way: in the table, named in the log (`request_key`), counted unless it is a task's poll."""
-        pending.request_key = pending.link.key_prefix + str(pending.host_id)  # `request_key`, inline: every call
+        name = str(pending.host_id)  # `request_key`, inline: every call comes here
+        if len(name) > frames.KEY_MAX:
+            name = frames.bounded_key(name)
+        pending.request_key = pending.link.key_prefix + name
         self.calls[pending.up_id] = pending
         pending.host_key = key = (id(pending.link), frames.id_key(pending.host_id))
         self._by_host[key] = pending.up_id

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from mcpwatch.clock import SYSTEM_CLOCK, Clock
 from mcpwatch.events import Event, Kind
+from mcpwatch.wrapper.framing.frames import KEY_MAX, bounded_key
 
 
 class EventSink(Protocol):
@@ -72,6 +73,8 @@ class Recorder:
         **data: Any,
     ) -> Event:
         self._seq += 1
+        if tool is not None and len(tool) > KEY_MAX:  # a host names the tool: the ring holds 10,000 events
+            tool = bounded_key(tool)
         event = Event(
             kind,
             self.session_id,

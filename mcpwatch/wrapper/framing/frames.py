@@ -8,6 +8,7 @@ lone surrogate escapes, and numbers beyond a double.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -168,6 +169,18 @@ def id_key(value: Any) -> Any:
     if isinstance(value, str) and value.isascii() and value.isdigit():  # not "¹" or "٣": int() refuses or reads them
         return int(value)
     return value
+
+
+KEY_MAX = 256  # characters of a peer's id or name kept past its request (events, finished tasks) before its digest
+
+
+def bounded_key(text: str, limit: int = KEY_MAX) -> str:
+    """A peer's id or name as kept past its request: whole when short, else its start and a digest of the whole,
+    so equal keys stay equal and different ones apart, but a 16 MiB id costs 300 bytes in each place it is held."""
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return f"{text[:limit]}…#{digest}"
 
 
 def text_of(value: Any, limit: int = 4096) -> str:

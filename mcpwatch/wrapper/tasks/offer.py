@@ -426,6 +426,8 @@ class TaskOffer:
         task.pending.message = {}  # the call as sent: no one sends it again
         task.pending.progress_log.clear()  # its last progress messages (each up to a frame): said already
         task.pending.last_progress = None
+        if not task.pending.open:  # the host's own request id (up to a frame): its answer is sent
+            task.pending.host_id = task.pending.host_key = None
         if self.kept is not None and task.in_log:
             self.kept.ended(task.task_id, task.pending.request_key)
         self.shared.held.hold(task)

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mcpwatch.wrapper.framing.frames import bounded_key
+
 LOCAL = "local"  # the principal of a front without a token (and of stdio): this machine's processes
 SESSIONLESS = ""  # the connection of a request that proves none
 
@@ -60,7 +62,9 @@ def owner_of(link: Any, name: str = "") -> Owner:
     connection = getattr(link, "connection", None)
     principal = getattr(link, "task_principal", LOCAL)
     return Owner(
-        principal if isinstance(principal, str) else LOCAL, connection if isinstance(connection, str) else "", name
+        principal if isinstance(principal, str) else LOCAL,
+        connection if isinstance(connection, str) else "",
+        bounded_key(name),  # held by each task for its TTL, and in the log: a long name by its digest
     )
 
 
