@@ -82,6 +82,26 @@ def check_opened(path: Path, fd: int, what: str) -> None:
         raise UnsafePathError(problem)
 
 
+def check_log(path: Path) -> None:
+    """`check_file` for a SQLite log, and what SQLite reads beside it: its directory (whoever may create files there
+    may plant the `-wal`, whose pages SQLite reads over the whole file, even in a sticky /tmp) and the `-wal` and
+    `-shm` present now (ours, not writable by others, never symlinks: SQLite would write through one)."""
+    real = path.resolve() if path.is_symlink() else path
+    check_file(real)
+    check_dir(real.parent, "event log's directory")
+    for suffix, what in (("-wal", "event log's WAL"), ("-shm", "event log's shared memory file")):
+        side = Path(f"{real}{suffix}")
+        try:
+            info = side.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise UnsafePathError(f"{side}: the {what} is a symlink, so mcpwatch will not use the log; remove it")
+        problem = _owner_problem(side, info, what, "600")
+        if problem:
+            raise UnsafePathError(problem)
+
+
 def ensure_dir(path: Path, what: str = "state directory") -> Path:
     """Create `path` (and parents) with mode 0700 when missing, then check it is private; returns it."""
     if not path.exists():

@@ -229,6 +229,7 @@ def connect_writer(
         privacy.check_file(path)
     else:
         _create_private(path)
+    privacy.check_log(path)  # … and what SQLite reads beside it: a WAL planted there would be the whole log
     timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout_ms / 1000)
@@ -285,7 +286,7 @@ def connect_private_reader(path: Path) -> sqlite3.Connection:
     """`connect_reader` for what the wrapper acts on (kept task results, `offer_slow`'s slow calls): a log another
     user owns, or others may write, is refused in one line, as the writer refuses it."""
     try:
-        privacy.check_file(path)
+        privacy.check_log(path)
     except privacy.UnsafePathError as exc:
         raise LogError(str(exc)) from None
     return connect_reader(path)

@@ -19,7 +19,9 @@ from test_tasks_offer import CALL, offering
 from test_tasks_offer_owners import same_name_host
 
 from mcpwatch.events import Event, Kind
+from mcpwatch.privacy import UnsafePathError
 from mcpwatch.store import EventWriter
+from mcpwatch.store.db import connect_writer
 from mcpwatch.store.kept_tasks import KeptRef, KeptRefs, find_kept_task, read_kept_refs
 from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.wrapper.tasks.kept_log import KeptLog
@@ -316,3 +318,39 @@ def test_the_bounds_are_settings_with_defaults_checked_on_load(tmp_path: Path) -
         config.write_text(f"[tasks]\n{bad}\n")
         with pytest.raises(UserError, match=bad.split(" ")[0]):
             load_settings(config)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user own a file needs root (chown)")
+def test_a_wal_another_user_planted_beside_the_log_is_refused(tmp_path: Path) -> None:
+    """The log is ours and 0600, but it lies in a directory others may write (a sticky /tmp too): another user who
+    cannot read it plants `events.db-wal`, and SQLite reads the whole log through it (their own database's pages).
+    A forged kept result was served that way; now every reader and the writer refuse the log in one line."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    path = shared / "events.db"
+    ours, _ = shared_log(path)
+    os.chmod(shared, 0o1777)
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    with EventWriter(evil / "events.db") as writer:  # the other user's own log, its pages still in its WAL
+        sid = writer.start_session(name="w", upstream="u0", pid=1, config={})
+        writer.emit(task_end(sid, 1, "mcpwatch-forged", ours))
+        assert writer.flush(10)
+        wal = Path(f"{path}-wal")
+        wal.write_bytes(Path(f"{evil / 'events.db'}-wal").read_bytes())
+    os.chown(wal, NOBODY, NOBODY)
+    os.chmod(wal, 0o666)
+    refs = read_kept_refs(path, ours, 0.0)
+    assert "mcpwatch-forged" not in refs.refs and refs.problem is not None
+    assert refs.problem.startswith(f"{shared}: the event log's directory is writable by other users")
+    assert find_kept_task(path, KeptRef("s", "r1"), "mcpwatch-ours") is None
+    assert "writable by other users" in (recent_call_ends(path, "u0").problem or "")
+    with pytest.raises(UnsafePathError, match="writable by other users"):
+        connect_writer(path)
+    os.chmod(shared, 0o700)  # the directory made private: the planted WAL itself is still refused
+    assert f"{wal}: the event log's WAL belongs to another user" in (read_kept_refs(path, ours, 0.0).problem or "")
+    wal.unlink()
+    wal.symlink_to(tmp_path / "the-users-own-file")
+    assert "a symlink" in (read_kept_refs(path, ours, 0.0).problem or "")
+    wal.unlink()
+    assert list(read_kept_refs(path, ours, 0.0).refs) == ["mcpwatch-ours"]
