@@ -48,6 +48,7 @@ from mcpwatch.wrapper.tasks.offer_held import HeldResults
 from mcpwatch.wrapper.tasks.offer_input import OfferedInput, asks_input
 from mcpwatch.wrapper.tasks.offer_kept import DONE, NO_RESULT_METHOD, answer_kept
 from mcpwatch.wrapper.tasks.offer_kept import task_error as _error
+from mcpwatch.wrapper.tasks.offer_list import Host, TaskLists
 from mcpwatch.wrapper.tasks.owners import SESSIONLESS, Owner, may_reach, owner_of, parse_owner
 from mcpwatch.wrapper.tasks.shapes import (
     EXTENSION,
@@ -137,6 +138,7 @@ class SharedOffers:
     live: Counter[str] = field(default_factory=Counter)  # host connections open now (their tasks are theirs alone)
     running: Counter[tuple[str, str]] = field(default_factory=Counter)  # tasks running, by host (`Owner.host`)
     held: HeldResults = field(default_factory=lambda: HeldResults(32 * 1024 * 1024))
+    lists: TaskLists = field(default_factory=TaskLists)  # each connection's tasks, for tasks/list
 
 
 class TaskOffer:
@@ -331,6 +333,8 @@ class TaskOffer:
         )
         self.tasks[task.task_id] = task
         self.shared.running[task.owner.host] += 1
+        if not extension:  # an extension task is reached by its id alone: listed to no one
+            self.shared.lists.add(task.owner.host, task.task_id)
         forwarded.pop("task", None)
         if extension:  # the upstream is not asked for a task of its own; progress is not the host's (the spec)
             meta = without_extension(meta)
@@ -438,8 +442,19 @@ class TaskOffer:
             self._expire(old.task_id)
 
     def _expire(self, task_id: str) -> None:
-        self.tasks.pop(task_id, None)
+        task = self.tasks.pop(task_id, None)
         self.shared.held.release(task_id)
+        if task is not None and not task.extension:
+            self.shared.lists.gone(task.owner.host, self._listed_for(task.owner.host))
+
+    def _listed_for(self, host: Host) -> Callable[[str], bool]:
+        """Whether a task id is still one `tasks/list` shows `host`."""
+
+        def listed(task_id: str) -> bool:
+            task = self.tasks.get(task_id)
+            return task is not None and task.owner.host == host and not task.extension
+
+        return listed
 
     def _logged_owner(self, owner: Owner) -> Owner:
         """The owner as the log keeps it: its connection named with this wrapper's session, since "stdio" (or a
@@ -490,17 +505,18 @@ class TaskOffer:
         if method == "tasks/list":
             if not self.enabled or self._upstream_takes_tasks():
                 return False  # the upstream's own tasks are listed by the upstream
-            # a connection's own tasks; a sessionless request proves no connection, and an extension task is
-            # reached by its id alone: neither is listed to anyone
-            asker = owner_of(link)
-            mine = [
-                t.view(self.settings.poll_ms)
-                for t in self.tasks.values()
-                if asker.connection != SESSIONLESS
-                and (t.owner.principal, t.owner.connection) == (asker.principal, asker.connection)
-                and not t.extension
-            ]
-            link.send({"jsonrpc": "2.0", "id": request_id, "result": {"tasks": mine}})
+            # a connection's own tasks, a page at a time; a sessionless request proves no connection, and an
+            # extension task is reached by its id alone: neither is listed to anyone
+            lister = owner_of(link).host
+            cursor = got if isinstance(got := params.get("cursor"), str) else None
+            ids: list[str] = []
+            after = None
+            if lister[1] != SESSIONLESS:
+                ids, after = self.shared.lists.page(lister, cursor, self._listed_for(lister))
+            listed: dict[str, Any] = {"tasks": [self.tasks[i].view(self.settings.poll_ms) for i in ids]}
+            if after is not None:
+                listed["nextCursor"] = after
+            link.send({"jsonrpc": "2.0", "id": request_id, "result": listed})
             return True
         task_id = poll_task_id(params)
         if task_id is None or not task_id.startswith(ID_PREFIX):
@@ -543,7 +559,10 @@ class TaskOffer:
         if task.status in ACTIVE:
             self._not_running(task.owner)
             self.shared.running[asker.host] += 1
-        task.owner = asker
+        before, task.owner = task.owner.host, asker
+        if not task.extension and before != asker.host:
+            self.shared.lists.add(asker.host, task.task_id)
+            self.shared.lists.gone(before, self._listed_for(before))
 
     def _not_running(self, owner: Owner) -> None:
         running = self.shared.running
