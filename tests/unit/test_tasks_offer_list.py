@@ -97,3 +97,16 @@ def test_tasks_gone_at_their_ttl_leave_the_list(loop) -> None:
     assert listed(rig) == {"tasks": []}
     made = finished_tasks(rig, 2)
     assert [t["taskId"] for t in listed(rig)["tasks"]] == made
+
+
+def test_a_task_ending_walks_none_of_the_kept_ones_and_the_oldest_go_first(loop, monkeypatch) -> None:
+    """Each end once walked every task to find the finished ones beyond the cap: 10,000 kept made every end cost a
+    walk of them all."""
+    monkeypatch.setattr("mcpwatch.wrapper.tasks.offer.TASKS_KEPT_MAX", 50)
+    rig = offering(loop, connection="session a", max_running_per_host=1_000, max_running=1_000)
+    counting(rig)
+    made = finished_tasks(rig, 80)
+    assert CountingTasks.walks == 0
+    assert list(rig.core.offer.tasks) == made[30:]
+    rig.request(1, "tasks/get", {"taskId": made[29]})
+    assert "error" in rig.replies()[-1]

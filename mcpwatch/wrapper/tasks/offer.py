@@ -139,6 +139,7 @@ class SharedOffers:
     running: Counter[tuple[str, str]] = field(default_factory=Counter)  # tasks running, by host (`Owner.host`)
     held: HeldResults = field(default_factory=lambda: HeldResults(32 * 1024 * 1024))
     lists: TaskLists = field(default_factory=TaskLists)  # each connection's tasks, for tasks/list
+    finished: dict[str, None] = field(default_factory=dict)  # finished tasks' ids, oldest first (TASKS_KEPT_MAX)
 
 
 class TaskOffer:
@@ -437,13 +438,15 @@ class TaskOffer:
         self.shared.held.hold(task)
         left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
         task.expiry = self._scheduler.call_later(left, self._expire, task.task_id)
-        finished = [t for t in self.tasks.values() if t.status not in ACTIVE]
-        for old in finished[: max(0, len(finished) - TASKS_KEPT_MAX)]:
-            self._expire(old.task_id)
+        finished = self.shared.finished  # no walk over every task per end: 10,000 are kept
+        finished[task.task_id] = None
+        while len(finished) > TASKS_KEPT_MAX:
+            self._expire(next(iter(finished)))
 
     def _expire(self, task_id: str) -> None:
         task = self.tasks.pop(task_id, None)
         self.shared.held.release(task_id)
+        self.shared.finished.pop(task_id, None)
         if task is not None and not task.extension:
             self.shared.lists.gone(task.owner.host, self._listed_for(task.owner.host))
 
