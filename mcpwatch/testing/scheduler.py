@@ -11,6 +11,10 @@ from typing import Any
 from mcpwatch.clock import ManualClock
 
 
+def _nothing(*_: Any) -> None:
+    return None
+
+
 class _ManualTimer:
     __slots__ = ("args", "callback", "cancelled", "due")
 
@@ -21,7 +25,9 @@ class _ManualTimer:
         self.cancelled = False
 
     def cancel(self) -> None:
+        """As the loop's own timers: what it would have called is let go at once, not when it would have run."""
         self.cancelled = True
+        self.callback, self.args = _nothing, ()
 
 
 class ManualScheduler:

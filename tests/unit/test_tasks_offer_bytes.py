@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from taskrig import Host, TaskRig
-from test_tasks_offer import offering
+from taskrig import Host, TaskRig, Upstream
+from test_tasks_offer import CALL, SLOW, TASK_HOST, offering
+from test_tasks_offer_owners import same_name_host
 
+from mcpwatch.events import UpstreamState
+from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.framing import frames
 
 BIG = 256 * 1024
@@ -97,3 +102,41 @@ def test_a_long_client_name_still_resumes_its_own_task_and_no_other(loop) -> Non
         rig.request("g", "tasks/get", {"taskId": task_id, "_meta": asker.meta}, asker)  # type: ignore[attr-defined]
         reply: dict[str, Any] = rig.replies(asker)[-1]
         assert ("result" in reply) is reached, (len(client), reply)
+
+
+def test_a_finished_task_holds_nothing_of_the_session_core_it_ran_in(loop) -> None:
+    """Over HTTP each host session has its own core (and upstream); a finished task is kept for its TTL (10,000 of
+    them), so if it held its core, every ended session whose task finished stayed in memory, upstream and all.
+    The host resumes the task from a new session, answered by that session's core."""
+    rig = offering(loop, connection="session a")
+    session = WrapperCore(
+        settings=rig.settings,
+        deadline=DeadlinePolicy(rig.settings.deadline, environ={}),
+        recorder=rig.recorder,
+        loop=loop,
+        scheduler=rig.scheduler,
+        offers=rig.core.offer.shared,
+    )
+    session.session.set_state(UpstreamState.READY)
+    upstream = Upstream()
+    session.attach_upstream(upstream)
+    host = Host(connection="session b")
+    session.attach_link(host)
+    init = {"protocolVersion": "2025-11-25", "capabilities": TASK_HOST, "clientInfo": {"name": "vsc"}}
+    session.host_message(host, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+    session.upstream_message({"jsonrpc": "2.0", "id": upstream.sent[-1]["id"], "result": result})
+    session.host_message(host, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    session.upstream_message({"jsonrpc": "2.0", "id": upstream.sent[-1]["id"], "result": {"tools": [SLOW]}})
+    session.host_message(host, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": CALL})
+    task_id = host.sent[-1]["result"]["task"]["taskId"]
+    up = next(m for m in upstream.sent if m.get("method") == "tools/call")["id"]
+    session.upstream_message({"jsonrpc": "2.0", "id": up, "result": {"content": [{"type": "text", "text": "done"}]}})
+    session.detach_link(host)  # the session ends
+    gone = [weakref.ref(part) for part in (session, session.offer, session.table, upstream)]
+    del session, upstream
+    gc.collect()
+    assert [ref() for ref in gone] == [None] * 4
+    again = same_name_host(rig, "session c")
+    rig.request(3, "tasks/result", {"taskId": task_id}, host=again)
+    assert rig.replies(again)[-1]["result"]["content"][0]["text"] == "done"

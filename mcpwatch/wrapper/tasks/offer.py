@@ -75,7 +75,7 @@ RUNNING_ERROR = -32000  # a server error: too many tasks running (the host may t
 class OfferedTask:
     """One task mcpwatch runs for a host; it is also the link its call's answer and progress arrive on."""
 
-    offer: TaskOffer
+    offer: TaskOffer | None  # the offer of the core its call runs in; None once ended (that core may end first)
     task_id: str
     owner: Owner  # the host connection that made it (`owners`): no other connection reaches it
     link: HostLink  # the host's connection: progress and server requests go there
@@ -107,7 +107,8 @@ class OfferedTask:
         return self.link.key_prefix
 
     def send(self, message: dict[str, Any]) -> bool:
-        self.offer.from_call(self, message)
+        if self.offer is not None:
+            self.offer.from_call(self, message)
         return True
 
     def view(self, poll_ms: int) -> dict[str, Any]:
@@ -436,28 +437,20 @@ class TaskOffer:
         if self.kept is not None and task.in_log:
             self.kept.ended(task.task_id, task.pending.request_key)
         self.shared.held.hold(task)
+        # nothing of the core it ran in is held for its TTL (an HTTP session's core, upstream and all, may end now)
+        task.link, task.offer = _Ended(task.connection), None
         left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
-        task.expiry = self._scheduler.call_later(left, self._expire, task.task_id)
+        task.expiry = self._scheduler.call_later(left, _drop, self.shared, task.task_id)
         finished = self.shared.finished  # no walk over every task per end: 10,000 are kept
         finished[task.task_id] = None
         while len(finished) > TASKS_KEPT_MAX:
             self._expire(next(iter(finished)))
 
     def _expire(self, task_id: str) -> None:
-        task = self.tasks.pop(task_id, None)
-        self.shared.held.release(task_id)
-        self.shared.finished.pop(task_id, None)
-        if task is not None and not task.extension:
-            self.shared.lists.gone(task.owner.host, self._listed_for(task.owner.host))
+        _drop(self.shared, task_id)
 
     def _listed_for(self, host: Host) -> Callable[[str], bool]:
-        """Whether a task id is still one `tasks/list` shows `host`."""
-
-        def listed(task_id: str) -> bool:
-            task = self.tasks.get(task_id)
-            return task is not None and task.owner.host == host and not task.extension
-
-        return listed
+        return _listed_for(self.tasks, host)
 
     def _logged_owner(self, owner: Owner) -> Owner:
         """The owner as the log keeps it: its connection named with this wrapper's session, since "stdio" (or a
@@ -545,9 +538,10 @@ class TaskOffer:
         if method in ("tasks/get", "tasks/result"):
             task.polls += 1
         # the task's own offer answers: it may run in another HTTP session's core (the same host, a new session)
-        answer = getattr(task.offer, "_" + method.removeprefix("tasks/"), None)
+        offer = self if task.offer is None else task.offer  # an ended task's answers need no core of its own
+        answer = getattr(offer, "_" + method.removeprefix("tasks/"), None)
         if method == "tasks/update":  # the one that reads its params: the host's answers
-            task.offer._update(task, link, request_id, params)
+            offer._update(task, link, request_id, params)
         elif answer is None:
             link.send(_error(request_id, f"{method} is not supported for mcpwatch's tasks", METHOD_NOT_FOUND))
         else:
@@ -675,6 +669,35 @@ class TaskOffer:
             waiter.send(_error(waiting_id, f"task {task.task_id} was cancelled: it has no result"))
         task.waiters.clear()
         self._keep(task)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """An ended task's link: its connection's name, and nothing more is sent through it."""
+
+    connection: str | None
+
+    def send(self, message: dict[str, Any]) -> bool:
+        return False
+
+
+def _drop(shared: SharedOffers, task_id: str) -> None:
+    """A finished task is let go (its TTL, or beyond TASKS_KEPT_MAX): nothing of it stays."""
+    task = shared.tasks.pop(task_id, None)
+    shared.held.release(task_id)
+    shared.finished.pop(task_id, None)
+    if task is not None and not task.extension:
+        shared.lists.gone(task.owner.host, _listed_for(shared.tasks, task.owner.host))
+
+
+def _listed_for(tasks: dict[str, OfferedTask], host: Host) -> Callable[[str], bool]:
+    """Whether a task id is still one `tasks/list` shows `host`."""
+
+    def listed(task_id: str) -> bool:
+        task = tasks.get(task_id)
+        return task is not None and task.owner.host == host and not task.extension
+
+    return listed
 
 
 def _declares_extension(params: dict[str, Any]) -> bool:
