@@ -358,7 +358,8 @@ class HttpFront:
         while ready[-1] is not None and "method" not in ready[-1]:
             ready.append(await stream.queue.get())  # None once all are answered (or shutting down, or closed)
         if ready[-1] is None and not stream.request_ids:
-            await respond_json(send, 200, ready[:-1], [(k.encode(), v.encode()) for k, v in extra.items()])
+            body = batch_body(ready[:-1], self.max_body_bytes)
+            await respond(send, 200, body, b"application/json", [(k.encode(), v.encode()) for k, v in extra.items()])
         else:
             await _sse(send, stream.queue, extra, ready)
 
@@ -409,6 +410,28 @@ def _client(scope: dict[str, Any]) -> str:
     """The peer's address as the server saw it ("127.0.0.1:51234"), for the log; "" when unknown."""
     client = scope.get("client")
     return f"{client[0]}:{client[1]}" if isinstance(client, list | tuple) and len(client) == 2 else ""
+
+
+def batch_body(answers: list[dict[str, Any]], cap: int) -> bytes:
+    """A batch's answers as one JSON array of at most `cap` bytes (as a body may be) and an error per answer left out:
+    answers served from memory (an offered task's result, once per `tasks/result` of it) would otherwise make a
+    small body's answer any size. Once one does not fit, the rest are not even encoded."""
+    parts: list[bytes] = []
+    total = 2
+    for answer in answers:
+        if total <= cap:
+            encoded = frames.encode(answer)[:-1]  # without its newline
+            if total + len(encoded) + 1 <= cap:
+                parts.append(encoded)
+                total += len(encoded) + 1
+                continue
+            total = cap + 1  # the rest are not encoded at all
+        text = (
+            f"the batch's answers passed {cap / 1048576:g} MiB ([front] max_body_mb), so this one was left out; "
+            "send fewer requests in one batch"
+        )
+        parts.append(frames.encode(frames.error_response(answer.get("id"), frames.INTERNAL_ERROR, text))[:-1])
+    return b"[" + b",".join(parts) + b"]\n"
 
 
 def _subscription_id(message: dict[str, Any]) -> Any:
