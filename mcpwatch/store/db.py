@@ -224,12 +224,11 @@ def connect_writer(
 
     `busy_timeout_ms` and `busy_attempts` bound how long opening may wait for another process's write lock.
     """
+    privacy.check_log(path)  # … and what SQLite reads beside it (a WAL planted there would be the whole log)
     if path.exists():
         check_header(path)
-        privacy.check_file(path)
     else:
-        _create_private(path)
-    privacy.check_log(path)  # … and what SQLite reads beside it: a WAL planted there would be the whole log
+        _create_private(path)  # not in a directory others may write: checked above
     timeout_ms = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout_ms / 1000)

@@ -347,6 +347,9 @@ def test_a_wal_another_user_planted_beside_the_log_is_refused(tmp_path: Path) ->
     assert "writable by other users" in (recent_call_ends(path, "u0").problem or "")
     with pytest.raises(UnsafePathError, match="writable by other users"):
         connect_writer(path)
+    with pytest.raises(UnsafePathError, match="writable by other users"):
+        connect_writer(shared / "new.db")
+    assert not (shared / "new.db").exists()  # nothing is made there
     os.chmod(shared, 0o700)  # the directory made private: the planted WAL itself is still refused
     assert f"{wal}: the event log's WAL belongs to another user" in (read_kept_refs(path, ours, 0.0).problem or "")
     wal.unlink()
