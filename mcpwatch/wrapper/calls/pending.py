@@ -54,7 +54,7 @@ class HostLink(Protocol):
 
 def request_key(link: HostLink, host_id: Any) -> str:
     """The name a host's request is logged under: its id, after its connection's prefix; a huge id is kept by its
-    digest, so two hosts' equal ids stay apart and a 16 MiB id costs a few hundred bytes (the host gets its own back)."""
+    digest, so equal ids stay apart and a 16 MiB id costs a few hundred bytes (the host gets its own id back)."""
     return link.key_prefix + frames.bounded_key(str(host_id))
 
 

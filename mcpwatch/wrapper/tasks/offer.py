@@ -438,7 +438,7 @@ class TaskOffer:
             self.kept.ended(task.task_id, task.pending.request_key)
         self.shared.held.hold(task)
         # nothing of the core it ran in is held for its TTL (an HTTP session's core, upstream and all, may end now)
-        task.link, task.offer = _Ended(task.connection), None
+        task.link, task.offer = _Ended(task.connection, task.link.key_prefix), None
         left = max(0.0, task.created_wall + task.ttl_ms / 1000 - self._wall())
         task.expiry = self._scheduler.call_later(left, _drop, self.shared, task.task_id)
         finished = self.shared.finished  # no walk over every task per end: 10,000 are kept
@@ -673,9 +673,10 @@ class TaskOffer:
 
 @dataclass(frozen=True, slots=True)
 class _Ended:
-    """An ended task's link: its connection's name, and nothing more is sent through it."""
+    """An ended task's link: its connection's name and request prefix, and nothing more is sent through it."""
 
     connection: str | None
+    key_prefix: str
 
     def send(self, message: dict[str, Any]) -> bool:
         return False
