@@ -10,10 +10,13 @@ from textual import events
 from textual.app import App
 from textual.pilot import Pilot
 
+from waiting import patience
+
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
-    """Let the app run until `condition()` holds (or fail saying what was awaited)."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until `condition()` holds (or fail saying what was awaited). `timeout` is what an idle machine
+    needs with room; the bound scales with the load (waiting.patience), since it only catches a hang."""
+    deadline = time.monotonic() + patience(timeout)
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")

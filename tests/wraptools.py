@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -15,9 +14,10 @@ from typing import Any
 import httpx2
 from mcp import Client, StdioServerParameters
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port, wait_until
 
 FIXTURES = REPO / "tests" / "fixtures"
 RAW_SERVER = str(FIXTURES / "raw_server.py")
@@ -39,17 +39,17 @@ async def wrapped_client(upstream: list[str], *, env=None, wrap_args=None, **cli
 
 
 def registry_entry(state_dir: Path, timeout: float = 10.0) -> dict[str, Any]:
-    """The single running wrapper's registry file (each test has its own state dir)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        files = list((state_dir / "wrappers").glob("*.json"))
-        if files:
+    """The single running wrapper's registry file (each test has its own state dir), once it is written."""
+
+    def entry() -> dict[str, Any] | None:
+        for path in (state_dir / "wrappers").glob("*.json"):
             try:
-                return json.loads(files[0].read_text())
-            except ValueError:
-                pass
-        time.sleep(0.05)
-    raise AssertionError("no wrapper registered")
+                return json.loads(path.read_text())
+            except ValueError:  # being written
+                return None
+        return None
+
+    return wait_until(entry, timeout, what="a wrapper to register")
 
 
 class Operator:

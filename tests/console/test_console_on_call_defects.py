@@ -169,6 +169,9 @@ async def test_the_cross_wrapper_alert_is_visible_at_80_columns() -> None:
     from mcpwatch.console.widgets import Line
 
     app = live_app()
+    # The badge is set by hand below; the fleet round (every 3 s, no other wrapper here) would clear it, and on a
+    # loaded machine it ran before the banner was laid out: no round during this test.
+    app.fleet_every_s = 3600.0
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot)
         app.fleet_badge = "prod: 59 deadlines in 5 min (F)"

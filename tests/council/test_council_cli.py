@@ -7,16 +7,15 @@ import json
 import os
 import socket
 import subprocess
-import time
 from pathlib import Path
 
-import anyio
 import pytest
 from mcp import Client
 
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port
 
 
 def run_council(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -142,14 +141,7 @@ async def test_http_mode_serves_streamable_http_with_progress_meta(anyio_backend
         text=True,
     )
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "the HTTP server did not start"
-                await anyio.sleep(0.05)
+        wait_for_port(port, process=proc)  # fails at once if the council exits instead
         metas: list[dict] = []
 
         async def on_message(message: object) -> None:

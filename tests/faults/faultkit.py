@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from checkout import REPO
+from waiting import patience
 
 FIXTURES = REPO / "tests" / "fixtures"
 FAULT_SERVER = [sys.executable, str(FIXTURES / "fault_server.py")]
@@ -151,6 +152,8 @@ class RawHost:
     # -- waiting -------------------------------------------------------------------------------------------
 
     async def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
+        """Until `predicate()` holds; `timeout` only bounds a hang (scaled by the load, waiting.patience)."""
+        timeout = patience(timeout)
         deadline = time.monotonic() + timeout
         while not predicate():
             left = deadline - time.monotonic()
@@ -183,6 +186,7 @@ class RawHost:
             os.kill(self.process.pid, signum)
 
     async def wait_exit(self, timeout: float = 15.0) -> int:
+        timeout = patience(timeout)
         try:
             code = await asyncio.wait_for(self.process.wait(), timeout)
         except TimeoutError:
@@ -254,7 +258,7 @@ async def raw_host(
 async def registry_of(state_dir: Path, pid: int, timeout: float = 15.0) -> dict[str, Any]:
     """The registry file of the wrapper with this pid."""
     path = state_dir / "wrappers" / f"{pid}.json"
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError, ValueError):
             return json.loads(path.read_text())
@@ -295,7 +299,7 @@ def group_members(pgid: int) -> list[int]:
 
 
 async def wait_group_gone(pgid: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while members := group_members(pgid):
         assert time.monotonic() < deadline, f"process group {pgid} still has {members}"
         await asyncio.sleep(0.05)

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from faultkit import raw_host, registry_of, text_of
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
+from waiting import wait_for_port
 from wraptools import Operator
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -15,8 +15,9 @@ import pytest
 from faultkit import raw_host, registry_of, text_of
 
 from mcpwatch.bench.flood import FLOOD_SERVER, TARGET_RSS_MB, run_case
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
+from waiting import wait_for_port
 from wraptools import Operator
 
 SECONDS = 3.0

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from faultkit import FIXTURES, raw_host, read_jsonl, registry_of, session_events, text_of
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
+from waiting import wait_for_port
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 from faultkit import FAULT_SERVER, FIXTURES, raw_host, text_of
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
+
+from waiting import wait_for_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 LONG_BUDGET = {"MCPWATCH_TOOL_CALL_DEADLINE_SEC": "600"}

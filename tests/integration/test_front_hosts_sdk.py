@@ -17,9 +17,10 @@ import httpx2
 import pytest
 from mcp import Client, types
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port
 from wraptools import SDK_SERVER
 
 pytestmark = pytest.mark.anyio

@@ -15,9 +15,10 @@ import httpx2
 import pytest
 from faults.faultkit import RAW_SERVER, raw_host
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port
 from wraptools import SDK_SERVER
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,10 @@ import pytest
 from front_tools import rpc
 from mcp import Client
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, sdk_server_behind_http_front, wrapped_client
 
 pytestmark = pytest.mark.anyio

@@ -12,10 +12,11 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
 from promserver import RawHost
+from waiting import wait_for_port
 from wraptools import SDK_SERVER
 
 TOKEN = "a-scrape-token-of-enough-length"

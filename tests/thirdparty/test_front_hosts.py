@@ -22,9 +22,10 @@ import pytest
 from mcp import Client, types
 from npm_cache import installed_bin, npm_fixture
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import wait_for_port
 
 pytestmark = pytest.mark.anyio
 SIMULATED_LOG = re.compile(r"^(Debug|Info|Notice|Warning|Error|Critical|Emergency)-level message|^Alert level-message")

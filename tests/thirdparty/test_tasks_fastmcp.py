@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
+from waiting import wait_for_port
 
 CLIENT = Path(__file__).with_name("fastmcp_tasks_client.py")
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]

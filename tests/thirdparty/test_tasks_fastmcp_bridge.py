@@ -21,10 +21,11 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 from test_tasks_fastmcp import fastmcp_tasks_python
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
+from waiting import wait_for_port
 
 SERVER = Path(__file__).with_name("fastmcp_tasks_server.py")
 

@@ -23,9 +23,10 @@ from mcp import Client
 from test_tasks_fastmcp import fastmcp_tasks_python, run_client
 from test_tasks_fastmcp_bridge import SERVER, events, text, wrapped
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 
 from checkout import REPO
+from waiting import wait_for_port
 
 
 @contextmanager

@@ -19,10 +19,11 @@ import mcp_types
 import pytest
 from npm_cache import installed_bin, npm_fixture
 
-from mcpwatch.ports import free_port, wait_for_port
+from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
+from waiting import wait_for_port
 from wraptools import wrapped_client
 
 PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
