@@ -19,6 +19,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from waiting import patience
+
 
 def _value(value: AnyValue) -> Any:
     return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None
@@ -116,7 +118,7 @@ class OtlpReceiver:
 
     def wait_for(self, predicate: Any, timeout: float = 15.0) -> None:
         """Until `predicate(self)` holds (the exporter sends in batches, off the wrapper's pump)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while time.monotonic() < deadline:
             with self._lock:
                 if predicate(self):

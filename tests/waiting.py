@@ -62,3 +62,9 @@ def wait_for_port(port: int, timeout: float = 20.0, process: subprocess.Popen[An
         return accepts(port)
 
     wait_until(listening, timeout, what=f"something to listen on port {port}")
+
+
+def sooner_than(slow_s: float, idle_s: float) -> float:
+    """The bound for "this ended on its event, not after `slow_s`" (a budget, a host's timeout): what an idle machine
+    needs (`idle_s`), scaled by the load, but kept under `slow_s` so the test still tells the two apart."""
+    return max(idle_s, min(patience(idle_s), 0.8 * slow_s))

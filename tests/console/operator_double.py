@@ -26,6 +26,8 @@ from mcpwatch.config import ABSURD_SECONDS
 from mcpwatch.events import Event, Kind
 from mcpwatch.testing.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
 
+from waiting import patience
+
 
 class _BearerOnly:
     """Refuses any request without the right `Authorization: Bearer` header, as the wrapper does."""
@@ -237,7 +239,7 @@ class OperatorContractDouble:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name=f"operator-double-{self.name}", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while not self._server.started:
             if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("the operator double did not start")

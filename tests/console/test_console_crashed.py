@@ -21,6 +21,7 @@ from mcpwatch.store import EventReader
 
 from checkout import REPO
 from pilot_tools import screen_text, until
+from waiting import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +39,7 @@ def start_wrapper(log: Path, name: str) -> subprocess.Popen[bytes]:
 
 
 def wait_registered(name: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not find_wrapper(name):
         assert time.monotonic() < deadline, "the wrapper did not register"
         time.sleep(0.05)

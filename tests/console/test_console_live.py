@@ -22,6 +22,7 @@ from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Kind
 
 from pilot_tools import screen_text, until
+from waiting import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +36,7 @@ def _feed(directory: Path, selector: str | None = "council", **kwargs: object) -
 def _pump_until(feed: LiveFeed, model: ConsoleModel, condition, timeout: float = 10.0) -> None:
     import time
 
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not condition():
         feed.pump(model)
         if time.monotonic() > deadline:

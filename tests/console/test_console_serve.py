@@ -24,6 +24,8 @@ import pytest
 
 from mcpwatch.console.serve import check_request, loopback_host
 
+from waiting import patience
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 GREEN = (0x4C, 0xD9, 0x7B)  # mcpwatch-dark's status-ok: the "● live" dot and word
 
@@ -125,7 +127,7 @@ async def _screenshot_when_started(ws_url: str, drawn: Callable[[bytes], bool], 
                     return data.get("result") or {}
             raise AssertionError("DevTools closed")
 
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         started = False
         while time.monotonic() < deadline:
             found = await call("Runtime.evaluate", expression="document.body.className", returnByValue=True)
@@ -135,7 +137,7 @@ async def _screenshot_when_started(ws_url: str, drawn: Callable[[bytes], bool], 
                 break
             await asyncio.sleep(0.25)
         assert started, f"the console never started in the page (body classes: {classes!r})"
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while True:
             png = base64.b64decode((await call("Page.captureScreenshot", format="png"))["data"])
             if drawn(png) or time.monotonic() > deadline:

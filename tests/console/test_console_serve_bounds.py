@@ -19,6 +19,8 @@ import pytest
 
 from mcpwatch.ports import free_port
 
+from waiting import patience
+
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(importlib.util.find_spec("textual_serve") is None, reason="textual-serve is not installed"),
@@ -103,12 +105,12 @@ async def test_a_page_opened_many_times_runs_at_most_the_configured_consoles(tmp
             assert refused.value.status == 503
             page = await session.get(url)  # the page itself is still served
             assert page.status == 200
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + patience(20)
             while consoles(server.pid) < 2 and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
             assert consoles(server.pid) == 2
             await first.close()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + patience(20)
             while consoles(server.pid) > 1 and time.monotonic() < deadline:
                 await asyncio.sleep(0.2)
             third = await session.ws_connect(ws_url)  # room again

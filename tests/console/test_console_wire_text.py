@@ -22,6 +22,7 @@ from mcpwatch.registry import find_wrapper
 
 from checkout import REPO
 from pilot_tools import screen_text, until
+from waiting import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +48,7 @@ def start_host_and_wrapper(name: str) -> subprocess.Popen[bytes]:
     params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "[i]host[/i", "version": "1"}}
     send(wrapper, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
     send(wrapper, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + patience(20)
     while not find_wrapper(name):
         assert time.monotonic() < deadline, "the wrapper did not register"
         time.sleep(0.05)

@@ -12,6 +12,8 @@ from mcpwatch.council.backends.simulated import SimulatedBackend
 from mcpwatch.council.core import Council, CouncilError
 from mcpwatch.council.settings import load_settings
 
+from waiting import sooner_than
+
 pytestmark = pytest.mark.anyio
 
 
@@ -34,7 +36,7 @@ async def test_results_survive_when_the_safety_net_cuts_the_run() -> None:
     started = anyio.current_time()
     result, is_error = await council.consult("Will it rain tomorrow?", send=stalled)
     elapsed = anyio.current_time() - started
-    assert not is_error and elapsed < 10  # the run's safety net, not the stalled sender's 30 s
+    assert not is_error and elapsed < sooner_than(30, 10)  # the run's safety net, not the stalled sender's 30 s
     meta = result["metadata"]
     assert set(s["status"] for s in result["model_responses"].values()) == {"ok"}  # kept from the shared state
     assert (meta["status"], meta["synthesis_type"], meta["synthesized_by"]) == ("partial", "partial", "fallback")

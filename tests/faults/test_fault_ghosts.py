@@ -16,6 +16,7 @@ from mcpwatch.logview.units import format_time
 from mcpwatch.store import EventReader, LogError
 
 from checkout import mcpwatch_cmd
+from waiting import patience
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +31,7 @@ async def killed_wrapper_session(tmp_path: Path, state: Path, log: Path) -> tupl
         reply = await host.tool("echo", {"x": 1})
         assert "result" in reply
         entry = await registry_of(state, host.pid)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while time.monotonic() < deadline:  # wait until its events are on disk, then kill it outright
             try:
                 with EventReader(log) as reader:

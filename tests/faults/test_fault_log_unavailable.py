@@ -23,6 +23,7 @@ from faultkit import RAW_SERVER, raw_host, registry_of
 
 from mcpwatch.store import EventReader, EventWriter
 
+from waiting import patience, sooner_than
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio
@@ -74,7 +75,7 @@ async def log_status(operator: Operator) -> dict:
 
 
 async def wait_for_state(operator: Operator, state: str, timeout: float = 10.0) -> dict:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while True:
         log = await log_status(operator)
         if log["state"] == state or time.monotonic() > deadline:
@@ -131,7 +132,7 @@ async def test_a_log_locked_at_shutdown_waits_a_few_seconds_then_says_how_many_w
             await host.initialize()
             await echo_calls(host, 3)
             operator = Operator(await registry_of(isolated_state, host.pid))
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + patience(10)
             while (await log_status(operator))["events_pending"] and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)
             written_before = (await log_status(operator))["events_written"]
@@ -140,7 +141,7 @@ async def test_a_log_locked_at_shutdown_waits_a_few_seconds_then_says_how_many_w
             closing = time.monotonic()
             assert await host.close(timeout=20) == 0
             took = time.monotonic() - closing
-        assert took < 20, took  # was: 30 s, then exit 0 with the session unwritten and nothing said
+        assert took < sooner_than(30, 20), took  # was: 30 s, then exit 0 with the session unwritten and nothing said
         holder.release()
         stderr = host.stderr()
         [(sid, ended_at)] = session_rows(log)

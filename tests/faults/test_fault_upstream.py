@@ -17,13 +17,14 @@ from faultkit import FAULT_SERVER, INIT_PARAMS, RAW_SERVER, raw_host, read_jsonl
 
 from mcpwatch.wrapper.upstreams.upstream_stdio import HARD_UNSENT_LIMIT
 
+from waiting import patience
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio
 
 
 async def wait_status(operator: Operator, predicate: Any, timeout: float, what: str) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while True:
         status = await operator.tool("status")
         if predicate(status):

@@ -17,6 +17,7 @@ import httpx2
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import patience
 from wraptools import RAW_SERVER
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -86,7 +87,7 @@ async def listening_wrapper(
 
 
 def _wait_for(process: subprocess.Popen[bytes], host: str, port: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while time.monotonic() < deadline and process.poll() is None:
         try:
             socket.create_connection((host, port), timeout=1).close()
@@ -153,7 +154,7 @@ def raw_request(port: int, data: bytes, host: str = "127.0.0.1", timeout: float 
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.sendall(data)
         chunks = []
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while time.monotonic() < deadline:
             try:
                 chunk = sock.recv(65536)

@@ -24,6 +24,7 @@ from front_tools import ACCEPT, INIT, Host, listening_wrapper, post_bytes, rpc, 
 from mcpwatch.events import payload_problems, typed_dict_problems
 from mcpwatch.operator import Status, status_problems
 
+from waiting import patience
 from wraptools import Operator, registry_entry
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +44,7 @@ def children(pid: int) -> list[int]:
 
 
 async def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         await asyncio.sleep(0.05)
@@ -70,7 +71,7 @@ async def test_delete_ends_a_session_and_its_upstream(tmp_path):
 
 
 async def calls_in_flight(operator: Operator, count: int) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(15)
     while len((await operator.tool("status"))["in_flight"]) != count:
         assert time.monotonic() < deadline, f"never {count} calls in flight"
         await asyncio.sleep(0.05)

@@ -16,6 +16,7 @@ from mcpwatch.events import Event
 from mcpwatch.store import EventReader, EventWriter, LogError
 
 from checkout import REPO
+from waiting import patience
 
 CONCURRENT_WRITER = textwrap.dedent(
     """
@@ -128,7 +129,7 @@ def test_writer_killed_mid_stream_leaves_a_sound_prefix(tmp_path: Path) -> None:
     assert session_line[:1] == ["session"], child.stderr.read() if child.stderr else ""
     sid = session_line[1]
     flushed = 0
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + patience(30)
     while flushed < 30_000 and time.monotonic() < deadline:
         line = child.stdout.readline()
         if line.startswith("flushed"):

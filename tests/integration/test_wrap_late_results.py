@@ -16,6 +16,7 @@ from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import patience
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -24,7 +25,7 @@ SLOW = {"seconds": 1.5, "steps": 1}  # the raw server ignores cancellation and a
 
 
 async def wait_for_late_results(operator: Operator, count: int, timeout: float = 20.0) -> dict:
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + patience(timeout)
     while True:
         status = await operator.tool("status")
         if status["counters"]["late_results"] >= count or time.monotonic() > deadline:

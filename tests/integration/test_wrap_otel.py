@@ -17,6 +17,7 @@ from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
 from otlp_receiver import OtlpReceiver
+from waiting import sooner_than
 
 HOST_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 HOST_SPAN = "00f067aa0ba902b7"
@@ -217,7 +218,7 @@ def test_an_unreachable_collector_costs_the_host_nothing(tmp_path, upstream):
     took = time.monotonic() - started
     stderr = host.finish()
     # an exporter on the pump would hold each call for its 5 s timeout (200 s for 40 calls); a generous bound
-    assert took < 20, took
+    assert took < sooner_than(200, 20), took
     assert "Traceback" not in stderr
     # said once by mcpwatch; the SDK's own retry messages stay out of the host's log of the server
     assert [line for line in stderr.splitlines() if "OpenTelemetry" in line or "export" in line.lower()] == [

@@ -13,6 +13,7 @@ import pytest
 
 from mcpwatch.store import EventReader, log_path
 
+from waiting import patience
 from wraptools import Operator, StdioTaskHost, registry_entry
 
 
@@ -25,7 +26,7 @@ def slow_support(host: StdioTaskHost) -> str | None:
 def read_status(state: Path) -> dict[str, Any]:
     """The wrapper's `offered_slow` status once its read of the log is done."""
     operator = Operator(registry_entry(state))
-    give_up = time.monotonic() + 30
+    give_up = time.monotonic() + patience(30)
     while (status := asyncio.run(operator.tool("status"))["offered_slow"])["log_read"] == "reading":
         assert time.monotonic() < give_up, "the log was not read in 30 s"
         time.sleep(0.05)

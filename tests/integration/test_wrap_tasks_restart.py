@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from waiting import patience
 from wraptools import StdioTaskHost
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -22,7 +23,7 @@ def test_a_restarted_wrapper_still_answers_a_finished_offered_task(isolated_stat
     try:
         created = host.call("tools/call", {"name": "slow", "arguments": {"seconds": 0.3}, "task": {"ttl": 600000}})
         task_id = created["result"]["task"]["taskId"]
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while host.call("tasks/get", {"taskId": task_id})["result"]["status"] == "working":
             assert time.monotonic() < deadline
             time.sleep(0.6)
@@ -63,7 +64,7 @@ def test_a_restarted_wrapper_still_answers_a_finished_extension_task_with_its_re
         created = host.call("tools/call", params)["result"]
         assert created["resultType"] == "task"
         task_id = created["taskId"]
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + patience(30)
         while host.call("tasks/get", {"taskId": task_id, "_meta": mine})["result"]["status"] == "working":
             assert time.monotonic() < deadline
             time.sleep(0.3)

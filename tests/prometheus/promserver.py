@@ -18,6 +18,7 @@ import pytest
 from mcpwatch.ports import free_port
 
 from checkout import REPO
+from waiting import patience
 
 INSTALL = "apt-get install prometheus (Debian; .ci/run installs it when it runs as root)"
 
@@ -114,7 +115,7 @@ class PrometheusServer:
         return [] if answer is None else answer["data"]["alerts"]
 
     def wait(self, probe: Any, timeout: float, what: str) -> Any:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + patience(timeout)
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"Prometheus exited: {self.process.returncode}")

@@ -16,7 +16,7 @@ from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
 from promserver import RawHost
-from waiting import wait_for_port
+from waiting import patience, wait_for_port
 from wraptools import SDK_SERVER
 
 TOKEN = "a-scrape-token-of-enough-length"
@@ -202,7 +202,7 @@ def test_a_late_answer_is_counted_by_tool_with_its_late_result_and_tombstone(tmp
         host.ask("tools/list")
         assert host.call("slow", seconds=1.0)["result"]["isError"] is True  # cut at 0.5 s
         host.call("unlisted", seconds=0.1)  # a name the upstream never listed
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + patience(20)
         while time.monotonic() < deadline:
             values = {
                 (s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "wrapper"))): s.value

@@ -27,6 +27,8 @@ from mcpwatch.replay.indexer import ProcessIndexer
 from mcpwatch.replay.recording import Recording
 from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
+from waiting import patience
+
 
 def _engine(path: Path, every: int = 250, *, indexed: bool = True) -> ReplayEngine:
     recording = Recording(path)
@@ -159,7 +161,7 @@ def test_the_child_process_builds_the_same_index(shared_log: tuple[Path, str]) -
     there = Index(recording.last_seq, 250)
     indexer = ProcessIndexer(recording, there)
     indexer.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + patience(30)
     while not (there.done or there.error) and time.monotonic() < deadline:
         time.sleep(0.02)
     indexer.stop()
@@ -183,7 +185,7 @@ def test_a_child_that_never_starts_leaves_the_index_to_a_thread(shared_log: tupl
     index = Index(recording.last_seq, 500)
     indexer = ProcessIndexer(recording, index, python="/bin/false")  # starts, says nothing, exits 1
     indexer.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + patience(30)
     while not (index.done or index.error) and time.monotonic() < deadline:
         time.sleep(0.02)
     indexer.stop()

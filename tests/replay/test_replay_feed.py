@@ -13,6 +13,8 @@ from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.replay.feed import ReplayFeed, open_replay
 from mcpwatch.store import EventWriter
 
+from waiting import patience
+
 
 def test_playing_faster_than_folding_holds_the_clock_back(shared_log: tuple[Path, str]) -> None:
     wall = HandClock()
@@ -55,7 +57,7 @@ def test_an_open_session_without_events_replays_as_empty(tmp_path: Path) -> None
         assert feed.clock.end == 0.0 and feed.engine.at_end
         assert feed.pump(feed.model) == 0 and feed.step(1) == "at the end of the recording"
         assert feed.step(-1) == "at the start of the recording"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + patience(10)
         while not feed.index.done and time.monotonic() < deadline:
             time.sleep(0.01)
         assert feed.index.done and feed.next_problem(1) == "no later deadline, error or late drop"

@@ -34,6 +34,7 @@ from mcpwatch.replay.app import GotoPrompt, ReplayApp
 from mcpwatch.store import EventReader
 
 from pilot_tools import until
+from waiting import patience
 
 pytestmark = [
     pytest.mark.anyio,
@@ -139,7 +140,7 @@ async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Pa
 
     log = paths.default_log_path()
     session_id = entry.session_id
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(15)
     while True:  # the wrapper records its session's end as it exits
         with EventReader(log) as reader:
             if reader.session(session_id).ended_at is not None:
@@ -228,7 +229,7 @@ async def test_a_council_session_replays_as_it_was_watched(tmp_path: Path) -> No
     assert {t.tier for t in captures[0].view.tiers} == {"quick", "balanced", "high", "reasoning"}
 
     log = paths.default_log_path()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(15)
     while True:
         with EventReader(log) as reader:
             if reader.session(entry.session_id).ended_at is not None:

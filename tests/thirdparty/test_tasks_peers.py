@@ -23,7 +23,7 @@ from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
-from waiting import wait_for_port
+from waiting import patience, wait_for_port
 from wraptools import wrapped_client
 
 PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
@@ -202,7 +202,7 @@ def _events(log: Path) -> list:
 
 async def _until_logged(log: Path, kind: str, timeout_s: float = 120.0) -> None:
     """Wait for an event of `kind` in the log: what the task does decides when, not the machine's load."""
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + patience(timeout_s)
     while not any(e.kind == kind for e in _events(log)):
         assert time.monotonic() < deadline, f"no {kind} event in {log}"
         await asyncio.sleep(0.1)
