@@ -23,6 +23,7 @@ class InsightActions:
     fleet_every_s = 3.0
     fleet_badge = ""  # shown in the main screen's top bar: another wrapper is in trouble
     _offered_for: int | None = None  # the dead wrapper whose replacements were offered already
+    _fleet_probing = False  # a fleet round is under way
 
     def action_trends(self) -> None:
         from mcpwatch.console.screens.trends import TrendsScreen
@@ -73,11 +74,18 @@ class InsightActions:
     def watch_the_fleet(self) -> None:
         """Every few seconds, live: offer the other wrappers once the watched one has died, and badge the top bar
         while another wrapper is in trouble."""
-        if self.session is None or self.session.controls is None:
-            return
-        self.run_worker(self._fleet_round(), group="fleet-watch", exclusive=True, exit_on_error=False)  # type: ignore[attr-defined]  # a mixin of the console's App
+        if self.session is None or self.session.controls is None or self._fleet_probing:
+            return  # a round still probing is let finish: cancelling it for the next, a slow one never badged
+        self._fleet_probing = True
+        self.run_worker(self._fleet_round(), group="fleet-watch", exit_on_error=False)  # type: ignore[attr-defined]  # a mixin of the console's App
 
     async def _fleet_round(self) -> None:
+        try:
+            await self._probe_the_fleet()
+        finally:
+            self._fleet_probing = False
+
+    async def _probe_the_fleet(self) -> None:
         import time
 
         from mcpwatch.console.headless.fleet import probe_fleet

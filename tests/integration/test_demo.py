@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import site
 import subprocess
 import sys
 import venv
@@ -37,9 +38,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return here
     env_dir = tmp_path_factory.mktemp("venv")
     venv.EnvBuilder().create(env_dir)  # no pip of its own: this pip installs into it (`--python`), saving ensurepip
-    pip = [sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python")]
+    python = env_dir / "bin" / "python"
+    # Its dependencies are this environment's, seen through a path file (a plain path: that folder's own path files,
+    # among them the editable install's finder, are not run), so only mcpwatch itself is built and installed.
+    # Installing the ~60 dependencies again took most of a minute and a half on a loaded machine.
+    own = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         capture_output=True, text=True, check=True, timeout=60).stdout.strip()  # fmt: skip
+    (Path(own) / "_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(python)]
     install = subprocess.run(
-        [*pip, "install", "-q", "--disable-pip-version-check", str(REPO)],
+        [*pip, "install", "-q", "--disable-pip-version-check", "--no-deps", str(REPO)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -120,9 +120,11 @@ async def probe_fleet(
     now: float,
     *,
     client_factory: Callable[[WrapperEntry], Any] | None = None,
-    timeout: float = PROBE_TIMEOUT_S,
+    timeout: float | None = None,
 ) -> list[FleetRow]:
-    """Every wrapper's row, asked in parallel; a wrapper that does not answer in `timeout` is `unreachable`."""
+    """Every wrapper's row, asked in parallel; a wrapper that does not answer in `timeout` (PROBE_TIMEOUT_S, read at
+    each call so a test on a loaded machine can lengthen it) is `unreachable`."""
+    timeout = PROBE_TIMEOUT_S if timeout is None else timeout
     factory = client_factory or (lambda e: OperatorClient.for_entry(e, call_timeout_s=timeout))
 
     async def one(entry: WrapperEntry) -> FleetRow:

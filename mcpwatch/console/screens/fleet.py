@@ -106,6 +106,7 @@ class FleetScreen(Screen[None]):
         self.headline = headline
         self._client_factory = client_factory
         self._clock = clock
+        self._probing = False  # a round is under way
         self.entries: list[WrapperEntry] = []
         self.summaries: dict[int, FleetRow] = {}  # pid → the last probe's row
 
@@ -119,8 +120,8 @@ class FleetScreen(Screen[None]):
         self.query_one("#fleet-table", WindowTable).focus()
         self.reload()
         self.set_interval(1.0, self.reload)
-        self.set_interval(PROBE_EVERY_S, self._probe)
-        self._probe()
+        self.set_interval(PROBE_EVERY_S, self._probe_unless_probing)
+        self._probe_unless_probing()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (action == "back" and not self.can_go_back)
@@ -152,12 +153,22 @@ class FleetScreen(Screen[None]):
                 hint += " — needs a look: " + ", ".join(f"{r.name} ({r.trouble})" for r in troubled)
         self.query_one("#fleet-hint", Line).show(Text(hint), hint)
 
-    @work(exclusive=True, group="fleet-probe", exit_on_error=False)
+    def _probe_unless_probing(self) -> None:
+        """A round still probing is let finish: cancelling it for the next, rounds slower than the period (a loaded
+        machine, a slow wrapper) never filled the table."""
+        if not self._probing:
+            self._probing = True
+            self._probe()
+
+    @work(group="fleet-probe", exit_on_error=False)
     async def _probe(self) -> None:
-        entries = list(self.entries) or self._entries_source()
-        rows = await probe_fleet(entries, self._clock(), client_factory=self._client_factory)
-        self.summaries = {r.pid: r for r in rows}
-        self.reload(force=True)
+        try:
+            entries = list(self.entries) or self._entries_source()
+            rows = await probe_fleet(entries, self._clock(), client_factory=self._client_factory)
+            self.summaries = {r.pid: r for r in rows}
+            self.reload(force=True)
+        finally:
+            self._probing = False
 
     # -- choosing --------------------------------------------------------------------------------------------
 
