@@ -152,6 +152,7 @@ async def test_a_fleet_round_slower_than_its_period_still_badges(monkeypatch: py
 
 @pytest.mark.anyio
 @pytest.mark.slow
+@pytest.mark.timeout(240)  # three wrappers and a console: 20 s alone, 97 s beside four CPU burners
 @pytest.mark.skipif(importlib.util.find_spec("mcpwatch.commands.wrap") is None, reason="no `mcpwatch wrap`")
 async def test_choose_switch_badge_and_offer_among_three_real_wrappers(monkeypatch: pytest.MonkeyPatch) -> None:
     import mcpwatch.console.headless.fleet as fleet

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from checkout import REPO
+from waiting import load_factor
 
 
 def _installed_here(outside: Path) -> bool:
@@ -57,11 +58,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_the_demo_tells_its_story_within_twenty_seconds(installed: Path, isolated_state: Path, tmp_path: Path) -> None:
-    """At its own speed the headless demo shows, in 20 s, a deadline answered with partial results, a late answer
-    dropped and kept, a model disabled and an invalidation; the summary says each, and everything stops cleanly."""
+@pytest.mark.timeout(300)  # the install (once per module) and a run that lengthens with the load
+def test_the_demo_tells_its_story(installed: Path, isolated_state: Path, tmp_path: Path) -> None:
+    """At its own speed the headless demo shows, in 20 s on an idle machine, a deadline answered with partial results,
+    a late answer dropped and kept, a model disabled and an invalidation; the summary says each, and everything stops
+    cleanly. The simulated council runs on the wall clock, so a loaded machine gets a run as much longer as it is
+    slower (beside four CPU burners, 20 s showed no deadline yet)."""
+    duration = round(min(20 * load_factor(), 60))
     result = subprocess.run(
-        [str(installed / "mcpwatch"), "demo", "--headless", "--duration", "20"],
+        [str(installed / "mcpwatch"), "demo", "--headless", "--duration", str(duration)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
