@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import slow_guard
 
+from waiting import patience
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     slow_guard.add_option(parser)
@@ -28,8 +30,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = yield
     slow_guard.judge(item, report)
     return report
-
-from waiting import patience
 
 
 @pytest.fixture(autouse=True)

@@ -124,9 +124,9 @@ async def test_a_fleet_round_slower_than_its_period_still_badges(monkeypatch: py
 
     import mcpwatch.console.headless.fleet as fleet
     import mcpwatch.registry as registry
-    from mcpwatch.console.headless.sample import SAMPLE_NOW, sample_session
     from mcpwatch.console.headless.session import WatchSession
-    from mcpwatch.console.headless.source import StaticFeed
+    from mcpwatch.testing.feed import StaticFeed
+    from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
     prod = _entry(4242, "prod")
     probes = 0
