@@ -138,8 +138,10 @@ async def test_a_fleet_round_slower_than_its_period_still_badges(monkeypatch: py
         return [fleet_row(e, _status(), {"deadline": 2}, None) for e in entries]
 
     monkeypatch.setattr(registry, "running_wrappers", lambda directory=None: [prod])
+    monkeypatch.setattr(registry, "pid_alive", lambda pid: True)
     monkeypatch.setattr(fleet, "probe_fleet", slow_probe)
     app = ConsoleApp(session=WatchSession(StaticFeed(sample_session(), SAMPLE_NOW), RecordingControls()))
+    monkeypatch.setattr(app, "_watched_entry", lambda: _entry(4141, "here"))  # a badge needs to know who is watched
     app.fleet_every_s = 0.05
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
