@@ -32,6 +32,7 @@ from mcpwatch import __version__
 from mcpwatch.events import Event
 from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
+from mcpwatch.otel.encode import SpanEncoder
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
 
 # The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
@@ -60,6 +61,11 @@ class SpanSender:
         self.exporter = OTLPSpanExporter(
             endpoint=url, headers=target.headers or None, timeout=EXPORT_TIMEOUT_S, session=self.session
         )
+        self.encoder = SpanEncoder(self.resource.attributes, self.scope.name, self.scope.version or "")
+        # The exporter's HTTP client (its retries, compression, headers), given bytes encoded here; an SDK without
+        # it gets ReadableSpans through its own encoder, as before.
+        client = getattr(self.exporter, "_client", None)
+        self._post: Callable[[bytes], Any] | None = getattr(client, "export", None)
 
     def convert(self, span: CallSpan) -> ReadableSpan:
         flags = TraceFlags(TraceFlags.SAMPLED)
@@ -87,8 +93,12 @@ class SpanSender:
 
     def send(self, spans: list[CallSpan]) -> bool:
         self.session.last_problem = None
-        result = self.exporter.export([self.convert(span) for span in spans])
-        return result.name == "SUCCESS"
+        if self._post is None:
+            result = self.exporter.export([self.convert(span) for span in spans])
+            return result.name == "SUCCESS"
+        if getattr(self.exporter, "_shutdown", False):
+            return False
+        return bool(self._post(self.encoder.request(spans)).success)
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
