@@ -1,52 +1,76 @@
-"""Finished call spans → one OTLP/HTTP traces request body, straight from `CallSpan`s.
+"""Finished call spans → one OTLP/HTTP traces request body (protobuf wire bytes), straight from `CallSpan`s.
 
-The SDK's way (a `ReadableSpan` per call, then its generic encoder: a type check per attribute value, the resource
-hashed per span to group spans by it) cost the export thread more than the rest of its work. Here the resource and
-scope are encoded once, and an attribute that recurs (the tool, the method, the wrapper's name, the outcome) is
-encoded once and reused: a few key-value messages are made per call, not one per attribute. The result parses to
-the same request the SDK's encoder makes (tests/unit/test_otel_encode.py).
+The SDK's way (a `ReadableSpan` per call, then its generic encoder: a message object per attribute, a type check per
+value, the resource hashed per span to group spans by it) cost the export thread more than the rest of its work.
+Here the resource and scope are encoded once, and an attribute that recurs (the tool, the method, the wrapper's
+name, the outcome) is encoded once and its bytes reused; a span is a concatenation of bytes. The result parses to
+the same request the SDK's encoder makes (tests/unit/test_otel_encode.py compares them).
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, SpanFlags, Status
 
 from mcpwatch.otel.spans import AttributeValue, CallSpan
 
 CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again (ids vary per call)
-_KIND_CLIENT = Span.SpanKind.SPAN_KIND_CLIENT
-_HAS_IS_REMOTE = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
-_IS_REMOTE = _HAS_IS_REMOTE | SpanFlags.SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK
-_UNSET = Status()
-_ERROR = Status.StatusCode.STATUS_CODE_ERROR
+_KIND_CLIENT = b"\x30\x03"  # Span.kind (6) = SPAN_KIND_CLIENT
+_FLAGS_LOCAL = b"\x85\x01" + struct.pack("<I", 0x100)  # flags (16, fixed32): HAS_IS_REMOTE
+_FLAGS_REMOTE_PARENT = b"\x85\x01" + struct.pack("<I", 0x300)  # HAS_IS_REMOTE | IS_REMOTE
+_STATUS_UNSET = b"\x7a\x00"  # status (15): an empty Status, as the SDK sends for an unset one
+_STATUS_ERROR_CODE = b"\x18\x02"  # Status.code (3) = STATUS_CODE_ERROR
+_fixed64 = struct.Struct("<Q").pack
+_double = struct.Struct("<d").pack
 
 
-def any_value(value: AttributeValue) -> AnyValue:
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64: a negative is its two's complement in ten bytes
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field."""
+    return tag + _varint(len(payload)) + payload
+
+
+def _text(tag: bytes, text: str) -> bytes:
+    return _field(tag, text.encode("utf-8", "surrogatepass"))
+
+
+def any_value(value: AttributeValue) -> bytes:
     """One attribute value as OTLP's AnyValue (bool before int: a bool is an int in Python)."""
     if isinstance(value, bool):
-        return AnyValue(bool_value=value)
+        return b"\x10" + (b"\x01" if value else b"\x00")
     if isinstance(value, str):
-        return AnyValue(string_value=value)
+        return _text(b"\x0a", value)
     if isinstance(value, int):
-        return AnyValue(int_value=value)
-    return AnyValue(double_value=float(value))
+        return b"\x18" + _varint(value)
+    return b"\x21" + _double(float(value))
+
+
+def key_value(key: str, value: AttributeValue) -> bytes:
+    """A KeyValue message's bytes."""
+    return _text(b"\x0a", key) + _field(b"\x12", any_value(value))
 
 
 class SpanEncoder:
     """Encodes batches of `CallSpan`s for one resource and instrumentation scope."""
 
     def __init__(self, resource: Mapping[str, Any], scope_name: str, scope_version: str) -> None:
-        self.resource = Resource(attributes=[KeyValue(key=k, value=any_value(v)) for k, v in resource.items()])
-        self.scope = InstrumentationScope(name=scope_name, version=scope_version)
-        self._pairs: dict[tuple[str, type, AttributeValue], KeyValue] = {}
+        attributes = b"".join(_field(b"\x0a", key_value(k, v)) for k, v in resource.items())
+        self.resource = _field(b"\x0a", attributes)  # ResourceSpans.resource (1)
+        self.scope = _field(b"\x0a", _text(b"\x0a", scope_name) + _text(b"\x12", scope_version))  # ScopeSpans.scope
+        self._pairs: dict[tuple[str, type, AttributeValue], bytes] = {}
 
-    def _attributes(self, attributes: Iterable[tuple[str, AttributeValue]]) -> list[KeyValue]:
+    def _attributes(self, tag: bytes, attributes: Iterable[tuple[str, AttributeValue]]) -> bytes:
+        """Each attribute as a `tag` field holding its KeyValue."""
         pairs, out = self._pairs, []
         for key, value in attributes:
             pair = (key, type(value), value)  # the type too: True and 1 are equal keys of a dict
@@ -54,37 +78,40 @@ class SpanEncoder:
             if encoded is None:
                 if len(pairs) >= CACHE_MAX:
                     pairs.clear()
-                encoded = pairs[pair] = KeyValue(key=key, value=any_value(value))
+                encoded = pairs[pair] = _field(tag, key_value(key, value))
             out.append(encoded)
-        return out
+        return b"".join(out)
 
-    def span(self, span: CallSpan) -> Span:
-        attributes = span.attributes.items()
+    def span(self, span: CallSpan) -> bytes:
+        """A Span message's bytes."""
+        attributes: Iterable[tuple[str, AttributeValue]] = span.attributes.items()
         if span.dropped_events:
-            attributes = [*attributes, ("mcpwatch.events_dropped", span.dropped_events)]  # type: ignore[assignment]
-        status = Status(code=_ERROR, message=span.error) if span.error else _UNSET
-        events = [
-            Span.Event(name=name, time_unix_nano=ns, attributes=self._attributes(attrs.items()))
-            for name, ns, attrs in span.events
+            attributes = [*attributes, ("mcpwatch.events_dropped", span.dropped_events)]
+        parts = [
+            b"\x0a\x10" + int(span.trace_id, 16).to_bytes(16, "big"),  # trace_id (1)
+            b"\x12\x08" + int(span.span_id, 16).to_bytes(8, "big"),  # span_id (2)
         ]
-        return Span(
-            trace_id=int(span.trace_id, 16).to_bytes(16, "big"),
-            span_id=int(span.span_id, 16).to_bytes(8, "big"),
-            parent_span_id=int(span.parent_span_id, 16).to_bytes(8, "big") if span.parent_span_id else b"",
-            name=span.name,
-            kind=_KIND_CLIENT,
-            start_time_unix_nano=span.start_ns,
-            end_time_unix_nano=span.end_ns,
-            attributes=self._attributes(attributes),
-            events=events,
-            status=status,
-            flags=_IS_REMOTE if span.parent_span_id else _HAS_IS_REMOTE,
-        )
+        if span.parent_span_id:
+            parts.append(b"\x22\x08" + int(span.parent_span_id, 16).to_bytes(8, "big"))  # parent_span_id (4)
+        parts += [
+            _text(b"\x2a", span.name),  # name (5)
+            _KIND_CLIENT,
+            b"\x39" + _fixed64(span.start_ns),  # start_time_unix_nano (7)
+            b"\x41" + _fixed64(span.end_ns),  # end_time_unix_nano (8)
+            self._attributes(b"\x4a", attributes),  # attributes (9)
+        ]
+        for name, ns, attrs in span.events:  # events (11): time (1), name (2), attributes (3)
+            event = b"\x09" + _fixed64(ns) + _text(b"\x12", name) + self._attributes(b"\x1a", attrs.items())
+            parts.append(_field(b"\x5a", event))
+        if span.error:
+            parts.append(_field(b"\x7a", _text(b"\x12", span.error) + _STATUS_ERROR_CODE))
+        else:
+            parts.append(_STATUS_UNSET)
+        parts.append(_FLAGS_REMOTE_PARENT if span.parent_span_id else _FLAGS_LOCAL)
+        return b"".join(parts)
 
     def request(self, spans: Iterable[CallSpan]) -> bytes:
         """The serialized ExportTraceServiceRequest for these spans."""
-        scope_spans = ScopeSpans(scope=self.scope, spans=[self.span(span) for span in spans])
-        message = ExportTraceServiceRequest(
-            resource_spans=[ResourceSpans(resource=self.resource, scope_spans=[scope_spans])]
-        )
-        return message.SerializePartialToString()
+        scope_spans = self.scope + b"".join(_field(b"\x12", self.span(span)) for span in spans)
+        resource_spans = self.resource + _field(b"\x12", scope_spans)
+        return _field(b"\x0a", resource_spans)

@@ -85,11 +85,12 @@ def test_own_encoding_parses_to_the_sdks_request() -> None:
     assert sender.encoder.request(spans) == sender.encoder.request(spans)  # cached pairs give the same bytes
 
 
-def test_a_boolean_and_an_integer_attribute_stay_apart() -> None:
+def test_booleans_integers_negatives_floats_and_long_text_encode_alike() -> None:
     sender = _sender()
     spans = [
         CallSpan("a", "1" * 32, "2" * 16, None, 1, {"x": True}, end_ns=2),
         CallSpan("b", "1" * 32, "3" * 16, None, 1, {"x": 1}, end_ns=2),
+        CallSpan("outil é", "f" * 32, "3" * 16, "4" * 16, 2**62, {"n": -5, "f": 1.5, "s": "ü" * 200}, end_ns=2**63),
     ]
     ours = ExportTraceServiceRequest.FromString(sender.encoder.request(spans))
     assert ours == encode_spans([sender.convert(span) for span in spans])
