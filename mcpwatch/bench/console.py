@@ -21,9 +21,12 @@ import tempfile
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch.bench.procstat import rss_mb
+
+if TYPE_CHECKING:
+    from mcpwatch.console.headless.model import ConsoleModel
 
 HELP = "the console under a 5,000 events/s flood: key-to-repaint latency, backlog, RSS"
 
@@ -65,7 +68,7 @@ class FloodFeed:
             self.produced += len(batch)
             time.sleep(0.01)
 
-    def pump(self, model: Any, limit: int = 20_000) -> int:
+    def pump(self, model: ConsoleModel, limit: int = 20_000) -> int:
         count = 0
         while self._buffer and count < limit:
             model.apply(self._buffer.popleft())
@@ -73,7 +76,7 @@ class FloodFeed:
         self.applied += count
         return count
 
-    def now_mono(self, model: Any) -> float:
+    def now_mono(self, model: ConsoleModel) -> float:
         return model.last_mono
 
     def status(self) -> Any:

@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     from mcpwatch import cli
     from mcpwatch.wrapper.upstreams import upstream_http
 
-    upstream_http.Client = Httpx2Client  # type: ignore[misc,assignment]  # the benchmark swaps the client class on purpose
+    upstream_http.Client = Httpx2Client  # type: ignore[attr-defined,assignment]  # the benchmark swaps the client class on purpose
     return cli.main(["wrap", *argv])
 
 

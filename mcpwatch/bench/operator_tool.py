@@ -26,6 +26,7 @@ def operator_tool(state_dir: Path, pid: int, tool: str = "status", **arguments: 
             },
         )
         with urllib.request.urlopen(request, timeout=10) as reply:
-            return json.loads(reply.read())["result"]["structuredContent"]
+            answer = json.loads(reply.read())["result"]["structuredContent"]
+        return answer if isinstance(answer, dict) else None
     except (OSError, ValueError, KeyError):
         return None

@@ -159,7 +159,7 @@ def _check_url(url: str) -> None:
 
 def _metrics_port(args: argparse.Namespace, settings: Any) -> int | None:
     """`--metrics-port`, else `[metrics] port`; None: no scrape endpoint (the default)."""
-    port = args.metrics_port if args.metrics_port is not None else settings.metrics.port
+    port: int | None = args.metrics_port if args.metrics_port is not None else settings.metrics.port
     if port is not None and not 0 <= port <= 65535:
         raise UserError(f"--metrics-port must be 0-65535, got {port}")
     return port

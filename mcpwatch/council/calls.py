@@ -70,7 +70,7 @@ class RetryPolicy:
     backoff_max_s: float = 30.0
 
     def backoff_s(self, attempt: int) -> float:
-        return min(self.backoff_base_s * 2 ** (attempt - 1), self.backoff_max_s) * self.time_scale
+        return min(self.backoff_base_s * 2.0 ** (attempt - 1), self.backoff_max_s) * self.time_scale
 
 
 class AuthGate:

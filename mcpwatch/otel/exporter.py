@@ -101,7 +101,7 @@ class SpanSender:
         return bool(self._post(self.encoder.request(spans)).success)
 
     def shutdown(self) -> None:
-        self.exporter.shutdown()
+        self.exporter.shutdown()  # type: ignore[no-untyped-call]  # the OTLP exporter leaves shutdown unannotated
 
 
 class CountingMetricExporter(OTLPMetricExporter):

@@ -20,6 +20,13 @@ from mcpwatch import __version__
 from mcpwatch.prometheus.fold import METHODS, MetricFold, bounded
 from mcpwatch.terminal import safe
 
+
+def _go_float(bound: float) -> str:
+    """A bucket bound as Prometheus writes it (`+Inf`, `1.0`): prometheus_client's own helper, unannotated there."""
+    text: str = floatToGoString(bound)  # type: ignore[no-untyped-call]  # prometheus_client leaves it unannotated
+    return text
+
+
 DURATION = "mcp_client_operation_duration_seconds"
 OTLP_NAME = {
     DURATION: "mcp.client.operation.duration",
@@ -72,7 +79,7 @@ class WrapperCollector(Collector):
             ("method", "tool", "outcome"),
         )
         for (method, tool, outcome), histogram in sorted(counts.durations.items()):
-            buckets = [(floatToGoString(bound), count) for bound, count in histogram.cumulative()]
+            buckets = [(_go_float(bound), count) for bound, count in histogram.cumulative()]
             duration.add_metric([self.wrapper, method, tool, outcome], buckets, histogram.total)
         yield duration
         # Every listed tool's alerting counters exist from its listing at 0, so that the first deadline is an

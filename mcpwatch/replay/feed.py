@@ -24,18 +24,19 @@ from mcpwatch.replay.timeline import Position
 from mcpwatch.store import LogError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 FOLD_PER_TICK = 5_000  # events folded per UI tick while playing (~45 ms); further ahead, seeks jump by checkpoint
 IndexerKind = Literal["process", "thread", "none"]
 
 
-def _reads(failed: Callable[[ReplayFeed, str], Any]) -> Callable[[Callable[..., T]], Callable[..., T]]:
+def _reads(failed: Callable[[ReplayFeed, str], R]) -> Callable[[Callable[..., T]], Callable[..., T | R]]:
     """For a feed method that reads the log: a file found corrupt further in pauses the replay and says so
     (`problem`, shown on the timeline) instead of raising into the screen; the method returns `failed(...)`."""
 
-    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+    def wrap(method: Callable[..., T]) -> Callable[..., T | R]:
         @functools.wraps(method)
-        def guarded(self: ReplayFeed, *args: Any, **kwargs: Any) -> T:
+        def guarded(self: ReplayFeed, *args: Any, **kwargs: Any) -> T | R:
             try:
                 return method(self, *args, **kwargs)
             except LogError as exc:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcpwatch import paths
+from mcpwatch.registry import pid_alive
 from mcpwatch.store.db import LogError
-from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, pid_alive, prune
+from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, prune
 from mcpwatch.store.schema import SCHEMA_VERSION
 from mcpwatch.store.writer import EventWriter, new_session_id
 

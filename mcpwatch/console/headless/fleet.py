@@ -110,7 +110,8 @@ def log_part(entry: WrapperEntry, now: float) -> tuple[dict[str, int] | None, st
 async def _status(entry: WrapperEntry, factory: Callable[[WrapperEntry], Any], timeout: float) -> dict[str, Any]:
     async def ask() -> dict[str, Any]:
         async with factory(entry) as op:
-            return await op.status()
+            status: dict[str, Any] = await op.status()
+            return status
 
     return await asyncio.wait_for(ask(), timeout)
 

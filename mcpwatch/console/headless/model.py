@@ -28,7 +28,7 @@ from mcpwatch.console.headless.view_builder import Fold, build_detail, build_vie
 from mcpwatch.console.headless.views import Limits, RequestDetail, ViewState
 from mcpwatch.console.headless.wire_text import clean, clean_event
 from mcpwatch.events import Event, Kind, SessionStartData
-from mcpwatch.logview.whatif import CallTiming
+from mcpwatch.logview.timing import CallTiming
 
 Handler = Callable[[Event, float, Any], None]
 

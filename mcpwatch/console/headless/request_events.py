@@ -23,7 +23,8 @@ from mcpwatch.events import (
     RequestEndData,
     RequestStartData,
 )
-from mcpwatch.logview.whatif import CallTiming, call_timing
+from mcpwatch.logview.timing import CallTiming
+from mcpwatch.logview.whatif import call_timing
 from mcpwatch.reliability.degraded import end_degraded
 
 # Which counter a request_end bumps; every other outcome (tool_error, error, upstream_lost, unknown) is an error.

@@ -378,7 +378,7 @@ class WatchScreen(Screen[None]):
 def clamp_caution(host_s: float | None, margin_s: float | None, source: str | None) -> str | None:
     """What Enter does when the host timeout is not above the margin by a second: the wrapper clamps a derived budget
     to 1 s (it never leaves calls without one), so every call would be cut after 1 s."""
-    from mcpwatch.logview.whatif import FIXED_SOURCES
+    from mcpwatch.logview.timing import FIXED_SOURCES
     from mcpwatch.reliability.deadline import CLAMP_S
 
     if host_s is None or margin_s is None or source in FIXED_SOURCES or host_s - margin_s >= CLAMP_S:

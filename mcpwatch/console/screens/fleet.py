@@ -99,7 +99,8 @@ class FleetScreen(Screen[None]):
         clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
-        self._entries_source = lambda: [shown_entry(e) for e in entries()]  # the registry is anyone's to write
+        # the registry is anyone's to write
+        self._entries_source: Callable[[], list[WrapperEntry]] = lambda: [shown_entry(e) for e in entries()]
         self._on_choose = on_choose
         self.watching = watching
         self.can_go_back = can_go_back

@@ -68,8 +68,9 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 def _error_message(body: Any, fallback: str) -> str:
     if isinstance(body, dict):
         error = body.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:300]
+        message = error.get("message") if isinstance(error, dict) else None
+        if isinstance(message, str):
+            return message[:300]
         if isinstance(error, str):
             return error[:300]
     return fallback

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from mcpwatch import __version__
 from mcpwatch import operator as contract
@@ -150,6 +150,12 @@ def _shown(bound: int) -> str:
     return "2^53" if bound == MAX_WHOLE else str(bound)
 
 
+class _OfferedSlow(TypedDict, total=False):
+    """`status`'s optional part, spread into the answer: a key that is there only with `[tasks] offer_slow` on."""
+
+    offered_slow: contract.OfferedSlowStatus
+
+
 def build_operator_app(
     actions: OperatorActions,
     recorder: Recorder,
@@ -165,10 +171,9 @@ def build_operator_app(
     whose whole budget is 60 MB, for nine tools."""
 
     async def status(arguments: dict[str, Any]) -> contract.Status:
-        status = contract.Status(**actions.status(), log=log_info(), otel=otel_info())
-        if offered_slow is not None:  # [tasks] offer_slow: the tools offered for how their calls ended, and why
-            status["offered_slow"] = offered_slow()
-        return status
+        # [tasks] offer_slow: the tools offered for how their calls ended, and why
+        slow: _OfferedSlow = {} if offered_slow is None else {"offered_slow": offered_slow()}
+        return {**actions.status(), "log": log_info(), "otel": otel_info(), **slow}
 
     async def events(arguments: dict[str, Any]) -> dict[str, Any]:
         after = _whole(arguments, "after", 0, 0, MAX_WHOLE)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from mcpwatch.config import TasksSettings
@@ -622,7 +622,7 @@ class TaskBridge:
         if self._by_task.get(run.task_id) is run:
             del self._by_task[run.task_id]
 
-    def _spawn(self, job: Any) -> asyncio.Future[None]:
+    def _spawn(self, job: Coroutine[Any, Any, None]) -> asyncio.Future[None]:
         future = asyncio.ensure_future(job)
         self._jobs.add(future)
         future.add_done_callback(self._jobs.discard)
