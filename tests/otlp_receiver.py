@@ -23,7 +23,8 @@ from waiting import patience
 
 
 def _value(value: AnyValue) -> Any:
-    return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None
+    which = value.WhichOneof("value")
+    return getattr(value, which) if which else None
 
 
 def _attributes(items: Any) -> dict[str, Any]:

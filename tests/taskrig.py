@@ -12,6 +12,7 @@ from typing import Any
 from mcpwatch.clock import ManualClock
 from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Event, UpstreamState
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -39,8 +40,14 @@ class Upstream:
         self.sent.append(message)
         return "sent"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UpstreamDetail:
         return {"unsent_bytes": 0}
+
+    def pause_reading(self) -> None:
+        """Backpressure from the hosts: a fake upstream has nothing to stop reading."""
+
+    def resume_reading(self) -> None:
+        """The hosts caught up: nothing to resume either."""
 
 
 class CoreRig:

@@ -130,7 +130,7 @@ class StdioTaskHost:
         self.next_id = 0
         if modern:
             return
-        tasks = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+        tasks: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
         init = {"protocolVersion": "2025-11-25", "capabilities": tasks, "clientInfo": {"name": name}}
         self.call("initialize", init)
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -149,7 +149,7 @@ async def test_http_mode_serves_streamable_http_with_progress_meta(anyio_backend
             if getattr(message, "method", None) == "notifications/progress" and params is not None:
                 metas.append(params.meta or {})
 
-        async def on_progress(progress: float, total: float | None, text: str | None) -> None:
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             return None
 
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy", message_handler=on_message) as client:

@@ -85,7 +85,7 @@ async def test_answers_arriving_together_each_get_their_own_line(tmp_path: Path)
     assert not is_error and result["metadata"]["completed_models"] == 3
     lines = [m for m in sent.messages if re.match(r"^[✓✗] ", m)]
     # was: only "(1/3)"; the others were cancelled with the task group
-    assert [re.search(r"\((\d)/3\)", m).group(1) for m in lines] == ["1", "2", "3"], sent.messages
+    assert [re.findall(r"\((\d)/3\)", m)[0] for m in lines] == ["1", "2", "3"], sent.messages
     assert len({m.split(" (")[0] for m in lines}) == 3  # one line per model
     waiting = [m.split("waiting: ")[1].count(",") + 1 if "waiting: " in m else 0 for m in lines]
     assert waiting == [2, 1, 0]

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
 
 from mcpwatch.cli import main
 from mcpwatch.commands.wrap import apply_host_config
@@ -77,7 +78,9 @@ async def call_echo(command: str, args: list[str], cwd: Path) -> int:
     with anyio.fail_after(60):
         async with Client(params, mode="legacy") as client:
             result = await client.call_tool("echo", {})
-    return int(json.loads(result.content[0].text)["deadline_ms"])
+    content = result.content[0]
+    assert isinstance(content, TextContent), content
+    return int(json.loads(content.text)["deadline_ms"])
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import subprocess
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ def _die_with_parent() -> None:
 class PrometheusServer:
     """`prometheus` scraping `targets` every second and evaluating `rule_files` every second."""
 
-    def __init__(self, workdir: Path, targets: list[str], rule_files: list[Path] = (), headers: str = "") -> None:
+    def __init__(self, workdir: Path, targets: list[str], rule_files: Sequence[Path] = (), headers: str = "") -> None:
         self.host: RawHost | None = None  # a wrapper the tests drive, when they share one
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
