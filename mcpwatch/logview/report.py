@@ -201,7 +201,7 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
     }
 
 
-def build_report(
+def build_report(  # noqa: C901  # one fold over every event kind, each branch a line of the report; to split by section
     events: Iterable[Event],
     session: dict[str, Any] | None = None,
     on_phase: Callable[[str], None] | None = None,

@@ -42,6 +42,10 @@ from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_line, tell_host
 
 if TYPE_CHECKING:
     from mcpwatch.otel.exporter import OtelSink
+    from mcpwatch.prometheus.endpoint import MetricsServer
+    from mcpwatch.prometheus.fold import MetricFold
+    from mcpwatch.store import EventWriter
+    from mcpwatch.wrapper.fronts.front_sessions import SessionPool
 
 
 @dataclass
@@ -217,6 +221,148 @@ def _close_log(writer: Any, log_path: Path, session_id: str, reason: str, timeou
         warn(f"{log_path}: {lost} events of session {session_id} were not written ({cause}){told}")
 
 
+def _start_session(options: WrapOptions, writer: EventWriter | None) -> str:
+    """The session's id: the log's new session, or a made-up one (no log) that still tells runs apart."""
+    if writer is None:
+        return f"nolog-{os.getpid()}-{int(time.time())}"
+    return writer.start_session(
+        name=options.display_name,
+        upstream=options.upstream_target,
+        pid=os.getpid(),
+        config=options.settings.snapshot(),
+    )
+
+
+def _state_sync(settings: Settings) -> tuple[StateSync | None, list[str]]:
+    """State Sync when it is on, with the warnings for its policies that overlap."""
+    if not settings.state_sync.enabled:
+        return None, []
+    policies = list(settings.state_sync.policies)
+    state_sync = StateSync(policies, settings.state_sync.default_cache_control)
+    return state_sync, [w.message for w in detect_overlaps(policies)]
+
+
+def _kept_log(
+    settings: Settings, log_path: Path, upstream_id: str, session_id: str, loop: asyncio.AbstractEventLoop
+) -> KeptLog:
+    """A finished offered task outlives this process (and this session) in the log, keyed to this upstream."""
+    since = time.time() - settings.tasks.max_ttl_ms / 1000
+    kept = KeptLog(
+        partial(read_kept_refs, log_path, upstream_id, since),
+        partial(find_kept_task, log_path),
+        session_id=session_id,
+    )
+    kept.start(loop)
+    return kept
+
+
+def _register(entry: registry.WrapperEntry) -> None:
+    """In the registry, for the console to find; a wrapper that cannot be listed serves on and says so."""
+    try:
+        registry.register(entry)
+    except (OSError, UserError) as exc:
+        warn(f"the console will not find this wrapper: {exc}")
+
+
+def _on_signals(loop: asyncio.AbstractEventLoop, on_signal: Callable[[int], None]) -> None:
+    """TERM, INT and HUP stop the wrapper cleanly (where the loop can take signal handlers)."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, on_signal, signum)
+
+
+def _close_otel(otel: OtelSink, recorder: Recorder) -> None:
+    """The exporter's last push, bounded; what it could not send is told in the log."""
+    otel.close(OTEL_CLOSE_WAIT_S)
+    if otel.dropped or otel.spans_failed:
+        lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
+        recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
+
+
+def all_cores(core: WrapperCore, pool: SessionPool | None) -> list[WrapperCore]:
+    """The stdio front's one core, or every host session's on the HTTP front."""
+    return [core] if pool is None else [entry.core for entry in pool.all()]
+
+
+async def _sweep(interval_s: float, cores: Callable[[], list[WrapperCore]]) -> None:
+    """Expired tombstones out of every core's table, every `interval_s`."""
+    while True:
+        await asyncio.sleep(interval_s)
+        for each in cores():
+            each.sweep_tombstones()
+
+
+async def _start_metrics(
+    options: WrapOptions, fold: MetricFold, read_status: Callable[[], dict[str, Any]]
+) -> MetricsServer | None:
+    """The Prometheus scrape endpoint of --metrics-port (the fold exists only with one)."""
+    from mcpwatch.prometheus.endpoint import start_metrics
+
+    if options.metrics_port is None:
+        return None
+    return await start_metrics(
+        options.settings.metrics.host,
+        options.metrics_port,
+        options.display_name,
+        fold,
+        read_status,
+        remote=options.allow_remote,
+        token=options.front_token,
+    )
+
+
+async def _close_upstreams(core: WrapperCore, upstream: Any, pool: SessionPool | None, reason: str) -> None:
+    """The calls still open ended for `reason`, then the upstream (or every host session's) closed."""
+    if pool is None:
+        core.shutdown(reason)
+        await upstream.close()
+    else:
+        pool.shutdown(reason)
+        await pool.close(reason)
+
+
+def _slow_tools(
+    loop: asyncio.AbstractEventLoop,
+    budget_s: Callable[[str], float | None],
+    on_warning: Callable[[str], None],
+    cores: Callable[[], list[WrapperCore]],
+) -> SlowTools:
+    """[tasks] offer_slow: the tools whose calls ended slow, learnt from the log and live, offered as tasks; each new
+    offer is said once and told to the hosts that take tasks."""
+
+    def offered_now(offered: list[tuple[str, str]]) -> None:
+        on_warning(offered_line(offered))  # one line per read of the log (or per tool learnt live)
+        for each in cores():
+            capabilities = (each.session.init_result or {}).get("capabilities")
+            tell_hosts(each.links, each.bridge.host_has_tasks, capabilities)
+
+    return SlowTools(
+        budget_s,
+        on_offered=lambda offered: loop.call_soon(offered_now, offered),  # not within the event that taught it
+        on_problem=lambda text: loop.call_soon(on_warning, text),
+    )
+
+
+def _operator_actions(core: WrapperCore, pool: SessionPool | None, deadline: DeadlinePolicy, recorder: Recorder) -> Any:
+    """What the operator tools act on: the one core, or every host session's through the pool."""
+    if pool is None:
+        return OperatorActions(core)
+    from mcpwatch.wrapper.operator.actions_pool import PoolActions
+
+    return PoolActions(pool, deadline, recorder)
+
+
+def _front(core: WrapperCore, pool: SessionPool | None, options: WrapOptions, on_warning: Callable[[str], None]) -> Any:
+    """The host side: the HTTP front over the pool's sessions, or stdio linked to the one core."""
+    if pool is not None:
+        return _http_front(pool, options, on_warning)
+    from mcpwatch.wrapper.fronts.front_stdio import StdioFront
+
+    front = StdioFront(core)
+    core.attach_link(front)
+    return front
+
+
 async def run_wrapper(options: WrapOptions) -> int:
     settings = options.settings
     loop = asyncio.get_running_loop()
@@ -225,12 +371,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     if state_problem is not None:
         warn(f"{state_problem}; serving on without the registry there (and without the log if it is there)")
     writer = _open_log(options, log_path, state_problem)
-    if writer is not None:
-        session_id = writer.start_session(
-            name=options.display_name, upstream=options.upstream_target, pid=os.getpid(), config=settings.snapshot()
-        )
-    else:
-        session_id = f"nolog-{os.getpid()}-{int(time.time())}"
+    session_id = _start_session(options, writer)
     off_reason = "--no-log" if options.no_log else state_problem
     early_warnings: list[str] | None = []  # until session_start is recorded
     otel = start_otel(settings, loop, lambda message: on_warning(message))
@@ -241,17 +382,11 @@ async def run_wrapper(options: WrapOptions) -> int:
         fold = MetricFold()
     slow = None
     if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
-
-        def offered_now(offered: list[tuple[str, str]]) -> None:
-            on_warning(offered_line(offered))  # one line per read of the log (or per tool learnt live)
-            for each in [core] if pool is None else [entry.core for entry in pool.all()]:
-                capabilities = (each.session.init_result or {}).get("capabilities")
-                tell_hosts(each.links, each.bridge.host_has_tasks, capabilities)
-
-        slow = SlowTools(
+        slow = _slow_tools(
+            loop,
             lambda tool: deadline.budget(tool).seconds,
-            on_offered=lambda offered: loop.call_soon(offered_now, offered),  # not within the event that taught it
-            on_problem=lambda text: loop.call_soon(on_warning, text),
+            lambda message: on_warning(message),
+            lambda: all_cores(core, pool),
         )
     sinks = [sink for sink in (writer, otel, fold, slow) if sink is not None]
     recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
@@ -267,24 +402,12 @@ async def run_wrapper(options: WrapOptions) -> int:
     if slow is not None and writer is not None:  # what the log shows of this upstream's calls: bounded, in a thread
         read = partial(recent_call_ends, log_path, options.upstream_target, exclude=session_id)
         slow.reading(loop.run_in_executor(None, read))
-    state_sync = None
-    overlaps: list[str] = []
-    if settings.state_sync.enabled:
-        policies = list(settings.state_sync.policies)
-        state_sync = StateSync(policies, settings.state_sync.default_cache_control)
-        overlaps = [w.message for w in detect_overlaps(policies)]
+    state_sync, overlaps = _state_sync(settings)
 
     upstream_id = upstream_key(options.upstream_target)
     kept = None
     if writer is not None and (settings.tasks.offer or slow is not None):
-        # a finished offered task outlives this process (and this session) in the log, keyed to this upstream
-        since = time.time() - settings.tasks.max_ttl_ms / 1000
-        kept = KeptLog(
-            partial(read_kept_refs, log_path, upstream_id, since),
-            partial(find_kept_task, log_path),
-            session_id=session_id,
-        )
-        kept.start(loop)
+        kept = _kept_log(settings, log_path, upstream_id, session_id, loop)
     offers = SharedOffers(
         kept=kept,
         also_offered=slow.offers if slow is not None else None,
@@ -367,11 +490,7 @@ async def run_wrapper(options: WrapOptions) -> int:
     def log_info() -> LogStatus:
         return _log_info(writer, log_path, session_id, off_reason)
 
-    actions: Any = OperatorActions(core)
-    if pool is not None:
-        from mcpwatch.wrapper.operator.actions_pool import PoolActions
-
-        actions = PoolActions(pool, deadline, recorder)
+    actions = _operator_actions(core, pool, deadline, recorder)
     operator_app = build_operator_app(
         actions,
         recorder,
@@ -387,21 +506,12 @@ async def run_wrapper(options: WrapOptions) -> int:
     )
     operator_url = await operator.start()
     metrics = None
-    if fold is not None and options.metrics_port is not None:
-        from mcpwatch.prometheus.endpoint import start_metrics
+    if fold is not None:
 
         def read_status() -> dict[str, Any]:
             return {**actions.status(), "log": log_info(), "otel": None if otel is None else otel.status()}
 
-        metrics = await start_metrics(
-            settings.metrics.host,
-            options.metrics_port,
-            options.display_name,
-            fold,
-            read_status,
-            remote=options.allow_remote,
-            token=options.front_token,
-        )
+        metrics = await _start_metrics(options, fold, read_status)
     entry = registry.WrapperEntry(
         pid=os.getpid(),
         name=options.display_name,
@@ -413,10 +523,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         started_at=time.time(),
     )
     if state_problem is None:
-        try:
-            registry.register(entry)
-        except (OSError, UserError) as exc:
-            warn(f"the console will not find this wrapper: {exc}")
+        _register(entry)
     print(safe_lines(startup_line(options, None if writer is None else log_path)), file=sys.stderr, flush=True)
 
     stop = asyncio.Event()
@@ -426,27 +533,13 @@ async def run_wrapper(options: WrapOptions) -> int:
         stop_reason[0] = f"received {signal.Signals(signum).name}"
         stop.set()
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, on_signal, signum)
+    _on_signals(loop, on_signal)
 
-    if pool is not None:
-        front: Any = _http_front(pool, options, on_warning)
-    else:
-        from mcpwatch.wrapper.fronts.front_stdio import StdioFront
-
-        front = StdioFront(core)
-        core.attach_link(front)
-
-    async def sweep() -> None:
-        while True:
-            await asyncio.sleep(settings.tombstones.sweep_interval_s)
-            for each in [core] if pool is None else [entry.core for entry in pool.all()]:
-                each.sweep_tombstones()
+    front = _front(core, pool, options, on_warning)
 
     # the HTTP front starts an upstream per host session (and the shared one on the first sessionless request)
     upstream_task = asyncio.ensure_future(upstream.run() if pool is None else asyncio.sleep(0))
-    sweeper = asyncio.ensure_future(sweep())
+    sweeper = asyncio.ensure_future(_sweep(settings.tombstones.sweep_interval_s, lambda: all_cores(core, pool)))
     if slow is not None:  # the upstream starts meanwhile
         await slow.read_or_wait()
     front_task = asyncio.ensure_future(front.serve())
@@ -457,12 +550,7 @@ async def run_wrapper(options: WrapOptions) -> int:
         warn(f"the host side failed: {front_task.exception()}")
         exit_code = 1
     try:
-        if pool is None:
-            core.shutdown(stop_reason[0])
-            await upstream.close()
-        else:
-            pool.shutdown(stop_reason[0])
-            await pool.close(stop_reason[0])
+        await _close_upstreams(core, upstream, pool, stop_reason[0])
         await front.close()
     finally:
         for task in (sweeper, stopper, front_task, upstream_task):
@@ -472,10 +560,7 @@ async def run_wrapper(options: WrapOptions) -> int:
             await metrics.stop()
         exit_by = time.monotonic() + EXIT_WAIT_S
         if otel is not None:
-            otel.close(OTEL_CLOSE_WAIT_S)
-            if otel.dropped or otel.spans_failed:
-                lost = f"{otel.dropped} events dropped, {otel.spans_failed} spans not sent"
-                recorder.emit(Kind.WARNING, message=f"OpenTelemetry: {lost} ({otel.last_error or 'queue full'})")
+            _close_otel(otel, recorder)
         counters = core.counters.to_dict() if pool is None else actions.status()["counters"]
         recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=counters))
         _close_log(writer, log_path, session_id, stop_reason[0], max(0.5, exit_by - time.monotonic()))

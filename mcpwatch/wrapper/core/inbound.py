@@ -125,7 +125,7 @@ class UpstreamInbound:
             self._warn(f"upstream {text}; answered with an error")
             self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
 
-    def _upstream_response(self, message: dict[str, Any]) -> None:
+    def _upstream_response(self, message: dict[str, Any]) -> None:  # noqa: C901  # every way an upstream answer ends a call, in one dispatch
         if self.session.internal and self.session.answer_internal(message):
             return
         up_id = message["id"]
