@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,15 +73,15 @@ def test_finding_codex_entries_is_linear_in_the_number_of_tables(home, capsys, m
     codex.write_text("".join(f'[mcp_servers.s{i}]\ncommand = "c"\nargs = ["a"]\n\n' for i in range(count)))
     walked = [0]
 
-    class Counted(tuple):  # type: ignore[type-arg]
-        def __iter__(self):  # type: ignore[no-untyped-def]
+    class Counted(tuple[Any, ...]):
+        def __iter__(self) -> Iterator[Any]:
             for item in tuple.__iter__(self):
                 walked[0] += 1
                 yield item
 
     real_scan = planner.tomlspans.scan
 
-    def counting_scan(text: str):  # type: ignore[no-untyped-def]
+    def counting_scan(text: str) -> Any:
         layout = real_scan(text)
         return type(layout)(Counted(layout.headers), Counted(layout.values))
 
