@@ -68,8 +68,33 @@ async def test_a_killed_wrapper_shows_as_crashed_at_its_last_event(tmp_path: Pat
             await pilot.pause(1.5)  # past the first reconnect attempts
             text = screen_text(app)
             assert "retrying" not in text and "disconnected" not in text
-            assert "its process is gone — a new wrapper 'doomed' is watched when it starts" in text
+            assert "wrapper 'doomed' (pid" in text and "its process is gone — start it again" in text
         assert not (isolated_state / "wrappers" / f"{wrapper.pid}.json").exists()
+    finally:
+        if wrapper.poll() is None:
+            wrapper.kill()
+            wrapper.wait(10)
+
+
+@pytest.mark.slow
+async def test_a_killed_wrapper_watched_by_pid_is_named_gone_not_a_pid_to_wait_for(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """Watching by pid (what the chooser and Fleet do): after kill -9 the banner says the wrapper is gone, by its
+    name, and what to do; it never promises to watch "a new wrapper '<pid>'", which cannot come back."""
+    wrapper = start_wrapper(tmp_path / "events.db", "doomed")
+    try:
+        wait_registered("doomed")
+        app = ConsoleApp(target=Target(selector=str(wrapper.pid)))
+        async with app.run_test(size=SIZE) as pilot:
+            await ready(pilot)
+            await until(pilot, lambda: "● live" in screen_text(app), what="live")
+            os.kill(wrapper.pid, signal.SIGKILL)
+            wrapper.wait(10)
+            await until(pilot, lambda: "process is gone" in screen_text(app), timeout=20, what="the gone banner")
+            text = screen_text(app)
+            assert f"wrapper {wrapper.pid!s}" not in text and f"'{wrapper.pid}'" not in text
+            assert f"wrapper 'doomed' (pid {wrapper.pid}): its process is gone — start it again" in text
     finally:
         if wrapper.poll() is None:
             wrapper.kill()

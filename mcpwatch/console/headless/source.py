@@ -359,7 +359,7 @@ class LiveFeed:
         than "retrying in 5s", which promised a connection that cannot come back."""
         if self._frozen_at is None:
             self._frozen_at = self._clock.time()
-        self._set("gone", f"its process is gone — a new {self.locator.target.describe()} is watched when it starts")
+        self._set("gone", gone_text(self.locator.target, self.locator.last))
 
     def _lost(self, state: FeedState, reason: str, retry_in_s: float) -> None:
         if self._frozen_at is None and state == "disconnected":
@@ -371,6 +371,17 @@ class LiveFeed:
         end = time.monotonic() + seconds
         while not self._stopping.is_set() and time.monotonic() < end:
             await asyncio.sleep(min(0.1, end - time.monotonic()))
+
+
+def gone_text(target: Target, last: WrapperEntry | None) -> str:
+    """What the banner says once the watched wrapper's process is gone: which one (by its name, never a pid that
+    cannot come back) and what to do. A new wrapper of that name is followed when it starts."""
+    if last is None or not last.pid or target.url:
+        return f"its process is gone — a new {target.describe()} is watched when it starts"
+    return (
+        f"wrapper {last.name!r} (pid {last.pid}): its process is gone — start it again and it is watched here,"
+        " or press F for the others"
+    )
 
 
 def _session_of(status: dict[str, Any]) -> str | None:
