@@ -192,7 +192,7 @@ async def test_disabled_budget_reads_disabled_and_an_operator_change_is_named() 
     async with app.run_test(size=WIDE) as pilot:
         await ready(pilot)
         deadline = app.screen.query_one("#deadline", Panel).plain
-        assert "DISABLED" in deadline and "override by operator" in deadline and "0s (disables)" in deadline
+        assert "DISABLED" in deadline and "operator set override" in deadline and "0s (disables)" in deadline
         assert "budget DISABLED" in str(app.screen.query_one("#inflight-box").border_title)
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the deadline prompt")
@@ -206,7 +206,7 @@ async def test_disabled_budget_reads_disabled_and_an_operator_change_is_named() 
     async with app.run_test(size=WIDE) as pilot:
         await ready(pilot)
         deadline = app.screen.query_one("#deadline", Panel).plain
-        assert "margin by operator" in deadline and "derived" not in deadline
+        assert "operator set margin" in deadline and "derived" not in deadline
 
 
 # --- 5. an upstream crash shows --------------------------------------------------------------------------

@@ -26,12 +26,13 @@ REASONS = {
     "upstream_lost": "upstream lost",
     "shutdown": "shutdown",
 }
+# At most 13 characters: the Deadline panel shows them whole in a quarter of 120 columns (they were cut mid-word).
 BUDGET_SOURCES = {
     "derived": "host − margin",
-    "clamped": "host − margin (≥ 1s)",
-    "override": "operator override",
+    "clamped": "1s at least",
+    "override": "override",
     "explicit": "env or config",
-    "tool": "per-tool setting",
+    "tool": "per tool",
     "disabled": "disabled",
 }
 CHANGED_KEYS = {"margin_s": "margin", "host_timeout_s": "host timeout", "override_s": "override"}

@@ -126,6 +126,8 @@ class WindowTable(DataTable[Text]):
         """Fixed widths, the last column taking what is left (auto width would only ever grow)."""
         for label, width in self._columns:
             header = Text(label, justify="right") if label in self._right else label
+            if width is None and not self.free_width:
+                header = ""  # no room for the last column's name: left empty rather than cut mid-word
             self.add_column(header, width=width if width is not None else self.free_width, key=label)
 
     def set_width(self, label: str, width: int) -> bool:
@@ -138,9 +140,15 @@ class WindowTable(DataTable[Text]):
 
     @property
     def free_width(self) -> int:
-        """Columns left for the last (unsized) column: what its text should be clipped to."""
+        """Columns left for the last (unsized) column: what its text should be clipped to; 0 when a fitted table
+        has no room for its name (it read `mess` in a narrow In flight): the column then stays empty."""
         fixed = sum(width or 0 for _, width in self._columns)
-        return max(8, self.sideways, self.size.width - fixed - 2 * self.cell_padding * len(self._columns) - 1)
+        # a fitted table: without a scrollbar's cells; a sideways one keeps one cell spare
+        width = self.size.width - 1 if self.sideways else self.scrollable_content_region.width
+        room = width - fixed - 2 * self.cell_padding * len(self._columns)
+        if not self.sideways and width and room < len(self._columns[-1][0]):
+            return 0
+        return max(len(self._columns[-1][0]), self.sideways, room)
 
     @property
     def cut(self) -> bool:

@@ -77,9 +77,9 @@ def deadline_panel(d: DeadlineView, p: Palette, changed: ConfigChangeView | None
         override.append(" (disables)", style=p("status-warn"))
     key_value(g, "override", override, p)
     if changed is not None and changed.source in ("operator", "reset"):
-        who = "operator" if changed.source == "operator" else "reset"
-        what = f"{words.CHANGED_KEYS.get(changed.key, changed.key)} by {who}"
-        key_value(g, "changed", Text(what, style=p("status-warn")), p)
+        # the key says who, the value what: "margin by operator" was cut to "margin by op…" in a quarter of 120
+        who = "operator set" if changed.source == "operator" else "reset"
+        key_value(g, who, Text(words.CHANGED_KEYS.get(changed.key, changed.key), style=p("status-warn")), p)
     return g
 
 

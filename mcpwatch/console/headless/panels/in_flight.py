@@ -19,7 +19,8 @@ HELP: tuple[str, str] | None = (
     "running calls, next to be cut first: time left, budget used, progress and stage, message",
 )
 WIDGET: str | None = "inflight"
-COLUMNS = [("id", 5), ("tool", 20), ("left", 10), ("budget used", 20), ("progress", 10), ("message", None)]
+# Narrow enough that at 80 columns the message column keeps its header and a few words whole (it read `mess`).
+COLUMNS = [("id", 4), ("tool", 20), ("left", 10), ("budget used", 19), ("progress", 8), ("message", None)]
 
 
 @dataclass(frozen=True, slots=True)

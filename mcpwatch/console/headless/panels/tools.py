@@ -54,7 +54,7 @@ def tools_panel(tools: tuple[ToolStatView, ...], p: Palette) -> RenderableType:
     g.add_column("p50", justify="right", no_wrap=True)
     g.add_column("p95", justify="right", no_wrap=True)
     g.add_column("err", justify="right", no_wrap=True)
-    g.add_column("deadl", justify="right", no_wrap=True)
+    g.add_column("cut", justify="right", no_wrap=True)  # cut at its deadline (`deadl` read as a cut word)
     for t in tools:
         calls = Text(f"{t.calls:,}")
         if t.in_flight:
