@@ -57,8 +57,8 @@ def test_rows_and_trouble() -> None:
     assert fleet_row(_entry(3, "c"), _status("backoff", 4), {}, None).trouble == "upstream backoff"
     front = _status()
     front["wrapper"]["host_sessions"] = {"open": 3, "max": 16, "opened": 40, "reclaimed": 21, "refused": 2}
-    shown = fleet_row(_entry(5, "e"), front, {}, None).host
-    assert shown == "claude-code 2.1.3 · sessions 3/16: 40 opened, 21 reclaimed, 2 refused"
+    row = fleet_row(_entry(5, "e"), front, {}, None)
+    assert (row.host, row.sessions) == ("claude-code 2.1.3", "3/16 open, 21 reclaimed, 2 refused")
     gone = fleet_row(_entry(4, "d"), None, None, None, "connection refused")
     assert gone.upstream == "unreachable" and gone.trouble == "unreachable" and gone.in_flight is None
 
@@ -310,3 +310,29 @@ async def test_the_badge_never_names_the_watched_wrapper_or_one_gone(
         assert console.fleet_badge == "search: unreachable (F)"
     else:
         assert console.fleet_badge == ""  # which one is watched is not known yet: no badge that could name it
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("width", [80, 120])
+async def test_an_http_fronts_sessions_show_whole_in_fleet_at_80_and_120_columns(width: int) -> None:
+    """They were cut to `· ses…` at every width (inside the host column): now a column of their own, whole on
+    screen at 120 columns and after → → at 80."""
+    from mcpwatch.console.widgets import WindowTable
+
+    front = _status()
+    front["wrapper"]["host_sessions"] = {"open": 16, "max": 16, "opened": 400, "reclaimed": 120, "refused": 1043}
+    entries = [_entry(101, "council")]
+    screen = FleetScreen(lambda: entries, lambda entry: None, client_factory=lambda e: _Op(front))
+    app = ConsoleApp(target=Target(selector="none"))
+    async with app.run_test(size=(width, 24)) as pilot:
+        await pilot.pause(0.2)
+        await app.push_screen(screen)
+        await until(pilot, lambda: len(screen.summaries) == 1, what="the row")
+        table = screen.query_one(WindowTable)
+        if width == 80:
+            await until(pilot, lambda: table.cut, what="the table wider than the screen")
+            await pilot.press("right", "right")
+            await until(pilot, lambda: table.scroll_x > 26, what="two sideways scrolls")
+        await pilot.pause(0.1)
+        shown = "".join(segment.text for segment in table.render_line(1))
+        assert "16/16 open, 120 reclaimed, 1043 refused" in shown, shown

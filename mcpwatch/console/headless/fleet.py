@@ -38,6 +38,7 @@ class FleetRow:
     errors_5m: int | None
     last_warning: str
     problem: str = ""  # why something is unknown (operator endpoint or log)
+    sessions: str = ""  # an HTTP front's host sessions, in full ("2/16 open, 1 reclaimed, 0 refused"); "" on stdio
 
     @property
     def trouble(self) -> str:
@@ -74,10 +75,11 @@ def fleet_row(
     generation = upstream.get("generation")
     host_text = host_text or ("—" if status else "?")
     sessions = wrapper.get("host_sessions")
+    sessions_text = ""
     if isinstance(sessions, dict):  # an HTTP front: its host sessions, and how many were reclaimed or refused
-        host_text += (
-            f" · sessions {sessions.get('open')}/{sessions.get('max')}: {sessions.get('opened')} opened,"
-            f" {sessions.get('reclaimed', 0)} reclaimed, {sessions.get('refused')} refused"
+        sessions_text = (
+            f"{sessions.get('open', '?')}/{sessions.get('max', '?')} open, {sessions.get('reclaimed', '?')} reclaimed,"
+            f" {sessions.get('refused', '?')} refused"
         )
     return FleetRow(
         pid=entry.pid,
@@ -90,6 +92,7 @@ def fleet_row(
         errors_5m=None if outcomes is None else sum(outcomes.get(k, 0) for k in ERROR_OUTCOMES),
         last_warning=warning or "",
         problem=problem,
+        sessions=sessions_text,
     )
 
 

@@ -65,7 +65,7 @@ class ConsoleModel:
             Kind.HEALTH_CHECK: session.health_check,
             Kind.CONFIG_CHANGE: session.config_change,
             Kind.WARNING: session.warning,
-            Kind.HOST_SESSION_REFUSED: session.warning,  # shown as the warning it is, with its one line
+            Kind.HOST_SESSION_REFUSED: session.host_session_refused,  # a warning, and the front's counts
             Kind.REQUEST_START: calls.request_start,
             Kind.PROGRESS: calls.progress,
             Kind.MODEL_STATUS: calls.model_status,
@@ -216,6 +216,11 @@ class ConsoleModel:
         counters = status.get("counters")
         if isinstance(counters, Mapping) and not self._fold.session_started:
             parts.tally.seed(counters)
+
+    def note_status(self, status: Mapping[str, Any]) -> None:
+        """What a live `status()` says that no event carries: an HTTP front's host sessions (open, reclaimed,
+        refused). The live feed asks for it every few seconds."""
+        self._parts.session.host_sessions(clean(status))
 
     # -- what the screens ask -----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from mcpwatch.events import (
     Event,
     HealthCheckData,
     HostInfoData,
+    HostSessionRefusedData,
     InvalidationData,
     SessionEndData,
     SessionStartData,
@@ -174,6 +175,24 @@ class SessionPart:
         self.warnings.append(WarningView(mono, message))
         self.notable.warning(mono, message)
 
+    def host_session_refused(self, event: Event, mono: float, data: HostSessionRefusedData) -> None:
+        """A refused host: the warning it is, and the front's counts as the refusal gave them."""
+        self.warning(event, mono, data)
+        known = dict(self.header.get("host_sessions") or {})
+        known.update({k: v for k in ("open", "max") if (v := as_int(data.get(k))) is not None})
+        known["refused"] = known.get("refused", 0) + max(0, as_int(data.get("refused")) or 0)  # those it stands for
+        self.header["host_sessions"] = known
+
+    def host_sessions(self, status: Mapping[str, Any]) -> None:
+        """An HTTP front's host sessions from the wrapper's `status()` (open of max, reclaimed, refused); the
+        stdio front has none and the header says nothing about them."""
+        wrapper: Mapping[str, Any] = got if isinstance(got := status.get("wrapper"), Mapping) else {}
+        sessions = wrapper.get("host_sessions")
+        if isinstance(sessions, Mapping):
+            self.header["host_sessions"] = {
+                k: v for k in ("open", "max", "reclaimed", "refused") if (v := as_int(sessions.get(k))) is not None
+            }
+
     def set_deadline(self, block: Mapping[str, Any]) -> None:
         self.deadline = {
             "host_timeout_s": as_num(block.get("host_timeout_s")),
@@ -209,6 +228,7 @@ class SessionPart:
             header.setdefault("host_clock", clock_text(host.get("deciding_clock")))
         elif host is not None:
             header.setdefault("host_name", as_text(host))
+        self.host_sessions(status)
         block = status.get("deadline")
         if isinstance(block, Mapping) and not self.deadline:
             self.set_deadline(block)

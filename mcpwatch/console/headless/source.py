@@ -158,6 +158,16 @@ class _Seed:
     wall_ts: float
 
 
+@dataclass(frozen=True, slots=True)
+class _Live:
+    """A status() answer asked for while following (every STATUS_EVERY_S): what no event says."""
+
+    status: dict[str, Any]
+
+
+STATUS_EVERY_S = 2.0
+
+
 class LiveFeed:
     """Follows one wrapper's operator event stream from a thread; the UI pumps the buffered events."""
 
@@ -179,7 +189,8 @@ class LiveFeed:
         self._wait_ms = wait_ms
         self._max_backlog = max_backlog
         self._backoff = Backoff(steps=backoff_s, jitter=0.0)
-        self._buffer: deque[Event | _Seed] = deque()
+        self._buffer: deque[Event | _Seed | _Live] = deque()
+        self.last_status: tuple[dict[str, Any], float] | None = None  # the newest status() and its wall time
         self._status = FeedStatus("connecting", "connecting…", locator.target.describe())
         self._frozen_at: float | None = None  # wall time the connection was lost: the view stops there
         self._thread: threading.Thread | None = None
@@ -214,7 +225,9 @@ class LiveFeed:
         buffer = self._buffer
         while buffer and count < limit:
             item = buffer.popleft()
-            if isinstance(item, _Seed):
+            if isinstance(item, _Live):
+                model.note_status(item.status)
+            elif isinstance(item, _Seed):
                 mono = item.status.get("mono")  # the wrapper's own session time, when it says
                 now = float(mono) if isinstance(mono, int | float) else model.mono_at(item.wall_ts)
                 model.seed(item.status, now)
@@ -292,6 +305,8 @@ class LiveFeed:
                         if len(self._buffer) >= self._max_backlog:
                             await asyncio.sleep(0.05)  # the UI is behind: let it drain before asking for more
                             continue
+                        if self.last_status is None or self._clock.time() - self.last_status[1] >= STATUS_EVERY_S:
+                            await self._ask_status(op)
                         page = await op.events(after=self._after, limit=self._page, wait_ms=self._wait_ms)
                         self._take(page.events, page.next)
             except (OperatorError, OSError) as exc:
@@ -335,6 +350,14 @@ class LiveFeed:
             # Attached mid-session: what the missing history would have said, from the wrapper's own summary
             # (taken after the catch-up, so a call that ended meanwhile is not brought back).
             self._buffer.append(_Seed(await op.status(), self._clock.time()))
+
+    async def _ask_status(self, op: Any) -> None:
+        """The wrapper's status on the feed's own connection: Fleet's row for the watched wrapper and the
+        header's host sessions come from it, never from a probe of their own."""
+        status = await op.status()
+        if isinstance(status, dict):
+            self.last_status = (status, self._clock.time())
+            self._buffer.append(_Live(status))
 
     def _take(self, events: list[Event], next_seq: int) -> None:
         if events:

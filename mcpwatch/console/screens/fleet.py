@@ -33,6 +33,7 @@ COLUMNS = [
     ("in flight", 9),
     ("deadlines 5m", 12),
     ("errors 5m", 9),
+    ("host sessions", 40),  # an HTTP front's, whole: "16/16 open, 120 reclaimed, 1043 refused" (was `· ses…`)
     ("pid", 8),
     ("host", 20),
     ("gen", 4),
@@ -48,7 +49,8 @@ def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching:
     name = Text(("▶ " if watching else "") + entry.name, style="bold")
     if row is None:
         dots = Text("…", style=p.dim)
-        return (number, name, dots, Text(""), Text(""), Text(""), Text(str(entry.pid)), dots, Text(""), Text(""))
+        blank = Text("")
+        return (number, name, dots, blank, blank, blank, blank, Text(str(entry.pid)), dots, blank, blank)
     colour = {"ready": "status-ok", "backoff": "status-warn", "connecting": "status-warn"}.get(row.upstream)
     upstream = Text(f"● {row.upstream}", style=p(colour or "status-error"))
 
@@ -65,6 +67,7 @@ def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching:
         Text("?" if row.in_flight is None else str(row.in_flight), justify="right"),
         count(row.deadlines_5m, "status-timeout"),
         count(row.errors_5m, "status-error"),
+        Text(row.sessions or "—", style="" if row.sessions else p.dim),
         Text(str(row.pid)),
         Text(fmt.clip(row.host, 20)),
         Text("" if row.generation is None else str(row.generation), justify="right"),

@@ -37,6 +37,16 @@ class HeaderView:
     host_clock: str | None = None  # the host clock that decides the budget ("tool_timeout_sec 60 s")
     uptime_s: float = 0.0
     ended: str | None = None  # the session_end reason, once the session is over
+    host_sessions: Mapping[str, int] | None = None  # an HTTP front's: open, max, reclaimed, refused
+
+
+def sessions_text(s: Mapping[str, int], compact: bool) -> str:
+    """An HTTP front's host sessions in full, never cut (they read `· ses…`): `host sessions 2/16 open,
+    1 reclaimed, 0 refused`; `compact` (80 columns) says the same in 34 characters."""
+    counts = f"{s.get('reclaimed', '?')} reclaimed, {s.get('refused', '?')} refused"
+    if compact:
+        return f"hosts {s.get('open', '?')}/{s.get('max', '?')}, {counts}"
+    return f"host sessions {s.get('open', '?')}/{s.get('max', '?')} open, {counts}"
 
 
 def top_bar(
@@ -82,12 +92,20 @@ def top_bar(
         t.append(f"○ {state}? (last known)", style=p.dim)
     else:
         t.append(f"● {state}", style=p(UPSTREAM_STYLE.get(state, "text-dim"), "bold"))
-    if h.generation is not None:
+    # compact with an HTTP front's sessions: the generation follows them, so that they fit whole in 80 columns
+    late_gen = compact and h.host_sessions is not None
+    if h.generation is not None and not late_gen:
         t.append(f" gen {h.generation}", style=p.dim)
     if feed_ok and state == "backoff" and h.retry_in_s is not None:
         t.append(f" retry in {fmt.seconds(h.retry_in_s)}", style=p("status-warn"))
     if feed_ok and state in ("backoff", "closed") and h.exit_code is not None:
         t.append(f" exit {h.exit_code}", style=p("status-error", "bold"))
+    if h.host_sessions is not None:  # before the host: an HTTP front serves many, and its sessions say how many
+        t.append(sep, style=p.dim)
+        warn = bool(h.host_sessions.get("refused"))
+        t.append(sessions_text(h.host_sessions, compact), style=p("status-warn") if warn else "")
+        if late_gen and h.generation is not None:
+            t.append(f"{sep}upstream gen {h.generation}", style=p.dim)
     # The host before the upstream's command line: the line is cut at its end, and the host matters more.
     t.append(f"{sep}host ", style=p.dim)
     t.append(" ".join(x for x in (h.host_name, h.host_version) if x) or "not yet known")
@@ -142,4 +160,5 @@ def build(header: Mapping[str, Any], session_id: str | None, uptime_s: float, en
         host_clock=h.get("host_clock"),
         uptime_s=uptime_s,
         ended=ended,
+        host_sessions=h.get("host_sessions"),
     )
