@@ -54,6 +54,7 @@ class InsightActions:
                 self.switch_to_wrapper,
                 watching=entry.pid if entry is not None else None,
                 headline=headline,
+                live_status=lambda: getattr(getattr(getattr(self, "session", None), "feed", None), "last_status", None),
             )
         )
 

@@ -336,3 +336,67 @@ async def test_an_http_fronts_sessions_show_whole_in_fleet_at_80_and_120_columns
         await pilot.pause(0.1)
         shown = "".join(segment.text for segment in table.render_line(1))
         assert "16/16 open, 120 reclaimed, 1043 refused" in shown, shown
+
+
+class _Slowed(_Op):
+    """A live wrapper whose status is slowed by an injected delay (an event the test sets), not by load."""
+
+    def __init__(self, status: dict[str, Any], gate: asyncio.Event) -> None:
+        super().__init__(status)
+        self.gate = gate
+
+    async def status(self) -> dict[str, Any]:
+        await self.gate.wait()
+        return await super().status()
+
+
+@pytest.mark.anyio
+async def test_fleet_rows_come_from_the_live_feed_and_say_their_age_when_probes_are_slow() -> None:
+    """Rows stayed `…` for minutes under load while the main screen had the data. The watched wrapper's row comes
+    from the live feed's status at once (never probed); another, whose probe is slowed past its timeout, keeps
+    what it last said with its age, never `…` nor "unreachable" while its process lives."""
+    from mcpwatch.console.headless.fleet import probe_fleet
+
+    now = [ORIGIN]
+    gate = asyncio.Event()
+    watched, other = _entry(os.getpid(), "council"), _entry(os.getppid(), "search")
+    live = (_status(in_flight=2), ORIGIN + 40)  # the feed asks every 2 s: fresh
+    asked: list[int] = []
+
+    def factory(entry: WrapperEntry) -> Any:
+        asked.append(entry.pid)
+        return _Slowed(_status("backoff", 3), gate)
+
+    # the probe itself: the watched wrapper is never asked; the other's first status is known, then slow
+    gate.set()
+    first = await probe_fleet([watched, other], now[0], client_factory=factory, known={watched.pid: live})
+    assert asked == [other.pid] and first[0].in_flight == 2 and first[1].upstream == "backoff"
+    gate.clear()
+    now[0] += 40
+    second = await probe_fleet(
+        [watched, other], now[0], client_factory=factory, timeout=0.05, previous={r.pid: r for r in first}
+    )
+    assert second[1].upstream == "backoff" and second[1].age_text(now[0]) == "40 s old"
+
+    # on screen: the watched row at once from the feed, before any probe answers
+    screen = FleetScreen(
+        lambda: [watched, other],
+        lambda entry: None,
+        watching=watched.pid,
+        client_factory=factory,
+        clock=lambda: now[0],
+        live_status=lambda: live,
+    )
+    screen.summaries = {r.pid: r for r in first}  # the last probe's rows; the next probe is slowed past its time
+    app = ConsoleApp(target=Target(selector="none"))
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause(0.2)
+        await app.push_screen(screen)
+        await until(pilot, lambda: "40 s old" in screen_text(app), what="the other's age")
+        text = screen_text(app)
+        assert "unreachable" not in text and "search …" not in text and "council …" not in text
+        assert "▶ council" in text and "● ready" in text and "● backoff 40 s old" in text
+        await pilot.pause(2.5)  # past the slowed probe's timeout: the row keeps what it knew, with its age
+        text = screen_text(app)
+        assert "● backoff 40 s old" in text and "unreachable" not in text and "slow to answer" not in text
+        gate.set()

@@ -23,6 +23,7 @@ from mcpwatch.store.reader import EventReader
 RECENT_S = 300.0
 ERROR_OUTCOMES = ("error", "tool_error", "upstream_lost")
 PROBE_TIMEOUT_S = 2.0
+STALE_AFTER_S = 5.0  # a row's status older than this says its age
 SLOW = "slow to answer"  # a live wrapper that did not answer in time (a loaded machine): never "unreachable"
 
 
@@ -39,6 +40,14 @@ class FleetRow:
     last_warning: str
     problem: str = ""  # why something is unknown (operator endpoint or log)
     sessions: str = ""  # an HTTP front's host sessions, in full ("2/16 open, 1 reclaimed, 0 refused"); "" on stdio
+    status_ts: float | None = None  # when the status this row shows was answered (wall time; None: no status)
+
+    def age_text(self, now: float) -> str:
+        """How old the status this row shows is ("40 s old"), once older than a few probes; "" while fresh."""
+        if self.status_ts is None or now - self.status_ts < STALE_AFTER_S:
+            return ""
+        age = now - self.status_ts
+        return f"{age:.0f} s old" if age < 100 else f"{age / 60:.0f} min old"
 
     @property
     def trouble(self) -> str:
@@ -125,25 +134,38 @@ async def probe_fleet(
     *,
     client_factory: Callable[[WrapperEntry], Any] | None = None,
     timeout: float | None = None,
+    known: dict[int, tuple[dict[str, Any], float]] | None = None,
+    previous: dict[int, FleetRow] | None = None,
 ) -> list[FleetRow]:
     """Every wrapper's row, asked in parallel; a wrapper that does not answer in `timeout` (PROBE_TIMEOUT_S, read at
-    each call so a test on a loaded machine can lengthen it) is `unreachable`."""
+    each call so a test on a loaded machine can lengthen it) and whose process is gone is `unreachable`. `known`:
+    statuses already at hand (the watched wrapper's, from the live feed: never asked again). `previous`: the last
+    rows; a live wrapper slow to answer keeps what its last row knew, with the time of its status."""
     timeout = PROBE_TIMEOUT_S if timeout is None else timeout
+    known = known or {}
+    previous = previous or {}
     factory = client_factory or (lambda e: OperatorClient.for_entry(e, call_timeout_s=timeout))
 
     async def one(entry: WrapperEntry) -> FleetRow:
         status: dict[str, Any] | None = None
+        status_ts: float | None = None
         problem = ""
         late = False
-        try:
-            status = await _status(entry, factory, timeout)
-        except TimeoutError:
-            late = pid_alive(entry.pid)
-            problem = f"no answer within {timeout:g} s"
-        except (OperatorError, OSError) as exc:
-            problem = str(exc) or type(exc).__name__
+        if entry.pid in known:
+            status, status_ts = known[entry.pid]
+        else:
+            try:
+                status, status_ts = await _status(entry, factory, timeout), now
+            except TimeoutError:
+                late = pid_alive(entry.pid)
+                problem = f"no answer within {timeout:g} s"
+            except (OperatorError, OSError) as exc:
+                problem = str(exc) or type(exc).__name__
         outcomes, warning, log_problem = await asyncio.to_thread(log_part, entry, now)
-        row = fleet_row(entry, status, outcomes, warning, problem or log_problem)
+        row = replace(fleet_row(entry, status, outcomes, warning, problem or log_problem), status_ts=status_ts)
+        before = previous.get(entry.pid)
+        if late and before is not None and before.status_ts is not None:  # what it said last, and how old
+            return replace(before, deadlines_5m=row.deadlines_5m, errors_5m=row.errors_5m, problem=problem)
         return replace(row, upstream=SLOW) if late else row
 
     rows = await asyncio.gather(*(one(e) for e in entries), return_exceptions=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,7 +20,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable
 
 from mcpwatch.console.headless import format as fmt
-from mcpwatch.console.headless.fleet import FleetRow, probe_fleet
+from mcpwatch.console.headless.fleet import FleetRow, fleet_row, probe_fleet
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.wire_text import shown_entry
 from mcpwatch.console.widgets import KeyFooter, Line, WindowTable
@@ -29,7 +30,7 @@ from mcpwatch.registry import WrapperEntry
 COLUMNS = [
     ("#", 2),
     ("name", 16),
-    ("upstream", 13),
+    ("upstream", 16),  # "● ready 40 s old": a live wrapper slow to answer keeps what its last status said
     ("in flight", 9),
     ("deadlines 5m", 12),
     ("errors 5m", 9),
@@ -43,8 +44,11 @@ PROBE_EVERY_S = 2.0
 NUMBER_KEYS = [Binding(str(n), f"pick({n})", str(n), show=False, id=f"fleet.pick{n}") for n in range(1, 10)]
 
 
-def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching: bool, p: Palette) -> tuple[Text, ...]:
-    """One table row: a wrapper not probed yet shows its name and pid and dots."""
+def fleet_cells(
+    index: int, row: FleetRow | None, entry: WrapperEntry, watching: bool, p: Palette, now: float = 0.0
+) -> tuple[Text, ...]:
+    """One table row: a wrapper not probed yet shows its name and pid and dots; a row whose status is older than
+    a few seconds says how old (`now`: wall time)."""
     number = Text(str(index) if index <= 9 else "", style="bold")
     name = Text(("▶ " if watching else "") + entry.name, style="bold")
     if row is None:
@@ -53,6 +57,8 @@ def fleet_cells(index: int, row: FleetRow | None, entry: WrapperEntry, watching:
         return (number, name, dots, blank, blank, blank, blank, Text(str(entry.pid)), dots, blank, blank)
     colour = {"ready": "status-ok", "backoff": "status-warn", "connecting": "status-warn"}.get(row.upstream)
     upstream = Text(f"● {row.upstream}", style=p(colour or "status-error"))
+    if age := row.age_text(now):
+        upstream.append(f" {age}", style=p("status-warn"))
 
     def count(value: int | None, bad: str) -> Text:
         if value is None:
@@ -100,7 +106,10 @@ class FleetScreen(Screen[None]):
         headline: str | None = None,
         client_factory: Callable[[WrapperEntry], Any] | None = None,
         clock: Callable[[], float] = time.time,
+        live_status: Callable[[], tuple[dict[str, Any], float] | None] | None = None,
     ) -> None:
+        """`live_status`: the watched wrapper's newest status and its wall time, from the live feed the main
+        screen uses: its row comes from that, never from a probe of its own."""
         super().__init__()
         # the registry is anyone's to write
         self._entries_source: Callable[[], list[WrapperEntry]] = lambda: [shown_entry(e) for e in entries()]
@@ -111,6 +120,7 @@ class FleetScreen(Screen[None]):
         self._client_factory = client_factory
         self._clock = clock
         self._probing = False  # a round is under way
+        self._live_status = live_status
         self.entries: list[WrapperEntry] = []
         self.summaries: dict[int, FleetRow] = {}  # pid → the last probe's row
 
@@ -134,8 +144,9 @@ class FleetScreen(Screen[None]):
         """The registry again (wrappers come and go), drawn with the last probe's rows (`force`: new rows now)."""
         self.entries = self._entries_source()
         p = Palette(self.app.theme_variables)
+        now = self._clock()
         rows = [
-            (str(e.pid), fleet_cells(i, self.summaries.get(e.pid), e, e.pid == self.watching, p))
+            (str(e.pid), fleet_cells(i, self._row(e), e, e.pid == self.watching, p, now))
             for i, e in enumerate(self.entries, start=1)
         ]
         self.query_one("#fleet-table", WindowTable).show(rows, force=force)
@@ -164,11 +175,32 @@ class FleetScreen(Screen[None]):
             self._probing = True
             self._probe()
 
+    def _known(self) -> dict[int, tuple[dict[str, Any], float]]:
+        live = self._live_status() if self._live_status is not None else None
+        return {self.watching: live} if live is not None and self.watching is not None else {}
+
+    def _row(self, entry: WrapperEntry) -> FleetRow | None:
+        """The last probe's row; the watched wrapper's, before any probe came back, from the live feed's status."""
+        row = self.summaries.get(entry.pid)
+        known = self._known().get(entry.pid)
+        if known is not None and (row is None or (row.status_ts or 0) < known[1]):
+            fresh = replace(fleet_row(entry, known[0], None, None), status_ts=known[1])
+            if row is None:
+                return fresh
+            return replace(fresh, deadlines_5m=row.deadlines_5m, errors_5m=row.errors_5m, last_warning=row.last_warning)
+        return row
+
     @work(group="fleet-probe", exit_on_error=False)
     async def _probe(self) -> None:
         try:
             entries = list(self.entries) or self._entries_source()
-            rows = await probe_fleet(entries, self._clock(), client_factory=self._client_factory)
+            rows = await probe_fleet(
+                entries,
+                self._clock(),
+                client_factory=self._client_factory,
+                known=self._known(),
+                previous=self.summaries,
+            )
             self.summaries = {r.pid: r for r in rows}
             self.reload(force=True)
         finally:
