@@ -131,7 +131,8 @@ def test_the_ts_client_runs_an_offered_task_past_the_wrappers_deadline(npm_bin, 
 def test_the_council_offered_as_a_task_shows_its_progress_as_the_status_message(npm_bin, isolated_state):
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["consult_council"]\n')
-    council = [sys.executable, "-m", "mcpwatch", "council", "--time-scale", "0.05"]
+    # stages long enough that a client polling on a loaded machine sees each one (at 0.05 it missed stage 2)
+    council = [sys.executable, "-m", "mcpwatch", "council", "--time-scale", "0.15"]
     query = {"query": "Is the sky blue?", "confidence": "high"}
     messages = ts_task_client(
         npm_bin, "consult_council", query, "--config", str(config), "--deadline", "2", upstream=council
