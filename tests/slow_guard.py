@@ -1,5 +1,5 @@
-"""The slow guard: with `--slow-guard` (as `.ci/run` runs the suite), a test not marked `slow` whose call is slow by a
-measure that load cannot inflate fails, saying to mark it or make it faster.
+"""The slow guard: with `--slow-guard` (in pyproject's addopts, so every run has it), a test not marked `slow`
+whose call is slow by a measure that load cannot inflate fails, saying to mark it or make it faster.
 
 `slow` means 3 s or more alone. Wall time under load says little about that (a 1 s test takes 10 s beside four CPU
 burners), so a call fails only when one of two measures shows it slow beyond doubt:
