@@ -15,6 +15,7 @@ from textual.widgets import Input
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import FeedStatus, Target
 from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.widgets.table import WindowTable
 
 SIZE = (150, 44)
 
@@ -28,11 +29,12 @@ async def _settle(pilot: Any) -> None:
         await pilot.pause(0.02)
     for widget in app.screen.query(Input):
         widget.cursor_blink = False
-    # Tables size their columns once they know their width, a frame or two after the first: wait until two
-    # consecutive frames agree, so the snapshot is the settled screen and not a passing one.
+    # Tables size their columns once they know their width, a frame or two after the first, and rebuild at most
+    # every WindowTable.MIN_INTERVAL_S: wait until two frames further apart than that agree, so the snapshot is the
+    # settled screen and not a passing one (50 ms apart, a table's last column was a cell wider in some runs).
     previous = None
     for _ in range(40):
-        await pilot.pause(0.05)
+        await pilot.pause(WindowTable.MIN_INTERVAL_S + 0.05)
         current = app.export_screenshot()
         if current == previous:
             break
