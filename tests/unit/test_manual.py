@@ -1,9 +1,7 @@
 """The manual (`mcpwatch/docs/*.md`, reached from README.md) against the code: every path it names exists, every
 `mcpwatch` subcommand and `--flag` it names is one the command line takes, the host table says what
 `host_profiles.toml` says, every link resolves, and every page can be reached from the README. A rename or a
-removed flag that leaves the manual behind fails here rather than misleading a reader.
-
-Files named `incoming-*.md` are notes waiting to be folded into the pages, not pages: they are left out."""
+removed flag that leaves the manual behind fails here rather than misleading a reader."""
 
 from __future__ import annotations
 
@@ -13,8 +11,6 @@ import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import unquote
-
-import pytest
 
 from mcpwatch.cli import available_commands, build_parser
 
@@ -44,7 +40,7 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
 def pages() -> list[Path]:
-    return sorted(page for page in DOCS.glob("*.md") if not page.name.startswith("incoming-"))
+    return sorted(DOCS.glob("*.md"))
 
 
 def texts() -> Iterator[tuple[Path, str]]:
@@ -231,13 +227,6 @@ def test_an_unlinked_page_is_not_reached(tmp_path: Path) -> None:
     (tmp_path / "docs" / "c.md").write_text("# c\n", encoding="utf-8")
     reached = {page.name for page in reachable_from(tmp_path / "README.md")}
     assert reached == {"README.md", "a.md", "b.md"}
-
-
-def test_incoming_notes_are_not_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "tasks.md").write_text("# Tasks\n", encoding="utf-8")
-    (tmp_path / "incoming-edges.md").write_text("## → tasks.md: more\n", encoding="utf-8")
-    monkeypatch.setattr(__import__(__name__), "DOCS", tmp_path)
-    assert [page.name for page in pages()] == ["tasks.md"]
 
 
 # --- the host table --------------------------------------------------------------------------------------------------
