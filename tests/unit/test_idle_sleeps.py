@@ -9,9 +9,9 @@ import threading
 import urllib.request
 from email.utils import formatdate
 from pathlib import Path
-from typing import ClassVar
 
 from taskrig import TaskRig, spin
+from writer_wake import CountingWake, warning
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
@@ -19,31 +19,6 @@ from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
 from mcpwatch.httpserve.limits import ConnectionLimits
 from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader, EventWriter
-
-
-class CountingWake(threading.Event):
-    """The writer's wake event, noting each wait's timeout; `asleep` is set while it waits with none."""
-
-    made: ClassVar[list[CountingWake]] = []
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.timeouts: list[float | None] = []
-        self.asleep = threading.Event()
-        CountingWake.made.append(self)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        self.timeouts.append(timeout)
-        if timeout is None:
-            self.asleep.set()
-        try:
-            return super().wait(timeout)
-        finally:
-            self.asleep.clear()
-
-
-def _event(sid: str, seq: int) -> Event:
-    return Event(Kind.WARNING, sid, 1e9 + seq, seq, seq, None, None, None, {"message": f"m{seq}"})
 
 
 def test_the_log_writer_waits_with_no_timeout_once_everything_is_written(tmp_path: Path, monkeypatch) -> None:
@@ -54,13 +29,13 @@ def test_the_log_writer_waits_with_no_timeout_once_everything_is_written(tmp_pat
     try:
         sid = writer.start_session(name="idle", upstream="stdio: x", pid=1, config={})
         for seq in range(1, 4):
-            writer.emit(_event(sid, seq))
+            writer.emit(warning(sid, seq))
         assert writer.flush(30)
         assert wake.asleep.wait(30), "the writer never went to sleep: it keeps waking on its flush interval"
         asleep_at = len(wake.timeouts)
         assert wake.timeouts[-1] is None
         # asleep, it takes no timed wait at all; the next event wakes it, it writes, and it sleeps again
-        writer.emit(_event(sid, 4))
+        writer.emit(warning(sid, 4))
         assert writer.flush(30)
         assert wake.asleep.wait(30)
         timed = [t for t in wake.timeouts[asleep_at:] if t is not None]

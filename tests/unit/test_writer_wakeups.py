@@ -6,43 +6,14 @@ and the writer's) while many events are emitted in one go, as one loop pass does
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
+from writer_wake import CountingWake, warning
 
 from mcpwatch.clock import ManualClock
-from mcpwatch.events import Event, Kind
+from mcpwatch.events import Kind
 from mcpwatch.store import EventReader, EventWriter
-
-
-class CountingWake(threading.Event):
-    """The writer's wake event, counting `set()` calls; `asleep` is set while the writer waits with no timeout."""
-
-    made: ClassVar[list[CountingWake]] = []
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sets = 0
-        self.asleep = threading.Event()
-        CountingWake.made.append(self)
-
-    def set(self) -> None:
-        self.sets += 1
-        super().set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        if timeout is None:
-            self.asleep.set()
-        try:
-            return super().wait(timeout)
-        finally:
-            self.asleep.clear()
-
-
-def _event(sid: str, seq: int) -> Event:
-    return Event(Kind.WARNING, sid, 1e9 + seq, seq, seq, None, None, None, {"message": f"m{seq}"})
 
 
 @pytest.fixture
@@ -64,7 +35,7 @@ def test_events_emitted_in_one_pass_wake_the_writer_a_bounded_number_of_times(
     assert wake.asleep.wait(30), "the writer never went to sleep"
     before = wake.sets
     for seq in range(1, count + 1):
-        writer.emit(_event(sid, seq))
+        writer.emit(warning(sid, seq))
     sets = wake.sets - before
     # one for the batch's first event; one at the queue's threshold (queue_max // 4 = 100): never one per event
     assert 1 <= sets <= 2, f"{count} events woke the writer {sets} times"
@@ -79,10 +50,10 @@ def test_a_gathering_writer_is_not_woken_by_more_events(writer: EventWriter, tmp
     (wake,) = CountingWake.made
     sid = writer.start_session(name="w", upstream="stdio: x", pid=1, config={})
     assert wake.asleep.wait(30)
-    writer.emit(_event(sid, 1))  # wakes it; it then gathers for flush_interval (30 s here)
+    writer.emit(warning(sid, 1))  # wakes it; it then gathers for flush_interval (30 s here)
     before = wake.sets
     for seq in range(2, 80):  # below the threshold: a deque append each, no handoff
-        writer.emit(_event(sid, seq))
+        writer.emit(warning(sid, seq))
     assert wake.sets - before <= 1  # at most one, for an event that raced the writer back to sleep
     assert writer.flush(30)  # a flush still writes at once, without waiting out the gathering window
     with EventReader(tmp_path / "events.db") as reader:
