@@ -236,9 +236,22 @@ async def test_disable_a_model_on_a_real_council_from_the_console(tmp_path: Path
                 assert enabled_from_list(listed["result"])[chosen.model] is False
                 with pytest.raises(OperatorRefused, match="name must be a tool name"):
                     await op.call("call_upstream", {"name": ""})
-            # Logged as the operator's action, and the host was told its cached model list is stale.
-            with EventReader(entry.log_path) as reader:
-                calls = [e for e in reader.events(entry.session_id, kinds=["operator_call", "invalidation"])]
+
+            # Logged as the operator's action (the writer commits it a moment after the answer), and the host was
+            # told its cached model list is stale.
+            def logged() -> list[Any]:
+                with EventReader(entry.log_path) as reader:
+                    return list(reader.events(entry.session_id, kinds=["operator_call", "invalidation"]))
+
+            await until(
+                pilot,
+                lambda: (
+                    {"operator_call", "invalidation"}
+                    <= {e.kind for e in logged() if e.tool == "council.models.disable"}
+                ),
+                what="the operator's call and the invalidation in the log",
+            )
+            calls = logged()
             disable = [e for e in calls if e.kind == "operator_call" and e.tool == "council.models.disable"]
             assert len(disable) == 1 and disable[0].data["ok"] is True
             assert json.loads(disable[0].data["arguments"]) == {"model": chosen.model}
