@@ -65,6 +65,7 @@ class LogSettings:
     path: str | None = None
     queue_max: int = 20_000
     flush_interval_ms: int = 100
+    fold_window_ms: int = 50  # a call that ends this soon after its start is one row (`store/fold.py`); 0: two
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,7 @@ _FIELDS: dict[str, dict[str, Any]] = {
         "path": _text,
         "queue_max": lambda v: _whole(v, 1, 10_000_000),
         "flush_interval_ms": lambda v: _whole(v, 1, 60_000),
+        "fold_window_ms": lambda v: _whole(v, 0, 1000),
     },
     "operator": {
         "port": lambda v: _whole(v, 0, 65535),

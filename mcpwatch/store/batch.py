@@ -17,10 +17,12 @@ from typing import Any
 from mcpwatch.events import Event
 from mcpwatch.store.db import immediate, is_busy
 from mcpwatch.store.encoding import coerce_row, encode_json
+from mcpwatch.store.fold import START_KEY, Folded
 from mcpwatch.store.session_counts import add_batch, catch_up
 
 INSERT_EVENT = (
-    "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
+    "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data, start_seq)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?)"
 )
 END_SESSION = "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?"
 BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
@@ -49,6 +51,7 @@ class Batch:
     events: list[Event] = field(default_factory=list)
     ends: list[SessionEnd] = field(default_factory=list)
     markers: list[FlushMarker] = field(default_factory=list)
+    folded: int = 0  # folded calls among `events` (each one row standing for two events)
 
     def release(self) -> None:
         for marker in self.markers:
@@ -91,18 +94,42 @@ def event_row(e: Event) -> tuple[Any, ...]:
         e.tool,
         e.model,
         encode_json(data) if data else "{}",
+        None,
     )
 
 
-def event_rows(events: list[Event], on_unusable: Callable[[object, Exception], None]) -> list[tuple[Any, ...]]:
-    """Rows for the batch; an item that is not a usable event goes to `on_unusable`, not allowed to sink it."""
+def folded_row(call: Folded) -> tuple[Any, ...]:
+    """The one row of a folded call: its request_end's, with the start kept in `data` (see `store/fold.py`)."""
+    start, end = call
+    kept = {"seq": start.seq, "ts": start.ts, "mono": start.mono, "data": start.data}
+    if start.tool != end.tool:
+        kept["tool"] = start.tool
+    if start.model is not None:
+        kept["model"] = start.model
+    return (
+        end.session_id,
+        end.seq,
+        end.ts,
+        end.mono,
+        end.kind,
+        end.request_id,
+        end.tool,
+        end.model,
+        encode_json({**end.data, START_KEY: kept}),
+        start.seq,
+    )
+
+
+def event_rows(events: list[Any], on_unusable: Callable[[object, Exception], None]) -> list[tuple[Any, ...]]:
+    """Rows for the batch (events and folded calls); an item that is not a usable event goes to `on_unusable`, not
+    allowed to sink it."""
     try:
-        return [event_row(e) for e in events]
+        return [folded_row(e) if e.__class__ is tuple else event_row(e) for e in events]
     except Exception:
         rows = []
         for e in events:
             try:
-                rows.append(event_row(e))
+                rows.append(folded_row(e) if e.__class__ is tuple else event_row(e))
             except Exception as exc:
                 on_unusable(e, exc)
         return rows

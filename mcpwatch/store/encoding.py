@@ -66,7 +66,7 @@ def _real(value: Any) -> float:
 
 def coerce_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """Make every field of a row bindable; used only when a batch holds something odd."""
-    session_id, seq, ts, mono, kind, request_id, tool, model, data = row
+    session_id, seq, ts, mono, kind, request_id, tool, model, data, start_seq = row
     return (
         _text(session_id),
         _int64(seq),
@@ -77,4 +77,5 @@ def coerce_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
         None if tool is None else _text(tool),
         None if model is None else _text(model),
         _text(data, "backslashreplace"),  # inside JSON strings, `\udc80` is a valid escape: nothing is lost
+        None if start_seq is None else _int64(start_seq),
     )

@@ -25,6 +25,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
+from mcpwatch.store.unfold import COLUMNS, Row, in_range, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 
@@ -113,18 +114,6 @@ class SessionInfo:
             "events": self.events,
             "version": self.version,
         }
-
-
-def _event_data(text: str | None) -> dict[str, Any]:
-    """An event's data; a row whose JSON was damaged (by hand, or a disk) keeps its text, so nothing is lost and
-    every view still opens: the readers treat the missing fields as unknown."""
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return {"unreadable_data": text}
-    return data if isinstance(data, dict) else {"unreadable_data": text}
 
 
 def _count(value: Any) -> int:
@@ -276,29 +265,60 @@ class EventReader:
         if end_ts is not None:
             where.append("ts < ?")
             filters.append(end_ts)
+        wants_starts = True
         if kinds is not None:
             wanted = sorted({str(k) for k in kinds})
             if not wanted:
                 return
+            wants_starts = Kind.REQUEST_START.value in wanted
             where.append(f"kind IN ({','.join('?' * len(wanted))})")
             filters.extend(wanted)
-        sql = (
-            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM events"
-            f" WHERE {' AND '.join(where)} ORDER BY seq, id LIMIT ?"
-        )
+        sql = f"SELECT {COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq, id LIMIT ?"
+        bounds = (start_mono, end_mono, start_ts, end_ts)
         remaining = None if limit is None else max(0, int(limit))
         last_seq, last_id = int(after_seq), _MAX_ROWID  # (seq, id) > (after_seq, max) <=> seq > after_seq
-        loads = _event_data
         while remaining is None or remaining > 0:
             size = EVENTS_PAGE if remaining is None else min(EVENTS_PAGE, remaining)
             rows = self._query(sql, [*params, last_seq, last_id, *filters, size])
-            for eid, sid, seq, ts, mono, kind, rid, tool, model, data in rows:
-                yield Event(kind, sid, ts, mono, seq, rid, tool, model, loads(data), eid)
-            if len(rows) < size:
+            full = len(rows) == size
+            starts: Iterator[Event] = iter(())
+            if wants_starts:  # the starts of folded calls in this page's range of seqs, each in its place
+                starts = self._folded_starts(session_id, last_seq, rows[-1][2] if full else None, bounds)
+            for item in _merged(rows, starts):
+                yield item if isinstance(item, Event) else row_event(item)
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+            if not full:
                 return
             last_seq, last_id = rows[-1][2], rows[-1][0]
-            if remaining is not None:
-                remaining -= len(rows)
+
+    def _folded_starts(
+        self,
+        session_id: str,
+        after_seq: int,
+        upto_seq: int | None,
+        bounds: tuple[float | None, float | None, float | None, float | None],
+    ) -> Iterator[Event]:
+        """The starts folded calls keep whose seq is in (after_seq, upto_seq], in seq order, a page at a time."""
+        sql = (
+            f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start"
+            " WHERE session_id = ? AND start_seq IS NOT NULL AND start_seq > ?"
+            + ("" if upto_seq is None else " AND start_seq <= ?")
+            + " ORDER BY start_seq LIMIT ?"
+        )
+        last = int(after_seq)
+        while True:
+            params: list[Any] = [session_id, last] + ([] if upto_seq is None else [upto_seq]) + [EVENTS_PAGE]
+            rows = self._query(sql, params)
+            for row in rows:
+                start = start_event(row)
+                if in_range(start, bounds):
+                    yield start
+            if len(rows) < EVENTS_PAGE:
+                return
+            last = rows[-1][10]
 
     def trend_rows(
         self, session_id: str, *, after_seq: int = 0, limit: int = 20_000
@@ -353,36 +373,52 @@ class EventReader:
         return {str(outcome): int(n) for outcome, n in rows if outcome is not None}
 
     def last_of_kind(self, session_id: str, kind: str, *, scan: int = 20_000) -> Event | None:
-        """The session's latest event of `kind` among its last `scan` events (None if none there): bounded, so a
+        """The session's latest event of `kind` among its last `scan` rows (None if none there): bounded, so a
         quiet kind in a huge session costs no full scan."""
+        starts = kind == Kind.REQUEST_START.value
         rows = self._query(
-            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM ("
-            " SELECT * FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?) WHERE kind = ? LIMIT 1",
-            (session_id, max(1, int(scan)), kind),
+            f"SELECT {COLUMNS} FROM ("
+            " SELECT * FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?)"
+            " WHERE kind = ? OR (? AND start_seq IS NOT NULL) ORDER BY seq DESC",
+            (session_id, max(1, int(scan)), kind, starts),
         )
-        for eid, sid, seq, ts, mono, k, rid, tool, model, data in rows:
-            return Event(k, sid, ts, mono, seq, rid, tool, model, _event_data(data), eid)
-        return None
+        best: Event | None = None
+        for row in rows:
+            if best is not None and row[2] < best.seq:
+                break  # a row's start is before the row: none further down is later than the best
+            event = start_event(row) if starts and row[10] is not None else row_event(row)
+            if event.kind == kind and (best is None or event.seq > best.seq):
+                best = event
+        return best
 
     def count_by_kind(self, session_id: str) -> dict[str, int]:
-        rows = self._query("SELECT kind, count(*) FROM events WHERE session_id = ? GROUP BY kind", (session_id,))
-        return {kind: int(n) for kind, n in rows}
+        """Events of each kind (a folded call counts its request_start and its request_end)."""
+        rows = self._query(
+            "SELECT kind, count(*), count(start_seq) FROM events WHERE session_id = ? GROUP BY kind", (session_id,)
+        )
+        counts = {kind: int(n) for kind, n, _ in rows}
+        folded = sum(int(f) for _, _, f in rows)
+        if folded:
+            counts[Kind.REQUEST_START.value] = counts.get(Kind.REQUEST_START.value, 0) + folded
+        return counts
 
     def request_events(self, session_id: str, request_ids: Iterable[str], kind: str) -> Iterator[Event]:
         """The events of one kind for these requests, in seq order per request (the `events_by_request` index): how
         `report` reads the progress of the few calls it estimates, not of the whole session."""
+        starts = kind == Kind.REQUEST_START.value
         sql = (
-            "SELECT id, session_id, seq, ts, mono, kind, request_id, tool, model, data FROM events"
-            " WHERE session_id = ? AND request_id = ? AND kind = ? ORDER BY seq"
+            f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND request_id = ?"
+            " AND (kind = ? OR (? AND kind = 'request_end' AND start_seq IS NOT NULL)) ORDER BY seq"
         )
         for request_id in request_ids:
-            for eid, sid, seq, ts, mono, kind_, rid, tool, model, data in self._query(
-                sql, (session_id, request_id, kind)
-            ):
-                yield Event(kind_, sid, ts, mono, seq, rid, tool, model, _event_data(data), eid)
+            rows = self._query(sql, (session_id, request_id, kind, starts))
+            found = [start_event(r) if starts and r[10] is not None else row_event(r) for r in rows]
+            yield from sorted(found, key=lambda e: e.seq) if starts else found
 
     def event_count(self, session_id: str) -> int:
-        return int(self._query("SELECT count(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
+        """Events (a folded call is one row standing for two)."""
+        query = "SELECT count(*) + count(start_seq) FROM events WHERE session_id = ?"
+        return int(self._query(query, (session_id,))[0][0])
 
     def max_seq(self, session_id: str) -> int:
         """The highest seq written so far (0 for none): where a live tail continues from."""
@@ -393,10 +429,15 @@ class EventReader:
         the end. One walk of the (session, seq) index: how a seek tells whether a time lies within a few thousand
         events."""
         rows = self._query(
-            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?",
-            (session_id, after_seq, last_seq, max(0, offset - 1)),
+            "SELECT seq, mono FROM ("
+            " SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ?"
+            " UNION ALL SELECT start_seq, CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
+            " FROM events INDEXED BY events_by_start"
+            " WHERE session_id = ? AND start_seq IS NOT NULL AND start_seq > ? AND start_seq <= ?"
+            ") ORDER BY seq LIMIT 1 OFFSET ?",
+            (session_id, after_seq, last_seq, session_id, after_seq, last_seq, max(0, offset - 1)),
         )
-        return (int(rows[0][0]), float(rows[0][1])) if rows else None
+        return (int(rows[0][0]), float(rows[0][1] or 0.0)) if rows else None
 
     def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
         """Late drops, late results, config changes and request_ends with one of `outcomes`, up to `last_seq`:
@@ -443,7 +484,7 @@ class PruneResult:
 _PRUNE_CANDIDATES = """
 SELECT s.id, s.name, s.pid, s.started_at, s.ended_at,
        coalesce(s.ended_at, (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id), s.started_at) AS last_at,
-       (SELECT count(*) FROM events AS e WHERE e.session_id = s.id) AS events
+       (SELECT count(*) + count(e.start_seq) FROM events AS e WHERE e.session_id = s.id) AS events
 FROM sessions AS s
 WHERE coalesce(s.ended_at, (SELECT max(e.ts) FROM events AS e WHERE e.session_id = s.id), s.started_at) < ?
 ORDER BY s.started_at, s.id
@@ -513,3 +554,16 @@ def prune(
     finally:
         conn.close()
     return plan
+
+
+def _merged(rows: list[Row], starts: Iterator[Event]) -> Iterator[Row | Event]:
+    """A page of rows and the folded starts in its range, in seq order (a start before a row of its own seq)."""
+    start = next(starts, None)
+    for row in rows:
+        while start is not None and start.seq <= row[2]:
+            yield start
+            start = next(starts, None)
+        yield row
+    while start is not None:
+        yield start
+        start = next(starts, None)

@@ -245,8 +245,37 @@ def _v5_session_counts(conn: sqlite3.Connection) -> None:
     create(conn)
 
 
+# v6: a call folded into one row (`store/fold.py`) is one request all the same: its start comes from the end row's
+# `start` (its data, where `start_seq` is set), every other start from its own row, as before.
+REQUESTS_VIEW_FOLDED = """WITH s AS (
+  SELECT session_id, request_id, tool, data, seq, ts, mono FROM events WHERE kind = 'request_start'
+  UNION ALL
+  SELECT session_id, request_id, CASE WHEN json_type(data, '$.start.tool') IS NULL THEN tool
+      ELSE json_extract(data, '$.start.tool') END,
+    json_extract(data, '$.start.data'), start_seq, json_extract(data, '$.start.ts'), json_extract(data, '$.start.mono')
+  FROM events INDEXED BY events_by_start WHERE start_seq IS NOT NULL
+)
+""" + REQUESTS_VIEW_DEGRADED.replace("FROM events AS s\n", "FROM s\n").replace("\nWHERE s.kind = 'request_start'", "")
+
+
+def _v6_folded_calls(conn: sqlite3.Connection) -> None:
+    """A short call may be one row: its request_end, with its start kept in `data` and its seq in `start_seq`
+    (indexed for the starts a range of seqs holds); the requests view reads both forms."""
+    conn.execute("ALTER TABLE events ADD COLUMN start_seq INTEGER")
+    conn.execute("CREATE INDEX events_by_start ON events (session_id, start_seq) WHERE start_seq IS NOT NULL")
+    conn.execute("DROP VIEW IF EXISTS requests")
+    conn.execute(f"CREATE VIEW requests AS {REQUESTS_VIEW_FOLDED}")
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
-MIGRATIONS: tuple[Migration, ...] = (_v1_base, _v2_late_results, _v3_host_sessions, _v4_degraded, _v5_session_counts)
+MIGRATIONS: tuple[Migration, ...] = (
+    _v1_base,
+    _v2_late_results,
+    _v3_host_sessions,
+    _v4_degraded,
+    _v5_session_counts,
+    _v6_folded_calls,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

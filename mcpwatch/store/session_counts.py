@@ -33,11 +33,12 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 )
 """.strip()
 
-# the aggregate over the events themselves: what the table must always equal (and how it is back-filled)
+# the aggregate over the events themselves: what the table must always equal; a folded call (`store/fold.py`,
+# `start_seq` set) is one row standing for two events, one of them a request's start
 AGGREGATE = """
 SELECT session_id,
-  count(*) AS events,
-  sum(kind = 'request_start') AS requests,
+  count(*) + count(start_seq) AS events,
+  sum(kind = 'request_start') + count(start_seq) AS requests,
   coalesce(sum(CASE WHEN kind = 'request_end' AND json_valid(data)
     THEN json_extract(data, '$.outcome') = 'deadline' END), 0) AS timeouts,
   sum(kind = 'tombstone_hit') AS late_drops,
@@ -45,7 +46,8 @@ SELECT session_id,
 FROM events {where} GROUP BY session_id
 """
 
-BACKFILL = f"INSERT OR REPLACE INTO {TABLE} {AGGREGATE.format(where='')}"
+# how migration 5 back-fills, before the events had `start_seq` (migration 6 adds it; no row is folded before it)
+BACKFILL = f"INSERT OR REPLACE INTO {TABLE} " + AGGREGATE.format(where="").replace(" + count(start_seq)", "")
 
 UPSERT = f"""
 INSERT INTO {TABLE} (session_id, events, requests, timeouts, late_drops, last_ts) VALUES (?, ?, ?, ?, ?, ?)
@@ -82,7 +84,7 @@ def _cut_at_deadline(data: Any) -> bool:
 
 
 def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data)."""
+    """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data, start_seq)."""
     sums: dict[Any, list[Any]] = {}
     for row in rows:
         session_id, ts, kind = row[0], row[2], row[4]
@@ -92,6 +94,10 @@ def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         counts[0] += 1
         if kind == "request_start":
             counts[1] += 1
+        elif row[9] is not None:  # a folded call: its request_end's row, standing for its start too
+            counts[0] += 1
+            counts[1] += 1
+            counts[2] += _cut_at_deadline(row[8])
         elif kind == "request_end":
             counts[2] += _cut_at_deadline(row[8])
         elif kind == "tombstone_hit":

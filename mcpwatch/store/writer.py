@@ -48,6 +48,7 @@ from mcpwatch.store.db import (
     translate_errors,
 )
 from mcpwatch.store.encoding import encode_json
+from mcpwatch.store.fold import FOLD_WINDOW_S, HELD_MAX, CallFolder, expand
 from mcpwatch.store.losses import LossLedger
 
 INSERT_SESSION = "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)"
@@ -78,11 +79,13 @@ class EventWriter:
         on_notice: Callable[[str], None] | None = None,
         open_now: bool = True,
         retry_interval: float = 1.0,
+        fold_window: float = FOLD_WINDOW_S,
     ) -> None:
         """`on_error(message)` is called from the writer thread when writes start failing (once per distinct
         problem), `on_notice(message)` when they work again, so the program can say so where a person will see
         it. With `open_now` a file that cannot be used raises LogError here; without, the writer thread opens
-        it and keeps retrying, and `problem` says what is wrong meanwhile."""
+        it and keeps retrying, and `problem` says what is wrong meanwhile. A call that ends within `fold_window`
+        seconds of its start is one row (`store/fold.py`); 0 writes every start as its own row."""
         if queue_max < 1:
             raise ValueError("queue_max must be at least 1")
         self.path = Path(path)
@@ -108,6 +111,7 @@ class EventWriter:
         self._queue: deque[Any] = deque()
         self._held: Batch | None = None  # a batch the log refused for now, retried before anything else
         self._starts: list[tuple[Any, ...]] = []  # session rows not yet written (open_now=False)
+        self._folder = CallFolder(fold_window, held_max=min(HELD_MAX, queue_max))  # the writer thread's only
         self._limit = queue_max  # set to -1 on close, so late emits take the (counted) drop path
         self._wake_at = min(max(queue_max // 4, 1), BATCH_MAX)
         self._wake = self.wake_factory()
@@ -224,9 +228,10 @@ class EventWriter:
 
     def _unwritten(self) -> list[Event]:
         held, self._held = self._held, None
-        events = [] if held is None else held.events
+        events = [] if held is None else expand(held.events)
         if held is not None:
             held.release()
+        events.extend(expand(self._folder.take(self._clock.monotonic(), everything=True)))
         for item in list(self._queue):
             if isinstance(item, Event):
                 events.append(item)
@@ -243,7 +248,8 @@ class EventWriter:
     @property
     def pending(self) -> int:
         """Events queued or held and not yet written."""
-        return len(self._queue) + (len(self._held.events) if self._held is not None else 0)
+        held = self._held
+        return len(self._queue) + len(self._folder) + (len(expand(held.events)) if held is not None else 0)
 
     # -- writer thread -----------------------------------------------------------------------------------------
 
@@ -253,18 +259,21 @@ class EventWriter:
 
     def _run(self) -> None:
         """Write a batch every `flush_interval` while events come; with nothing to write (and the log fine), wait
-        with no timeout until the next event, so an idle wrapper's writer never wakes."""
+        until the next event, or until the window of a start held back for folding ends: with neither, with no
+        timeout, so an idle wrapper's writer never wakes."""
         while True:
+            gather = True
             if self.problem is None and not self._has_work() and not self._stopping:
                 self._sleeping = True  # then look again: an event appended before this is seen, one after wakes us
                 if not self._has_work() and not self._stopping:
-                    self._wake.wait()
+                    gather = self._wake.wait(self._folder.due_in(self._clock.monotonic()))
                     self.wakeups += 1
                 self._sleeping = False
                 if not self._urgent:
                     self._wake.clear()  # woken by a first event: gather a batch for flush_interval
-            self._wake.wait(self.flush_interval if self.problem is None else self.retry_interval)
-            self.wakeups += 1
+            if gather:  # not when only a held start's window ended: that one is written at once
+                self._wake.wait(self.flush_interval if self.problem is None else self.retry_interval)
+                self.wakeups += 1
             self._urgent = False
             self._wake.clear()
             stopping = self._stopping
@@ -273,7 +282,10 @@ class EventWriter:
                 return
 
     def _has_work(self) -> bool:
-        return bool(self._queue or self._ledger or self._held is not None or self._starts)
+        if self._queue or self._ledger or self._held is not None or self._starts:
+            return True
+        folder = self._folder
+        return folder.holding and folder.due_in(self._clock.monotonic()) == 0
 
     def _drain(self, stopping: bool) -> None:
         """Write until the queue is empty; on a failure wait for the next round (or, closing, until give-up)."""
@@ -324,7 +336,7 @@ class EventWriter:
             return False
         batch, self._held = self._held, None
         if batch is None:
-            batch = take_batch(self._queue)
+            batch = self._fold(take_batch(self._queue))
         losses = self._ledger.take()
         rows = event_rows(batch.events, self._unusable)
         rows.extend(event_row(loss.warning()) for loss in losses)
@@ -338,7 +350,7 @@ class EventWriter:
             note_error=self._note_error,
         )
         if error is None:
-            self.events_written += len(rows)
+            self.events_written += len(rows) + batch.folded
             self._ledger.mark_recorded(losses)
             batch.release()
             self._availability.available(self.events_written, self._ledger.dropped)
@@ -348,12 +360,22 @@ class EventWriter:
             self._held = batch
             self._failed(error)
             return False
-        self._ledger.lose(batch.events, f"the log could not be written ({self.last_error})")
+        self._ledger.lose(expand(batch.events), f"the log could not be written ({self.last_error})")
         batch.release()
         self._availability.report(
             f"{self.path}: events cannot be written ({self.last_error}); they are counted as lost"
         )
         return False
+
+    def _fold(self, batch: Batch) -> Batch:
+        """The batch as it is committed: its events through the fold, so what it holds is what may be written now
+        (every start the fold holds, when the batch ends with a flush or a session's end, or the writer closes)."""
+        folder = self._folder
+        now = self._clock.monotonic()
+        folder.admit(batch.events, now)
+        batch.events = folder.take(now, everything=bool(batch.markers or batch.ends) or self._stopping)
+        batch.folded = folder.taken_folded
+        return batch
 
     def _note_error(self, exc: BaseException) -> None:
         self.last_error = f"{type(exc).__name__}: {exc}"

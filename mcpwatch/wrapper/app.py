@@ -185,6 +185,7 @@ def _open_log(options: WrapOptions, log_path: Path, state_problem: str | None) -
         log_path,
         queue_max=settings.log.queue_max,
         flush_interval=settings.log.flush_interval_ms / 1000,
+        fold_window=settings.log.fold_window_ms / 1000,
         on_error=warn,
         on_notice=note,
         open_now=False,

@@ -12,10 +12,14 @@ from pathlib import Path
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
 from mcpwatch.store import EventReader, EventWriter, prune
-from mcpwatch.store.batch import INSERT_EVENT
 from mcpwatch.store.db import connect_writer
 from mcpwatch.store.schema import MIGRATIONS
 from mcpwatch.store.session_counts import AGGREGATE, READ, TABLE, batch_counts
+
+# how an mcpwatch before folded calls (schema 5 and older) inserts its events: no `start_seq`
+INSERT_EVENT = (
+    "INSERT INTO events (session_id, seq, ts, mono, kind, request_id, tool, model, data) VALUES (?,?,?,?,?,?,?,?,?)"
+)
 
 
 def _aggregate(path: Path) -> dict[str, tuple]:
@@ -60,11 +64,14 @@ def test_the_counts_equal_the_aggregate_over_the_events(tmp_path: Path) -> None:
 
 def test_a_batch_is_summed_per_session_with_damaged_data_counted_as_no_cut() -> None:
     rows = [
-        ("s", 1, 5.0, 0, "request_end", "1", "t", None, '{"outcome": "deadline"'),  # damaged JSON
-        ("s", 2, 4.0, 0, "request_end", "2", "t", None, '{"outcome": "deadline"}'),
-        ("s", 3, 3.0, 0, "request_start", "3", "t", None, "{}"),
+        ("s", 1, 5.0, 0, "request_end", "1", "t", None, '{"outcome": "deadline"', None),  # damaged JSON
+        ("s", 2, 4.0, 0, "request_end", "2", "t", None, '{"outcome": "deadline"}', None),
+        ("s", 3, 3.0, 0, "request_start", "3", "t", None, "{}", None),
     ]
     assert batch_counts(rows) == [("s", 3, 1, 1, 0, 5.0)]
+    # a folded call: one row, two events, one request (and its cut counted as any end's)
+    folded = ("s", 5, 6.0, 0, "request_end", "4", "t", None, '{"outcome": "deadline", "start": {"seq": 4}}', 4)
+    assert batch_counts([*rows, folded]) == [("s", 5, 2, 2, 0, 6.0)]
 
 
 def test_an_older_log_is_back_filled_when_first_read(tmp_path: Path) -> None:
@@ -225,5 +232,6 @@ def test_two_writer_processes_on_one_log_keep_counts_equal_to_the_events(tmp_pat
     writers = [subprocess.Popen([sys.executable, str(script), str(path), name, "2000"]) for name in ("first", "second")]
     assert [w.wait(120) for w in writers] == [0, 0]
     with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 2 * 4000
+        # every call folded or not, the events the rows stand for (a folded row, `start_seq` set, two)
+        assert conn.execute("SELECT count(*) + count(start_seq) FROM events").fetchone()[0] == 2 * 4000
     assert _table(path) == _aggregate(path) and len(_table(path)) == 2

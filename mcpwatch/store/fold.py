@@ -1,0 +1,127 @@
+"""One log row per short call: the writer folds a call's `request_start` into its `request_end` when the end comes
+within `window` seconds, so the log holds one row where it held two; a reader expands the row back (see
+`store/reader.py`), so every reader sees the same event stream whether or not a call was folded.
+
+The folded row is the `request_end` row itself, at the end's place (seq) and with the end's columns; its `data`
+carries the start under the key `start` (`{"seq", "ts", "mono", "data"}`, plus `tool` or `model` where the start's
+differ from the end's), and its `start_seq` column the start's seq, which the partial index `events_by_start`
+orders, so a reader finds the starts a range of seqs holds without reading the rows after it.
+
+The rows are committed in seq order, so a reader that has seen seq N has seen every start up to N: a start still
+open holds back the events after it (at most `window`, or `held_max` events: past either the start is written as
+its own row, as every start was before). A call whose end never comes, a flush, a session's end and closing the
+writer all write the starts they hold as their own rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpwatch.events import Event
+
+FOLD_WINDOW_S = 0.05  # the default; `[log] fold_window_ms`
+HELD_MAX = 10_000  # events held back behind open starts, at most: past it the oldest starts are written plain
+START_KEY = "start"  # where a folded row's data keeps its start
+
+Folded = tuple[Event, Event]  # (start, end): one row
+
+
+def folded_start(start: Event, end: Event) -> dict[str, Any]:
+    """What a folded row's data keeps of its start (the end's request_id and session are the start's)."""
+    kept: dict[str, Any] = {"seq": start.seq, "ts": start.ts, "mono": start.mono, "data": start.data}
+    if start.tool != end.tool:
+        kept["tool"] = start.tool
+    if start.model is not None:
+        kept["model"] = start.model
+    return kept
+
+
+def expand(items: list[Any]) -> list[Any]:
+    """The events behind a list of items some of which are folded calls (to count or report them as events)."""
+    out: list[Any] = []
+    for item in items:
+        if item.__class__ is tuple:
+            out.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
+class CallFolder:
+    """The writer thread's fold: items go in in seq order and come out in seq order, a call's start and end as one
+    item when its end came in time. Used from the writer thread only."""
+
+    def __init__(self, window: float = FOLD_WINDOW_S, held_max: int = HELD_MAX) -> None:
+        self.window = max(0.0, float(window))
+        self.held_max = max(1, int(held_max))
+        self._held: list[Any] = []  # items not yet committable, in seq order; a folded start's place is None
+        self._base = 0  # the position (counted since the writer began) of _held[0]
+        self._open: dict[tuple[str, str], tuple[int, float]] = {}  # (session, request) -> (position, seen at)
+        self.taken_folded = 0  # folded calls among the items `take` gave out last (each one row, two events)
+
+    def __len__(self) -> int:
+        """Events held (a folded call counts as two)."""
+        return len(self._held)
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def admit(self, items: list[Any], now: float) -> None:
+        """Take the next items (events in seq order, from the writer's queue), folding ends into open starts."""
+        held = self._held
+        opened = self._open
+        position = self._base + len(held)
+        folding = self.window > 0
+        for item in items:
+            kind = item.kind if item.__class__ is Event else None
+            if kind == "request_start" and folding and item.request_id is not None:
+                key = (item.session_id, item.request_id)
+                if key in opened:  # a host reusing an id in flight: the earlier start is written as it is
+                    del opened[key]
+                opened[key] = (position, now)
+            elif kind == "request_end" and opened and (item.session_id, item.request_id) in opened:
+                key = (item.session_id, item.request_id)
+                at = opened[key][0] - self._base
+                del opened[key]
+                start = held[at]
+                held[at] = None
+                item = (start, item)
+            held.append(item)
+            position += 1
+
+    def due_in(self, now: float) -> float | None:
+        """Seconds until the oldest open start's window ends (0: now); None when nothing is held back."""
+        if not self._held:
+            return None
+        for _, seen in self._open.values():
+            return 0.0 if now < seen else max(0.0, seen + self.window - now)
+        return 0.0
+
+    def take(self, now: float, *, everything: bool = False) -> list[Any]:
+        """The items that may be committed now: those before the oldest start still inside its window (all of them
+        with `everything`). Starts whose window ended, or that hold back too much, are given up on: written as
+        their own rows."""
+        opened = self._open
+        if everything:
+            opened.clear()
+        elif opened:
+            window = self.window
+            over = len(self._held) - self.held_max
+            for key, (position, seen) in list(opened.items()):
+                if seen <= now < seen + window and position - self._base >= over:
+                    break
+                del opened[key]  # its window ended (or the clock went back, or too much waits behind it)
+        held = self._held
+        cut = len(held)
+        for position, _ in opened.values():
+            cut = position - self._base
+            break
+        if cut == 0:
+            self.taken_folded = 0
+            return []
+        out = [item for item in held[:cut] if item is not None]
+        self.taken_folded = cut - len(out)  # each folded start left its place empty
+        del held[:cut]
+        self._base += cut
+        return out

@@ -1,0 +1,77 @@
+"""Reading folded calls back (`store/fold.py`): a folded row is the call's `request_end` with its start kept in
+`data["start"]`; a reader gives the end without that key and the start as the `request_start` event it was, each at
+its own seq. Every reader of events goes through here, so a log reads the same whether its calls were folded
+(schema 6 on) or written as two rows (every log before).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.store.fold import START_KEY
+
+_START = Kind.REQUEST_START.value
+
+COLUMNS = "id, session_id, seq, ts, mono, kind, request_id, tool, model, data, start_seq"
+
+Row = tuple[Any, ...]  # the COLUMNS of one events row
+
+
+def event_data(text: str | None) -> dict[str, Any]:
+    """An event's data; a row whose JSON was damaged (by hand, or a disk) keeps its text, so nothing is lost and
+    every view still opens: the readers treat the missing fields as unknown."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {"unreadable_data": text}
+    return data if isinstance(data, dict) else {"unreadable_data": text}
+
+
+def row_event(row: Row) -> Event:
+    """The event a row holds: for a folded row, its end (the start's key taken out of its data)."""
+    eid, sid, seq, ts, mono, kind, rid, tool, model, text, start_seq = row
+    data = event_data(text)
+    if start_seq is not None:
+        data.pop(START_KEY, None)
+    return Event(kind, sid, ts, mono, seq, rid, tool, model, data, eid)
+
+
+def _number(value: Any, default: float) -> float:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else default
+
+
+def start_event(row: Row) -> Event:
+    """The `request_start` a folded row keeps, at its own seq, time and data (a damaged one keeps what is left)."""
+    eid, sid, _, ts, mono, _, rid, tool, _, text, start_seq = row
+    kept = event_data(text).get(START_KEY)
+    if not isinstance(kept, dict):
+        return Event(_START, sid, ts, mono, start_seq, rid, tool, None, {"unreadable_data": text}, eid)
+    data = kept.get("data")
+    return Event(
+        _START,
+        sid,
+        _number(kept.get("ts"), ts),
+        _number(kept.get("mono"), mono),
+        start_seq,
+        rid,
+        kept.get("tool", tool),
+        kept.get("model"),
+        data if isinstance(data, dict) else {},
+        eid,
+    )
+
+
+def in_range(event: Event, bounds: tuple[float | None, float | None, float | None, float | None]) -> bool:
+    """Whether a start read from a folded row lies within `events()`'s (start_mono, end_mono, start_ts, end_ts)."""
+    start_mono, end_mono, start_ts, end_ts = bounds
+    return (
+        (start_mono is None or event.mono >= start_mono)
+        and (end_mono is None or event.mono < end_mono)
+        and (start_ts is None or event.ts >= start_ts)
+        and (end_ts is None or event.ts < end_ts)
+    )
