@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpwatch.events import Event
+import orjson
+
+from mcpwatch.events import Event, Kind
 from mcpwatch.store.db import immediate, is_busy
-from mcpwatch.store.encoding import coerce_row, encode_json
+from mcpwatch.store.encoding import NULL, coerce_row, encode_json
 from mcpwatch.store.fold import START_KEY, Folded
 from mcpwatch.store.session_counts import add_batch, catch_up
 
@@ -26,6 +28,16 @@ INSERT_EVENT = (
 )
 END_SESSION = "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?"
 BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
+
+
+class _KindText(dict[Any, Any]):
+    """A kind as plain text (a `Kind` is a str subclass, which sqlite3 adapts at a cost; see `NULL`)."""
+
+    def __missing__(self, kind: Any) -> Any:
+        return kind  # a kind mcpwatch does not know (a test's, a bench's): bound as it is
+
+
+KIND_TEXT = _KindText({kind: kind.value for kind in Kind})
 
 
 class FlushMarker:
@@ -84,18 +96,30 @@ def take_batch(queue: deque[Any]) -> Batch:
 def event_row(e: Event) -> tuple[Any, ...]:
     """The `events` row for one event."""
     data = e.data
+    request_id, tool, model = e.request_id, e.tool, e.model
     return (
         e.session_id,
         e.seq,
         e.ts,
         e.mono,
-        e.kind,
-        e.request_id,
-        e.tool,
-        e.model,
+        KIND_TEXT[e.kind],
+        NULL if request_id is None else request_id,
+        NULL if tool is None else tool,
+        NULL if model is None else model,
         encode_json(data) if data else "{}",
-        None,
+        NULL,
     )
+
+
+_dumps = orjson.dumps
+
+
+def _json(value: dict[str, Any]) -> str:
+    """`encode_json`, orjson's common case inline (one row a call: this is most of what the writer does for it)."""
+    try:
+        return _dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return encode_json(value)
 
 
 def folded_row(call: Folded) -> tuple[Any, ...]:
@@ -106,16 +130,17 @@ def folded_row(call: Folded) -> tuple[Any, ...]:
         kept["tool"] = start.tool
     if start.model is not None:
         kept["model"] = start.model
+    tool, model = end.tool, end.model
     return (
         end.session_id,
         end.seq,
         end.ts,
         end.mono,
-        end.kind,
-        end.request_id,
-        end.tool,
-        end.model,
-        encode_json({**end.data, START_KEY: kept}),
+        "request_end",  # what the fold folds into (and plain text, see `NULL`)
+        end.request_id,  # never None: a call is folded by its request id
+        NULL if tool is None else tool,
+        NULL if model is None else model,
+        _json({**end.data, START_KEY: kept}),
         start.seq,
     )
 

@@ -71,24 +71,25 @@ class CallFolder:
         """Take the next items (events in seq order, from the writer's queue), folding ends into open starts."""
         held = self._held
         opened = self._open
-        position = self._base + len(held)
-        folding = self.window > 0
+        base = self._base
+        at = len(held)  # the place of the next item in `held`
+        held.extend(items)
+        if self.window <= 0:
+            return
         for item in items:
             kind = item.kind if item.__class__ is Event else None
-            if kind == "request_start" and folding and item.request_id is not None:
+            if kind == "request_start" and item.request_id is not None:
                 key = (item.session_id, item.request_id)
                 if key in opened:  # a host reusing an id in flight: the earlier start is written as it is
                     del opened[key]
-                opened[key] = (position, now)
+                opened[key] = (base + at, now)
             elif kind == "request_end" and opened and (item.session_id, item.request_id) in opened:
                 key = (item.session_id, item.request_id)
-                at = opened[key][0] - self._base
+                start_at = opened[key][0] - base
                 del opened[key]
-                start = held[at]
-                held[at] = None
-                item = (start, item)
-            held.append(item)
-            position += 1
+                held[at] = (held[start_at], item)
+                held[start_at] = None
+            at += 1
 
     def due_in(self, now: float) -> float | None:
         """Seconds until the oldest open start's window ends (0: now); None when nothing is held back."""

@@ -86,23 +86,27 @@ def _cut_at_deadline(data: Any) -> bool:
 def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data, start_seq)."""
     sums: dict[Any, list[Any]] = {}
+    last: Any = None
+    counts: list[Any] = []
     for row in rows:
         session_id, ts, kind = row[0], row[2], row[4]
-        counts = sums.get(session_id)
-        if counts is None:
-            counts = sums[session_id] = [0, 0, 0, 0, None]
+        if session_id != last or last is None:  # a batch is mostly one session's: no lookup a row
+            found = sums.get(session_id)
+            if found is None:
+                found = sums[session_id] = [0, 0, 0, 0, None]
+            counts, last = found, session_id
         counts[0] += 1
         if kind == "request_start":
             counts[1] += 1
-        elif row[9] is not None:  # a folded call: its request_end's row, standing for its start too
+        elif row[9].__class__ is int:  # a folded call (its start's seq): its request_end's row, standing for two
             counts[0] += 1
             counts[1] += 1
-            counts[2] += _cut_at_deadline(row[8])
+            counts[2] += "deadline" in row[8] and _cut_at_deadline(row[8])
         elif kind == "request_end":
-            counts[2] += _cut_at_deadline(row[8])
+            counts[2] += "deadline" in row[8] and _cut_at_deadline(row[8])
         elif kind == "tombstone_hit":
             counts[3] += 1
-        if isinstance(ts, int | float) and (counts[4] is None or ts > counts[4]):
+        if (ts.__class__ is float or isinstance(ts, int | float)) and (counts[4] is None or ts > counts[4]):
             counts[4] = ts
     return [(session_id, *counts) for session_id, counts in sums.items()]
 

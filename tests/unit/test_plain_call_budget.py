@@ -13,6 +13,7 @@ from mcpwatch.bench.callcount import LOOP_BUDGET, WRITER_BUDGET, plain_call_coun
 def test_a_plain_call_stays_within_its_call_budget() -> None:
     counts = plain_call_counts()
     assert counts["events_per_call"] == 2.0  # request_start and request_end: what the writer's share is made of
+    assert counts["rows_per_call"] == 1.0  # … folded into one row of the log
     assert 0 < counts["loop_calls_per_call"] <= LOOP_BUDGET, counts
     assert 0 < counts["writer_calls_per_call"] <= WRITER_BUDGET, counts
 
