@@ -1,6 +1,6 @@
-"""One log row per short call: the writer folds a call's `request_start` into its `request_end` when the end comes
-within `window` seconds, so the log holds one row where it held two; a reader expands the row back (see
-`store/reader.py`), so every reader sees the same event stream whether or not a call was folded.
+"""One log row per short call: the writer folds a call's `request_start` into its `request_end` when the call took
+at most `window` seconds (by the events' own times), so the log holds one row where it held two; a reader expands
+the row back (see `store/unfold.py`), so every reader sees the same event stream whether or not a call was folded.
 
 The folded row is the `request_end` row itself, at the end's place (seq) and with the end's columns; its `data`
 carries the start under the key `start` (`{"seq", "ts", "mono", "data"}`, plus `tool` or `model` where the start's
@@ -8,9 +8,9 @@ differ from the end's), and its `start_seq` column the start's seq, which the pa
 orders, so a reader finds the starts a range of seqs holds without reading the rows after it.
 
 The rows are committed in seq order, so a reader that has seen seq N has seen every start up to N: a start still
-open holds back the events after it (at most `window`, or `held_max` events: past either the start is written as
-its own row, as every start was before). A call whose end never comes, a flush, a session's end and closing the
-writer all write the starts they hold as their own rows.
+open holds back the events after it (at most `window` on the writer's clock, or `held_max` events: past either the
+start is written as its own row, as every start was before). A call whose end never comes, a flush, a session's
+end and closing the writer all write the starts they hold as their own rows.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ class CallFolder:
         base = self._base
         at = len(held)  # the place of the next item in `held`
         held.extend(items)
-        if self.window <= 0:
+        window = self.window
+        if window <= 0:
             return
         for item in items:
             kind = item.kind if item.__class__ is Event else None
@@ -87,8 +88,10 @@ class CallFolder:
                 key = (item.session_id, item.request_id)
                 start_at = opened[key][0] - base
                 del opened[key]
-                held[at] = (held[start_at], item)
-                held[start_at] = None
+                start = held[start_at]
+                if item.mono - start.mono <= window:  # ended within its window: one row
+                    held[at] = (start, item)
+                    held[start_at] = None
             at += 1
 
     def due_in(self, now: float) -> float | None:

@@ -129,7 +129,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     events = _traffic()
     paths = {name: folder / f"{name}.db" for name in ("off", "all", "window", "schema5")}
     _write(paths["off"], events, 0.0)
-    _write(paths["all"], events, 60.0)
+    _write(paths["all"], events, 1e9)
     _write(paths["window"], events, 0.05, follow=True)
     _write_schema_5(paths["schema5"], events)
     return paths

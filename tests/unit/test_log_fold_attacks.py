@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -151,7 +152,7 @@ seq = 0
 def emit(kind, rid, **data):
     global seq
     seq += 1
-    writer.emit(Event(kind, sid, 1e9 + seq, seq, seq, rid, "t", None, data))
+    writer.emit(Event(kind, sid, 1e9 + seq, seq * 1e-4, seq, rid, "t", None, data))  # calls of 0.2 ms: folded
 emit(Kind.REQUEST_START, "open", method="tools/call")  # a call that stays open
 for n in range(100000):  # then short calls until killed
     emit(Kind.REQUEST_START, f"c{n}", method="tools/call")
@@ -180,6 +181,8 @@ def test_a_wrapper_killed_inside_the_window_leaves_a_prefix_of_what_it_emitted(t
             child.wait()
     seqs = _seqs(path, sid)
     assert seqs == list(range(1, len(seqs) + 1))  # a prefix: nothing after a lost event, no call half there
+    with sqlite3.connect(path) as conn:  # and the short calls were folded (which is what held them back)
+        assert conn.execute("SELECT count(*) FROM events WHERE start_seq IS NOT NULL").fetchone()[0] > 50
     with EventReader(path) as reader:
         first = next(reader.events(sid))
         assert (first.kind, first.request_id) == (Kind.REQUEST_START, "open")
@@ -190,3 +193,14 @@ def test_a_wrapper_killed_inside_the_window_leaves_a_prefix_of_what_it_emitted(t
 def _seqs(path: Path, sid: str) -> list[int]:
     with EventReader(path) as reader:
         return [e.seq for e in reader.events(sid)]
+
+
+def test_a_call_longer_than_the_window_is_two_rows_however_late_the_writer_sees_it() -> None:
+    folder = CallFolder(window=0.05)
+    late = _end(2, "a")
+    late.mono = 1.051  # the call took 50 ms and 1 µs by its own events' times
+    quick = _end(4, "b")
+    quick.mono = 3.05
+    folder.admit([_start(1, "a"), late, _start(3, "b"), quick], now=0.0)  # all seen by the writer at once
+    out = folder.take(now=0.0)
+    assert [item.__class__ is tuple for item in out] == [False, False, True]
