@@ -7,24 +7,28 @@ module (the requests box's title, hint and latency line; the banner; the toasts)
 from __future__ import annotations
 
 import pkgutil
+import types
 from typing import Any
 
 import pytest
-from console_helpers import SIZE, RecordingControls, ready, sample_app
+from console_helpers import SIZE, RecordingControls, generic_session, ready, sample_app
 from rich.text import Text
 from textual.widget import Widget
 from textual.widgets import Input
 
 from mcpwatch.console.app import ConsoleApp
-from mcpwatch.console.headless import panels
+from mcpwatch.console.headless import board, panels
 from mcpwatch.console.headless.panels import events, header, requests
 from mcpwatch.console.headless.panels.events import NotableEvent
 from mcpwatch.console.headless.panels.requests import Listing, RequestView
 from mcpwatch.console.headless.render_base import TOOL_WIDTH_MAX, TOOL_WIDTH_MIN, Palette, fit_tool_width
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import FeedStatus
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens.help import HelpScreen
+from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
+from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
@@ -33,11 +37,13 @@ from pilot_tools import until
 
 def test_every_panel_module_is_in_the_registry_and_says_its_key_and_widget() -> None:
     modules = {info.name for info in pkgutil.iter_modules(panels.__path__)}
-    registered = {panel.__name__.rsplit(".", 1)[1] for panel in panels.MAIN}
+    registered = {panel.module.__name__.rsplit(".", 1)[1] for panel in board.MAIN}
     assert modules == registered
-    for panel in panels.MAIN:
-        assert hasattr(panel, "HELP") and hasattr(panel, "WIDGET"), panel.__name__
-    assert len(panels.help_rows()) >= 12  # the README's list of panels, each described
+    for panel in board.MAIN:
+        assert hasattr(panel.module, "HELP") and hasattr(panel.module, "WIDGET"), panel.module.__name__
+    for box in board.boxes():
+        assert box.id == box.module.WIDGET and box.help == box.module.HELP
+    assert len(board.help_rows()) >= 12  # the README's list of panels, each described
 
 
 @pytest.mark.slow
@@ -47,7 +53,7 @@ async def test_the_main_screen_places_the_registered_panels_and_help_describes_t
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         screen = app.screen
-        claimed = {panel.WIDGET for panel in panels.MAIN if panel.WIDGET is not None}
+        claimed = {panel.module.WIDGET for panel in board.MAIN if panel.module.WIDGET is not None}
         for widget in claimed:
             assert screen.query(f"#{widget}"), f"no #{widget} on the main screen"
         placed = {w.id for w in screen.query("*") if isinstance(w, Panel | ScrollPanel | WindowTable)}
@@ -55,7 +61,7 @@ async def test_the_main_screen_places_the_registered_panels_and_help_describes_t
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
         text = " ".join(app.screen.query_one("#help-text").plain.split())  # as read, whatever the wrapping
-        for name, what in panels.help_rows():
+        for name, what in board.help_rows():
             assert f"{name} {what}" in text, name
 
 
@@ -224,3 +230,63 @@ def test_a_health_check_the_host_made_says_so_uncut_in_a_quarter_of_120_columns(
     console.print(health_panel(view, Palette({})))
     text = console.export_text()
     assert "259ms (host)" in text.replace(" ms", "ms") and "…" not in text
+
+
+# --- a panel is one object: its module and its entry in the list ----------------------------------------------
+
+
+def _feed(app: Any) -> StaticFeed:
+    feed = app.session.feed
+    assert isinstance(feed, StaticFeed)
+    return feed
+
+
+def _probe_module() -> types.ModuleType:
+    """A panel's module as `panels/<name>.py` would be: its help line and its widget id (a test-only panel)."""
+    module = types.ModuleType("probe")
+    module.HELP = ("Probe", "a test-only panel: the calls counted so far")  # type: ignore[attr-defined]  # a module's data
+    module.WIDGET = "probe"  # type: ignore[attr-defined]  # a module's data
+    return module
+
+
+@pytest.mark.anyio
+async def test_a_panel_added_to_the_list_is_placed_drawn_refreshed_and_described(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding a panel is its module and its entry in `board.MAIN`: nothing else changes, yet the main screen places
+    it in its area, draws it from the view, redraws it when what it shows changes, and the help screen lists it."""
+    draws: list[int] = []
+
+    def draw(view: ViewState, ctx: board.Context) -> Text:
+        draws.append(view.counters.requests)
+        return Text(f"calls so far {view.counters.requests}")
+
+    probe = board.Box(_probe_module(), "Probe", "side", draw, lambda view: view.counters.requests)
+    monkeypatch.setattr(board, "MAIN", (*board.MAIN, probe))
+    f, events = generic_session(calls=3)
+    app = sample_app(events=events, controls=RecordingControls())
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        screen = app.screen
+        assert isinstance(screen, MainScreen) and screen.last_view is not None
+        box = screen.query_one("#probe", ScrollPanel)
+        assert box.parent is screen.query_one("#side") and box.border_title == "Probe"
+        first = screen.last_view.counters.requests
+        assert first >= 3 and draws[-1] == first and "calls so far" in box.plain
+        drawn = len(draws)
+        screen.refresh_view()
+        assert len(draws) == drawn  # nothing it shows changed: not drawn again
+        feed = _feed(app)
+        feed.push(
+            [
+                f.make(Kind.REQUEST_START, 40.0, request_id="p1", tool="probe", method="tools/call", budget_s=110.0),
+                f.make(Kind.REQUEST_END, 40.5, request_id="p1", outcome="ok", duration_s=0.5),
+            ]
+        )
+        feed.set_now(41.0)
+        await until(pilot, lambda: draws[-1] == first + 1, what="the probe panel redrawn")
+        assert f"calls so far {first + 1}" in box.plain
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
+        text = " ".join(app.screen.query_one("#help-text").plain.split())
+        assert "Probe a test-only panel: the calls counted so far" in text

@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 
-from mcpwatch.console.headless import panels, request_filter, words
+from mcpwatch.console.headless import board, request_filter, words
 from mcpwatch.console.widgets import Line
 
 VIEW_KEYS = [
@@ -94,7 +94,7 @@ class HelpScreen(ModalScreen[None]):
             outer.add_row(self._keys(OPERATOR_KEYS))
         outer.add_row(Text(""))
         outer.add_row(Text("Panels", style="bold"))
-        outer.add_row(self._keys(panels.help_rows()))
+        outer.add_row(self._keys(board.help_rows()))
         outer.add_row(Text(""))
         outer.add_row(Text("Symbols", style="bold"))
         outer.add_row(self._keys(words.LEGEND))

@@ -10,21 +10,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Input
 
-from mcpwatch.console.headless.panels import (
-    council,
-    counters,
-    deadline,
-    header,
-    health,
-    in_flight,
-    invalidations,
-    requests,
-    tiers,
-    tombstones,
-    tools,
-    warnings,
-)
-from mcpwatch.console.headless.panels.tombstones import TombstoneView
+from mcpwatch.console.headless import board
+from mcpwatch.console.headless.board import Area, Box
+from mcpwatch.console.headless.panels import council, header, in_flight, requests
 from mcpwatch.console.headless.render_base import fit_tool_width
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.views import ViewState
@@ -32,9 +20,6 @@ from mcpwatch.console.screens import main_parts as parts
 from mcpwatch.console.screens.base import WatchScreen
 from mcpwatch.console.screens.requests_view import RequestsView
 from mcpwatch.console.widgets import KeyFooter, Line, Panel, ScrollPanel, WindowTable, set_title
-
-LIST_ROWS = 200  # rows of tombstones, invalidations and warnings (their panels scroll)
-
 
 VIEW_BINDINGS: list[BindingType] = [
     Binding("slash", "filter", "Filter", id="main.filter"),
@@ -58,10 +43,15 @@ FOCUS_BINDINGS: list[BindingType] = [
     Binding("tab", "focus_step(1)", "Next", id="main.focus_next", show=False),
     Binding("shift+tab", "focus_step(-1)", "Previous", id="main.focus_previous", show=False),
 ]
+PANEL_BINDINGS: list[BindingType] = [
+    Binding(k.key, k.action, k.description, id=k.id, show=k.show) for p in board.boxes() for k in p.keys
+]
 
 
-def _tomb_key(items: tuple[TombstoneView, ...]) -> tuple[tuple[str, int, int], ...]:
-    return tuple((t.up_id, t.hits, round(t.expires_in_s or 0)) for t in items)
+def _placed(area: Area) -> ComposeResult:
+    """The boxed panels of one area (`board.MAIN`), in the list's order, each with its first title."""
+    for panel in board.boxes(area):
+        yield (ScrollPanel if panel.scroll else Panel)(panel.title, id=panel.id)
 
 
 class MainScreen(WatchScreen):
@@ -71,7 +61,13 @@ class MainScreen(WatchScreen):
     The council panels (per-model progress, tier budgets) appear once a council call or its tiers are seen; for
     any other server the per-tool figures take their place."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [*VIEW_BINDINGS, *OPERATOR_BINDINGS, BACK_BINDING, *FOCUS_BINDINGS]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *VIEW_BINDINGS,
+        *OPERATOR_BINDINGS,
+        BACK_BINDING,
+        *FOCUS_BINDINGS,
+        *PANEL_BINDINGS,
+    ]
 
     def __init__(self, session: WatchSession, *, can_go_back: bool = False) -> None:
         super().__init__(session)
@@ -86,16 +82,12 @@ class MainScreen(WatchScreen):
         yield Line(id="banner", layout=True)
         with Vertical(id="body"):
             with Horizontal(id="row-top"):
-                yield Panel("Deadline", id=deadline.WIDGET)
-                yield Panel("Tier budgets", id=tiers.WIDGET)
-                yield Panel("Health", id=health.WIDGET)
-                yield Panel("Counters", id=counters.WIDGET)
+                yield from _placed("top")
             with Horizontal(id="row-mid"):
                 with Vertical(id="inflight-box", classes="box"):
                     yield WindowTable(in_flight.COLUMNS, id=in_flight.WIDGET)
                     yield Line(id="inflight-empty", classes="hint", layout=True)
-                yield ScrollPanel("Council run", id=council.WIDGET)
-                yield ScrollPanel("Tools", id=tools.WIDGET)
+                yield from _placed("mid")
             with Horizontal(id="row-bottom"):
                 with Vertical(id="requests-box", classes="box"):
                     yield Input(
@@ -106,9 +98,7 @@ class MainScreen(WatchScreen):
                     yield Line(id="requests-empty", classes="hint", layout=True)
                     yield Line(id="latency")
                 with Vertical(id="side"):
-                    yield ScrollPanel("Tombstones", id=tombstones.WIDGET)
-                    yield ScrollPanel("Invalidations", id=invalidations.WIDGET)
-                    yield ScrollPanel("Warnings", id=warnings.WIDGET)
+                    yield from _placed("side")
         yield from self.compose_extra()
         yield KeyFooter()
 
@@ -139,26 +129,12 @@ class MainScreen(WatchScreen):
         view = session.view(selected=self._council_for)
         self.last_view = view
         p = self.palette
-        theme = self.app.theme
-        origin = session.model.origin_ts
-        q = self.query_one
-        changed = deadline.last_change(view.config_changes)
-        live = session.controls is not None  # h works: the panels may say "press h"
+        ctx = board.Context(p, live=session.controls is not None, origin=session.model.origin_ts)  # live: "press h"
         with self.app.batch_update():
             self._render_bar(view)
             self._announce(view)
-            q("#deadline", Panel).show(
-                lambda: deadline.deadline_panel(view.deadline, p, changed), (theme, view.deadline, changed)
-            )
-            parts.show_council_panels(self, view.council_seen)
-            q("#tiers", Panel).show(
-                lambda: tiers.tiers_panel(view.tiers, view.deadline, p, live),
-                (theme, view.tiers, view.deadline.limit_s),
-                title=tiers.tiers_title(view.deadline),
-            )
-            health_key = (theme, view.health, round(view.health.ago_s or 0))
-            q("#health", Panel).show(lambda: health.health_panel(view.health, p, live), health_key)
-            q("#counters", Panel).show(lambda: counters.counters_panel(view.counters, p), (theme, view.counters))
+            for panel in board.boxes():
+                self._render_panel(panel, view, ctx)
             tool_width = fit_tool_width([r.tool or r.method for r in view.in_flight], inflight.size.width, note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
@@ -166,49 +142,23 @@ class MainScreen(WatchScreen):
             inflight.show(rows, force=resized)
             parts.title(self, "#inflight-box", in_flight.title(view.in_flight, view.deadline))
             parts.hint(self, "#inflight-empty", not view.in_flight, "no calls in flight")
-            if view.council_seen:
-                self._render_council(view)
-            else:
-                q("#tools", ScrollPanel).show(
-                    lambda: tools.tools_panel(view.tools, p), (theme, view.tools), title=tools.TOOLS_TITLE
-                )
-            self._render_requests(view, origin)
-            # The lists are capped (LIST_ROWS): under a flood, every row costs a frame time. Their panels scroll.
-            tomb = view.tombstones
-            tomb_rows = LIST_ROWS
-            q("#tombstones", ScrollPanel).show(
-                lambda: tombstones.tombstones_panel(tomb, p, tomb_rows),
-                # Keyed to the second: the countdowns change every tick, the text once a second.
-                (
-                    theme,
-                    tomb.count,
-                    tomb.awaiting_sweep,
-                    tomb.terms,
-                    tomb.late_dropped,
-                    _tomb_key(tomb.items[:tomb_rows]),
-                ),
-                title=tombstones.tombstones_title(tomb),
-            )
-            shown = view.invalidations[:LIST_ROWS]
-            q("#invalidations", ScrollPanel).show(
-                lambda: invalidations.invalidations_panel(shown, origin, p),
-                (theme, shown),
-                title=invalidations.title(view.counters.invalidations),
-            )
-            recent_warnings = view.warnings[:LIST_ROWS]
-            q("#warnings", ScrollPanel).show(
-                lambda: warnings.warnings_panel(recent_warnings, origin, p),
-                (theme, recent_warnings),
-                title=warnings.title(len(view.warnings)),
-            )
+            self._render_requests(view, ctx.origin)
+
+    def _render_panel(self, panel: Box, view: ViewState, ctx: board.Context) -> None:
+        """One boxed panel: shown or hidden for this view, and drawn when what it depends on changed."""
+        widget = self.query_one(f"#{panel.id}")
+        assert isinstance(widget, Panel | ScrollPanel), panel.id
+        visible = panel.shows(view)
+        if widget.display != visible:
+            widget.display = visible
+        if visible:
+            widget.show(lambda: panel.draw(view, ctx), (self.app.theme, panel.key(view)), title=panel.heading(view))
 
     def _render_council(self, view: ViewState) -> None:
+        council_box = next(p for p in board.boxes() if p.module is council)
         p = self.palette
-        self.query_one("#council", ScrollPanel).show(
-            lambda: council.council_panel(view.council, p),
-            (self.app.theme, view.council),
-            title=council.council_title(view.council),
-        )
+        ctx = board.Context(p, live=self.session.controls is not None, origin=self.session.model.origin_ts)
+        self._render_panel(council_box, view, ctx)
 
     def _announce(self, view: ViewState) -> None:
         self._toasted = parts.announce(self, view, self._toasted)

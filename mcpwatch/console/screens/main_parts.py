@@ -81,14 +81,6 @@ def focus_step(screen: WatchScreen, step: int) -> None:
         body.scroll_to(y=top, animate=False)
 
 
-def show_council_panels(screen: WatchScreen, council: bool) -> None:
-    """Council panels for a council; the per-tool figures for any other server (in the council's place)."""
-    for selector, visible in (("#council", council), ("#tiers", council), ("#tools", not council)):
-        widget = screen.query_one(selector)
-        if widget.display != visible:
-            widget.display = visible
-
-
 def title(screen: WatchScreen, selector: str, text: str) -> None:
     set_title(screen.query_one(selector), text)  # plain text (a filter or an id may look like markup)
 
