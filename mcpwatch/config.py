@@ -15,7 +15,21 @@ from typing import Any
 
 from mcpwatch import paths
 from mcpwatch.errors import UserError
-from mcpwatch.reliability.seconds import ABSURD_S, InvalidValue, check_seconds, shown
+from mcpwatch.reliability.seconds import ABSURD_S
+from mcpwatch.reliability.setting_checks import (
+    Check,
+    Problem,
+    check_of,
+    flag,
+    megabytes,
+    one_of,
+    rate,
+    seconds,
+    setting,
+    setting_table,
+    text,
+    whole,
+)
 
 # The reliability core owns its sections (it never imports this module); re-exported for callers of config.
 from mcpwatch.reliability.settings import DeadlineSettings as DeadlineSettings
@@ -23,21 +37,22 @@ from mcpwatch.reliability.settings import ReusePolicy as ReusePolicy
 from mcpwatch.reliability.settings import StateSyncSettings as StateSyncSettings
 from mcpwatch.reliability.settings import TombstoneSettings as TombstoneSettings
 
-CACHE_DIRECTIVES = ("no-store", "immutable")
 ABSURD_SECONDS = ABSURD_S  # a week: no host waits longer for one tool call
 
 
 @dataclass(frozen=True)
 class UpstreamSettings:
-    health_tool: str | None = None
-    backoff_base_s: float = 0.5
-    write_timeout_s: float = 5.0  # an upstream that takes none of its input this long is stuck (and restarted)
+    health_tool: str | None = setting(None, text)
+    backoff_base_s: float = setting(0.5, seconds(allow_zero=False))
+    # an upstream that takes none of its input this long is stuck (and restarted)
+    write_timeout_s: float = setting(5.0, seconds(allow_zero=False))
 
 
 @dataclass(frozen=True)
 class LateResultSettings:
-    keep_bytes: int = 65_536  # a late result up to this size is logged whole; beyond it, a preview
-    reuse: tuple[ReusePolicy, ...] = ()  # off unless policies are given
+    # a late result up to this size is logged whole; beyond it, a preview
+    keep_bytes: int = setting(65_536, whole(1024, 16 * 1024 * 1024))
+    reuse: tuple[ReusePolicy, ...] = setting((), None)  # off unless policies are given ([[late_results.reuse]])
 
 
 BRIDGE_MODES = ("required", "optional", "off")
@@ -47,53 +62,73 @@ BRIDGE_MODES = ("required", "optional", "off")
 class TasksSettings:
     """`[tasks]`: MCP Tasks for hosts that did not declare them (`wrapper.tasks.bridge`)."""
 
-    bridge: str = "required"  # run task-only tools upstream as tasks; "optional": also those that may; "off"
-    ttl_s: float = 3600.0  # the TTL mcpwatch asks for when it makes a task (the server may give less)
-    reuse_s: float = 600.0  # a cut bridged call's task: an identical call this long after attaches or takes its result
-    offer: tuple[str, ...] = ()  # tools (State Sync globs) offered as tasks to hosts that declared tasks
-    offer_slow: bool = False  # also offer the tools the log shows outrunning the budget (`wrapper.tasks.slow_tools`)
-    max_s: float = 3600.0  # an offered task's call runs this long at most (instead of the tools/call budget)
-    max_ttl_ms: int = 86_400_000  # the longest TTL a host may ask of an offered task
-    poll_ms: int = 1000  # the pollInterval offered tasks suggest; a poll sooner than half of it is refused
-    max_running: int = 256  # offered tasks running at once in all; a host's next one is refused beyond it
-    max_running_per_host: int = 64  # … and per host connection (stdio, an HTTP session, sessionless requests)
-    results_memory_mb: int = 32  # finished offered tasks' results held in memory; older ones are read from the log
+    # run task-only tools upstream as tasks; "optional": also those that may; "off"
+    bridge: str = setting("required", one_of(BRIDGE_MODES))
+    # the TTL mcpwatch asks for when it makes a task (the server may give less)
+    ttl_s: float = setting(3600.0, seconds(allow_zero=False))
+    # a cut bridged call's task: an identical call this long after attaches or takes its result
+    reuse_s: float = setting(600.0, seconds())
+    # tools (State Sync globs) offered as tasks to hosts that declared tasks
+    offer: tuple[str, ...] = setting((), lambda v: _globs(v))
+    # also offer the tools the log shows outrunning the budget (`wrapper.tasks.slow_tools`)
+    offer_slow: bool = setting(False, flag)
+    # an offered task's call runs this long at most (instead of the tools/call budget)
+    max_s: float = setting(3600.0, seconds(allow_zero=False))
+    # the longest TTL a host may ask of an offered task
+    max_ttl_ms: int = setting(86_400_000, whole(1000, 365 * 86_400_000))
+    # the pollInterval offered tasks suggest; a poll sooner than half of it is refused
+    poll_ms: int = setting(1000, whole(100, 3_600_000))
+    # offered tasks running at once in all; a host's next one is refused beyond it
+    max_running: int = setting(256, whole(1, 100_000))
+    # … and per host connection (stdio, an HTTP session, sessionless requests)
+    max_running_per_host: int = setting(64, whole(1, 100_000))
+    # finished offered tasks' results held in memory; older ones are read from the log
+    results_memory_mb: int = setting(32, whole(0, 65_536))
 
 
 @dataclass(frozen=True)
 class LogSettings:
-    path: str | None = None
-    queue_max: int = 20_000
-    flush_interval_ms: int = 100
-    fold_window_ms: int = 50  # a call that ends this soon after its start is one row (`store/fold.py`); 0: two
+    path: str | None = setting(None, text)
+    queue_max: int = setting(20_000, whole(1, 10_000_000))
+    flush_interval_ms: int = setting(100, whole(1, 60_000))
+    fold_window_ms: int = setting(50, whole(0, 1000))  # a call that ends this soon after its start is one row
 
 
 @dataclass(frozen=True)
 class OperatorSettings:
-    port: int = 0
-    max_connections: int = 64  # beyond it the longest-idle connection is closed (or the newcomer refused)
-    idle_timeout_s: float = 30.0  # a client that owes a request (or the rest of one) this long is disconnected
-    head_timeout_s: float = 5.0  # a request head begun must be complete this soon (else 408)
-    min_body_kib_s: float = 16.0  # a body must arrive at least this fast on average, after head_timeout_s (else 408)
+    port: int = setting(0, whole(0, 65535))
+    # beyond it the longest-idle connection is closed (or the newcomer refused)
+    max_connections: int = setting(64, whole(1, 10_000))
+    # a client that owes a request (or the rest of one) this long is disconnected
+    idle_timeout_s: float = setting(30.0, seconds(allow_zero=False))
+    # a request head begun must be complete this soon (else 408)
+    head_timeout_s: float = setting(5.0, seconds(allow_zero=False))
+    # a body must arrive at least this fast on average, after head_timeout_s (else 408)
+    min_body_kib_s: float = setting(16.0, rate)
 
 
 @dataclass(frozen=True)
 class FrontSettings:
     """Bounds of the Streamable HTTP front (`--listen`)."""
 
-    max_body_mb: float = 16.0
-    max_header_kb: int = 64
-    max_connections: int = 256
-    idle_timeout_s: float = 30.0
-    head_timeout_s: float = 5.0  # a request head begun must be complete this soon (else 408)
-    min_body_kib_s: float = 16.0  # a body must arrive at least this fast on average, after head_timeout_s (else 408)
-    max_sessions: int = 16  # host sessions at once, each with its own upstream; the next host is refused
-    session_idle_s: float = 1800.0  # a host session with no request and no open stream this long is ended
+    max_body_mb: float = setting(16.0, megabytes)
+    max_header_kb: int = setting(64, whole(1, 1024 * 1024))
+    max_connections: int = setting(256, whole(1, 10_000))
+    idle_timeout_s: float = setting(30.0, seconds(allow_zero=False))
+    # a request head begun must be complete this soon (else 408)
+    head_timeout_s: float = setting(5.0, seconds(allow_zero=False))
+    # a body must arrive at least this fast on average, after head_timeout_s (else 408)
+    min_body_kib_s: float = setting(16.0, rate)
+    # host sessions at once, each with its own upstream; the next host is refused
+    max_sessions: int = setting(16, whole(1, 10_000))
+    # a host session with no request and no open stream this long is ended
+    session_idle_s: float = setting(1800.0, seconds(allow_zero=False))
 
 
 @dataclass(frozen=True)
 class LimitsSettings:
-    max_frame_mb: int = 16  # one JSON-RPC frame, either way; a larger one is answered with an error, never buffered
+    # one JSON-RPC frame, either way; a larger one is answered with an error, never buffered
+    max_frame_mb: int = setting(16, whole(1, 1024))
 
     @property
     def max_frame_bytes(self) -> int:
@@ -102,31 +137,36 @@ class LimitsSettings:
 
 @dataclass(frozen=True)
 class ConsoleSettings:
-    theme: str = "mcpwatch-dark"
-    refresh_ms: int = 100
-    serve_max_consoles: int = 8  # `watch --serve`: consoles (each a process) at once; the next browser gets 503
-    keys: dict[str, str] = field(default_factory=dict)  # binding id -> keys, e.g. "main.set_margin" = "M"
+    theme: str = setting("mcpwatch-dark", text)
+    refresh_ms: int = setting(100, whole(10, 60_000))
+    # `watch --serve`: consoles (each a process) at once; the next browser gets 503
+    serve_max_consoles: int = setting(8, whole(1, 1000))
+    # binding id -> keys, e.g. "main.set_margin" = "M"
+    keys: dict[str, str] = setting_table(dict, lambda v: _keymap(v))
 
 
 @dataclass(frozen=True)
 class OtelSettings:
     """`[otel]`: OpenTelemetry export; the standard OTEL_* variables win over these."""
 
-    enabled: bool | None = None  # None: on when an endpoint is given
-    endpoint: str | None = None  # OTLP/HTTP base URL, e.g. http://collector:4318
-    headers: dict[str, str] = field(default_factory=dict)
-    service_name: str | None = None
-    queue_max: int = 10_000  # events waiting for the exporter; overflow is counted as dropped
-    metrics_interval_ms: int = 10_000
-    late_window_s: float = 30.0  # how long a cut call's span waits for its late answer before export
+    enabled: bool | None = setting(None, flag)  # None: on when an endpoint is given
+    endpoint: str | None = setting(None, lambda v: _http_url(v))  # OTLP/HTTP base URL, e.g. http://collector:4318
+    headers: dict[str, str] = setting_table(dict, lambda v: _headers(v))
+    service_name: str | None = setting(None, text)
+    # events waiting for the exporter; overflow is counted as dropped
+    queue_max: int = setting(10_000, whole(1, 1_000_000))
+    metrics_interval_ms: int = setting(10_000, whole(100, 3_600_000))
+    # how long a cut call's span waits for its late answer before export
+    late_window_s: float = setting(30.0, seconds())
 
 
 @dataclass(frozen=True)
 class MetricsSettings:
     """`[metrics]`: the Prometheus scrape endpoint, off unless a port is given (here or `--metrics-port`)."""
 
-    port: int | None = None  # 0: any free port (said at start-up)
-    host: str = "127.0.0.1"  # another machine's reach needs --allow-remote (and then a bearer token)
+    port: int | None = setting(None, whole(0, 65535))  # 0: any free port (said at start-up)
+    # another machine's reach needs --allow-remote (and then a bearer token)
+    host: str = setting("127.0.0.1", text)
 
 
 @dataclass(frozen=True)
@@ -160,61 +200,14 @@ class Settings:
 # --- validation -------------------------------------------------------------------------------------------
 
 
-class _Problem(Exception):
-    pass
-
-
-def _seconds(value: Any, *, allow_zero: bool = True, allow_negative: bool = False, budget: bool = False) -> float:
-    """Seconds by the one rule every layer shares (`reliability.seconds`); TOML text is not a number here."""
-    if isinstance(value, str):
-        raise _Problem(f"must be a number of seconds, got {value!r}")
-    try:
-        return check_seconds(value, "", allow_zero=allow_zero, allow_negative=allow_negative, budget=budget)
-    except InvalidValue as exc:
-        raise _Problem(str(exc).lstrip()) from None
-
-
-def _whole(value: Any, low: int, high: int) -> int:
-    """A whole number in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _Problem(f"must be a whole number from {low} to {high}, got {shown(value)}")
-    return value
-
-
-def _megabytes(value: Any) -> float:
-    """A size in MiB: positive, finite, at most 4096 (an HTTP body the wrapper holds in memory)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 4096:
-        raise _Problem(f"must be a number of MiB above 0 and at most 4096, got {shown(value)}")
-    return float(value)
-
-
-def _rate(value: Any) -> float:
-    """A rate in KiB/s: positive and finite (a minimum a client must keep up)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024 * 1024:
-        raise _Problem(f"must be a number of KiB/s above 0 and at most 1048576, got {shown(value)}")
-    return float(value)
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _Problem(f"must be true or false, got {value!r}")
-    return value
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Problem(f"must be a non-empty string, got {value!r}")
-    return value
-
-
 def _keymap(value: Any) -> dict[str, str]:
     """[console.keys]: binding id = "key" or "key1,key2" (Textual key names)."""
     if not isinstance(value, dict):
-        raise _Problem('must be a table of binding id = "keys" (e.g. "main.set_margin" = "M")')
+        raise Problem('must be a table of binding id = "keys" (e.g. "main.set_margin" = "M")')
     keys: dict[str, str] = {}
     for binding_id, spec in value.items():
         if not isinstance(spec, str) or not spec.strip() or any(not k.strip() for k in spec.split(",")):
-            raise _Problem(f"{binding_id} must be a key name or comma-separated key names, got {spec!r}")
+            raise Problem(f"{binding_id} must be a key name or comma-separated key names, got {spec!r}")
         keys[str(binding_id)] = spec.replace(" ", "")
     return keys
 
@@ -230,106 +223,26 @@ def _http_url(value: Any) -> str:
             parts = None
         if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
             return value
-    raise _Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
+    raise Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
 
 
 def _headers(value: Any) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise _Problem("must be a table of header name = text")
+        raise Problem("must be a table of header name = text")
     return dict(value)
 
 
-def _directive(value: Any) -> str:
-    if value not in CACHE_DIRECTIVES:
-        raise _Problem(f"must be one of {', '.join(CACHE_DIRECTIVES)}, got {value!r}")
-    return str(value)
-
-
-# The sections and their keys are the dataclasses' fields; `_FIELDS` gives each key its check (a test holds the two
-# together), None for a table parsed below.
+# The sections are `Settings`' dataclass fields; their keys are each section's fields, and each field says how its
+# value is checked (`reliability.setting_checks.setting`; None: a table parsed below). One declaration, read back.
 SECTIONS: dict[str, type[Any]] = {
     f.name: f.default_factory  # type: ignore[misc]  # a section's factory is its dataclass (is_dataclass checked)
     for f in fields(Settings)
     if isinstance(f.default_factory, type) and is_dataclass(f.default_factory)
 }
-KEYS: dict[str, tuple[str, ...]] = {name: tuple(f.name for f in fields(cls)) for name, cls in SECTIONS.items()}
-
-_FIELDS: dict[str, dict[str, Any]] = {
-    "deadline": {
-        "host_timeout_s": lambda v: _seconds(v, allow_zero=False),
-        "margin_s": _seconds,
-        "explicit_s": lambda v: _seconds(v, allow_negative=True, budget=True),  # ≤ 0 disables the budget
-        "propagate": _bool,
-        "tools": None,  # a table, handled below
-    },
-    "tombstones": {
-        "init_timeout_s": _seconds,
-        "backoff_max_s": _seconds,
-        "epsilon_s": _seconds,
-        "sweep_interval_s": lambda v: _seconds(v, allow_zero=False),
-        "cap": lambda v: _whole(v, 1, 100_000_000),
-    },
-    "upstream": {
-        "health_tool": _text,
-        "backoff_base_s": lambda v: _seconds(v, allow_zero=False),
-        "write_timeout_s": lambda v: _seconds(v, allow_zero=False),
-    },
-    "state_sync": {"default_cache_control": _directive, "policies": None},
-    "late_results": {"keep_bytes": lambda v: _whole(v, 1024, 16 * 1024 * 1024), "reuse": None},
-    "log": {
-        "path": _text,
-        "queue_max": lambda v: _whole(v, 1, 10_000_000),
-        "flush_interval_ms": lambda v: _whole(v, 1, 60_000),
-        "fold_window_ms": lambda v: _whole(v, 0, 1000),
-    },
-    "operator": {
-        "port": lambda v: _whole(v, 0, 65535),
-        "max_connections": lambda v: _whole(v, 1, 10_000),
-        "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
-        "head_timeout_s": lambda v: _seconds(v, allow_zero=False),
-        "min_body_kib_s": _rate,
-    },
-    "front": {
-        "max_body_mb": _megabytes,
-        "max_header_kb": lambda v: _whole(v, 1, 1024 * 1024),
-        "max_connections": lambda v: _whole(v, 1, 10_000),
-        "idle_timeout_s": lambda v: _seconds(v, allow_zero=False),
-        "head_timeout_s": lambda v: _seconds(v, allow_zero=False),
-        "min_body_kib_s": _rate,
-        "max_sessions": lambda v: _whole(v, 1, 10_000),
-        "session_idle_s": lambda v: _seconds(v, allow_zero=False),
-    },
-    "console": {
-        "theme": _text,
-        "refresh_ms": lambda v: _whole(v, 10, 60_000),
-        "serve_max_consoles": lambda v: _whole(v, 1, 1000),
-        "keys": _keymap,
-    },
-    "otel": {
-        "enabled": _bool,
-        "endpoint": _http_url,
-        "headers": _headers,
-        "service_name": _text,
-        "queue_max": lambda v: _whole(v, 1, 1_000_000),
-        "metrics_interval_ms": lambda v: _whole(v, 100, 3_600_000),
-        "late_window_s": _seconds,
-    },
-    "metrics": {"port": lambda v: _whole(v, 0, 65535), "host": _text},
-    "limits": {"max_frame_mb": lambda v: _whole(v, 1, 1024)},
-    "tasks": {
-        "bridge": lambda v: _one_of(v, BRIDGE_MODES),
-        "ttl_s": lambda v: _seconds(v, allow_zero=False),
-        "reuse_s": _seconds,
-        "offer": lambda v: _globs(v),
-        "offer_slow": _bool,
-        "max_s": lambda v: _seconds(v, allow_zero=False),
-        "max_ttl_ms": lambda v: _whole(v, 1000, 365 * 86_400_000),
-        "poll_ms": lambda v: _whole(v, 100, 3_600_000),
-        "max_running": lambda v: _whole(v, 1, 100_000),
-        "max_running_per_host": lambda v: _whole(v, 1, 100_000),
-        "results_memory_mb": lambda v: _whole(v, 0, 65_536),
-    },
+CHECKS: dict[str, dict[str, Check | None]] = {
+    name: {f.name: check_of(f) for f in fields(cls)} for name, cls in SECTIONS.items()
 }
+KEYS: dict[str, tuple[str, ...]] = {name: tuple(checks) for name, checks in CHECKS.items()}
 
 
 def _globs(value: Any) -> tuple[str, ...]:
@@ -337,18 +250,12 @@ def _globs(value: Any) -> tuple[str, ...]:
     from mcpwatch.reliability.statesync.validate import pattern_problem
 
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _Problem(f"must be a list of tool name globs, got {value!r}")
+        raise Problem(f"must be a list of tool name globs, got {value!r}")
     for pattern in value:
         problem = pattern_problem(pattern)
         if problem is not None:
-            raise _Problem(f"{pattern!r} {problem}")
+            raise Problem(f"{pattern!r} {problem}")
     return tuple(value)
-
-
-def _one_of(value: Any, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise _Problem(f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
-    return str(value)
 
 
 def _fail(where: str, key: str, problem: str) -> UserError:
@@ -387,15 +294,15 @@ def _parse_reuse(raw: Any, where: str) -> tuple[ReusePolicy, ...]:
             if required not in item:
                 raise _fail(where, key, f"needs {required}")
         try:
-            match = _text(item["match"])
-        except _Problem as exc:
+            match = text(item["match"])
+        except Problem as exc:
             raise _fail(where, f"{key}.match", str(exc)) from None
         problem = pattern_problem(match)
         if problem is not None:
             raise _fail(where, f"{key}.match", f"{match!r} {problem}")
         try:
-            ttl = _seconds(item["ttl_s"], allow_zero=False)
-        except _Problem as exc:
+            ttl = seconds(allow_zero=False)(item["ttl_s"])
+        except Problem as exc:
             raise _fail(where, f"{key}.ttl_s", str(exc)) from None
         policies.append(ReusePolicy(match, ttl))
     return tuple(policies)
@@ -422,10 +329,10 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
                 if not isinstance(value, dict):
                     raise _fail(where, "deadline.tools", "must be a table of tool name = seconds")
                 tools: dict[str, float] = {}
-                for tool, seconds in value.items():
+                for tool, budget in value.items():
                     try:
-                        tools[tool] = _seconds(seconds, allow_zero=False, budget=True)
-                    except _Problem as exc:
+                        tools[tool] = seconds(allow_zero=False, budget=True)(budget)
+                    except Problem as exc:
                         raise _fail(where, f"deadline.tools.{tool}", str(exc)) from None
                 parsed[key] = tools
             elif section == "state_sync" and key == "policies":
@@ -433,9 +340,11 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
             elif section == "late_results" and key == "reuse":
                 parsed[key] = _parse_reuse(value, where)
             else:
+                check = CHECKS[section][key]
+                assert check is not None, f"{section}.{key} is a table with no parser"
                 try:
-                    parsed[key] = _FIELDS[section][key](value)
-                except _Problem as exc:
+                    parsed[key] = check(value)
+                except Problem as exc:
                     raise _fail(where, f"{section}.{key}", str(exc)) from None
         sections[section] = parsed
     settings = Settings(

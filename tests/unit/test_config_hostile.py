@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.config import _FIELDS, settings_from_mapping
+from mcpwatch.config import CHECKS, settings_from_mapping
 from mcpwatch.errors import UserError
 
 from checkout import REPO, mcpwatch_cmd
@@ -84,7 +84,7 @@ WEIRD = [
 
 
 def test_no_value_in_any_key_raises_anything_but_a_user_error() -> None:
-    tables = [(section, key) for section, keys in _FIELDS.items() for key in keys]
+    tables = [(section, key) for section, keys in CHECKS.items() for key in keys]
     tables += [("hosts", "x"), ("state_sync", "policies"), ("late_results", "reuse")]
     for section, key in tables:
         for value in WEIRD:

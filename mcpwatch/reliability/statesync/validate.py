@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from mcpwatch.reliability.settings import CACHE_DIRECTIVES as CACHE_DIRECTIVES  # the setting owns its words
 from mcpwatch.reliability.statesync.glob import ANY, ONE, SEPARATOR
 
-CACHE_DIRECTIVES = ("no-store", "immutable")
 POLICY_KEYS = ("match", "cache_control", "invalidates")
 
 

@@ -1,0 +1,107 @@
+"""How a setting's value is checked, declared on its dataclass field: `setting(default, check)` puts the check in
+the field's metadata, so a section's keys and their checks are one declaration (`mcpwatch.config` reads them back
+with `check_of`). The common checks live here, where the reliability core's own sections can use them without
+importing `mcpwatch.config`; a check raises `Problem` with the words after the key's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import Field, field
+from typing import Any, TypeVar
+
+from mcpwatch.reliability.seconds import InvalidValue, check_seconds, shown
+
+T = TypeVar("T")
+Check = Callable[[Any], Any]  # a raw TOML value -> the value the setting holds, or Problem
+
+CHECK = "mcpwatch.check"  # the metadata key; its value is a Check, or None for a table config parses itself
+
+
+class Problem(Exception):
+    """What is wrong with a value, in the words that follow the key's name ("must be …, got …")."""
+
+
+def setting(default: T, check: Check | None) -> T:
+    """A setting's field: its default and how a value from the file is checked (None: a table parsed by config)."""
+    return field(default=default, metadata={CHECK: check})
+
+
+def setting_table(factory: Callable[[], T], check: Check | None) -> T:
+    """A setting whose default is made fresh for each instance (a dict), with its check."""
+    return field(default_factory=factory, metadata={CHECK: check})
+
+
+def has_check(f: Field[Any]) -> bool:
+    """Whether the field says how it is checked (every field of a settings section must)."""
+    return CHECK in f.metadata
+
+
+def check_of(f: Field[Any]) -> Check | None:
+    """The field's check; None: a table the config module parses itself (or a field declaring none, which
+    `tests/unit/test_one_shape.py` refuses)."""
+    check: Check | None = f.metadata.get(CHECK)
+    return check
+
+
+def seconds(*, allow_zero: bool = True, allow_negative: bool = False, budget: bool = False) -> Check:
+    """Seconds by the one rule every layer shares (`reliability.seconds`); TOML text is not a number here."""
+
+    def check(value: Any) -> float:
+        if isinstance(value, str):
+            raise Problem(f"must be a number of seconds, got {value!r}")
+        try:
+            return check_seconds(value, "", allow_zero=allow_zero, allow_negative=allow_negative, budget=budget)
+        except InvalidValue as exc:
+            raise Problem(str(exc).lstrip()) from None
+
+    return check
+
+
+def whole(low: int, high: int) -> Check:
+    """A whole number in [low, high]."""
+
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise Problem(f"must be a whole number from {low} to {high}, got {shown(value)}")
+        return value
+
+    return check
+
+
+def megabytes(value: Any) -> float:
+    """A size in MiB: positive, finite, at most 4096 (an HTTP body the wrapper holds in memory)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 4096:
+        raise Problem(f"must be a number of MiB above 0 and at most 4096, got {shown(value)}")
+    return float(value)
+
+
+def rate(value: Any) -> float:
+    """A rate in KiB/s: positive and finite (a minimum a client must keep up)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1024 * 1024:
+        raise Problem(f"must be a number of KiB/s above 0 and at most 1048576, got {shown(value)}")
+    return float(value)
+
+
+def flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise Problem(f"must be true or false, got {value!r}")
+    return value
+
+
+def text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Problem(f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def one_of(choices: tuple[str, ...], *, quoted: bool = True) -> Check:
+    """One of a few words (quoted in the message, or as written: `no-store, immutable`)."""
+
+    def check(value: Any) -> str:
+        if value not in choices:
+            listed = ", ".join(repr(c) if quoted else c for c in choices)
+            raise Problem(f"must be one of {listed}, got {value!r}")
+        return str(value)
+
+    return check
