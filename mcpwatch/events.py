@@ -15,9 +15,9 @@ up_ids, so an up_id is named by (host_session, up_id); its request ids are "<hos
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NotRequired, TypedDict, cast, get_args, get_origin, get_type_hints
 
 
 class Kind(StrEnum):
@@ -164,26 +164,56 @@ class StateSyncSummary(TypedDict):
     overlaps: list[str]
 
 
+@dataclass
+class Counters:
+    """Every counter, declared once: the wrapper counts in one (`wrapper.calls.pending`), the console shows one
+    (`console.headless.panels.counters`), and `CountersBlock` below is its shape on the wire and in the log."""
+
+    requests: int = 0
+    ok: int = 0  # whole answers (degraded ones are counted apart)
+    degraded: int = 0  # ok answers that say they are not whole (a fallback summary, a partial run)
+    errors: int = 0
+    timeouts: int = 0
+    cancelled: int = 0
+    late_dropped: int = 0
+    late_results: int = 0  # late responses to cut tools/calls, logged as late_result
+    late_reused: int = 0  # calls answered with a stored late result
+    unknown_dropped: int = 0
+    invalidations: int = 0
+    host_frame_errors: int = 0
+    upstream_garbage: int = 0
+    progress_coalesced: int = 0  # progress replaced by a newer one for the same token before a slow host read it
+    upstream_pauses: int = 0  # times the upstream was not read because hosts had too much unsent
+
+    def to_dict(self) -> CountersBlock:
+        # the fields are CountersBlock's keys, in its order (tests/unit/test_one_shape.py holds them together)
+        return cast(CountersBlock, dict(self.__dict__))
+
+
+COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Counters))
+"""Every counter, in order (the console's tally counts one of each)."""
+
+
 class CountersBlock(TypedDict):
+    """`Counters` on the wire and in the log. A TypedDict a type checker reads cannot be derived from the
+    dataclass, and a log written before a counter existed lacks it (`NotRequired`); a test holds the keys to the
+    dataclass's fields, in order."""
+
     requests: int
-    ok: int  # whole answers (degraded ones are counted apart)
-    degraded: NotRequired[int]  # ok answers that say they are not whole (logs before it: counted in ok)
+    ok: int
+    degraded: NotRequired[int]  # logs before it: counted in ok
     errors: int
     timeouts: int
     cancelled: int
     late_dropped: int
-    late_results: int  # late responses to cut tools/calls, logged as late_result
-    late_reused: int  # calls answered with a stored late result
+    late_results: int
+    late_reused: int
     unknown_dropped: int
     invalidations: int
     host_frame_errors: int
     upstream_garbage: int
-    progress_coalesced: NotRequired[int]  # progress replaced by a newer one before a slow host read it
-    upstream_pauses: NotRequired[int]  # times the upstream was not read because hosts had too much unsent
-
-
-COUNTER_NAMES: tuple[str, ...] = tuple(CountersBlock.__annotations__)
-"""Every counter, in order: the wrapper's `Counters` and the console's are checked against these by a test."""
+    progress_coalesced: NotRequired[int]
+    upstream_pauses: NotRequired[int]
 
 
 class SessionStartData(TypedDict):

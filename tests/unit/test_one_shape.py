@@ -3,6 +3,7 @@ defects that hid where two definitions had drifted apart stay fixed."""
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import fields
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import get_args
 
 import pytest
 
-from mcpwatch import config
+from mcpwatch import config, events
 from mcpwatch.clock import ManualClock
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.panels.counters import Counters
@@ -40,11 +41,28 @@ from mcpwatch.wrapper.operator.actions import change_deadline, reset_deadline
 PACKAGE = Path(config.__file__).parent
 
 
-def test_every_copy_of_the_counters_has_the_contracts_fields_in_its_order() -> None:
+def test_the_counters_are_declared_once_and_the_wire_shape_is_held_to_them() -> None:
+    """The counters were declared three times (a TypedDict and two dataclasses); the wrapper and the console now
+    share `events.Counters`, and the wire's TypedDict (which a type checker must read) is held to it here."""
+    assert pending.Counters is events.Counters and Counters is events.Counters
+    assert tuple(f.name for f in fields(events.Counters)) == COUNTER_NAMES
     assert tuple(CountersBlock.__annotations__) == COUNTER_NAMES
-    assert tuple(f.name for f in fields(pending.Counters)) == COUNTER_NAMES
-    assert tuple(f.name for f in fields(Counters)) == COUNTER_NAMES
+    assert tuple(events.Counters(requests=1).to_dict()) == COUNTER_NAMES
     assert tuple(Tally().counts) == COUNTER_NAMES
+
+
+def test_no_other_class_declares_the_counters() -> None:
+    """A class with most of the counters as its fields is a second declaration: only the two above may be one."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = {
+                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                }
+                if len(names & set(COUNTER_NAMES)) >= len(COUNTER_NAMES) // 2:
+                    found.append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    assert found == ["events.py:Counters", "events.py:CountersBlock"]
 
 
 def test_the_wrappers_counters_are_all_declared() -> None:

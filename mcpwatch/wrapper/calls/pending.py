@@ -15,10 +15,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
+from mcpwatch.events import Counters as Counters  # declared once in events; the wrapper's parts count here
 from mcpwatch.events import (
-    CountersBlock,
     Kind,
     LateReuseData,
     Outcome,
@@ -83,29 +83,6 @@ class Pending:
     poll: str | None = None  # a tasks/* request: the task it names ("" none); its task owns it, not the log
     bridged: bool = False  # a host without tasks: mcpwatch runs this call upstream as a task (`tasks.bridge`)
     relayed_cancel: Callable[[], None] | None = None  # made again elsewhere (era translation): its cancel
-
-
-@dataclass
-class Counters:
-    requests: int = 0
-    ok: int = 0  # whole answers
-    degraded: int = 0  # ok answers that say they are not whole (a fallback summary, a partial run)
-    errors: int = 0
-    timeouts: int = 0
-    cancelled: int = 0
-    late_dropped: int = 0
-    late_results: int = 0  # late responses to cut tools/calls, logged as late_result
-    late_reused: int = 0  # calls answered with a stored late result
-    unknown_dropped: int = 0
-    invalidations: int = 0
-    host_frame_errors: int = 0
-    upstream_garbage: int = 0
-    progress_coalesced: int = 0  # progress replaced by a newer one for the same token before a slow host read it
-    upstream_pauses: int = 0  # times the upstream was not read because hosts had too much unsent
-
-    def to_dict(self) -> CountersBlock:
-        # the fields are CountersBlock's keys, in its order (tests/unit/test_one_shape.py holds them together)
-        return cast(CountersBlock, dict(self.__dict__))
 
 
 _COUNTER_OF = {

@@ -3,38 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from mcpwatch.console.headless.render_base import Palette
+from mcpwatch.events import Counters as Counters  # the one declaration; this panel shows a fresh one per view
 
 HELP: tuple[str, str] | None = (
     "Counters",
     "requests by outcome since the wrapper started; late drop = late answers dropped",
 )
 WIDGET: str | None = "counters"
-
-
-@dataclass(frozen=True, slots=True)
-class Counters:
-    requests: int = 0
-    ok: int = 0
-    degraded: int = 0  # ok answers that say they are not whole: their own outcome
-    errors: int = 0
-    timeouts: int = 0
-    cancelled: int = 0
-    late_dropped: int = 0
-    late_results: int = 0
-    late_reused: int = 0
-    unknown_dropped: int = 0
-    invalidations: int = 0
-    host_frame_errors: int = 0
-    upstream_garbage: int = 0
-    progress_coalesced: int = 0
-    upstream_pauses: int = 0
 
 
 def counters_panel(c: Counters, p: Palette) -> RenderableType:
