@@ -201,7 +201,7 @@ def tier_fit(tiers: dict[str, Any], deadline: dict[str, Any] | None) -> dict[str
     }
 
 
-def build_report(  # noqa: C901  # one fold over every event kind, each branch a line of the report; to split by section
+def build_report(
     events: Iterable[Event],
     session: dict[str, Any] | None = None,
     on_phase: Callable[[str], None] | None = None,
@@ -210,157 +210,207 @@ def build_report(  # noqa: C901  # one fold over every event kind, each branch a
     """Figures for one session from its events (in seq order, read once and never held); `session`
     (SessionInfo.to_dict()) is echoed; `on_phase` hears each step after the read (a progress line); `progress_of`
     reads the progress of the calls to estimate, when `events` leave progress out (`REPORT_KINDS` do)."""
-    tools: dict[str, _ToolStats] = {}
-    hosts: dict[str, _HostStats] = {}
-    host_names: dict[str, tuple[str | None, str | None]] = {}  # label -> (client name, deciding clock) last seen
-    open_requests: dict[str, tuple[str | None, str | None, Any]] = {}  # request_id -> (method, tool, up_id key)
-    host_of: dict[str, str] = {}  # request_id -> host label
-    tool_by_up_id: dict[Any, str] = {}  # of the calls that can leave a tombstone (not answered), for older logs
-    model_finals: dict[tuple[Any, ...], tuple[str, str, float | None]] = {}
-    by_method: dict[str, int] = {}
-    by_outcome: dict[str, int] = {}
-    deadline_initial: dict[str, Any] | None = None
-    deadline: dict[str, Any] | None = None
-    config_changes: list[dict[str, Any]] = []
-    warnings: list[dict[str, Any]] = []
-    warning_count = 0
-    unknown_dropped = 0
-    tasks = task_polls = 0  # calls that ran as MCP tasks, and the polls attributed to them (not counted as calls)
-    health: tuple[Event, dict[str, Any]] | None = None
-    timings = CallFold()  # what the "finished late" section reads (the same as `whatif`), folded as it goes
-    task_fold = TaskFold()
-    made_for: set[str] = set()  # requests mcpwatch made on a host call's behalf (era translation), not counted
-
+    fold = _ReportFold()
     for event in events:
+        fold.add(event)
+    return fold.report(session, on_phase, progress_of)
+
+
+class _ReportFold:
+    """The one pass over a session's events behind `build_report`: each kind of event has its method, each
+    section of the report is read from what they kept."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, _ToolStats] = {}
+        self.hosts: dict[str, _HostStats] = {}
+        self.host_names: dict[str, tuple[str | None, str | None]] = {}  # label -> (client name, deciding clock)
+        self.open_requests: dict[str, tuple[str | None, str | None, Any]] = {}  # request_id -> (method, tool, up key)
+        self.host_of: dict[str, str] = {}  # request_id -> host label
+        self.tool_by_up_id: dict[Any, str] = {}  # of the calls that can leave a tombstone (not answered), older logs
+        self.model_finals: dict[tuple[Any, ...], tuple[str, str, float | None]] = {}
+        self.by_method: dict[str, int] = {}
+        self.by_outcome: dict[str, int] = {}
+        self.deadline_initial: dict[str, Any] | None = None
+        self.deadline: dict[str, Any] | None = None
+        self.config_changes: list[dict[str, Any]] = []
+        self.warnings: list[dict[str, Any]] = []
+        self.warning_count = 0
+        self.unknown_dropped = 0
+        self.tasks = self.task_polls = 0  # calls that ran as MCP tasks, and the polls attributed to them
+        self.health: tuple[Event, dict[str, Any]] | None = None
+        self.timings = CallFold()  # what the "finished late" section reads (the same as `whatif`), folded as it goes
+        self.task_fold = TaskFold()
+        self.made_for: set[str] = set()  # requests mcpwatch made on a host call's behalf (era translation)
+        self._by_kind: dict[str, Callable[[Event, dict[str, Any]], None]] = {
+            _REQUEST_START: self._request_start,
+            _MODEL_STATUS: self._model_status,
+            _TOMBSTONE_HIT: self._tombstone_hit,
+            _UNKNOWN_RESPONSE: self._unknown_response,
+            _HOST_INFO: self._host_info,
+            _SESSION_START: self._session_start,
+            _CONFIG_CHANGE: self._config_change,
+            _HEALTH_CHECK: self._health_check,
+            _WARNING: self._warning,
+        }
+
+    def add(self, event: Event) -> None:
         kind = event.kind
         data = event.data if isinstance(event.data, dict) else {}
         if kind == _REQUEST_END:  # read once for both folds
             degraded = end_degraded(data)
-            timings.add(event, degraded)
-        else:
-            timings.add(event)
-        if kind in (_TASK_CREATED, _TASK_STATUS) or (kind == _REQUEST_END and task_fold.running):
-            task_fold.add(event)
-        if kind == _REQUEST_START:
-            method = str(data.get("method") or "?")
-            tool = intern(event.tool) if event.tool else None  # a few names, a million mentions
-            up_key = _key(data["up_id"], data.get("host_session")) if tool and data.get("up_id") is not None else None
-            if event.request_id is not None:
-                open_requests[event.request_id] = (method, tool, up_key)
-            if isinstance(data.get("made_for"), str):  # made on a host call's behalf: that call is the one counted
-                made_for.add(event.request_id or "")
-                continue
-            by_method[method] = by_method.get(method, 0) + 1
-            label = data.get("host")
-            if isinstance(label, str) and label:
-                stats = hosts.setdefault(label, _HostStats())
-                stats.calls += 1
-                name, stats.clock = host_names.get(label, (None, stats.clock))
-                if name:
-                    stats.names.add(name)
-                budget = _number(data.get("budget_s"))
-                if budget is not None:
-                    stats.budgets.add(budget)
-                    stats.sources.add(str(data.get("budget_source")))
-                if event.request_id is not None:
-                    host_of[event.request_id] = label
-            if tool:
-                tools.setdefault(tool, _ToolStats()).calls += 1
-        elif kind == _REQUEST_END:
-            if isinstance(data.get("task_id"), str):  # a call that ran as a task (its polls are counted on it)
-                tasks += 1
-                task_polls += data["polls"] if isinstance(data.get("polls"), int) else 0
-            _method, tool, up_key = open_requests.pop(event.request_id or "", (None, None, None))
-            outcome = DEGRADED if degraded is not None else str(data.get("outcome") or "?")
-            if up_key is not None and tool is not None and outcome not in _ANSWERED:
-                tool_by_up_id[up_key] = tool
-            if event.request_id in made_for:  # its host's call is counted, with its own outcome
-                made_for.discard(event.request_id)
-                continue
-            tool = event.tool or tool
-            by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
-            label = host_of.pop(event.request_id or "", None)
-            if label in hosts:
-                _count_end(hosts[label], outcome, data)
-            if tool:
-                _count_end(tools.setdefault(tool, _ToolStats()), outcome, data)
-        elif kind == _MODEL_STATUS and event.model:
-            status = str(data.get("status") or "")
-            if status and status != "pending":
-                model = intern(event.model)
-                key = (event.request_id, model, data.get("stage"))
-                model_finals[key] = (model, intern(status), _number(data.get("latency_ms")))
-        elif kind == _TOMBSTONE_HIT:
-            tool = event.tool or tool_by_up_id.get(_key(data.get("up_id"), data.get("host_session")))
-            tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
-        elif kind == _UNKNOWN_RESPONSE:
-            unknown_dropped += 1
-        elif kind == _HOST_INFO and isinstance(data.get("label"), str):
-            clock = got if isinstance(got := data.get("deciding_clock"), dict) else {}
-            clock_text = f"{clock.get('setting')} {clock.get('seconds'):g} s" if _number(clock.get("seconds")) else None
-            host_names[data["label"]] = (data.get("name") if isinstance(data.get("name"), str) else None, clock_text)
-        elif kind == _SESSION_START:
-            block = data.get("deadline")
-            if isinstance(block, dict):
-                deadline_initial = deadline = block
-        elif kind == _CONFIG_CHANGE:
-            block = data.get("deadline")
-            if isinstance(block, dict):
-                deadline = block
-            config_changes.append(
-                {
-                    "ts": event.ts,
-                    "mono": event.mono,
-                    "key": data.get("key"),
-                    "old": data.get("old"),
-                    "new": data.get("new"),
-                    "source": data.get("source"),
-                }
-            )
-        elif kind == _HEALTH_CHECK:
-            tiers = _health_tiers(data)
-            if tiers is not None:
-                health = (event, tiers)
-        elif kind == _WARNING:
-            warning_count += 1
-            if len(warnings) < WARNINGS_KEPT:
-                warnings.append({"ts": event.ts, "mono": event.mono, "message": data.get("message")})
+            self.timings.add(event, degraded)
+            if self.task_fold.running:
+                self.task_fold.add(event)
+            self._request_end(event, data, degraded)
+            return
+        self.timings.add(event)
+        if kind in (_TASK_CREATED, _TASK_STATUS):
+            self.task_fold.add(event)
+        handler = self._by_kind.get(kind)
+        if handler is not None:
+            handler(event, data)
 
-    by_model: dict[str, list[tuple[str, float | None]]] = {}
-    for model, status, latency in model_finals.values():
-        by_model.setdefault(model, []).append((status, latency))
+    def _request_start(self, event: Event, data: dict[str, Any]) -> None:
+        method = str(data.get("method") or "?")
+        tool = intern(event.tool) if event.tool else None  # a few names, a million mentions
+        up_key = _key(data["up_id"], data.get("host_session")) if tool and data.get("up_id") is not None else None
+        if event.request_id is not None:
+            self.open_requests[event.request_id] = (method, tool, up_key)
+        if isinstance(data.get("made_for"), str):  # made on a host call's behalf: that call is the one counted
+            self.made_for.add(event.request_id or "")
+            return
+        self.by_method[method] = self.by_method.get(method, 0) + 1
+        label = data.get("host")
+        if isinstance(label, str) and label:
+            self._host_call(label, event, data)
+        if tool:
+            self.tools.setdefault(tool, _ToolStats()).calls += 1
 
-    if on_phase is not None:
-        on_phase(f"all events read; working out the advice for {len(timings):,} tool calls")
-    if progress_of is not None:
-        for late in progress_of(timings.needing_progress()):
-            timings.add_progress(late)
-    tiers_block = None
-    if health is not None:
-        checked, tiers = health
-        tiers_block = {"checked_ts": checked.ts, **tier_fit(tiers, deadline)}
+    def _host_call(self, label: str, event: Event, data: dict[str, Any]) -> None:
+        stats = self.hosts.setdefault(label, _HostStats())
+        stats.calls += 1
+        name, stats.clock = self.host_names.get(label, (None, stats.clock))
+        if name:
+            stats.names.add(name)
+        budget = _number(data.get("budget_s"))
+        if budget is not None:
+            stats.budgets.add(budget)
+            stats.sources.add(str(data.get("budget_source")))
+        if event.request_id is not None:
+            self.host_of[event.request_id] = label
 
-    return {
-        "session": session,
-        "requests": {
-            "total": sum(by_method.values()),
-            "by_method": dict(sorted(by_method.items())),
-            "by_outcome": dict(sorted(by_outcome.items())),
-            "unfinished": len(open_requests),
-            "unknown_dropped": unknown_dropped,
-            "tasks": tasks,
-            "task_polls": task_polls,
-        },
-        "tools": [tools[name].row(name) for name in sorted(tools)],
-        "hosts": [hosts[label].host_row(label) for label in sorted(hosts)],
-        "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
-        "deadline": {"initial": deadline_initial, "final": deadline},
-        "tiers": tiers_block,
-        "finished_late": finished_late(timings.calls(), deadline, health[1] if health else None, timings.by_tier),
-        "tasks": task_fold.section(),
-        "config_changes": config_changes,
-        "warnings": {"count": warning_count, "first": warnings},
-    }
+    def _request_end(self, event: Event, data: dict[str, Any], degraded: Any) -> None:
+        if isinstance(data.get("task_id"), str):  # a call that ran as a task (its polls are counted on it)
+            self.tasks += 1
+            self.task_polls += data["polls"] if isinstance(data.get("polls"), int) else 0
+        _method, tool, up_key = self.open_requests.pop(event.request_id or "", (None, None, None))
+        outcome = DEGRADED if degraded is not None else str(data.get("outcome") or "?")
+        if up_key is not None and tool is not None and outcome not in _ANSWERED:
+            self.tool_by_up_id[up_key] = tool
+        if event.request_id in self.made_for:  # its host's call is counted, with its own outcome
+            self.made_for.discard(event.request_id)
+            return
+        tool = event.tool or tool
+        self.by_outcome[outcome] = self.by_outcome.get(outcome, 0) + 1
+        label = self.host_of.pop(event.request_id or "", None)
+        if label in self.hosts:
+            _count_end(self.hosts[label], outcome, data)
+        if tool:
+            _count_end(self.tools.setdefault(tool, _ToolStats()), outcome, data)
+
+    def _model_status(self, event: Event, data: dict[str, Any]) -> None:
+        status = str(data.get("status") or "")
+        if event.model and status and status != "pending":
+            model = intern(event.model)
+            key = (event.request_id, model, data.get("stage"))
+            self.model_finals[key] = (model, intern(status), _number(data.get("latency_ms")))
+
+    def _tombstone_hit(self, event: Event, data: dict[str, Any]) -> None:
+        tool = event.tool or self.tool_by_up_id.get(_key(data.get("up_id"), data.get("host_session")))
+        self.tools.setdefault(tool or "(unknown)", _ToolStats()).late_drops += 1
+
+    def _unknown_response(self, event: Event, data: dict[str, Any]) -> None:
+        self.unknown_dropped += 1
+
+    def _host_info(self, event: Event, data: dict[str, Any]) -> None:
+        if not isinstance(data.get("label"), str):
+            return
+        clock = got if isinstance(got := data.get("deciding_clock"), dict) else {}
+        clock_text = f"{clock.get('setting')} {clock.get('seconds'):g} s" if _number(clock.get("seconds")) else None
+        self.host_names[data["label"]] = (data.get("name") if isinstance(data.get("name"), str) else None, clock_text)
+
+    def _session_start(self, event: Event, data: dict[str, Any]) -> None:
+        block = data.get("deadline")
+        if isinstance(block, dict):
+            self.deadline_initial = self.deadline = block
+
+    def _config_change(self, event: Event, data: dict[str, Any]) -> None:
+        block = data.get("deadline")
+        if isinstance(block, dict):
+            self.deadline = block
+        self.config_changes.append(
+            {
+                "ts": event.ts,
+                "mono": event.mono,
+                "key": data.get("key"),
+                "old": data.get("old"),
+                "new": data.get("new"),
+                "source": data.get("source"),
+            }
+        )
+
+    def _health_check(self, event: Event, data: dict[str, Any]) -> None:
+        tiers = _health_tiers(data)
+        if tiers is not None:
+            self.health = (event, tiers)
+
+    def _warning(self, event: Event, data: dict[str, Any]) -> None:
+        self.warning_count += 1
+        if len(self.warnings) < WARNINGS_KEPT:
+            self.warnings.append({"ts": event.ts, "mono": event.mono, "message": data.get("message")})
+
+    def report(
+        self,
+        session: dict[str, Any] | None,
+        on_phase: Callable[[str], None] | None,
+        progress_of: Callable[[list[str]], Iterable[Event]] | None,
+    ) -> dict[str, Any]:
+        """The report's sections from what the pass kept (the late calls' progress read now, if asked)."""
+        by_model: dict[str, list[tuple[str, float | None]]] = {}
+        for model, status, latency in self.model_finals.values():
+            by_model.setdefault(model, []).append((status, latency))
+        timings, health, deadline = self.timings, self.health, self.deadline
+        if on_phase is not None:
+            on_phase(f"all events read; working out the advice for {len(timings):,} tool calls")
+        if progress_of is not None:
+            for late in progress_of(timings.needing_progress()):
+                timings.add_progress(late)
+        tiers_block = None
+        if health is not None:
+            checked, tiers = health
+            tiers_block = {"checked_ts": checked.ts, **tier_fit(tiers, deadline)}
+        tools, hosts = self.tools, self.hosts
+        return {
+            "session": session,
+            "requests": {
+                "total": sum(self.by_method.values()),
+                "by_method": dict(sorted(self.by_method.items())),
+                "by_outcome": dict(sorted(self.by_outcome.items())),
+                "unfinished": len(self.open_requests),
+                "unknown_dropped": self.unknown_dropped,
+                "tasks": self.tasks,
+                "task_polls": self.task_polls,
+            },
+            "tools": [tools[name].row(name) for name in sorted(tools)],
+            "hosts": [hosts[label].host_row(label) for label in sorted(hosts)],
+            "models": [_model_row(name, by_model[name]) for name in sorted(by_model)],
+            "deadline": {"initial": self.deadline_initial, "final": deadline},
+            "tiers": tiers_block,
+            "finished_late": finished_late(timings.calls(), deadline, health[1] if health else None, timings.by_tier),
+            "tasks": self.task_fold.section(),
+            "config_changes": self.config_changes,
+            "warnings": {"count": self.warning_count, "first": self.warnings},
+        }
 
 
 def _count_end(stats: _ToolStats, outcome: str, data: dict[str, Any]) -> None:
