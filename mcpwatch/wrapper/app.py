@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from mcpwatch.prometheus.endpoint import MetricsServer
     from mcpwatch.prometheus.fold import MetricFold
     from mcpwatch.store import EventWriter
+    from mcpwatch.wrapper.fronts.era_translate import EraTranslator
     from mcpwatch.wrapper.fronts.front_sessions import SessionPool
 
 
@@ -365,206 +366,264 @@ def _front(core: WrapperCore, pool: SessionPool | None, options: WrapOptions, on
 
 
 async def run_wrapper(options: WrapOptions) -> int:
-    settings = options.settings
-    loop = asyncio.get_running_loop()
-    log_path = options.log_path or (Path(settings.log.path) if settings.log.path else paths.default_log_path())
-    state_problem = _state_dir_problem()
-    if state_problem is not None:
-        warn(f"{state_problem}; serving on without the registry there (and without the log if it is there)")
-    writer = _open_log(options, log_path, state_problem)
-    session_id = _start_session(options, writer)
-    off_reason = "--no-log" if options.no_log else state_problem
-    early_warnings: list[str] | None = []  # until session_start is recorded
-    otel = start_otel(settings, loop, lambda message: on_warning(message))
-    fold = None
-    if options.metrics_port is not None:
-        from mcpwatch.prometheus.fold import MetricFold
+    """Run one wrapper until the host leaves or a signal comes; its exit code. Each step is one method of
+    `_Wrapper`, in the order they happen."""
+    wrapper = _Wrapper(options, asyncio.get_running_loop())
+    wrapper.open_log_and_sinks()
+    wrapper.prepare_core_parts()
+    wrapper.build_cores()
+    wrapper.record_start()
+    await wrapper.start_endpoints()
+    return await wrapper.serve()
 
-        fold = MetricFold()
-    slow = None
-    if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
-        slow = _slow_tools(
-            loop,
-            lambda tool: deadline.budget(tool).seconds,
-            lambda message: on_warning(message),
-            lambda: all_cores(core, pool),
-        )
-    sinks = [sink for sink in (writer, otel, fold, slow) if sink is not None]
-    recorder = Recorder(session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
 
-    def on_warning(message: str) -> None:
+class _Wrapper:
+    """One wrapper's parts, built in order: the log and the sinks and the recorder over them; the policies and the
+    parts every core shares; the cores and the upstream (one, or one per HTTP host session through the pool); the
+    operator endpoint, the scrape endpoint and the registry; then the front, served until it ends or a signal
+    comes, and the one shutdown path."""
+
+    writer: EventWriter | None
+    session_id: str
+    otel: OtelSink | None
+    fold: MetricFold | None
+    slow: SlowTools | None
+    recorder: Recorder
+    deadline: DeadlinePolicy
+    state_sync: StateSync | None
+    overlaps: list[str]
+    offers: SharedOffers
+    discover_memo: DiscoverMemo
+    core: WrapperCore
+    upstream: Any
+    actions: Any
+    operator: OperatorServer
+    metrics: MetricsServer | None
+
+    def __init__(self, options: WrapOptions, loop: asyncio.AbstractEventLoop) -> None:
+        self.options = options
+        self.settings = settings = options.settings
+        self.loop = loop
+        self.log_path = options.log_path or (Path(settings.log.path) if settings.log.path else paths.default_log_path())
+        self.state_problem = _state_dir_problem()
+        if self.state_problem is not None:
+            warn(f"{self.state_problem}; serving on without the registry there (and without the log if it is there)")
+        self.off_reason = "--no-log" if options.no_log else self.state_problem
+        self.early_warnings: list[str] | None = []  # until session_start is recorded
+        self.translator: EraTranslator | None = None  # the HTTP front's: 2025-era sessions' extension-only calls
+        self.pool: SessionPool | None = None
+        self.stop_reason = "host closed the connection"
+
+    def on_warning(self, message: str) -> None:
         warn(message)
-        if early_warnings is not None:
-            early_warnings.append(message)
+        if self.early_warnings is not None:
+            self.early_warnings.append(message)
         else:
-            recorder.emit(Kind.WARNING, message=message)
+            self.recorder.emit(Kind.WARNING, message=message)
 
-    deadline = DeadlinePolicy(settings.deadline, on_warning=on_warning)
-    if slow is not None and writer is not None:  # what the log shows of this upstream's calls: bounded, in a thread
-        read = partial(recent_call_ends, log_path, options.upstream_target, exclude=session_id)
-        slow.reading(loop.run_in_executor(None, read))
-    state_sync, overlaps = _state_sync(settings)
+    def all_cores(self) -> list[WrapperCore]:
+        return all_cores(self.core, self.pool)
 
-    upstream_id = upstream_key(options.upstream_target)
-    kept = None
-    if writer is not None and (settings.tasks.offer or slow is not None):
-        kept = _kept_log(settings, log_path, upstream_id, session_id, loop)
-    offers = SharedOffers(
-        kept=kept,
-        also_offered=slow.offers if slow is not None else None,
-        upstream=upstream_id,
-        held=HeldResults(settings.tasks.results_memory_mb * 1024 * 1024),
-    )
+    def open_log_and_sinks(self) -> None:
+        """The log, the optional sinks (OpenTelemetry, the scrape's fold, the slow tools' learning) and the recorder
+        writing to all of them."""
+        options, settings = self.options, self.settings
+        self.writer = _open_log(options, self.log_path, self.state_problem)
+        self.session_id = _start_session(options, self.writer)
+        self.otel = start_otel(settings, self.loop, self.on_warning)
+        self.fold = None
+        if options.metrics_port is not None:
+            from mcpwatch.prometheus.fold import MetricFold
 
-    # the upstream's last server/discover answer: the core 2026-era hosts use answers from it while the upstream starts
-    memo_file = None if state_problem is not None else memo_path(paths.state_dir(), options.upstream_target)
-    discover_memo = DiscoverMemo(memo_file, options.upstream_target, recorder.warn)
+            self.fold = MetricFold()
+        self.slow = None
+        if settings.tasks.offer_slow:  # learns from this session's ends beside the log; offers them as tasks
+            self.slow = _slow_tools(
+                self.loop, lambda tool: self.deadline.budget(tool).seconds, self.on_warning, self.all_cores
+            )
+        sinks = [sink for sink in (self.writer, self.otel, self.fold, self.slow) if sink is not None]
+        self.recorder = Recorder(self.session_id, sinks[0] if len(sinks) == 1 else Tee(*sinks) if sinks else None)
 
-    translator: EraTranslator | None = None  # the HTTP front's: 2025-era sessions' extension-only calls, 2026-era
+    def prepare_core_parts(self) -> None:
+        """What every core shares: the deadline policy, State Sync, the task offers, the discover memo."""
+        options, settings, writer, slow = self.options, self.settings, self.writer, self.slow
+        self.deadline = DeadlinePolicy(settings.deadline, on_warning=self.on_warning)
+        if slow is not None and writer is not None:  # what the log shows of this upstream's calls: bounded, a thread
+            read = partial(recent_call_ends, self.log_path, options.upstream_target, exclude=self.session_id)
+            slow.reading(self.loop.run_in_executor(None, read))
+        self.state_sync, self.overlaps = _state_sync(settings)
+        upstream_id = upstream_key(options.upstream_target)
+        kept = None
+        if writer is not None and (settings.tasks.offer or slow is not None):
+            kept = _kept_log(settings, self.log_path, upstream_id, self.session_id, self.loop)
+        self.offers = SharedOffers(
+            kept=kept,
+            also_offered=slow.offers if slow is not None else None,
+            upstream=upstream_id,
+            held=HeldResults(settings.tasks.results_memory_mb * 1024 * 1024),
+        )
+        # the upstream's last server/discover answer: the core 2026-era hosts use while the upstream starts
+        memo_file = None if self.state_problem is not None else memo_path(paths.state_dir(), options.upstream_target)
+        self.discover_memo = DiscoverMemo(memo_file, options.upstream_target, self.recorder.warn)
 
-    def make_core(host_session: str | None, *, shared: bool = False) -> WrapperCore:
+    def make_core(self, host_session: str | None, *, shared: bool = False) -> WrapperCore:
         """A core: the stdio front's only one, or one per HTTP host session (its events carry the session)."""
+        options, translator, otel, fold = self.options, self.translator, self.otel, self.fold
         made = WrapperCore(
-            settings=settings,
-            deadline=deadline,
-            recorder=recorder if host_session is None else HostSessionRecorder(recorder, host_session),
-            state_sync=state_sync,
+            settings=self.settings,
+            deadline=self.deadline,
+            recorder=self.recorder if host_session is None else HostSessionRecorder(self.recorder, host_session),
+            state_sync=self.state_sync,
             name=options.display_name,
-            loop=loop,
+            loop=self.loop,
             shared=shared,
             front="http" if options.listen else "stdio",
             trace_requests=otel is not None and otel.target.traces_url is not None,
             on_tools_listed=None if fold is None else fold.tools.add_listed,
-            offers=offers,
-            discover_memo=discover_memo if host_session is None or shared else None,
+            offers=self.offers,
+            discover_memo=self.discover_memo if host_session is None or shared else None,
             translate=translator.take if translator is not None and not shared else None,
         )
         if translator is not None and not shared:  # its calls made in the 2026 era end with its session
             made.on_detach.append(translator.session_ended)
         return made
 
-    pool = None
-    if options.listen:
+    def build_cores(self) -> None:
+        """The one core and its upstream (stdio front), or the shared core and the pool of host sessions (HTTP)."""
+        if not self.options.listen:
+            self.core = self.make_core(None)
+            self.upstream = _make_upstream(self.options, self.core)
+            self.core.attach_upstream(self.upstream)
+            return
         from mcpwatch.wrapper.fronts.era_translate import EraTranslator
         from mcpwatch.wrapper.fronts.front_sessions import SHARED_TAG, SessionPool
 
-        core = make_core(SHARED_TAG, shared=True)
-        translator = EraTranslator(core, lambda: pool.shared_session() if pool is not None else None)
-        pool = SessionPool(
-            make_core=make_core,
+        core = self.core = self.make_core(SHARED_TAG, shared=True)
+        self.translator = EraTranslator(core, lambda: self.pool.shared_session() if self.pool is not None else None)
+        settings, recorder = self.settings, self.recorder
+        self.pool = SessionPool(
+            make_core=self.make_core,
             on_refused=lambda why, now_open, cap, refused: recorder.emit(
                 Kind.HOST_SESSION_REFUSED,
                 **HostSessionRefusedData(message=why, open=now_open, max=cap, refused=refused),
             ),
-            make_upstream=lambda made: _make_upstream(options, made),
+            make_upstream=lambda made: _make_upstream(self.options, made),
             shared_core=core,
             max_sessions=settings.front.max_sessions,
             idle_s=settings.front.session_idle_s,
             clock=core.scheduler.time,
         )
-        upstream: Any = pool.shared.upstream
-    else:
-        core = make_core(None)
-        upstream = _make_upstream(options, core)
-        core.attach_upstream(upstream)
-    budget = deadline.budget(None)
-    start = SessionStartData(
-        name=options.display_name,
-        pid=os.getpid(),
-        version=__version__,
-        front="http" if options.listen else "stdio",
-        upstream={"kind": upstream.kind, "target": upstream.target},
-        config=settings.snapshot(),
-        deadline=budget.to_dict(),
-        tombstone_ttl=core.ttl_terms().to_dict(),
-        state_sync={"policies": len(settings.state_sync.policies), "overlaps": overlaps},
-    )
-    recorder.emit(Kind.SESSION_START, **start)
-    for message in early_warnings or ():
-        recorder.emit(Kind.WARNING, message=message)
-    early_warnings = None
-    for overlap in overlaps:
-        on_warning(f"State Sync: {overlap}")
+        self.upstream = self.pool.shared.upstream
 
-    token = new_token()
+    def record_start(self) -> None:
+        """`session_start`, then the warnings said before it, then State Sync's overlaps."""
+        options, settings = self.options, self.settings
+        start = SessionStartData(
+            name=options.display_name,
+            pid=os.getpid(),
+            version=__version__,
+            front="http" if options.listen else "stdio",
+            upstream={"kind": self.upstream.kind, "target": self.upstream.target},
+            config=settings.snapshot(),
+            deadline=self.deadline.budget(None).to_dict(),
+            tombstone_ttl=self.core.ttl_terms().to_dict(),
+            state_sync={"policies": len(settings.state_sync.policies), "overlaps": self.overlaps},
+        )
+        self.recorder.emit(Kind.SESSION_START, **start)
+        for message in self.early_warnings or ():
+            self.recorder.emit(Kind.WARNING, message=message)
+        self.early_warnings = None
+        for overlap in self.overlaps:
+            self.on_warning(f"State Sync: {overlap}")
 
-    def log_info() -> LogStatus:
-        return _log_info(writer, log_path, session_id, off_reason)
+    def log_info(self) -> LogStatus:
+        return _log_info(self.writer, self.log_path, self.session_id, self.off_reason)
 
-    actions = _operator_actions(core, pool, deadline, recorder)
-    operator_app = build_operator_app(
-        actions,
-        recorder,
-        token=token,
-        log_info=log_info,
-        health_tool=settings.upstream.health_tool,
-        otel_info=lambda: None if otel is None else otel.status(),
-        offered_slow=None if slow is None else slow.describe,
-    )
-    operator_limits = within_descriptors(timed_limits(settings.operator), share=1 / 8)
-    operator = OperatorServer(
-        operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits
-    )
-    operator_url = await operator.start()
-    metrics = None
-    if fold is not None:
+    def otel_status(self) -> Any:
+        return None if self.otel is None else self.otel.status()
 
-        def read_status() -> dict[str, Any]:
-            return {**actions.status(), "log": log_info(), "otel": None if otel is None else otel.status()}
+    def read_status(self) -> dict[str, Any]:
+        return {**self.actions.status(), "log": self.log_info(), "otel": self.otel_status()}
 
-        metrics = await _start_metrics(options, fold, read_status)
-    entry = registry.WrapperEntry(
-        pid=os.getpid(),
-        name=options.display_name,
-        operator_url=operator_url,
-        token=token,
-        log_path="" if writer is None else str(log_path),
-        session_id=session_id,
-        upstream=options.upstream_target,
-        started_at=time.time(),
-    )
-    if state_problem is None:
-        _register(entry)
-    print(safe_lines(startup_line(options, None if writer is None else log_path)), file=sys.stderr, flush=True)
+    async def start_endpoints(self) -> None:
+        """The operator endpoint, the scrape endpoint (with --metrics-port), the registry file, the start-up line."""
+        options, settings, slow = self.options, self.settings, self.slow
+        token = new_token()
+        self.actions = _operator_actions(self.core, self.pool, self.deadline, self.recorder)
+        operator_app = build_operator_app(
+            self.actions,
+            self.recorder,
+            token=token,
+            log_info=self.log_info,
+            health_tool=settings.upstream.health_tool,
+            otel_info=self.otel_status,
+            offered_slow=None if slow is None else slow.describe,
+        )
+        operator_limits = within_descriptors(timed_limits(settings.operator), share=1 / 8)
+        self.operator = OperatorServer(
+            operator_app, port=options.operator_port or settings.operator.port, limits=operator_limits
+        )
+        operator_url = await self.operator.start()
+        self.metrics = None
+        if self.fold is not None:
+            self.metrics = await _start_metrics(options, self.fold, self.read_status)
+        entry = registry.WrapperEntry(
+            pid=os.getpid(),
+            name=options.display_name,
+            operator_url=operator_url,
+            token=token,
+            log_path="" if self.writer is None else str(self.log_path),
+            session_id=self.session_id,
+            upstream=options.upstream_target,
+            started_at=time.time(),
+        )
+        if self.state_problem is None:
+            _register(entry)
+        log_path = None if self.writer is None else self.log_path
+        print(safe_lines(startup_line(options, log_path)), file=sys.stderr, flush=True)
 
-    stop = asyncio.Event()
-    stop_reason = ["host closed the connection"]
-
-    def on_signal(signum: int) -> None:
-        stop_reason[0] = f"received {signal.Signals(signum).name}"
+    def on_signal(self, signum: int, stop: asyncio.Event) -> None:
+        self.stop_reason = f"received {signal.Signals(signum).name}"
         stop.set()
 
-    _on_signals(loop, on_signal)
+    async def serve(self) -> int:
+        """Serve the host until its side ends or a signal comes; then the one shutdown path. The exit code."""
+        stop = asyncio.Event()
+        _on_signals(self.loop, lambda signum: self.on_signal(signum, stop))
+        front = _front(self.core, self.pool, self.options, self.on_warning)
+        # the HTTP front starts an upstream per host session (and the shared one on the first sessionless request)
+        upstream_task = asyncio.ensure_future(self.upstream.run() if self.pool is None else asyncio.sleep(0))
+        sweeper = asyncio.ensure_future(_sweep(self.settings.tombstones.sweep_interval_s, self.all_cores))
+        if self.slow is not None:  # the upstream starts meanwhile
+            await self.slow.read_or_wait()
+        front_task = asyncio.ensure_future(front.serve())
+        stopper = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({front_task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        exit_code = 0
+        if front_task.done() and front_task.exception() is not None:
+            warn(f"the host side failed: {front_task.exception()}")
+            exit_code = 1
+        try:
+            await _close_upstreams(self.core, self.upstream, self.pool, self.stop_reason)
+            await front.close()
+        finally:
+            for task in (sweeper, stopper, front_task, upstream_task):
+                task.cancel()
+            await self.close()
+        return exit_code
 
-    front = _front(core, pool, options, on_warning)
-
-    # the HTTP front starts an upstream per host session (and the shared one on the first sessionless request)
-    upstream_task = asyncio.ensure_future(upstream.run() if pool is None else asyncio.sleep(0))
-    sweeper = asyncio.ensure_future(_sweep(settings.tombstones.sweep_interval_s, lambda: all_cores(core, pool)))
-    if slow is not None:  # the upstream starts meanwhile
-        await slow.read_or_wait()
-    front_task = asyncio.ensure_future(front.serve())
-    stopper = asyncio.ensure_future(stop.wait())
-    await asyncio.wait({front_task, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    exit_code = 0
-    if front_task.done() and front_task.exception() is not None:
-        warn(f"the host side failed: {front_task.exception()}")
-        exit_code = 1
-    try:
-        await _close_upstreams(core, upstream, pool, stop_reason[0])
-        await front.close()
-    finally:
-        for task in (sweeper, stopper, front_task, upstream_task):
-            task.cancel()
-        await operator.stop()
-        if metrics is not None:
-            await metrics.stop()
+    async def close(self) -> None:
+        """The endpoints stopped, the export flushed, `session_end` with the counters, the log closed, the registry
+        file removed."""
+        await self.operator.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         exit_by = time.monotonic() + EXIT_WAIT_S
-        if otel is not None:
-            _close_otel(otel, recorder)
-        counters = core.counters.to_dict() if pool is None else actions.status()["counters"]
-        recorder.emit(Kind.SESSION_END, **SessionEndData(reason=stop_reason[0], counters=counters))
-        _close_log(writer, log_path, session_id, stop_reason[0], max(0.5, exit_by - time.monotonic()))
-        if state_problem is None:
+        if self.otel is not None:
+            _close_otel(self.otel, self.recorder)
+        counters = self.core.counters.to_dict() if self.pool is None else self.actions.status()["counters"]
+        self.recorder.emit(Kind.SESSION_END, **SessionEndData(reason=self.stop_reason, counters=counters))
+        remaining = max(0.5, exit_by - time.monotonic())
+        _close_log(self.writer, self.log_path, self.session_id, self.stop_reason, remaining)
+        if self.state_problem is None:
             registry.unregister(os.getpid())
-    return exit_code
