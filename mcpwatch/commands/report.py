@@ -57,8 +57,21 @@ def _seconds(value: float | None) -> str:
 
 
 def _render(console: Any, report: dict[str, Any]) -> None:
+    """The report as tables, one section after the other (each section prints nothing when it has nothing)."""
+    _render_session(console, report)
+    _render_tools(console, report["tools"])
+    _render_hosts(console, report.get("hosts"))
+    _render_models(console, report["models"])
+    _render_deadline(console, report["deadline"]["final"] or {})
+    _render_tiers(console, report["tiers"])
+    _render_finished_late(console, report.get("finished_late") or [])
+    _render_changes(console, report["config_changes"])
+    _render_warnings(console, report["warnings"])
+
+
+def _render_session(console: Any, report: dict[str, Any]) -> None:
+    """The session's lines: which, how long, how many requests and outcomes, the tasks."""
     from rich.markup import escape
-    from rich.table import Table
 
     from mcpwatch.logview.units import crashed_note, format_time, session_duration
 
@@ -88,6 +101,11 @@ def _render(console: Any, report: dict[str, Any]) -> None:
             f"{requests['task_polls']} polls attributed to them, not counted as requests"
         )
 
+
+def _render_tools(console: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     tools = Table(title="tools", title_justify="left")
     for header in (
         "tool",
@@ -103,7 +121,7 @@ def _render(console: Any, report: dict[str, Any]) -> None:
         "late drops",
     ):
         tools.add_column(header, justify="left" if header == "tool" else "right")
-    for t in report["tools"]:
+    for t in rows:
         tools.add_row(
             escape(t["tool"]),
             *(str(t[k]) for k in ("calls", "ok", "degraded", "errors", "deadlines", "cancelled")),
@@ -112,81 +130,117 @@ def _render(console: Any, report: dict[str, Any]) -> None:
             _seconds(t["max_s"]),
             str(t["late_drops"]),
         )
-    console.print(tools if report["tools"] else "no tool calls")
+    console.print(tools if rows else "no tool calls")
 
-    if report.get("hosts"):
-        hosts = Table(title="hosts", title_justify="left")
-        for header in (
-            "host",
-            "client names",
-            "calls",
-            "ok",
-            "degraded",
-            "errors",
-            "deadlines",
-            "cancelled",
-            "p95",
-            "budgets",
-        ):
-            hosts.add_column(header, justify="left" if header in ("host", "client names", "budgets") else "right")
-        for h in report["hosts"]:
-            budgets = ", ".join(_seconds(b) for b in h["budgets_s"]) or "-"
-            if h["clock"]:
-                budgets += f" (from {h['clock']})"
-            hosts.add_row(
-                escape(h["host"]),
-                escape(", ".join(h["client_names"]) or "-"),
-                *(str(h[k]) for k in ("calls", "ok", "degraded", "errors", "deadlines", "cancelled")),
-                _seconds(h["p95_s"]),
-                escape(budgets),
-            )
-        console.print(hosts)
 
-    if report["models"]:
-        models = Table(title="models", title_justify="left")
-        for header in ("model", "calls", "ok", "timeouts", "rate limited", "auth errors", "errors", "p50", "p95"):
-            models.add_column(header, justify="left" if header == "model" else "right")
-        models.add_column("max", justify="right")
-        for m in report["models"]:
-            models.add_row(
-                escape(m["model"]),
-                *(str(m[k]) for k in ("calls", "ok", "timeouts", "rate_limited", "auth_errors", "errors")),
-                _seconds(m["p50_s"]),  # the same format as the tools' durations: one unit across the report
-                _seconds(m["p95_s"]),
-                _seconds(m["max_s"]),
-            )
-        console.print(models)
+def _render_hosts(console: Any, rows: list[dict[str, Any]] | None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
 
-    deadline = report["deadline"]["final"] or {}
-    if deadline:
-        source = escape(str(deadline.get("source") or "-"))
-        console.print(
-            f"deadline budget {_seconds(deadline.get('budget_s'))} (source {source}; "
-            f"host timeout {_seconds(deadline.get('host_timeout_s'))}, margin {_seconds(deadline.get('margin_s'))})"
+    if not rows:
+        return
+    hosts = Table(title="hosts", title_justify="left")
+    for header in (
+        "host",
+        "client names",
+        "calls",
+        "ok",
+        "degraded",
+        "errors",
+        "deadlines",
+        "cancelled",
+        "p95",
+        "budgets",
+    ):
+        hosts.add_column(header, justify="left" if header in ("host", "client names", "budgets") else "right")
+    for h in rows:
+        budgets = ", ".join(_seconds(b) for b in h["budgets_s"]) or "-"
+        if h["clock"]:
+            budgets += f" (from {h['clock']})"
+        hosts.add_row(
+            escape(h["host"]),
+            escape(", ".join(h["client_names"]) or "-"),
+            *(str(h[k]) for k in ("calls", "ok", "degraded", "errors", "deadlines", "cancelled")),
+            _seconds(h["p95_s"]),
+            escape(budgets),
         )
-    tiers = report["tiers"]
-    if tiers:
-        budget = f"{tiers['basis']} {_seconds(tiers['budget_s'])}"
-        console.print(f"[italic]tiers vs {budget}[/] (health check at {format_time(tiers['checked_ts'])})")
-        table = Table()
-        for header in ("tier", "total", "per model", "fits"):
-            table.add_column(header, justify="left" if header == "tier" else "right")
-        for item in tiers["items"]:
-            fits = {True: "yes", False: f"NO (over by {_seconds(item['over_by_s'])})", None: "?"}[item["fits"]]
-            table.add_row(escape(item["tier"]), _seconds(item["total_s"]), _seconds(item["per_model_s"]), fits)
-        console.print(table)
-        if tiers["not_fitting"]:
-            console.print(f"[bold red]tiers that do not fit the budget:[/] {escape(', '.join(tiers['not_fitting']))}")
-    _render_finished_late(console, report.get("finished_late") or [])
-    if report["config_changes"]:
-        changes = Table(title="configuration changes", title_justify="left")
-        for header in ("time", "key", "old", "new", "source"):
-            changes.add_column(header)
-        for c in report["config_changes"]:
-            cells = (str(c["key"]), str(c["old"]), str(c["new"]), str(c["source"] or ""))
-            changes.add_row(format_time(c["ts"]), *(escape(cell) for cell in cells))
-        console.print(changes)
-    warnings = report["warnings"]
+    console.print(hosts)
+
+
+def _render_models(console: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    if not rows:
+        return
+    models = Table(title="models", title_justify="left")
+    for header in ("model", "calls", "ok", "timeouts", "rate limited", "auth errors", "errors", "p50", "p95"):
+        models.add_column(header, justify="left" if header == "model" else "right")
+    models.add_column("max", justify="right")
+    for m in rows:
+        models.add_row(
+            escape(m["model"]),
+            *(str(m[k]) for k in ("calls", "ok", "timeouts", "rate_limited", "auth_errors", "errors")),
+            _seconds(m["p50_s"]),  # the same format as the tools' durations: one unit across the report
+            _seconds(m["p95_s"]),
+            _seconds(m["max_s"]),
+        )
+    console.print(models)
+
+
+def _render_deadline(console: Any, deadline: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    if not deadline:
+        return
+    source = escape(str(deadline.get("source") or "-"))
+    console.print(
+        f"deadline budget {_seconds(deadline.get('budget_s'))} (source {source}; "
+        f"host timeout {_seconds(deadline.get('host_timeout_s'))}, margin {_seconds(deadline.get('margin_s'))})"
+    )
+
+
+def _render_tiers(console: Any, tiers: dict[str, Any] | None) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mcpwatch.logview.units import format_time
+
+    if not tiers:
+        return
+    budget = f"{tiers['basis']} {_seconds(tiers['budget_s'])}"
+    console.print(f"[italic]tiers vs {budget}[/] (health check at {format_time(tiers['checked_ts'])})")
+    table = Table()
+    for header in ("tier", "total", "per model", "fits"):
+        table.add_column(header, justify="left" if header == "tier" else "right")
+    for item in tiers["items"]:
+        fits = {True: "yes", False: f"NO (over by {_seconds(item['over_by_s'])})", None: "?"}[item["fits"]]
+        table.add_row(escape(item["tier"]), _seconds(item["total_s"]), _seconds(item["per_model_s"]), fits)
+    console.print(table)
+    if tiers["not_fitting"]:
+        console.print(f"[bold red]tiers that do not fit the budget:[/] {escape(', '.join(tiers['not_fitting']))}")
+
+
+def _render_changes(console: Any, rows: list[dict[str, Any]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from mcpwatch.logview.units import format_time
+
+    if not rows:
+        return
+    changes = Table(title="configuration changes", title_justify="left")
+    for header in ("time", "key", "old", "new", "source"):
+        changes.add_column(header)
+    for c in rows:
+        cells = (str(c["key"]), str(c["old"]), str(c["new"]), str(c["source"] or ""))
+        changes.add_row(format_time(c["ts"]), *(escape(cell) for cell in cells))
+    console.print(changes)
+
+
+def _render_warnings(console: Any, warnings: dict[str, Any]) -> None:
+    from rich.markup import escape
+
     if warnings["count"]:
         plural = "s" if warnings["count"] != 1 else ""
         first = escape(str(warnings["first"][0]["message"]))
