@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from console_helpers import SIZE, RecordingControls, generic_session, ready, sample_app
 from rich.text import Text
+from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Input
 
@@ -25,6 +26,7 @@ from mcpwatch.console.headless.render_base import TOOL_WIDTH_MAX, TOOL_WIDTH_MIN
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import FeedStatus
 from mcpwatch.console.headless.views import ViewState
+from mcpwatch.console.screens import main as main_screen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
@@ -290,3 +292,14 @@ async def test_a_panel_added_to_the_list_is_placed_drawn_refreshed_and_described
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
         text = " ".join(app.screen.query_one("#help-text").plain.split())
         assert "Probe a test-only panel: the calls counted so far" in text
+
+
+def test_the_keys_a_panel_declares_become_main_screen_bindings() -> None:
+    key = board.Key("x", "events", "Probe", "probe.events")
+    probe = board.Box(_probe_module(), "Probe", "side", lambda v, c: Text(""), lambda v: 0, keys=(key,))
+    (binding,) = main_screen.panel_bindings([probe])
+    assert isinstance(binding, Binding)
+    assert (binding.key, binding.action, binding.description, binding.id) == ("x", "events", "Probe", "probe.events")
+    # the registered panels' keys are on the screen, after its own (the footer's order is unchanged)
+    own = len(MainScreen.BINDINGS) - len(main_screen.PANEL_BINDINGS)
+    assert MainScreen.BINDINGS[own:] == main_screen.panel_bindings(board.boxes())

@@ -43,9 +43,15 @@ FOCUS_BINDINGS: list[BindingType] = [
     Binding("tab", "focus_step(1)", "Next", id="main.focus_next", show=False),
     Binding("shift+tab", "focus_step(-1)", "Previous", id="main.focus_previous", show=False),
 ]
-PANEL_BINDINGS: list[BindingType] = [
-    Binding(k.key, k.action, k.description, id=k.id, show=k.show) for p in board.boxes() for k in p.keys
-]
+
+
+def panel_bindings(panels: list[Box]) -> list[BindingType]:
+    """The keys the panels add (`board.Key`), as the main screen's bindings (after its own, so its footer's order
+    stays): `[console.keys]` rebinds them by id like any other."""
+    return [Binding(k.key, k.action, k.description, id=k.id, show=k.show) for p in panels for k in p.keys]
+
+
+PANEL_BINDINGS = panel_bindings(board.boxes())  # the list as imported: a panel's keys are bound with its class
 
 
 def _placed(area: Area) -> ComposeResult:
