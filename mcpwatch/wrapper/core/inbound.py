@@ -125,7 +125,8 @@ class UpstreamInbound:
             self._warn(f"upstream {text}; answered with an error")
             self.session.send_direct(frames.error_response(message["id"], frames.INTERNAL_ERROR, text))
 
-    def _upstream_response(self, message: dict[str, Any]) -> None:  # noqa: C901  # every way an upstream answer ends a call, in one dispatch
+    def _upstream_response(self, message: dict[str, Any]) -> None:
+        """An upstream's answer: a late one, or one the task parts take; else the host's reply, and the call ends."""
         if self.session.internal and self.session.answer_internal(message):
             return
         up_id = message["id"]
@@ -133,69 +134,98 @@ class UpstreamInbound:
         if pending is None:
             self.session.late.late_response(up_id, message)
             return
+        if self._taken_by_tasks(pending, message):
+            return
         reply = {"jsonrpc": "2.0", "id": pending.host_id}
+        if "error" in message:
+            ended = self._error_reply(pending, message, reply)
+            if ended is None:
+                return  # made again in the 2026 era: its answer comes through `translated`
+            outcome, detail = ended
+        else:
+            outcome, detail = self._result_reply(pending, message.get("result"), reply)
+        elapsed = self.table.finish(pending, outcome, reply, detail)
+        if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
+            self._note_host_health_check(pending, message, elapsed)
+
+    def _taken_by_tasks(self, pending: Pending, message: dict[str, Any]) -> bool:
+        """Whether the task parts took the answer: a task's poll, a task made, an offered task's input request, or
+        a call sent again as a task."""
         if self.tasks is not None and pending.poll is not None:  # a task's poll: the answer goes to its task too
             self.table.finish(pending, Outcome.OK, {**message, "id": pending.host_id}, {})
             self.tasks.answered(pending, message)
-            return
+            return True
         result = message.get("result")
         watch = self.tasks if pending.method == "tools/call" and _may_be_task(result) else None
         if watch is not None and watch.created(pending, result, bridged=pending.bridged) is not None:
             if not pending.bridged:  # a task: the host has it, and the call lives on as it (a bridged one waits)
-                self.table.hand_over(pending, {**reply, "result": message["result"]})
-            return
+                self.table.hand_over(pending, {"jsonrpc": "2.0", "id": pending.host_id, "result": message["result"]})
+            return True
         if self.offer is not None and "result" in message and self.offer.asked_input(pending, message):
-            return  # an offered task's call asked its host for input: made again once the host answers
+            return True  # an offered task's call asked its host for input: made again once the host answers
         retry = self.bridge is not None and "error" in message and self.bridge.retry_as_task(pending, message)
-        if retry and self.session.transmit(pending, pending.message) in ("sent", "queued"):
-            return  # the same call again, as a task the host waits for
-        if "error" in message:
-            era_refusal = self.bridge.era_refusal(pending, message["error"]) if self.bridge is not None else None
-            if era_refusal is not None and self.translate is not None:
-                client = (self.session.init_params or {}).get("clientInfo")
-                if self.translate(pending, client, era_refusal, self.translated):
-                    self._end_heartbeat(pending)  # the 2026-era call's own heartbeat and progress reach the host
-                    return  # made again in the 2026 era: its answer comes through `translated`
-            reply["error"] = era_refusal or message["error"]  # a 2025-era host told why a 2026-only tool cannot run
-            outcome = Outcome.ERROR
-            detail: RequestEndDetail = {"error": frames.text_of(message["error"], 1000)}
-        else:
-            outcome = Outcome.OK
-            if pending.method == "tools/call" and isinstance(result, dict):
-                if result.get("isError") is True:
-                    outcome = Outcome.TOOL_ERROR
-                elif self.state_sync is not None and pending.tool is not None:
-                    result = self._invalidate(pending, result)
-            elif pending.method == "tools/list" and isinstance(result, dict):
-                if self.on_tools_listed is not None:
-                    self.on_tools_listed(result)
-                if self.bridge is not None:  # hosts without tasks see the tools mcpwatch runs as tasks as ordinary
-                    result = self.bridge.tools_listed(pending.link, result)
-                if self.offer is not None:  # hosts with tasks see the tools offered as tasks as such
-                    result = self.offer.tools_listed(pending.link, result)
-                if self.state_sync is not None:
-                    result = self.state_sync.decorate_tools(result)
-            elif pending.method == "server/discover" and isinstance(result, dict):
-                if self.bridge is not None:  # does the upstream take the tasks extension? (before the offer's mark)
-                    self.bridge.discovered(result)
-                if self.on_discovered is not None:  # kept, to answer while the upstream starts next time
-                    self.on_discovered(result)
-                if self.offer is not None:  # a 2026-era host learns mcpwatch offers tasks
-                    result = self.offer.decorate_discover(result)
-            elif pending.method == "initialize" and isinstance(result, dict):
-                self.session.init_result = result
-                if self.offer is not None:  # a host with tasks learns mcpwatch takes them for offered tools
-                    result = self.offer.decorate_initialize(pending.link, result)
-            reply["result"] = result
-            detail = {}
-            if pending.method == "tools/call":
-                detail["result_preview"] = frames.text_of(result, 4096)
-                degraded = degraded_of_result(result, detail["result_preview"]) if outcome is Outcome.OK else None
-                if degraded is not None:
-                    detail["degraded"] = degraded
-        elapsed = self.table.finish(pending, outcome, reply, detail)
-        if pending.tool is not None and pending.tool == self._health_tool and "result" in message:
-            self._note_host_health_check(pending, message, elapsed)
+        # the same call again, as a task the host waits for
+        return bool(retry and self.session.transmit(pending, pending.message) in ("sent", "queued"))
+
+    def _error_reply(
+        self, pending: Pending, message: dict[str, Any], reply: dict[str, Any]
+    ) -> tuple[Outcome, RequestEndDetail] | None:
+        """The host's error reply (filled into `reply`) and how the call ended; None: made again in the 2026 era."""
+        era_refusal = self.bridge.era_refusal(pending, message["error"]) if self.bridge is not None else None
+        if era_refusal is not None and self.translate is not None:
+            client = (self.session.init_params or {}).get("clientInfo")
+            if self.translate(pending, client, era_refusal, self.translated):
+                self._end_heartbeat(pending)  # the 2026-era call's own heartbeat and progress reach the host
+                return None
+        reply["error"] = era_refusal or message["error"]  # a 2025-era host told why a 2026-only tool cannot run
+        return Outcome.ERROR, {"error": frames.text_of(message["error"], 1000)}
+
+    def _result_reply(self, pending: Pending, result: Any, reply: dict[str, Any]) -> tuple[Outcome, RequestEndDetail]:
+        """The host's result (filled into `reply`, decorated as its method needs) and how the call ended."""
+        outcome = Outcome.OK
+        if pending.method == "tools/call" and isinstance(result, dict):
+            if result.get("isError") is True:
+                outcome = Outcome.TOOL_ERROR
+            elif self.state_sync is not None and pending.tool is not None:
+                result = self._invalidate(pending, result)
+        elif pending.method == "tools/list" and isinstance(result, dict):
+            result = self._tools_listed(pending, result)
+        elif pending.method == "server/discover" and isinstance(result, dict):
+            result = self._discovered(result)
+        elif pending.method == "initialize" and isinstance(result, dict):
+            self.session.init_result = result
+            if self.offer is not None:  # a host with tasks learns mcpwatch takes them for offered tools
+                result = self.offer.decorate_initialize(pending.link, result)
+        reply["result"] = result
+        detail: RequestEndDetail = {}
+        if pending.method == "tools/call":
+            detail["result_preview"] = frames.text_of(result, 4096)
+            degraded = degraded_of_result(result, detail["result_preview"]) if outcome is Outcome.OK else None
+            if degraded is not None:
+                detail["degraded"] = degraded
+        return outcome, detail
+
+    def _tools_listed(self, pending: Pending, result: dict[str, Any]) -> dict[str, Any]:
+        """tools/list's result as this host sees it: the task parts' marks and State Sync's notes."""
+        if self.on_tools_listed is not None:
+            self.on_tools_listed(result)
+        if self.bridge is not None:  # hosts without tasks see the tools mcpwatch runs as tasks as ordinary
+            result = self.bridge.tools_listed(pending.link, result)
+        if self.offer is not None:  # hosts with tasks see the tools offered as tasks as such
+            result = self.offer.tools_listed(pending.link, result)
+        if self.state_sync is not None:
+            result = self.state_sync.decorate_tools(result)
+        return result
+
+    def _discovered(self, result: dict[str, Any]) -> dict[str, Any]:
+        """server/discover's result: learnt by the bridge, kept for next time, marked with the offer."""
+        if self.bridge is not None:  # does the upstream take the tasks extension? (before the offer's mark)
+            self.bridge.discovered(result)
+        if self.on_discovered is not None:  # kept, to answer while the upstream starts next time
+            self.on_discovered(result)
+        if self.offer is not None:  # a 2026-era host learns mcpwatch offers tasks
+            result = self.offer.decorate_discover(result)
+        return result
 
     def translated(self, pending: Pending, message: dict[str, Any]) -> None:
         """The answer to a host's call made again in the 2026 era (`fronts.era_translate`): the host's answer."""
