@@ -94,9 +94,13 @@ def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
 def test_bench_hosts_quick_measures_each_stage_of_hosts() -> None:
     done = subprocess.run(mcpwatch_cmd("bench", "hosts", "--quick"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    stages = json.loads(done.stdout)["stages"]
-    assert [s["hosts"] for s in stages] == [1, 4, 4] and "paced_calls_per_s" in stages[-1]
+    report = json.loads(done.stdout)
+    saturation, paced = report["saturation"], report["paced"]
+    assert [s["hosts"] for s in saturation] == [s["hosts"] for s in paced] == [1, 4]
+    assert all(s["per_host_calls_per_s"] == 5.0 and s["p99_from_due_ms"] > 0 for s in paced)
+    stages = saturation + paced
     assert all(s["calls_per_s"] > 0 and 0 < s["median_ms"] <= s["p99_ms"] for s in stages)
+    assert all(s["wrapper_cpu_us_per_call"] > 0 and s["upstreams_cpu_us_per_call"] > 0 for s in stages)
 
 
 @pytest.mark.slow
