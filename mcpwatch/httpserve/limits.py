@@ -97,6 +97,29 @@ def _refresh_date(server_state: Any, config: Any, wall_clock: Callable[[], float
     return headers
 
 
+class HeadWithBody:
+    """A response's transport until its first body bytes: uvicorn writes the head (status line and headers) as soon
+    as the app starts the response, and the body in a write of its own, so each answer took two system calls and
+    woke its client twice (it reads the head, then waits for the body). The head is held and written with the first
+    body bytes, the same bytes in one write. Only for a response of known length, whose body follows at once: an
+    event stream's head goes out at once (a host waits for it before any event)."""
+
+    def __init__(self, cycle: Any, transport: Any) -> None:
+        self._cycle = cycle
+        self._transport = transport
+        self._head: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        if self._head is None:
+            self._head = bytes(data)
+            return
+        self._cycle.transport = self._transport  # from now on the cycle writes to the connection itself
+        self._transport.write(self._head + data)
+
+    def __getattr__(self, name: str) -> Any:  # close, is_closing, get_extra_info: the connection's own
+        return getattr(self._transport, name)
+
+
 class LimitedProtocol(HttpToolsProtocol):
     """uvicorn's HTTP protocol with the connection limits: heads and bodies bounded in size and time, idle
     connections closed, a cap on connections open at once. `limited_protocol` binds it to one server's limits."""
@@ -178,7 +201,8 @@ class LimitedProtocol(HttpToolsProtocol):
         super().send_400_response(msg)
 
     def _date_when_sent(self) -> None:
-        """The new request's response takes the default headers (its Date) when it starts, not now."""
+        """The new request's response takes the default headers (its Date) when it starts, not now; a response of
+        known length goes out in one write with its first body bytes (`HeadWithBody`)."""
         cycle = self.cycle
         if cycle is None:
             return
@@ -187,6 +211,10 @@ class LimitedProtocol(HttpToolsProtocol):
         async def send(message: Any) -> None:
             if message["type"] == "http.response.start":
                 cycle.default_headers = _refresh_date(server_state, config, self.limits.wall_clock)
+                headers = message.get("headers", ())
+                if cycle.scope["method"] != "HEAD" and any(name.lower() == b"content-length" for name, _ in headers):
+                    held: Any = HeadWithBody(cycle, cycle.transport)  # (HEAD: uvicorn writes no body at all)
+                    cycle.transport = held
             await plain_send(message)
 
         cycle.send = send  # type: ignore[method-assign]  # the app and uvicorn's own 500 both send through it
