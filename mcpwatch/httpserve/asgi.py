@@ -100,6 +100,9 @@ def quiet_server(
         lifespan=lifespan,
         ws="none",
         interface="asgi3",
+        # the peer is who connected: uvicorn would otherwise take X-Forwarded-For from any local process as the
+        # client's address (it trusts 127.0.0.1 by default), so a refused host could name anyone in the log
+        proxy_headers=False,
         http=limited_protocol(limits),
     )
     return _Server(config)
