@@ -42,6 +42,7 @@ HOSTS = (1, 4, 16, 64)
 STDERR = subprocess.DEVNULL
 ROOT_ENV = "MCPWATCH_BENCH_FRONT_ROOT"
 PER_HOST_CALLS_PER_S = 5.0  # a call every 200 ms per host: more often than a model-driven host calls a tool
+PACED_MIN_S = 2.0  # at that pace a stage needs seconds to hold enough calls for a median (even with --quick)
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 
 
@@ -192,7 +193,7 @@ async def _drive(
                 hosts.append(host)
             await host.call()  # the newest upstream has started
             saturation.append(await _stage(hosts, seconds, warmup_s, pid))
-            paced.append(await _stage(hosts, seconds, warmup_s, pid, per_host=PER_HOST_CALLS_PER_S))
+            paced.append(await _stage(hosts, max(seconds, PACED_MIN_S), warmup_s, pid, per_host=PER_HOST_CALLS_PER_S))
     finally:
         for host in hosts:
             host.close()
