@@ -2,6 +2,10 @@
 front and the HTTP front, in the 2025 era (clientInfo in initialize) and the 2026 era (clientInfo on each request).
 
 The budget a call got is read where the upstream sees it: the `dev.mcpwatch/deadline_ms` the wrapper stamps on it.
+Every host's budget in both eras, the deadline's text naming the host's clock and the heartbeats' timing are the
+core's, tested exactly on a manual clock in tests/unit/test_core_hosts.py; here what only a real process shows:
+the HTTP front's sessions, the command line's flags and start-up line, the operator's status, heartbeats on an
+event stream.
 """
 
 from __future__ import annotations
@@ -37,12 +41,6 @@ BUDGETS = {
     "mcp-inspector": (50, 50),
     "someone-new": (110, 110),
 }
-LABELS = {
-    "claude-code": "Claude Code",
-    "codex-mcp-client": "Codex CLI",
-    "gemini-cli-mcp-client": "Gemini CLI",
-    "someone-new": "unknown host 'someone-new'",
-}
 
 
 def logged(log) -> list:
@@ -64,88 +62,6 @@ def assert_budget(got: float, expected: float, who: str) -> None:
 
 def modern_meta(name: str) -> dict:
     return {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": {"name": name}}
-
-
-async def test_stdio_2025_era_each_client_name_gets_its_hosts_budget(tmp_path):
-    """A stdio front serves one host, so each name has a wrapper of its own: all of them at once."""
-
-    async def host_named(name: str) -> None:
-        log = tmp_path / f"{name}.db"
-        async with raw_host(RAW_SERVER, tmp_path, log=log, name=name) as host:
-            info = {"name": name, "version": "9.9"}
-            await host.call(
-                "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": info}, timeout=30
-            )
-            host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            reply = await host.tool("echo", timeout=30)
-            assert_budget(stamped_budget_s(reply), BUDGETS[name][0], name)
-            assert await host.close() == 0, name
-            host.assert_clean_stderr()
-        infos = [e for e in logged(log) if e.kind == "host_info"]
-        assert len(infos) == 1 and infos[0].data["name"] == name and infos[0].data["version"] == "9.9", name
-        assert infos[0].data["front"] == "stdio", name
-        assert infos[0].data["known"] is (name != "someone-new"), name
-        if name in LABELS:
-            assert infos[0].data["label"] == LABELS[name]
-
-    async with asyncio.TaskGroup() as group:
-        for name in sorted(BUDGETS):
-            group.create_task(host_named(name))
-
-
-async def test_stdio_2026_era_each_request_names_its_own_host(tmp_path):
-    log = tmp_path / "events.db"
-    async with raw_host(RAW_SERVER, tmp_path, log=log) as host:
-        for name, (expected, _) in BUDGETS.items():
-            reply = await host.call("tools/call", {"name": "echo", "arguments": {}, "_meta": modern_meta(name)})
-            assert_budget(stamped_budget_s(reply), expected, name)
-        # the same host again is not logged again
-        await host.call("tools/call", {"name": "echo", "arguments": {}, "_meta": modern_meta("codex-mcp-client")})
-        assert await host.close() == 0
-    infos = [e.data["name"] for e in logged(log) if e.kind == "host_info"]
-    assert infos == list(BUDGETS)
-
-
-async def test_a_deadline_names_the_hosts_clock(tmp_path):
-    config = tmp_path / "mcpwatch.toml"
-    config.write_text("[hosts.codex-mcp-client]\nwall_s = 3\n")
-    env = {"MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
-    async with raw_host(RAW_SERVER, tmp_path, env=env, wrap_args=["--config", str(config)]) as host:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-mcp-client"}}
-        await host.call("initialize", init, timeout=30)
-        reply = await host.tool("sleep", {"seconds": 3})
-        text = reply["result"]["content"][0]["text"]
-        assert reply["result"]["isError"] is True
-        assert "deadline budget of 1 s (Codex CLI tool_timeout_sec 3 s − margin 2 s" in text, text
-        assert await host.close() == 0
-
-
-async def test_heartbeats_keep_an_idle_clock_alive_and_stop_at_the_answer(tmp_path):
-    config = tmp_path / "mcpwatch.toml"
-    config.write_text("[hosts.patient-host]\nidle_s = 0.6\nwall_s = 30\n")
-    log = tmp_path / "events.db"
-    async with raw_host(RAW_SERVER, tmp_path, log=log, wrap_args=["--config", str(config)]) as host:
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "patient-host"}}
-        await host.call("initialize", init, timeout=30)
-        params = {"name": "sleep", "arguments": {"seconds": 1.6, "steps": 1}, "_meta": {"progressToken": "p1"}}
-        reply = await host.call("tools/call", params)
-        assert reply["result"]["content"][0]["text"] == "slept 1.6"
-        beats = [r for r in host.notifications if "still working" in str(r.message["params"].get("message"))]
-        upstream = [r for r in host.notifications if r.message["params"].get("message") == "step 1"]
-        assert len(beats) >= 3, [r.message for r in host.notifications]  # every 0.3 s while the upstream is silent
-        assert all(r.message["params"]["progressToken"] == "p1" and r.message["params"]["progress"] == 0 for r in beats)
-        assert len(upstream) == 1  # the upstream's own progress still passes through, once
-        answered = host.responses[json.dumps(reply["id"])][0].index
-        assert all(r.index < answered for r in beats)
-        await asyncio.sleep(0.7)
-        assert len(
-            [r for r in host.notifications if "still working" in str(r.message["params"].get("message"))]
-        ) == len(beats)
-        assert await host.close() == 0
-    events = logged(log)
-    heartbeats = [e for e in events if e.kind == "heartbeat"]
-    assert len(heartbeats) == len(beats) and heartbeats[0].data["interval_s"] == 0.3
-    assert [e.data["message"] for e in events if e.kind == "progress"] == ["step 1"]  # heartbeats are not progress
 
 
 def http_post(http: httpx2.AsyncClient, url: str, body: dict, session: str | None = None):
