@@ -1,6 +1,6 @@
 """Deadlines in the wrapper's core on a manual clock: the budget boundary, the time left stamped as a frame leaves
 the queue, the queue's own bound, cancel upstream once, the tombstone and its expiry — exact to the millisecond,
-with no real waiting. (The end-to-end tests in tests/integration drive the same paths through a real process.)"""
+with no real waiting. (tests/integration/test_wrap_deadline.py drives the deadline's stamp through a real process.)"""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from taskrig import CoreRig
+from taskrig import CoreRig, RawRig
 
 from mcpwatch.clock import ManualClock
+from mcpwatch.config import Settings, settings_from_mapping
 from mcpwatch.events import Kind, UpstreamState
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META, PARTIAL_META
+from mcpwatch.wrapper.operator.actions import OperatorActions
 
 
 class Rig(CoreRig):
@@ -168,3 +170,60 @@ def test_the_manual_scheduler_runs_due_timers_in_order_at_their_own_time() -> No
     assert seen == [("a", 1.0), ("b", 2.0)] and scheduler.pending == 0
     with pytest.raises(ValueError):
         scheduler.advance(-1)
+
+
+# -- The deadline paths a real wrapper's tests drove over pipes (tests/integration/test_wrap_deadline.py), here
+# -- against RawUpstream, the raw fixture server's tools in memory, with the settings the environment would give.
+
+
+def test_deadline_answers_in_budget_with_partial_progress_then_drops_the_late_answer(loop) -> None:
+    env = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
+    rig = RawRig(loop, base=Settings(), environ=env)
+    params = {"name": "sleep", "arguments": {"seconds": 2.4, "steps": 8}, "_meta": {"progressToken": "p"}}
+    request_id = rig.send("tools/call", params)
+    rig.scheduler.advance(1.0)  # a step every 0.3 s: three before the cut
+    reply = rig.reply_to(request_id)
+    progress = [m["params"]["message"] for m in rig.notifications()]
+    assert progress == ["step 1", "step 2", "step 3"]
+    assert reply["result"]["isError"] is True
+    text = reply["result"]["content"][0]["text"]
+    assert "'sleep'" in text and "deadline budget of 1 s" in text
+    assert "host timeout 3 s" in text and "margin 2 s" in text and "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC" in text
+    assert "last progress 3/8 — step 3" in text
+    assert reply["result"]["_meta"][PARTIAL_META]["last_progress"]["progress"] == 3
+    # the stubborn server goes on: five more steps and its answer at 2.4 s, all dropped, none delivered
+    rig.scheduler.advance(1.4)
+    status = OperatorActions(rig.core).status()
+    assert status["counters"]["timeouts"] == 1 and status["counters"]["late_dropped"] == 6
+    assert status["tombstones"]["count"] == 1
+    assert len(rig.notifications()) == 3 and len([m for m in rig.host.sent if m.get("id") == request_id]) == 1
+    assert rig.tool("echo", {"x": 1})["result"]["isError"] is False  # the next call is unaffected
+    assert len(rig.upstream.cancelled) == 1
+    assert len(rig.events(Kind.TOMBSTONE_ADD)) == 1 and len(rig.events(Kind.TOMBSTONE_HIT)) == 6
+    [end] = [e for e in rig.events(Kind.REQUEST_END) if e.tool == "sleep"]
+    assert end.data["outcome"] == "deadline"
+
+
+def test_a_host_cancel_is_forwarded_with_the_upstream_id(loop) -> None:
+    rig = RawRig(loop, base=Settings())
+    request_id = rig.send("tools/call", {"name": "hang", "arguments": {}})
+    [call] = [m for m in rig.upstream.sent if m.get("method") == "tools/call"]
+    rig.core.host_message(
+        rig.host, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    )
+    assert rig.upstream.cancelled == [call["id"]] and isinstance(call["id"], int)
+    assert [m for m in rig.host.sent if m.get("id") == request_id] == []  # a cancelled call is not answered
+    assert rig.tool("echo")["result"]["isError"] is False
+
+
+def test_a_per_tool_budget_sets_its_own_tombstone_ttl(loop) -> None:
+    rig = RawRig(loop, base=settings_from_mapping({"deadline": {"tools": {"sleep": 0.5}}}))
+    request_id = rig.send("tools/call", {"name": "sleep", "arguments": {"seconds": 1.5, "steps": 1}})
+    rig.scheduler.advance(0.5)
+    result = rig.reply_to(request_id)["result"]
+    assert (
+        result["isError"]
+        and "deadline budget of 0.5 s (mcpwatch.toml [deadline.tools] sleep" in result["content"][0]["text"]
+    )
+    assert OperatorActions(rig.core).status()["tombstones"]["ttl_s"] == 155  # the global formula: 110 + 10 + 30 + 5
+    assert [e.data["ttl_s"] for e in rig.events(Kind.TOMBSTONE_ADD)] == [45.5]  # this call's 0.5 s + 10 + 30 + 5
