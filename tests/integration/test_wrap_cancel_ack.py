@@ -18,12 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 from mcp import Client, StdioServerParameters
 
 from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
-from checkout import REPO, mcpwatch_cmd
+from checkout import REPO
 from wraptools import FIXTURES, RAW_SERVER, SDK_SERVER, free_port, wait_for_port
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +68,7 @@ def upstream_for(kind: str) -> Iterator[tuple[list[str], str, dict[str, str]]]:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 from rich.console import Console
 
 from mcpwatch.console.headless.model import ConsoleModel
@@ -22,7 +23,6 @@ from mcpwatch.events import payload_problems
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.store import EventReader
 
-from checkout import REPO, mcpwatch_cmd
 from wraptools import wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ COUNCIL = [sys.executable, "-m", "mcpwatch", "council", "--scenario", "default",
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 @pytest.mark.slow

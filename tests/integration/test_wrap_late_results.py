@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
-from checkout import REPO, mcpwatch_cmd
 from waiting import patience
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
@@ -42,7 +42,7 @@ async def cut_call(client, arguments: dict) -> float:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 from test_store_sample import TIERS, SampleSession, write_sample
 
 from mcpwatch import paths
@@ -22,13 +23,11 @@ from mcpwatch.replay.recording import Recording
 from mcpwatch.store import EventReader, LogError
 from mcpwatch.store.db import translate_errors
 
-from checkout import REPO, mcpwatch_cmd
-
 DAY = 86400.0
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 @pytest.fixture

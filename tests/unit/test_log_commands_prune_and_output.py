@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 from rich.console import Console
 from test_store_sample import dead_pid, write_sample
 
@@ -52,7 +53,7 @@ print("done", flush=True)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from clirun import run_cli
+
 from mcpwatch.events import Event, Kind, payload_problems
 from mcpwatch.logview.report import build_report
 from mcpwatch.logview.tasks_report import section_lines
@@ -65,8 +67,6 @@ def test_report_and_whatif_read_the_pace_of_the_calls_they_estimate_from_the_log
     """Progress is most of a long session, so the commands leave it out of the stream and read only the progress of
     the calls they estimate; the pace basis must still reach their figures."""
     import json
-    import subprocess
-    import sys
 
     from mcpwatch.store import EventWriter
 
@@ -92,8 +92,7 @@ def test_report_and_whatif_read_the_pace_of_the_calls_they_estimate_from_the_log
     writer.close()
 
     def run(*args: str) -> dict[str, Any]:
-        done = subprocess.run([sys.executable, "-m", "mcpwatch", *args, str(path), "--json"], capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        done = run_cli(*args, str(path), "--json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
@@ -21,8 +22,6 @@ from mcpwatch.logview.whatif import (
 )
 from mcpwatch.reliability.cancel_ack import is_cancel_ack, is_cancel_ack_text
 from mcpwatch.store.writer import EventWriter
-
-from checkout import REPO, mcpwatch_cmd
 
 DEADLINE = {"host_timeout_s": 30.0, "margin_s": 10.0, "override_s": None, "budget_s": 20.0, "source": "derived"}
 
@@ -158,7 +157,7 @@ def write_log(path: Path) -> str:
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=REPO, timeout=60)
+    return run_cli(*args)
 
 
 def test_whatif_command_on_a_real_log(tmp_path: Path) -> None:
