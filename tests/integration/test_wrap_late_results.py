@@ -1,5 +1,7 @@
 """Late results end to end with a real slow server: cut at 0.5 s, it answers at 1.5 s; the log keeps the answer,
-report and whatif read it, and a reuse policy (only then) answers the next identical call with it."""
+report and whatif read it, and a reuse policy (only then) answers the next identical call with it. That a State
+Sync mutation's late result is never reused, and every other rule of reuse, is the core's
+(tests/unit/test_late_results.py)."""
 
 from __future__ import annotations
 
@@ -152,27 +154,3 @@ async def test_a_reuse_policy_answers_the_next_identical_call_at_once(isolated_s
     mine = ("late_result", "late_reuse", "request_start", "request_end", "tombstone_hit")
     for event in (e for e in logged if e.kind in mine):  # the late ones and the reused call's, as their types say
         assert payload_problems(event.kind, event.data) == [], (event.kind, event.data)
-
-
-@pytest.mark.slow
-async def test_a_state_sync_mutation_is_never_reused(isolated_state: Path, tmp_path: Path) -> None:
-    config = tmp_path / "mcpwatch.toml"
-    config.write_text(
-        '[[late_results.reuse]]\nmatch = "**"\nttl_s = 60\n'
-        '[[state_sync.policies]]\nmatch = "sleep"\ninvalidates = ["naps.*"]\n'
-    )
-    async with wrapped_client(
-        [sys.executable, RAW_SERVER], env=BUDGET_HALF_S, wrap_args=["--config", str(config)]
-    ) as client:
-        operator = Operator(registry_entry(isolated_state))
-        await cut_call(client, SLOW)
-        await wait_for_late_results(operator, 1)
-        await cut_call(client, SLOW)  # cut again: not answered from the late result
-        status = await operator.tool("status")
-        assert status["counters"]["late_reused"] == 0 and status["counters"]["late_results"] >= 1
-    with EventReader(isolated_state / "events.db") as reader:
-        session = reader.latest_session()
-        warnings = [e.data["message"] for e in reader.events(session.id, kinds=["warning"])]
-        late = list(reader.events(session.id, kinds=["late_result"]))
-    assert "late results of sleep are never reused: State Sync treats it as a mutation (invalidates)" in warnings
-    assert late[0].data["reuse_ttl_s"] is None
