@@ -1,8 +1,11 @@
-"""Drive `mcpwatch council` as a real subprocess through the MCP SDK client (legacy mode, like Claude Code),
-with a tap that records every raw frame the server sends."""
+"""Drive `mcpwatch council` through the MCP SDK client (legacy mode, like Claude Code), with a tap that records every
+raw frame the server sends: in this process over the SDK's memory streams (`council`, JSON-RPC frames as on stdio,
+without starting an interpreter that imports the SDK for every test), or as a real subprocess over stdio
+(`council_process`, for what only the process shows; tests/council/test_council_cli.py starts its own too)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import textwrap
 from collections.abc import AsyncIterator
@@ -13,7 +16,12 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
+
+from mcpwatch.commands import council as council_command
+from mcpwatch.council.server import build_server
+from mcpwatch.council.settings import load_settings
 
 from checkout import REPO, mcpwatch_cmd
 
@@ -73,7 +81,44 @@ def server_params(*args: str, env: dict[str, str] | None = None) -> StdioServerP
 
 
 @asynccontextmanager
-async def council(
+async def served_in_memory(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """`mcpwatch council ARGS` with the environment `env` alone (as the subprocess gets it), served in this process:
+    the client's (read, write) streams."""
+    parser = argparse.ArgumentParser(prog="mcpwatch council")
+    council_command.configure(parser)
+    parsed = parser.parse_args(list(args))
+    settings = load_settings(
+        dict(env or {}),
+        scenario=parsed.scenario,
+        backend=parsed.backend,
+        time_scale=parsed.time_scale,
+        seed=parsed.seed,
+        http=None,
+        base_url=parsed.base_url,
+    )
+    server, _ = build_server(settings)
+    lowlevel = server._lowlevel_server
+    async with (
+        create_client_server_memory_streams() as (client_streams, server_streams),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(lambda: lowlevel.run(*server_streams, lowlevel.create_initialization_options()))
+        try:
+            yield client_streams
+        finally:
+            group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def council(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[tuple[Client, Wire]]:
+    """A legacy-mode client connected to `mcpwatch council ARGS` in this process, plus the wire tap."""
+    wire = Wire()
+    async with Client(tapped(served_in_memory(*args, env=env), wire), mode="legacy", read_timeout_seconds=30) as client:
+        yield client, wire
+
+
+@asynccontextmanager
+async def council_process(
     *args: str, env: dict[str, str] | None = None, errlog: Path | None = None
 ) -> AsyncIterator[tuple[Client, Wire]]:
     """A legacy-mode client connected to `mcpwatch council ARGS` over stdio, plus the wire tap."""
@@ -122,6 +167,7 @@ __all__ = [
     "call",
     "consult",
     "council",
+    "council_process",
     "server_params",
     "statuses",
     "write_scenario",
