@@ -18,6 +18,7 @@ from mcpwatch.config import DeadlineSettings, Settings
 from mcpwatch.events import Event, UpstreamState
 from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
+from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -80,6 +81,7 @@ class CoreRig:
             settings=self.settings,
             deadline=DeadlinePolicy(self.settings.deadline, environ=dict(environ or {})),
             recorder=self.recorder,
+            state_sync=state_sync(self.settings),
             loop=loop,
             scheduler=self.scheduler,
             front=front,
@@ -91,6 +93,13 @@ class CoreRig:
 
     def make_upstream(self) -> Upstream:
         return Upstream()
+
+
+def state_sync(settings: Settings) -> StateSync | None:
+    """State Sync as a wrapper builds it from its settings (none when no policy and no default is set)."""
+    if not settings.state_sync.enabled:
+        return None
+    return StateSync(list(settings.state_sync.policies), settings.state_sync.default_cache_control)
 
 
 class TaskRig(CoreRig):
@@ -135,11 +144,12 @@ class TaskRig(CoreRig):
 class RawUpstream(Upstream):
     """In memory, the tools of `tests/fixtures/raw_server.py` on the rig's manual clock: `echo` (its arguments, the
     stamped `deadline_ms` and the progress token it saw), `noop`, `sleep(seconds, steps)` (a progress notification
-    per step when the call has a token; it ignores cancellation and answers late), `hang` (never answers).
+    per step when the call has a token; it ignores cancellation and answers late), `hang` (never answers),
+    `tasks.update(fail)` and `tasks.list` (for State Sync).
     Answers go back through `deliver` from a timer, never from inside `send` (as they would from a real pipe);
     every cancellation received is kept in `cancelled`."""
 
-    TOOLS = ("echo", "noop", "sleep", "hang")
+    TOOLS = ("echo", "noop", "sleep", "hang", "tasks.update", "tasks.list")
 
     def __init__(self, scheduler: ManualScheduler, deliver: Callable[[dict[str, Any]], None]) -> None:
         super().__init__()
@@ -191,6 +201,10 @@ class RawUpstream(Upstream):
                     notification = {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress}
                     self._later(seconds * step / steps, notification)
             self._later(seconds, _text(request_id, f"slept {seconds}"))
+        elif name == "tasks.update":
+            self._later(0, _text(request_id, json.dumps({"ok": True}), is_error=bool(args.get("fail"))))
+        elif name == "tasks.list":
+            self._later(0, _text(request_id, "[]"))
         elif name != "hang":
             self._later(0, _text(request_id, f"Unknown tool: {name}", is_error=True))
 
