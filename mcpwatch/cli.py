@@ -1,7 +1,9 @@
 """The `mcpwatch` entry point: one program, one subcommand per job.
 
 Each subcommand lives in `mcpwatch.commands.<name>` with `HELP`, `configure(parser)` and `run(args) -> int`.
-Command modules import only argparse-level things at module scope, so `mcpwatch wrap` starts fast.
+Command modules import only argparse-level things at module scope, and a named subcommand imports and configures
+only its own module (the whole list is built for `--help` and for a name that is not a command), so `mcpwatch
+sessions` or `mcpwatch wrap` pays for nothing else at start-up.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from types import ModuleType
 
 from mcpwatch import __version__
 from mcpwatch.errors import UserError
-from mcpwatch.terminal import safe
 
 # Listed in the order `--help` shows them; a name appears only when its module exists.
 COMMAND_NAMES = (
@@ -41,16 +42,19 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]  # argparse's returns NoReturn; this one exits too
+        from mcpwatch.terminal import safe
+
         self.exit(2, f"{self.prog}: error: {safe(message)} (see --help)\n")
 
 
-def available_commands() -> dict[str, ModuleType]:
-    found: dict[str, ModuleType] = {}
-    for name in COMMAND_NAMES:
-        module_name = f"mcpwatch.commands.{name}"
-        if importlib.util.find_spec(module_name) is not None:
-            found[name] = importlib.import_module(module_name)
-    return found
+def _exists(name: str) -> bool:
+    return importlib.util.find_spec(f"mcpwatch.commands.{name}") is not None
+
+
+def available_commands(only: str | None = None) -> dict[str, ModuleType]:
+    """Every subcommand's module, or with `only` (a command's name) that one module alone."""
+    names = (only,) if only in COMMAND_NAMES else COMMAND_NAMES
+    return {name: importlib.import_module(f"mcpwatch.commands.{name}") for name in names if _exists(name)}
 
 
 def build_parser(commands: dict[str, ModuleType]) -> OneLineParser:
@@ -69,15 +73,13 @@ def build_parser(commands: dict[str, ModuleType]) -> OneLineParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    commands = available_commands()
-    parser = build_parser(commands)
     if not args_list or (args_list[0].startswith("-") and args_list[0] not in ("-h", "--help", "--version")):
-        if DEFAULT_COMMAND in commands:
+        if _exists(DEFAULT_COMMAND):
             args_list.insert(0, DEFAULT_COMMAND)
         elif not args_list:
-            parser.print_help()
+            build_parser(available_commands()).print_help()
             return 0
-    args = parser.parse_args(args_list)
+    args = build_parser(available_commands(args_list[0])).parse_args(args_list)
     try:
         code = int(args._run(args) or 0)
         if sys.stdout is not None and not getattr(sys.stdout, "closed", True):
@@ -89,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _discard_stdout()
         return 0  # `mcpwatch report | head`: the reader has seen enough, as with `git log | head`
     except UserError as exc:
+        from mcpwatch.terminal import safe
+
         print(f"mcpwatch: {safe(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

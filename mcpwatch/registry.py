@@ -9,10 +9,8 @@ a file (another URL must be given on the command line).
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
-import secrets
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -66,6 +64,8 @@ def is_loopback_url(url: str) -> bool:
         return False
     if host == "localhost":
         return True
+    import ipaddress  # here, as `secrets` below: the log commands import this module only for `pid_alive`
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -83,6 +83,8 @@ def register(entry: WrapperEntry, directory: Path | None = None) -> Path:
         privacy.ensure_dir(directory.parent)
     privacy.ensure_dir(directory, "registry directory")
     final = directory / f"{entry.pid}.json"
+    import secrets
+
     temp = directory / f".{entry.pid}.{secrets.token_hex(8)}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, privacy.FILE_MODE)
     try:

@@ -22,9 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from mcpwatch.commands._output import stdout_console
+    # Imported here, each only on the path that needs it: the listing reads one row per session, so start-up is
+    # most of the command's time (tests/unit/test_sessions_startup.py keeps the heavy packages out).
     from mcpwatch.registry import remove_ghosts
     from mcpwatch.store import EventReader, log_path
 
@@ -33,8 +32,12 @@ def run(args: argparse.Namespace) -> int:
     with EventReader(path) as reader:
         sessions = reader.sessions()
     if args.json:
+        import json
+
         print(json.dumps([s.to_dict() for s in sessions], indent=2))
         return 0
+    from mcpwatch.commands._output import stdout_console
+
     render_sessions(stdout_console(), sessions, path)
     return 0
 

@@ -8,13 +8,16 @@ Datasette too.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mcpwatch import paths
 from mcpwatch.registry import pid_alive
 from mcpwatch.store.db import LogError
 from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, prune
 from mcpwatch.store.schema import SCHEMA_VERSION
-from mcpwatch.store.writer import EventWriter, new_session_id
+
+if TYPE_CHECKING:
+    from mcpwatch.store.writer import EventWriter, new_session_id
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -34,3 +37,13 @@ __all__ = [
 def log_path(given: str | Path | None = None) -> Path:
     """The log a command should use: the one given, else `<state dir>/events.db`."""
     return Path(given).expanduser() if given else paths.default_log_path()
+
+
+def __getattr__(name: str) -> Any:
+    """The writer's names, imported on first use: a command that only reads (`sessions`) does not load it."""
+    if name in ("EventWriter", "new_session_id"):
+        from mcpwatch.store import writer
+
+        value = globals()[name] = getattr(writer, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
