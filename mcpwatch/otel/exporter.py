@@ -3,7 +3,7 @@ optional packages (`pip install 'mcpwatch[otel]'`); nothing imports this module 
 
 The recorder hands each event of interest to `OtelSink.emit`, which only appends it to a bounded queue (on the
 message pump, so nothing else); the thread folds events into spans (`spans.SpanBuilder`), batches them to the
-collector and records the metrics, which the SDK's periodic reader sends. A slow or unreachable collector only
+collector and adds the metrics up (`metric_fold.OtlpMetricFold`), which a thread of their own pushes periodically. A slow or unreachable collector only
 fills the queue: what does not fit is counted as dropped, in `status` and in the log, and the host never waits.
 """
 
@@ -18,10 +18,19 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.metrics import Observation
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExportResult, PeriodicExportingMetricReader
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.sdk.metrics import Counter
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    Histogram,
+    HistogramDataPoint,
+    Metric,
+    MetricExportResult,
+    MetricsData,
+    NumberDataPoint,
+    ResourceMetrics,
+    ScopeMetrics,
+    Sum,
+)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SpanEvent
 from opentelemetry.sdk.trace import ReadableSpan
@@ -33,6 +42,7 @@ from mcpwatch.events import Event
 from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.encode import SpanEncoder
+from mcpwatch.otel.metric_fold import COUNTERS, LEVEL_UNITS, LEVELS, OtlpMetricFold
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
 
 # The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
@@ -125,62 +135,90 @@ class CountingMetricExporter(OTLPMetricExporter):
 
 
 class MetricRecorder:
-    """The convention's duration histogram and mcpwatch's counters, read and sent by the SDK periodically."""
+    """The convention's duration histogram and mcpwatch's counters and levels: added up by `OtlpMetricFold` as the
+    export thread folds events, and pushed every `metrics_interval_ms` by a thread of its own (as the SDK's periodic
+    reader did) through the SDK's OTLP exporter. Nothing is pushed before the first measurement."""
 
-    UP_DOWN = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
+    UP_DOWN = LEVELS
+    DURATION_DESCRIPTION = "Duration of MCP requests the wrapper forwarded, until answered"
 
     def __init__(self, target: OtelTarget, url: str, on_push: Callable[[bool, str | None], None]) -> None:
-        reader = PeriodicExportingMetricReader(
-            CountingMetricExporter(url, target.headers or None, on_push),
-            export_interval_millis=target.metrics_interval_ms,
-        )
-        buckets = View(
-            instrument_name=DURATION_METRIC,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS),
-        )
-        self.provider = MeterProvider(
-            metric_readers=[reader], resource=service_resource(target), views=[buckets], shutdown_on_exit=False
-        )
-        meter = self.provider.get_meter("mcpwatch", __version__)
-        self.duration = meter.create_histogram(
-            DURATION_METRIC, unit="s", description="Duration of MCP requests the wrapper forwarded, until answered"
-        )
-        # Levels (calls in flight, live tombstones) are summed here and read by the SDK when it exports: two
-        # additions per call instead of two SDK operations on the export thread.
-        self.levels: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
-        for name in self.UP_DOWN:
-            meter.create_observable_up_down_counter(
-                name, callbacks=[self._observe(name)], unit="{call}" if "calls" in name else "{tombstone}"
-            )
-        self.instruments: dict[str, Any] = {}
-        for name, description in (
-            ("mcpwatch.deadlines", "Calls cut at their deadline budget"),
-            ("mcpwatch.late_answers", "Responses and progress that arrived after their call was cut (dropped)"),
-            ("mcpwatch.late_results", "Cut tools/calls that answered after all (kept in the log)"),
-            ("mcpwatch.late_reuses", "Calls answered at once with a stored late result (opt-in reuse)"),
-            ("mcpwatch.upstream.restarts", "Times the upstream was started again after it was lost"),
-            ("mcpwatch.heartbeats", "Progress sent by the wrapper to keep a host's idle clock alive"),
-        ):
-            self.instruments[name] = meter.create_counter(name, description=description)
+        self.exporter = CountingMetricExporter(url, target.headers or None, on_push)
+        self.resource = service_resource(target)
+        self.scope = InstrumentationScope("mcpwatch", __version__)
+        self.instruments = dict(COUNTERS)  # each counter's name and description
+        preferred = getattr(self.exporter, "_preferred_temporality", {}).get(Counter)
+        self.temporality = preferred or AggregationTemporality.CUMULATIVE  # OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_…
+        self.fold = OtlpMetricFold(time.time_ns(), delta=self.temporality == AggregationTemporality.DELTA)
+        self.lock = threading.Lock()  # the fold: added to on the export thread, read on the push thread
+        self.interval_s = target.metrics_interval_ms / 1000
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mcpwatch-otel-metrics", daemon=True)
+        self._thread.start()
 
-    def _observe(self, name: str) -> Callable[[Any], list[Observation]]:
-        def observe(_options: Any) -> list[Observation]:
-            levels = list(self.levels.items())  # one atomic copy: the export thread goes on adding
-            return [Observation(value, dict(attrs)) for (kind, attrs), value in levels if kind == name]
-
-        return observe
+    def record_all(self, measures: Iterable[Measure]) -> None:
+        """Add a batch of measurements (one lock for the batch)."""
+        with self.lock:
+            fold = self.fold
+            fold.now_ns = time.time_ns()
+            for measure in measures:
+                fold.record(measure)
 
     def record(self, measure: Measure) -> None:
-        if measure.name == DURATION_METRIC:
-            self.duration.record(measure.value, measure.attributes)
-        elif measure.name in self.UP_DOWN:
-            key = (measure.name, frozenset(measure.attributes.items()))
-            self.levels[key] = self.levels.get(key, 0) + measure.value
-        elif (instrument := self.instruments.get(measure.name)) is not None:
-            instrument.add(measure.value, measure.attributes)
+        self.record_all((measure,))
 
-    def shutdown(self, timeout_s: float) -> None:
-        self.provider.shutdown(timeout_millis=timeout_s * 1000)
+    def metrics_data(self) -> MetricsData | None:
+        """What a push sends now, as the SDK's data (None: nothing measured yet, or nothing new for deltas)."""
+        with self.lock:
+            snapshot = self.fold.snapshot(time.time_ns())
+        if snapshot.empty():
+            return None
+        now, temporality = snapshot.now_ns, self.temporality
+        metrics: list[Metric] = []
+        if snapshot.durations:
+            points = [
+                HistogramDataPoint(
+                    attributes=p.attributes,
+                    start_time_unix_nano=p.start_ns,
+                    time_unix_nano=now,
+                    count=p.buckets.count,
+                    sum=p.buckets.total,
+                    bucket_counts=p.buckets.counts,
+                    explicit_bounds=DURATION_BUCKETS,
+                    min=p.buckets.low,
+                    max=p.buckets.high,
+                )
+                for p in snapshot.durations
+            ]
+            histogram = Histogram(data_points=points, aggregation_temporality=temporality)
+            metrics.append(Metric(DURATION_METRIC, self.DURATION_DESCRIPTION, "s", histogram))
+        for numbers, monotonic in ((snapshot.counters, True), (snapshot.levels, False)):
+            by_name: dict[str, list[NumberDataPoint]] = {}
+            for n in numbers:
+                by_name.setdefault(n.name, []).append(NumberDataPoint(n.attributes, n.start_ns, now, n.value))
+            for name, data_points in by_name.items():
+                kind = temporality if monotonic else AggregationTemporality.CUMULATIVE
+                data = Sum(data_points=data_points, aggregation_temporality=kind, is_monotonic=monotonic)
+                metrics.append(Metric(name, self.instruments.get(name, ""), LEVEL_UNITS.get(name, ""), data))
+        scope = ScopeMetrics(scope=self.scope, metrics=metrics, schema_url="")
+        return MetricsData([ResourceMetrics(resource=self.resource, scope_metrics=[scope], schema_url="")])
+
+    def push(self) -> None:
+        data = self.metrics_data()
+        if data is not None:
+            self.exporter.export(data)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.push()
+
+    def shutdown(self, timeout_s: float, push: bool = True) -> None:
+        """One last push (what was measured since the last), within `timeout_s`; then the exporter stops."""
+        self._stop.set()
+        self._thread.join(timeout_s)
+        if push and not self._thread.is_alive():
+            self.push()
+        self.exporter.shutdown()
 
 
 class OtelSink:
@@ -266,12 +304,15 @@ class OtelSink:
 
     def _fold(self, events: Iterable[Event]) -> list[CallSpan]:
         spans: list[CallSpan] = []
+        measures: list[Measure] = []
         for event in events:
             for output in self._builder.feed(event):
                 if isinstance(output, CallSpan):
                     spans.append(output)
-                elif self._metrics is not None:
-                    self._metrics.record(output)
+                else:
+                    measures.append(output)
+        if measures and self._metrics is not None:
+            self._metrics.record_all(measures)
         return spans
 
     def _send(self, spans: list[CallSpan]) -> None:

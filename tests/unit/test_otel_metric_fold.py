@@ -1,0 +1,113 @@
+"""The OTLP metrics mcpwatch adds up itself are the ones the OpenTelemetry SDK's instruments gave: one stream of
+measurements recorded both ways, cumulative and delta, gives the same data points (attributes, count, sum, buckets,
+min, max, values) and the same temporality, push after push."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from test_metrics_agree import two_sessions_each_restarting_once
+
+from mcpwatch.otel.config import OtelTarget
+from mcpwatch.otel.exporter import MetricRecorder
+from mcpwatch.otel.metric_fold import COUNTERS, LEVELS
+from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, Measure
+
+URL = "http://127.0.0.1:9/v1/metrics"  # never reached: the tests read what a push would send
+
+
+class SdkRecorder:
+    """The SDK's instruments, as mcpwatch recorded through them before."""
+
+    def __init__(self, temporality: Any) -> None:
+        self.reader = InMemoryMetricReader(preferred_temporality=temporality)
+        view = View(instrument_name=DURATION_METRIC, aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS))
+        self.provider = MeterProvider(metric_readers=[self.reader], views=[view], shutdown_on_exit=False)
+        meter = self.provider.get_meter("mcpwatch")
+        self.duration = meter.create_histogram(DURATION_METRIC, unit="s")
+        self.counters = {name: meter.create_counter(name) for name in COUNTERS}
+        self.levels: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
+        for name in LEVELS:
+            meter.create_observable_up_down_counter(name, callbacks=[self._observe(name)])
+
+    def _observe(self, name: str) -> Callable[[CallbackOptions], list[Observation]]:
+        def observe(_options: CallbackOptions) -> list[Observation]:
+            return [Observation(v, dict(attrs)) for (kind, attrs), v in self.levels.items() if kind == name]
+
+        return observe
+
+    def record(self, measure: Measure) -> None:
+        if measure.name == DURATION_METRIC:
+            self.duration.record(measure.value, measure.attributes)
+        elif measure.name in LEVELS:
+            key = (measure.name, frozenset(measure.attributes.items()))
+            self.levels[key] = self.levels.get(key, 0) + measure.value
+        else:
+            self.counters[measure.name].add(measure.value, measure.attributes)
+
+    def data(self) -> MetricsData | None:
+        return self.reader.get_metrics_data()
+
+
+def points(data: MetricsData | None) -> dict[tuple[str, frozenset[tuple[str, Any]]], tuple[Any, ...]]:
+    """Every data point by metric and attributes: what a collector reads of it (times aside)."""
+    found: dict[tuple[str, frozenset[tuple[str, Any]]], tuple[Any, ...]] = {}
+    for resource in data.resource_metrics if data is not None else []:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                temporality = metric.data.aggregation_temporality
+                for p in metric.data.data_points:
+                    key = (metric.name, frozenset(p.attributes.items()))
+                    if hasattr(p, "bucket_counts"):
+                        shape = (p.count, p.sum, tuple(p.bucket_counts), tuple(p.explicit_bounds), p.min, p.max)
+                    else:
+                        shape = (float(p.value), getattr(metric.data, "is_monotonic", None))
+                    found[key] = (temporality, *shape)
+    return found
+
+
+def measures() -> list[Measure]:
+    from mcpwatch.otel.spans import SpanBuilder
+
+    builder = SpanBuilder()
+    events = two_sessions_each_restarting_once()
+    found = [out for event in events for out in builder.feed(event) if isinstance(out, Measure)]
+    found += [Measure(DURATION_METRIC, value, {"mcp.method.name": "tools/call"}) for value in (0.01, 0.5, 301.0)]
+    return found
+
+
+@pytest.mark.parametrize("preference", ["cumulative", "delta"])
+def test_the_points_are_the_sdk_s_push_after_push(preference: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", preference)
+    ours = MetricRecorder(OtelTarget(traces_url=None, metrics_url=URL, metrics_interval_ms=3_600_000), URL, print)
+    theirs = SdkRecorder(ours.exporter._preferred_temporality)
+    try:
+        stream = measures()
+        assert len({m.name for m in stream}) == len(COUNTERS) + len(LEVELS) + 1  # every metric moves
+        for batch in (stream[:7], stream[7:], [], stream[:3]):  # a push after each batch, one after nothing
+            ours.record_all(batch)
+            for measure in batch:
+                theirs.record(measure)
+            expected, got = points(theirs.data()), points(ours.metrics_data())
+            assert got == pytest.approx(expected) if expected else got == {}
+            assert got or (preference == "delta" and not batch) or not stream
+    finally:
+        ours.shutdown(0.1, push=False)
+        theirs.provider.shutdown()
+
+
+def test_nothing_is_pushed_before_the_first_measurement() -> None:
+    recorder = MetricRecorder(OtelTarget(traces_url=None, metrics_url=URL), URL, print)
+    try:
+        assert recorder.metrics_data() is None
+        recorder.record(Measure("mcpwatch.heartbeats", 1.0, {}))
+        data = recorder.metrics_data()
+        assert data is not None and points(data)[("mcpwatch.heartbeats", frozenset())][1:] == (1.0, True)
+    finally:
+        recorder.shutdown(0.1, push=False)
