@@ -15,7 +15,9 @@ from typing import Any
 
 from mcpwatch.otel.spans import AttributeValue, CallSpan
 
-CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again (ids vary per call)
+CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again
+PER_CALL = frozenset({"jsonrpc.request.id", "mcpwatch.upstream.request_id"})
+"""Attributes whose value is new with every call: encoded each time, never cached (they would only evict)."""
 _KIND_CLIENT = b"\x30\x03"  # Span.kind (6) = SPAN_KIND_CLIENT
 _FLAGS_LOCAL = b"\x85\x01" + struct.pack("<I", 0x100)  # flags (16, fixed32): HAS_IS_REMOTE
 _FLAGS_REMOTE_PARENT = b"\x85\x01" + struct.pack("<I", 0x300)  # HAS_IS_REMOTE | IS_REMOTE
@@ -25,7 +27,12 @@ _fixed64 = struct.Struct("<Q").pack
 _double = struct.Struct("<d").pack
 
 
+_ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # every length under 128: most fields of a span
+
+
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _ONE_BYTE[value]
     value &= (1 << 64) - 1  # int64: a negative is its two's complement in ten bytes
     out = bytearray()
     while value > 0x7F:
@@ -42,6 +49,15 @@ def _field(tag: bytes, payload: bytes) -> bytes:
 
 def _text(tag: bytes, text: str) -> bytes:
     return _field(tag, text.encode("utf-8", "surrogatepass"))
+
+
+def _id(hex_id: str, size: int) -> bytes:
+    """A trace or span id's bytes: `fromhex` for the usual lowercase hex of its size, else as an int (as before)."""
+    try:
+        raw = bytes.fromhex(hex_id)
+    except ValueError:
+        raw = b""
+    return raw if len(raw) == size else int(hex_id, 16).to_bytes(size, "big")
 
 
 def any_value(value: AttributeValue) -> bytes:
@@ -73,6 +89,9 @@ class SpanEncoder:
         """Each attribute as a `tag` field holding its KeyValue."""
         pairs, out = self._pairs, []
         for key, value in attributes:
+            if key in PER_CALL:
+                out.append(_field(tag, key_value(key, value)))
+                continue
             pair = (key, type(value), value)  # the type too: True and 1 are equal keys of a dict
             encoded = pairs.get(pair)
             if encoded is None:
@@ -88,11 +107,11 @@ class SpanEncoder:
         if span.dropped_events:
             attributes = [*attributes, ("mcpwatch.events_dropped", span.dropped_events)]
         parts = [
-            b"\x0a\x10" + int(span.trace_id, 16).to_bytes(16, "big"),  # trace_id (1)
-            b"\x12\x08" + int(span.span_id, 16).to_bytes(8, "big"),  # span_id (2)
+            b"\x0a\x10" + _id(span.trace_id, 16),  # trace_id (1)
+            b"\x12\x08" + _id(span.span_id, 8),  # span_id (2)
         ]
         if span.parent_span_id:
-            parts.append(b"\x22\x08" + int(span.parent_span_id, 16).to_bytes(8, "big"))  # parent_span_id (4)
+            parts.append(b"\x22\x08" + _id(span.parent_span_id, 8))  # parent_span_id (4)
         parts += [
             _text(b"\x2a", span.name),  # name (5)
             _KIND_CLIENT,

@@ -3,8 +3,9 @@ optional packages (`pip install 'mcpwatch[otel]'`); nothing imports this module 
 
 The recorder hands each event of interest to `OtelSink.emit`, which only appends it to a bounded queue (on the
 message pump, so nothing else); the thread folds events into spans (`spans.SpanBuilder`), batches them to the
-collector and adds the metrics up (`metric_fold.OtlpMetricFold`), which a thread of their own pushes periodically. A slow or unreachable collector only
-fills the queue: what does not fit is counted as dropped, in `status` and in the log, and the host never waits.
+collector and adds the metrics up (`metric_fold.OtlpMetricFold`), which a thread of their own pushes periodically.
+A slow or unreachable collector only fills the queue: what does not fit is counted as dropped, in `status` and in
+the log, and the host never waits.
 """
 
 from __future__ import annotations

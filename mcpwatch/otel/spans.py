@@ -51,6 +51,7 @@ KINDS = frozenset(
 """The event kinds the export reads; the recorder hands over only these."""
 
 _CUT = frozenset({Outcome.DEADLINE, Outcome.CANCELLED, Outcome.UPSTREAM_LOST})
+_NUMBER = (int, float)
 _METRIC_ATTRIBUTES = (
     "mcp.method.name",
     "gen_ai.tool.name",
@@ -205,42 +206,40 @@ class SpanBuilder:
         return []
 
     def _request_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
-        method = str(data.get("method") or "?")
-        target = event.tool if event.tool is not None else data.get("prompt")
-        trace_id, span_id = data.get("trace_id"), data.get("span_id")
+        get, tool, request_id = data.get, event.tool, event.request_id  # read once: this runs for every call
+        method = str(get("method") or "?")
+        target = tool if tool is not None else get("prompt")
+        trace_id, span_id = get("trace_id"), get("span_id")
         if not (isinstance(trace_id, str) and isinstance(span_id, str)):
             trace_id, span_id = _derived_ids(event.session_id, event.seq)
         attributes: dict[str, AttributeValue] = {**self.common, "mcp.method.name": method}
         attributes["network.transport"] = self.transport
-        if event.request_id is not None:
-            attributes["jsonrpc.request.id"] = event.request_id
+        if request_id is not None:
+            attributes["jsonrpc.request.id"] = request_id
         if self.protocol_version:
             attributes["mcp.protocol.version"] = self.protocol_version
-        if isinstance(data.get("host_session"), str) and data["host_session"]:
-            attributes["mcp.session.id"] = data["host_session"]
-        if method == "tools/call" and event.tool is not None:
-            attributes["gen_ai.tool.name"] = event.tool
+        host_session = get("host_session")
+        if isinstance(host_session, str) and host_session:
+            attributes["mcp.session.id"] = host_session
+        if method == "tools/call" and tool is not None:
+            attributes["gen_ai.tool.name"] = tool
             attributes["gen_ai.operation.name"] = "execute_tool"
-        if isinstance(data.get("budget_s"), int | float):
-            attributes["mcpwatch.budget_s"] = float(data["budget_s"])
-        if isinstance(data.get("budget_source"), str):
-            attributes["mcpwatch.budget_source"] = data["budget_source"]
+        budget, source = get("budget_s"), get("budget_source")
+        if isinstance(budget, _NUMBER):
+            attributes["mcpwatch.budget_s"] = float(budget)
+        if isinstance(source, str):
+            attributes["mcpwatch.budget_source"] = source
         if self.host_profile:
             attributes["mcpwatch.host_profile"] = self.host_profile
         if self.generation:
             attributes["mcpwatch.generation"] = self.generation
-        if isinstance(data.get("up_id"), int):
-            attributes["mcpwatch.upstream.request_id"] = data["up_id"]
-        parent = data.get("parent_span_id")
-        span = CallSpan(
-            name=f"{method} {target}" if target else method,
-            trace_id=trace_id,
-            span_id=span_id,
-            parent_span_id=parent if isinstance(parent, str) else None,
-            start_ns=_ns(event.ts),
-            attributes=attributes,
-        )
-        self._open.setdefault(event.request_id or "", []).append(span)
+        up_id = get("up_id")
+        if isinstance(up_id, int):
+            attributes["mcpwatch.upstream.request_id"] = up_id
+        parent = get("parent_span_id")
+        name = f"{method} {target}" if target else method
+        span = CallSpan(name, trace_id, span_id, parent if isinstance(parent, str) else None, _ns(event.ts), attributes)
+        self._open.setdefault(request_id or "", []).append(span)
         return []
 
     def _span_of(self, event: Event) -> CallSpan | None:
