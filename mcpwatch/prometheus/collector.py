@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from mcpwatch import __version__
-from mcpwatch.prometheus.fold import METHODS, MetricFold, bounded
+from mcpwatch.prometheus.fold import METHODS, Histogram, MetricFold, bounded
 from mcpwatch.terminal import safe
 
 
@@ -45,6 +45,11 @@ StatusReader = Callable[[], dict[str, Any]]
 """The operator status with its `log` and `otel` blocks, as `status()` answers it: read once per scrape."""
 
 
+Keyed = tuple[tuple[Any, ...], Callable[[], Any]]
+"""A family's fingerprint (its name first, then every label and number it holds) and how to build it: the same
+fingerprint is the same family, so a scrape builds and renders only the families that changed (`endpoint`)."""
+
+
 class WrapperCollector(Collector):
     def __init__(self, wrapper: str, fold: MetricFold, read_status: StatusReader) -> None:
         self.wrapper = safe(wrapper)  # `--name` may hold anything argv can: shown as the fold shows tool names
@@ -52,36 +57,53 @@ class WrapperCollector(Collector):
         self.read_status = read_status
 
     def collect(self) -> Iterator[Any]:
+        for _, build in self.keyed():
+            yield build()
+
+    def keyed(self) -> Iterator[Keyed]:
+        """Every family as its fingerprint and its builder, in exposition order."""
         yield from self._counted()
         yield from self._levels(self.read_status())
 
     def _family(
         self, kind: type, name: str, doc: str, labels: tuple[str, ...] = (), values: Mapping[Any, float] | None = None
-    ) -> Any:
+    ) -> Keyed:
         """A family with the `wrapper` label first; `values` maps a label value (or a tuple of them) to a number."""
-        family = kind(name, doc, labels=["wrapper", *labels])
-        for key, value in sorted((values or {}).items()):
-            family.add_metric([self.wrapper, *(key if isinstance(key, tuple) else (key,))], value)
-        return family
+        rows = sorted((values or {}).items())
 
-    def _single(self, kind: type, name: str, doc: str, value: float) -> Any:
+        def build() -> Any:
+            family = kind(name, doc, labels=["wrapper", *labels])
+            for key, value in rows:
+                family.add_metric([self.wrapper, *(key if isinstance(key, tuple) else (key,))], value)
+            return family
+
+        return (name, kind.__name__, labels, tuple(rows)), build
+
+    def _single(self, kind: type, name: str, doc: str, value: float) -> Keyed:
         return self._family(kind, name, doc, (), {(): value})
 
-    def _counted(self) -> Iterator[Any]:
-        counts = self.fold.counts()
+    def _info(self) -> Any:
         info = InfoMetricFamily("mcpwatch_build", "The wrapper's version", labels=["wrapper"])
         info.add_metric([self.wrapper], {"version": __version__})
-        yield info
-        duration = self._family(
-            HistogramMetricFamily,
+        return info
+
+    def _durations(self, histograms: list[tuple[tuple[str, str, str], Histogram]]) -> Any:
+        duration = HistogramMetricFamily(
             DURATION,
             "Duration of MCP requests the wrapper forwarded, until answered (or cut)",
-            ("method", "tool", "outcome"),
+            labels=["wrapper", "method", "tool", "outcome"],
         )
-        for (method, tool, outcome), histogram in sorted(counts.durations.items()):
+        for (method, tool, outcome), histogram in histograms:
             buckets = [(_go_float(bound), count) for bound, count in histogram.cumulative()]
             duration.add_metric([self.wrapper, method, tool, outcome], buckets, histogram.total)
-        yield duration
+        return duration
+
+    def _counted(self) -> Iterator[Keyed]:
+        counts = self.fold.counts()
+        yield ("mcpwatch_build", __version__), self._info
+        histograms = sorted(counts.durations.items())
+        fingerprint = tuple((key, tuple(histogram.buckets), histogram.total) for key, histogram in histograms)
+        yield (DURATION, fingerprint), lambda: self._durations(histograms)
         # Every listed tool's alerting counters exist from its listing at 0, so that the first deadline is an
         # increase a rate() sees rather than the first sample of a new series.
         listed = sorted(self.fold.tools.labels())
@@ -123,7 +145,7 @@ class WrapperCollector(Collector):
             counts.heartbeats,
         )
 
-    def _levels(self, status: dict[str, Any]) -> Iterator[Any]:
+    def _levels(self, status: dict[str, Any]) -> Iterator[Keyed]:
         by_method = Counter(bounded(call.get("method"), METHODS) for call in status.get("in_flight") or [])
         yield self._family(
             GaugeMetricFamily,

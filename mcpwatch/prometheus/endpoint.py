@@ -29,10 +29,48 @@ LOOP_SHARE = 0.1  # of the loop's time a scrape loop can take at most: after a b
 TEXT = b"text/plain; charset=utf-8"
 
 
-def metrics_registry(wrapper: str, fold: MetricFold, read_status: StatusReader) -> CollectorRegistry:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(WrapperCollector(wrapper, fold, read_status))
-    return registry
+class _One:
+    """One family (or none), as the encoders read a registry."""
+
+    def __init__(self, family: Any = None) -> None:
+        self.family = family
+
+    def collect(self) -> list[Any]:
+        return [] if self.family is None else [self.family]
+
+
+class MetricsRegistry(CollectorRegistry):
+    """The wrapper's collector, and each family's exposition kept until its numbers change.
+
+    An exposition is each family's text one after the other (and OpenMetrics' `# EOF` once at the end), so a family
+    whose fingerprint is the one rendered before is not built or rendered again: a scrape of 20 listed tools while
+    calls run renders the duration histogram and the levels, not the thousands of counters still at their values.
+    What `render` answers is byte for byte what the encoder makes of the whole registry (tested)."""
+
+    def __init__(self, collector: WrapperCollector) -> None:
+        super().__init__(auto_describe=False)
+        self.collector = collector
+        self.register(collector)
+        self._rendered: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = {}  # (type, family) → (key, text)
+        self._tails: dict[str, bytes] = {}  # what the encoder ends an exposition with (OpenMetrics: `# EOF`)
+
+    def render(self, encoder: Callable[[Any], bytes], content_type: str) -> bytes:
+        tail = self._tails.get(content_type)
+        if tail is None:
+            tail = self._tails[content_type] = encoder(_One())
+        parts, rendered = [], self._rendered
+        for key, build in self.collector.keyed():
+            seen = rendered.get((content_type, key[0]))
+            if seen is None or seen[0] != key:
+                text = encoder(_One(build()))
+                seen = rendered[(content_type, key[0])] = (key, text[: len(text) - len(tail)])
+            parts.append(seen[1])
+        parts.append(tail)
+        return b"".join(parts)
+
+
+def metrics_registry(wrapper: str, fold: MetricFold, read_status: StatusReader) -> MetricsRegistry:
+    return MetricsRegistry(WrapperCollector(wrapper, fold, read_status))
 
 
 class MetricsApp:
@@ -44,7 +82,7 @@ class MetricsApp:
 
     def __init__(
         self,
-        registry: CollectorRegistry,
+        registry: MetricsRegistry,
         guard: FrontGuard,
         min_interval_s: float = MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
@@ -76,7 +114,7 @@ class MetricsApp:
         now = self.clock()
         again_at, body = self._last.get(content_type, (None, b""))
         if again_at is None or now >= again_at:
-            body = encoder(self.registry)
+            body = self.registry.render(encoder, content_type)
             done = self.clock()
             again_at = max(now + self.min_interval_s, done + (done - now) * (1 / LOOP_SHARE - 1))
             self._last[content_type] = (again_at, body)
