@@ -11,15 +11,15 @@ the log, and the host never waits.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.metrics import Counter
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     Histogram,
@@ -135,6 +135,15 @@ class CountingMetricExporter(OTLPMetricExporter):
         return result
 
 
+TEMPORALITY = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
+
+
+def delta_preferred(environ: Mapping[str, str]) -> bool:
+    """The temporality preference as the SDK's OTLP exporters read it: `delta` and `lowmemory` send the counters and
+    the histogram as deltas (the up-down counters stay cumulative); anything else, cumulative."""
+    return environ.get(TEMPORALITY, "cumulative").strip().lower() in ("delta", "lowmemory")
+
+
 class MetricRecorder:
     """The convention's duration histogram and mcpwatch's counters and levels: added up by `OtlpMetricFold` as the
     export thread folds events, and pushed every `metrics_interval_ms` by a thread of its own (as the SDK's periodic
@@ -148,8 +157,8 @@ class MetricRecorder:
         self.resource = service_resource(target)
         self.scope = InstrumentationScope("mcpwatch", __version__)
         self.instruments = dict(COUNTERS)  # each counter's name and description
-        preferred = getattr(self.exporter, "_preferred_temporality", {}).get(Counter)
-        self.temporality = preferred or AggregationTemporality.CUMULATIVE  # OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_…
+        delta = delta_preferred(os.environ)
+        self.temporality = AggregationTemporality.DELTA if delta else AggregationTemporality.CUMULATIVE
         self.fold = OtlpMetricFold(time.time_ns(), delta=self.temporality == AggregationTemporality.DELTA)
         self.lock = threading.Lock()  # the fold: added to on the export thread, read on the push thread
         self.interval_s = target.metrics_interval_ms / 1000
