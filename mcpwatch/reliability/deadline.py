@@ -178,7 +178,7 @@ class DeadlinePolicy:
             get = _RAW_ENVIRON.get
             host_raw, margin, explicit = get(_ENV_KEYS[0]), get(_ENV_KEYS[1]), get(_ENV_KEYS[2])
         else:
-            host_raw, margin, explicit = (env.get(name) for name in (ENV_HOST_TIMEOUT, ENV_MARGIN, ENV_EXPLICIT))
+            host_raw, margin, explicit = env.get(ENV_HOST_TIMEOUT), env.get(ENV_MARGIN), env.get(ENV_EXPLICIT)
         if tool is not None and len(tool) > MEMO_TOOL_MAX:  # a host names the tool: 1,024 of 16 MiB would be 16 GB
             return self._compute(env, tool, host, progress)
         key = (host_raw, margin, explicit, self._ops, tool, host, progress)

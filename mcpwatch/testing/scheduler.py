@@ -35,11 +35,9 @@ class ManualScheduler:
 
     def __init__(self, clock: ManualClock | None = None) -> None:
         self.clock = clock if clock is not None else ManualClock()
+        self.time: Callable[[], float] = self.clock.monotonic  # bound once, as the loop's scheduler binds its clock
         self._heap: list[tuple[float, int, _ManualTimer]] = []
         self._order = itertools.count()
-
-    def time(self) -> float:
-        return self.clock.monotonic()
 
     def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> _ManualTimer:
         timer = _ManualTimer(self.time() + max(0.0, delay), callback, args)

@@ -83,6 +83,9 @@ def test_the_core_holds_no_timer_once_its_calls_are_over(loop) -> None:
     assert rig.scheduler.pending >= 1  # the call's deadline (and its heartbeat) while it runs
     rig.answer(up_id, {"content": []})
     spin(loop)
+    # at most the deadline sweep's one timer, at the deadline the call had: it wakes once, finds nothing, arms nothing
+    assert rig.scheduler.pending <= 1
+    assert rig.scheduler.advance(3600.0) <= 1
     assert rig.scheduler.pending == 0
 
 

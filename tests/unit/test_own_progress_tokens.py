@@ -64,6 +64,7 @@ def test_the_host_receives_byte_for_byte_what_it_did_without_own_tokens(loop, mo
     with_own = drive(TaskRig(loop), None)[1]
     # the same calls as before own tokens: none sent upstream, so the server sends no progress
     monkeypatch.setattr("mcpwatch.wrapper.core.pump.own_token", lambda meta, up_id: meta)
+    monkeypatch.setattr("mcpwatch.wrapper.core.plain.PlainCalls.request", lambda self, link, message: False)
     rig = TaskRig(loop)
     params = {"name": "consult_council", "arguments": {"q": "x"}}
     rig.request("h1", "tools/call", params)

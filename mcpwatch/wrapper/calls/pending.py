@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Protocol
 
 from mcpwatch.events import Counters as Counters  # declared once in events; the wrapper's parts count here
@@ -58,31 +56,64 @@ def request_key(link: HostLink, host_id: Any) -> str:
     return link.key_prefix + frames.bounded_key(str(host_id))
 
 
-@dataclass(slots=True, eq=False)
 class Pending:
-    """A host request on its way upstream (or waiting for the upstream to be ready)."""
+    """A host request on its way upstream (or waiting for the upstream to be ready).
 
-    up_id: int
-    host_id: Any
-    link: HostLink
-    method: str
-    message: dict[str, Any]
-    started: float  # scheduler time
-    tool: str | None = None
-    budget: Budget | None = None
-    request_key: str = ""  # set by `PendingTable.add` (`request_key`)
+    Every call sets the attributes `__init__` sets; most never set the others, which are read from the class until
+    a call sets its own (a call is made for every frame: the fewer attributes it writes, the cheaper it is)."""
+
     host_token: Any = None  # the host's own progress token; upstream sees the up_id instead
+    request_key: str = ""  # set by `PendingTable.add` (`request_key`)
     host_key: Any = None  # (link, host id as the SDK matches it): how the host's cancel finds it
     sent: bool = False
-    open: bool = True  # False once finished: a queued frame or a timer that still names it does nothing
     timer: Timer | None = None
     last_progress: ProgressData | None = None
-    progress_log: deque[str] = field(default_factory=partial(deque, (), 5))  # the last five messages
-    models: dict[str, dict[str, Any]] = field(default_factory=dict)
     host: Any = None  # the DetectedHost whose clocks set this call's budget
     poll: str | None = None  # a tasks/* request: the task it names ("" none); its task owns it, not the log
     bridged: bool = False  # a host without tasks: mcpwatch runs this call upstream as a task (`tasks.bridge`)
     relayed_cancel: Callable[[], None] | None = None  # made again elsewhere (era translation): its cancel
+    due: float | None = None  # scheduler time its deadline cuts it (`reliability.sweep`); None: no deadline now
+    plain: bool = False  # on the plain call's path (`core.plain`): its answer skips the feature checks
+
+    def __init__(
+        self,
+        up_id: int,
+        host_id: Any,
+        link: HostLink,
+        method: str,
+        message: dict[str, Any],
+        started: float,  # scheduler time
+        tool: str | None = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.up_id = up_id
+        self.host_id = host_id
+        self.link = link
+        self.method = method
+        self.message = message
+        self.started = started
+        self.tool = tool
+        self.budget = budget
+        self.open = True  # False once finished: a queued frame or a timer that still names it does nothing
+
+    _progress_log: deque[str] | None = None
+    _models: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def progress_log(self) -> deque[str]:
+        """The last five progress messages (made when first needed: most calls have none)."""
+        log = self._progress_log
+        if log is None:
+            log = self._progress_log = deque(maxlen=5)
+        return log
+
+    @property
+    def models(self) -> dict[str, dict[str, Any]]:
+        """The council's per-model state as its progress told it (made when first needed)."""
+        models = self._models
+        if models is None:
+            models = self._models = {}
+        return models
 
 
 _COUNTER_OF = {
@@ -115,12 +146,14 @@ class PendingTable:
 
     def add(self, pending: Pending) -> None:
         """A request on its way: in the table, named in the log (`request_key`), counted unless it is a task's poll."""
-        name = str(pending.host_id)  # `request_key`, inline: every call comes here
+        host_id = pending.host_id
+        name = str(host_id)  # `request_key`, inline: every call comes here
         if len(name) > frames.KEY_MAX:
             name = frames.bounded_key(name)
-        pending.request_key = pending.link.key_prefix + name
+        link = pending.link
+        pending.request_key = link.key_prefix + name
         self.calls[pending.up_id] = pending
-        pending.host_key = key = (id(pending.link), frames.id_key(pending.host_id))
+        pending.host_key = key = (id(link), host_id if type(host_id) is int else frames.id_key(host_id))
         self._by_host[key] = pending.up_id
         if pending.poll is None:  # a task's poll is not a call (see wrapper.tasks)
             self._counters.requests += 1
@@ -215,6 +248,51 @@ class PendingTable:
             start["made_for"] = made_for
         emit = self._recorder.emit
         emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
+
+    def plain_started(self, pending: Pending, budget: Budget, arguments: str) -> None:
+        """`started` for a plain call (`core.plain`): the same `request_start`, built with nothing to look up."""
+        self._recorder.emit(
+            Kind.REQUEST_START,
+            request_id=pending.request_key,
+            tool=pending.tool,
+            method="tools/call",
+            up_id=pending.up_id,
+            budget_s=budget.seconds,
+            budget_source=budget.source,
+            arguments=arguments,
+            host=budget.host,
+        )
+
+    def plain_finish(self, pending: Pending, reply: dict[str, Any], preview: str) -> None:
+        """`finish` for a plain call's ordinary answer (`core.plain`, not degraded): the same count, reply and
+        `request_end`, with nothing to look up."""
+        self._remove(pending)
+        elapsed = self._scheduler.time() - pending.started
+        self._counters.ok += 1
+        key = pending.request_key
+        emit = self._recorder.emit
+        if pending.link.send(reply) is False:  # as `_end`: the host's request is closed
+            emit(Kind.WARNING, request_id=key, message="answer not delivered: the host's request is closed")
+            emit(
+                Kind.REQUEST_END,
+                request_id=key,
+                tool=pending.tool,
+                outcome="ok",
+                duration_s=round(elapsed, 6),
+                method="tools/call",
+                result_preview=preview,
+                delivered=False,
+            )
+            return
+        emit(
+            Kind.REQUEST_END,
+            request_id=key,
+            tool=pending.tool,
+            outcome="ok",
+            duration_s=round(elapsed, 6),
+            method="tools/call",
+            result_preview=preview,
+        )
 
     def _end(
         self,

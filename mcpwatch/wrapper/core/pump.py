@@ -26,6 +26,7 @@ from mcpwatch.reliability.deadline import Budget, DeadlinePolicy
 from mcpwatch.reliability.hosts import catalog as host_catalog
 from mcpwatch.reliability.ids import UpstreamIds
 from mcpwatch.reliability.statesync import StateSync
+from mcpwatch.reliability.sweep import DeadlineSweep, Timed
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
@@ -41,6 +42,7 @@ from mcpwatch.wrapper.core.hostwatch import HostDirectory
 from mcpwatch.wrapper.core.inbound import UpstreamInbound
 from mcpwatch.wrapper.core.late import LateFrames
 from mcpwatch.wrapper.core.late_results import LateResults
+from mcpwatch.wrapper.core.plain import PlainCalls, Route
 from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.framing import frames
@@ -121,6 +123,7 @@ class WrapperCore:
             table=self.table, session=self.session, failures=self.failures, modern=self.hosts.speaks_modern
         )
         self.heartbeats = Heartbeats(self.scheduler, recorder.emit)
+        self.routes: dict[tuple[int, str], Route] = {}  # the plain path's verdicts (`plain`), cleared on changes
         self.links: list[HostLink] = []
         self.on_detach: list[Callable[[HostLink], None]] = []  # told when a host's session ends (`era_translate`)
         self.bridge = TaskBridge(
@@ -181,6 +184,26 @@ class WrapperCore:
         self.closing = False
         self.trace_requests = trace_requests
         self._propagate = settings.deadline.propagate
+        # every call's deadline, behind one timer
+        self.deadlines = DeadlineSweep(
+            self.scheduler, self.table.calls, partial(_deadline_reached, self.bridge, self.endings)
+        )
+        self.plain = PlainCalls(
+            routes=self.routes,
+            table=self.table,
+            session=self.session,
+            failures=self.failures,
+            deadline=deadline,
+            deadlines=self.deadlines,
+            scheduler=self.scheduler,
+            hosts=self.hosts,
+            late_results=self.late_results,
+            bridge=self.bridge,
+            state_sync=self.state_sync,
+            health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
+            propagate=self._propagate,
+            enabled=not trace_requests,
+        )
 
     # ------------------------------------------------------------------ the ports' small services
 
@@ -208,6 +231,7 @@ class WrapperCore:
         self.bridge.forget_link(link)
         self.offer.forget_link(link)
         self.hosts.forget(link)
+        self.routes.clear()
         for detached in self.on_detach:
             detached(link)
 
@@ -229,6 +253,8 @@ class WrapperCore:
         self.host_message(link, message)
 
     def host_message(self, link: HostLink, message: Any) -> None:
+        if self.plain.request(link, message):
+            return  # a plain call, forwarded (`plain`)
         kind = frames.kind_of(message)
         if kind == frames.REQUEST:
             self._host_request(link, message)
@@ -259,6 +285,7 @@ class WrapperCore:
         params = params or {}
         meta = got if isinstance(got := params.get("_meta"), dict) else None
         if method == "initialize":
+            self.routes.clear()  # another host on this link: the plain path's verdicts are made again
             self.session.init_params = params
             self.hosts.initialized(link, params.get("clientInfo"), params.get("protocolVersion"))
             self.bridge.host_initialized(link, params.get("capabilities"))
@@ -321,7 +348,7 @@ class WrapperCore:
             else:
                 self.heartbeats.start(pending)
             if budget.seconds is not None:
-                pending.timer = self.scheduler.call_later(budget.seconds, self._deadline_hit, up_id)
+                self.deadlines.arm(up_id, pending, pending.started + budget.seconds)
                 if self._propagate:  # the time left is stamped again when the frame is sent
                     forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
         if tool is not None and bridge.attachable and bridge.attach(pending, arguments):
@@ -383,9 +410,13 @@ class WrapperCore:
         except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
             self.unusable.upstream_unreadable(line, str(exc), fallback)
             return
+        if type(message) is dict and self.plain.answer(message):
+            return  # a plain call's ordinary answer (`plain`)
+        self.plain.heard(message)
         self.inbound.decoded(message)
 
     def upstream_message(self, message: Any) -> None:
+        self.plain.heard(message)
         self.inbound.message(message)
 
     def upstream_oversize(self, size: int, head: bytes = b"", fallback: Any = oversize.UNKNOWN) -> None:
@@ -403,9 +434,8 @@ class WrapperCore:
 
     def _deadline_hit(self, up_id: int) -> None:
         pending = self.table.get(up_id)
-        if pending is not None and pending.bridged and self.bridge.cut(pending, "deadline"):
-            return  # the host's answer is the partial one; its task goes on
-        self.endings.deadline_hit(up_id)
+        if pending is not None:
+            _deadline_reached(self.bridge, self.endings, pending)
 
     def continue_call(self, link: HostLink, host_id: Any, started: float, budget: Budget | None) -> None:
         """The call just made through `link` on another core's host's behalf (`fronts.era_translate`) started when
@@ -415,12 +445,10 @@ class WrapperCore:
             return
         pending.started = started
         pending.budget = budget
-        if pending.timer is not None:
-            pending.timer.cancel()
-            pending.timer = None
         if budget is not None and budget.seconds is not None:
-            left = max(0.0, started + budget.seconds - self.scheduler.time())
-            pending.timer = self.scheduler.call_later(left, self._deadline_hit, pending.up_id)
+            self.deadlines.arm(pending.up_id, pending, started + budget.seconds)
+        else:
+            self.deadlines.disarm(pending)
 
     def cancel(self, request_id: str) -> bool:
         return self.bridge.cancel(request_id) or self.endings.cancel(request_id) or self.tasks.cancel(request_id)
@@ -477,3 +505,12 @@ class WrapperCore:
             )
         self.session.waiting.clear()
         self.tasks.end_all(Outcome.CANCELLED, "shutdown")
+
+
+def _deadline_reached(bridge: TaskBridge, endings: Endings, call: Timed) -> None:
+    """A call's deadline came (`DeadlineSweep`): a bridged call's host gets the partial answer while its task goes
+    on; any other call is cut."""
+    assert isinstance(call, Pending)
+    if call.bridged and bridge.cut(call, "deadline"):
+        return
+    endings.deadline_hit(call.up_id)

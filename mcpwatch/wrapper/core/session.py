@@ -117,7 +117,12 @@ class UpstreamSession:
                 if pending.budget is None and pending.timer is not None:  # its wait limit was for the queue only
                     pending.timer.cancel()
                     pending.timer = None
-        elif outcome == "down":
+            return outcome
+        return self.unsent(pending, message, outcome)
+
+    def unsent(self, pending: Pending | None, message: dict[str, Any], outcome: str) -> str:
+        """What `transmit` makes of a frame the link did not send: queued while the link is down, else `outcome`."""
+        if outcome == "down":
             return "queued" if self.queue(pending, message) else "full"
         return outcome
 
@@ -147,7 +152,7 @@ class UpstreamSession:
             if len(self.waiting) >= WAITING_MAX:  # a host sending on and on while the upstream is away
                 return False
         self.waiting.append((pending, message))
-        if pending is not None and pending.timer is None:
+        if pending is not None and pending.timer is None and pending.due is None:  # a deadline bounds it already
             limit = self._queue_limit_s
             pending.timer = self._scheduler.call_later(limit, self._queue_timeout, pending, limit)
         return True

@@ -127,7 +127,8 @@ class EraTranslator:
         if pending.host_token is not None:
             meta["progressToken"] = pending.host_token
         call = {"name": pending.tool, "arguments": params.get("arguments", {}), "_meta": meta}
-        if pending.timer is not None:  # from now on the 2026-era call is cut at that moment, saying the task goes on
+        pending.due = None  # from now on the 2026-era call is cut at that moment, saying the task goes on
+        if pending.timer is not None:
             pending.timer.cancel()
             pending.timer = None
         call_id = self._calls
