@@ -3,10 +3,10 @@
 The wall-clock benchmarks say how fast a call is; this says how much work it is, and gives the same number on a
 busy machine as on a quiet one, so the default suite can guard it (`tests/unit/test_plain_call_budget.py`): a
 feature that adds per-call work shows in the commit that adds it. A plain call is a `tools/call` no option
-touches (no task, no reuse, no offer), answered by the upstream at once. It runs through a real `WrapperCore` on a
-manual clock, its frames as bytes, as a front and an upstream link hand them over; the log writer's share (the
-fold of the call's two events into one row, the row's encoding and the session counts' sum) is counted apart, since
-it runs on the writer thread.
+touches (no task, no reuse, no offer), answered by the upstream at once: the path `wrapper/core/plain.py` gives
+it. It runs through a real `WrapperCore` on a manual clock, its frames as bytes, as a front and an upstream link
+hand them over; the log writer's share (the fold of the call's two events into one row, the row's encoding and the
+session counts' sum) is counted apart, since it runs on the writer thread.
 """
 
 from __future__ import annotations

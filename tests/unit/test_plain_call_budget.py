@@ -8,6 +8,7 @@ import pytest
 
 from mcpwatch.bench import callcount
 from mcpwatch.bench.callcount import LOOP_BUDGET, WRITER_BUDGET, plain_call_counts
+from mcpwatch.wrapper.core.plain import PlainCalls
 
 
 def test_a_plain_call_stays_within_its_call_budget() -> None:
@@ -36,3 +37,21 @@ def test_the_guard_sees_work_added_to_every_call(monkeypatch: pytest.MonkeyPatch
     plain = plain_call_counts()["loop_calls_per_call"]
     monkeypatch.setattr(core_class, "host_frame", heavier)
     assert plain_call_counts()["loop_calls_per_call"] >= plain + 10
+
+
+def test_the_guard_measures_the_plain_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The calls it counts take the plain path (`core/plain.py`): work added there shows too, and turning the path
+    # off costs the count more than the budget allows.
+    path = PlainCalls
+    original = path.request
+
+    def heavier(self: object, link: object, message: object) -> bool:
+        for _ in range(10):
+            len("")
+        return original(self, link, message)  # type: ignore[arg-type]  # the path's own method, unchanged
+
+    plain = plain_call_counts()["loop_calls_per_call"]
+    monkeypatch.setattr(path, "request", heavier)
+    assert plain_call_counts()["loop_calls_per_call"] >= plain + 10
+    monkeypatch.setattr(path, "request", lambda self, link, message: False)
+    assert plain_call_counts()["loop_calls_per_call"] > LOOP_BUDGET
