@@ -13,9 +13,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-scale",
         type=float,
-        default=0.4,
+        default=0.25,
         metavar="X",
-        help="speed of the simulated council (default 0.4: a run takes about 10-50 s)",
+        help="speed of the simulated council (default 0.25: a council call takes about 4-30 s)",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the simulated council and the driver")
     parser.add_argument("--theme", metavar="NAME", help="console theme")

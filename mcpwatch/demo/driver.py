@@ -2,19 +2,26 @@
 
 Several workers call `consult_council` across all tiers, with now and then an admin mutation (State Sync
 invalidations) and a health check, until told to stop. Run in-process by `mcpwatch demo --headless`, or as a
-child process (`python -m mcpwatch.demo.driver …`) beside the console.
+child process (`python -m mcpwatch.demo.driver --read-fd R --write-fd W`) beside the console.
+
+The demo starts the wrapper itself and hands its pipes to the host, so the wrapper (and the council behind it)
+start at once, beside the host; the host speaks JSON-RPC itself (`host_client`) rather than import the MCP SDK:
+on a loaded machine the two cost seconds before the first call.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import signal
+import subprocess
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import IO, Any
+
+from mcpwatch.demo.host_client import PipeClient
 
 TIERS = (("quick", 3), ("balanced", 3), ("high", 2), ("reasoning", 2))
 QUERIES = (
@@ -31,15 +38,15 @@ QUERIES = (
 class DriverStats:
     calls: Counter[str] = field(default_factory=Counter)
     errors: list[str] = field(default_factory=list)
-    first_call_at: float | None = None  # the loop's time when the first consult_council went out
 
 
 def wrapper_command(config: str, name: str, scenario: str, time_scale: float, seed: int) -> list[str]:
+    """The wrapper in front of the council; the council ignores every second cancellation (`deaf_council`), so half
+    the cut calls answer late."""
     council = [
         sys.executable,
         "-m",
-        "mcpwatch",
-        "council",
+        "mcpwatch.demo.deaf_council",
         "--scenario",
         scenario,
         "--time-scale",
@@ -47,34 +54,48 @@ def wrapper_command(config: str, name: str, scenario: str, time_scale: float, se
         "--seed",
         str(seed),
     ]
-    relay = [sys.executable, "-m", "mcpwatch.demo.deaf_relay", "--"]  # half the cut calls then answer late
-    return [sys.executable, "-m", "mcpwatch", "wrap", "--config", config, "--name", name, "--", *relay, *council]
+    return [sys.executable, "-m", "mcpwatch", "wrap", "--config", config, "--name", name, "--", *council]
+
+
+def start_wrapper(command: list[str], stderr: int | IO[bytes] | None = None) -> subprocess.Popen[bytes]:
+    """The wrapper as the host's child, its stdin and stdout the host's pipes (see `drive`)."""
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+
+
+def stop_wrapper(wrapper: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """After the host closed its end: the wrapper closes its upstream and its log, then exits; killed only if not."""
+    try:
+        wrapper.wait(timeout)
+    except subprocess.TimeoutExpired:
+        wrapper.kill()
+        wrapper.wait(5)
 
 
 async def drive(
-    command: list[str], stop: asyncio.Event, *, workers: int = 3, seed: int = 7, stats: DriverStats | None = None
+    pipes: tuple[int, int],
+    stop: asyncio.Event,
+    *,
+    workers: int = 3,
+    seed: int = 7,
+    stats: DriverStats | None = None,
 ) -> DriverStats:
-    import mcp_types as types
-    from mcp import Client, StdioServerParameters
-
+    """Keep calls going over the wrapper's pipes (`(read_fd, write_fd)`, both closed on return) until `stop`."""
     from mcpwatch import __version__
 
     stats = DriverStats() if stats is None else stats
     rng = random.Random(seed)
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
     tiers = [tier for tier, weight in TIERS for _ in range(weight)]
-    models: list[str] = []
 
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+    async def on_progress(params: dict[str, Any]) -> None:
         stats.calls["progress"] += 1  # asking for progress, as real hosts do, makes the council report it
 
-    client_info = types.Implementation(name="mcpwatch-demo-host", version=__version__)
-    async with Client(params, mode="legacy", read_timeout_seconds=None, client_info=client_info) as client:
+    client = PipeClient(*pipes)
+    try:
+        await client.start({"name": "mcpwatch-demo-host", "version": __version__})
         listed = await client.call_tool("council.models.list", {})
-        payload = listed.structured_content or {}
+        payload = listed.get("structuredContent") or {}
         models = [m["id"] if isinstance(m, dict) else str(m) for m in payload.get("models", [])]
         await client.call_tool("council_health_check", {})  # what a careful host does before expensive calls
-
         disabled: list[str] = []
 
         async def one(step: int) -> None:
@@ -91,12 +112,10 @@ async def drive(
                 stats.calls["health"] += 1
                 return
             tier = rng.choice(tiers)
-            if stats.first_call_at is None:
-                stats.first_call_at = asyncio.get_running_loop().time()
             result = await client.call_tool(
-                "consult_council", {"query": rng.choice(QUERIES), "confidence": tier}, progress_callback=on_progress
+                "consult_council", {"query": rng.choice(QUERIES), "confidence": tier}, on_progress
             )
-            stats.calls[f"{tier}:{'error' if result.is_error else 'ok'}"] += 1
+            stats.calls[f"{tier}:{'error' if result.get('isError') else 'ok'}"] += 1
 
         async def worker(index: int) -> None:
             step = index
@@ -113,15 +132,15 @@ async def drive(
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        client.close()
     return stats
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m mcpwatch.demo.driver")
-    parser.add_argument("--config", required=True)
-    parser.add_argument("--name", default="demo")
-    parser.add_argument("--scenario", default="default")
-    parser.add_argument("--time-scale", type=float, default=0.4)
+    parser.add_argument("--read-fd", type=int, required=True, help="the wrapper's stdout")
+    parser.add_argument("--write-fd", type=int, required=True, help="the wrapper's stdin")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
@@ -130,9 +149,7 @@ def main() -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        await drive(
-            wrapper_command(args.config, args.name, args.scenario, args.time_scale, args.seed), stop, seed=args.seed
-        )
+        await drive((args.read_fd, args.write_fd), stop, seed=args.seed)
 
     asyncio.run(run())
     return 0

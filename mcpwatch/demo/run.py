@@ -12,14 +12,16 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from mcpwatch import paths, registry
 from mcpwatch.demo.config import DEMO_TOML
-from mcpwatch.demo.driver import DriverStats, drive, wrapper_command
+from mcpwatch.demo.driver import DriverStats, drive, start_wrapper, stop_wrapper, wrapper_command
 from mcpwatch.errors import UserError
 
 NAME = "demo"
+STARTING = "mcpwatch demo: starting a simulated council behind the wrapper, a host calling it, and the console…"
 QUIT_NOTE = "Quitting the demo stops its wrapper, council and host too; the log is kept (a summary follows)."
 
 
@@ -81,88 +83,128 @@ def invoked_as(argv0: str | None = None, which: Callable[[str], str | None] = sh
     return shlex.quote(argv0)
 
 
-STORY_S = 10.0  # from the first call: the 8 s budget cuts the slow tiers, their partial answers reach the log
+STORY_KINDS = ("tombstone_hit", "late_result", "invalidation")  # with a cut call answered with partial results
 STORY_GRACE_S = 20.0  # at most this much past --duration, when start-up was slow
+STORY_POLL_S = 0.25
 
 
-async def _end_after_the_story(stats: DriverStats, stop: asyncio.Event, duration: float) -> None:
-    """Stop at `duration`, but not before the story had time to happen (`STORY_S` from the first call, at most
-    `STORY_GRACE_S` past `duration`): on a loaded machine start-up (four Python processes one after the other: the
-    host, the wrapper, the relay, and the council, which imports the MCP SDK) once took 12 s of a 20 s run, and the
-    run ended before any call reached its deadline."""
+def story_told(log_path: Path, started_at: float) -> bool:
+    """Whether the log holds the demo's whole story for this run: a call cut with a partial answer, a late answer
+    dropped for the host and kept, and an invalidation (a model disabled)."""
+    from mcpwatch.store import EventReader, LogError
+
+    try:
+        reader = EventReader(log_path)
+        sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
+        if not sessions:
+            return False
+        kinds = reader.count_by_kind(sessions[-1].id)
+        if not all(kinds.get(kind, 0) for kind in STORY_KINDS):
+            return False
+        return any(
+            event.data.get("outcome") == "deadline" and event.data.get("partial")
+            for event in reader.events(sessions[-1].id, kinds=["request_end"])
+        )
+    except LogError:
+        return False
+
+
+async def _end_after_the_story(told: Callable[[], bool], stop: asyncio.Event, duration: float) -> None:
+    """Stop at `duration`, but not before the story is in the log (at most `STORY_GRACE_S` past `duration`): on a
+    loaded machine start-up once took 12 s of a 20 s run, and the run ended before any call reached its deadline.
+    Waits on what happened, not on how long it usually takes."""
     loop = asyncio.get_running_loop()
     latest = loop.time() + duration + STORY_GRACE_S
     await asyncio.sleep(duration)
-    while not stop.is_set():
-        first = stats.first_call_at
-        due = latest if first is None else min(latest, first + STORY_S)
-        if loop.time() >= due:
+    while not stop.is_set() and loop.time() < latest:
+        if await asyncio.to_thread(told):
             break
-        await asyncio.sleep(min(0.2, due - loop.time()))
+        await asyncio.sleep(min(STORY_POLL_S, max(0.0, latest - loop.time())))
     stop.set()
 
 
 def run_headless(duration: float, time_scale: float, seed: int) -> int:
     config = write_config()
     started_at = time.time()
+    wrapper = start_wrapper(wrapper_command(str(config), NAME, "default", time_scale, seed))
+    assert wrapper.stdin is not None and wrapper.stdout is not None
+    pipes = (os.dup(wrapper.stdout.fileno()), os.dup(wrapper.stdin.fileno()))  # the host's ends, closed by drive
+    wrapper.stdin.close()
+    wrapper.stdout.close()
 
     async def main() -> DriverStats:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        command = wrapper_command(str(config), NAME, "default", time_scale, seed)
         stats = DriverStats()
-        ending = loop.create_task(_end_after_the_story(stats, stop, duration))
+        told = partial(story_told, paths.default_log_path(), started_at)
+        ending = loop.create_task(_end_after_the_story(told, stop, duration))
         try:
-            return await drive(command, stop, seed=seed, stats=stats)
+            return await drive(pipes, stop, seed=seed, stats=stats)
         finally:
             ending.cancel()
 
-    stats = asyncio.run(main())
+    try:
+        stats = asyncio.run(main())
+    finally:
+        stop_wrapper(wrapper)
     print(summary(started_at, stats), flush=True)
     return 0
 
 
 def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
+    """The wrapper (with the council behind it) and the host start at once, the host on the wrapper's pipes; the
+    console's Textual is imported while they start; the console opens once the wrapper is registered."""
     config = write_config()
     started_at = time.time()
+    wrapper = start_wrapper(wrapper_command(str(config), NAME, "default", time_scale, seed), subprocess.DEVNULL)
+    assert wrapper.stdin is not None and wrapper.stdout is not None
+    pipes = (wrapper.stdout.fileno(), wrapper.stdin.fileno())
     driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "mcpwatch.demo.driver",
-            "--config",
-            str(config),
-            "--name",
-            NAME,
-            "--time-scale",
-            str(time_scale),
-            "--seed",
-            str(seed),
-        ],
+        [sys.executable, "-m", "mcpwatch.demo.driver", "--seed", str(seed), *_fd_args(pipes)],
         stdin=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env=dict(os.environ),
+        pass_fds=pipes,
     )
+    wrapper.stdin.close()  # the host holds them now: its exit is the wrapper's EOF
+    wrapper.stdout.close()
+    print(STARTING, flush=True)  # the console takes a few seconds on a loaded machine: say what is happening meanwhile
     try:
-        from mcpwatch.console import launch  # imported while the host, wrapper and council start, not after
+        from mcpwatch.console import launch
 
-        entry = _wait_for_wrapper(started_at, driver)
+        _import_the_console()
+        entry = _wait_for_wrapper(started_at, {"host": driver, "wrapper": wrapper})
         code = launch(str(entry.pid), theme=theme, quit_note=QUIT_NOTE)
     finally:
         _stop(driver)
+        stop_wrapper(wrapper)
     print(summary(started_at, None), flush=True)  # after the console: what happened, where the log is, what next
     return code
 
 
+def _fd_args(pipes: tuple[int, int]) -> list[str]:
+    return ["--read-fd", str(pipes[0]), "--write-fd", str(pipes[1])]
+
+
+def _import_the_console() -> None:
+    """Textual and the console's screens, and the MCP client its feed connects with (together over a second of CPU,
+    seconds at load 15: the feed imported the client only once the console was up, and showed "connecting" meanwhile),
+    imported while the wrapper and the host start."""
+    import httpx2  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+
+    import mcpwatch.console.app  # noqa: F401
+
+
 def _wait_for_wrapper(
-    started_at: float, driver: subprocess.Popen[bytes], timeout: float = 30.0
+    started_at: float, children: dict[str, subprocess.Popen[bytes]], timeout: float = 30.0
 ) -> registry.WrapperEntry:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if driver.poll() is not None:
-            raise UserError(f"the demo's driver exited early (code {driver.returncode})")
+        for role, child in children.items():
+            if child.poll() is not None:
+                raise UserError(f"the demo's {role} exited early (code {child.returncode})")
         for entry in registry.find_wrapper(NAME):
             if entry.started_at >= started_at - 1:
                 return entry
@@ -171,7 +213,7 @@ def _wait_for_wrapper(
 
 
 def _stop(driver: subprocess.Popen[bytes]) -> None:
-    """Stop the driver; it closes the wrapper, which stops the council: no orphans, the log flushed."""
+    """Stop the driver; closing its pipes stops the wrapper, which stops the council: no orphans, the log flushed."""
     if driver.poll() is None:
         driver.send_signal(signal.SIGTERM)
         try:

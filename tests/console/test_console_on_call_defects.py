@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -43,14 +44,18 @@ async def test_the_demo_quit_question_says_quitting_stops_the_demo(monkeypatch: 
     monkeypatch.setattr(run, "write_config", lambda: "demo.toml")
     monkeypatch.setattr(run, "summary", lambda *a: "")
 
-    class Driver:
-        def __init__(self, *a: Any, **kw: Any) -> None: ...
+    class Child:  # the wrapper and the host
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            self.stdin, self.stdout = open(os.devnull, "wb"), open(os.devnull, "rb")  # noqa: SIM115  # the demo closes them
 
         def poll(self) -> int:
             return 0
 
-    monkeypatch.setattr(run.subprocess, "Popen", Driver)
-    run.run_with_console(0.4, 7, None)
+        def wait(self, timeout: float | None = None) -> int:
+            return 0
+
+    monkeypatch.setattr(run.subprocess, "Popen", Child)
+    run.run_with_console(0.25, 7, None)
     note = launched["quit_note"]
     assert "stops" in note and "keeps running" not in note
 

@@ -17,5 +17,5 @@ def test_the_demo_host_is_known_by_its_own_profile(tmp_path: Path) -> None:
     detected = catalog(settings.hosts).detect({"name": "mcpwatch-demo-host", "version": "1"}, "stdio")
     assert detected.label == "mcpwatch demo host"
     clock = detected.deciding_clock(progress=True)
-    assert clock is not None and clock.seconds == settings.deadline.host_timeout_s == 12
-    assert settings.deadline.host_timeout_s - settings.deadline.margin_s == 8  # a budget hit in the first seconds
+    assert clock is not None and clock.seconds == settings.deadline.host_timeout_s == 8
+    assert settings.deadline.host_timeout_s - settings.deadline.margin_s == 5  # a budget hit in the first seconds

@@ -1,38 +1,41 @@
-"""A headless demo run ends at its --duration, but not before its story had time to happen: a slow start-up (four
-Python processes one after the other on a loaded machine) once left a 20 s run with no deadline at all."""
+"""A headless demo run ends at its --duration, but not before its story is in the log: a slow start-up on a loaded
+machine once left a 20 s run with no deadline at all. It waits on what the log says, not on a usual duration."""
 
 from __future__ import annotations
 
 import asyncio
 
 from mcpwatch.demo import run as demo_run
-from mcpwatch.demo.driver import DriverStats
 
 
-def test_the_run_waits_for_the_story_after_a_late_first_call(monkeypatch) -> None:
-    monkeypatch.setattr(demo_run, "STORY_S", 30.0)
+def test_the_run_waits_for_the_story_past_its_duration(monkeypatch) -> None:
+    monkeypatch.setattr(demo_run, "STORY_POLL_S", 0.0)
+    told = {"yet": False}
+    asked: list[bool] = []
+
+    def story_told() -> bool:
+        asked.append(told["yet"])
+        return told["yet"]
 
     async def scenario() -> None:
-        loop = asyncio.get_running_loop()
-        stats, stop = DriverStats(), asyncio.Event()
-        stats.first_call_at = loop.time()  # the first call went out just as --duration ran out
-        ending = loop.create_task(demo_run._end_after_the_story(stats, stop, 0.0))
-        for _ in range(5):
+        stop = asyncio.Event()
+        ending = asyncio.get_running_loop().create_task(demo_run._end_after_the_story(story_told, stop, 0.0))
+        while len(asked) < 3:
             await asyncio.sleep(0)
-        assert not stop.is_set()  # the story is still to come
-        stats.first_call_at = loop.time() - 31.0  # …and now it has had its time
+        assert not stop.is_set()  # --duration is over, the story is still to come
+        told["yet"] = True
         await asyncio.wait_for(ending, 10)
-        assert stop.is_set()
+        assert stop.is_set() and asked[-1] is True
 
     asyncio.run(scenario())
 
 
-def test_a_run_whose_calls_never_start_still_ends(monkeypatch) -> None:
+def test_a_run_whose_story_never_comes_still_ends(monkeypatch) -> None:
     monkeypatch.setattr(demo_run, "STORY_GRACE_S", 0.0)
 
     async def scenario() -> None:
-        stats, stop = DriverStats(), asyncio.Event()
-        await asyncio.wait_for(demo_run._end_after_the_story(stats, stop, 0.0), 10)
-        assert stop.is_set() and stats.first_call_at is None
+        stop = asyncio.Event()
+        await asyncio.wait_for(demo_run._end_after_the_story(lambda: False, stop, 0.0), 10)
+        assert stop.is_set()
 
     asyncio.run(scenario())
