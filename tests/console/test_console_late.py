@@ -57,6 +57,9 @@ def late_session() -> list[Event]:
     return ev
 
 
+KEPT = "dropped for the host, kept in the log"
+
+
 def test_the_model_keeps_late_results_and_reuses() -> None:
     model = ConsoleModel()
     model.apply_many(late_session())
@@ -75,7 +78,7 @@ def test_the_model_keeps_late_results_and_reuses() -> None:
     # the Events view lists both, newest first
     assert [(n.kind, n.severity, n.text) for n in view.notable[:2]] == [
         ("late_reuse", "info", "#r5 search answered with the late result of #r3, 3.0s old (reuse policy)"),
-        ("late_result", "info", "#r3 search finished late: ok, 4.0s after its cut (24s in all)"),
+        ("late_result", "info", "#r3 search finished late: ok, 4.0s after its cut (24s in all); " + KEPT),
     ]
 
 

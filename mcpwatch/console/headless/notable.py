@@ -2,8 +2,8 @@
 
 Upstream exits (with their code and last stderr lines) and respawns, budget changes and who made them, disabled
 budgets, tiers that cannot fit the budget, spikes of late answers, cut calls that finished late after all and calls
-answered with such a late result, and every warning the wrapper logs (frames it discarded, log losses, bad settings).
-Pure: no Textual, no clock; time comes in as the events' `mono`.
+answered with such a late result, and every warning the wrapper logs (frames it discarded, log losses, bad
+settings). Pure: no Textual, no clock; time comes in as the events' `mono`.
 """
 
 from __future__ import annotations
@@ -107,12 +107,18 @@ class NotableLog:
             )
 
     def late_result(self, mono: float, request_id: str | None, tool: str | None, data: Mapping[str, Any]) -> None:
-        """A cut call answered after all: how late, and how long it really took."""
+        """A cut call answered after all: how late, how long it really took, and where the answer went (the host had
+        its cut answer already; the demo's story at 80×24 is told by this line)."""
         delay, took = data.get("delay_s"), data.get("duration_s")
         after = f", {fmt.duration(float(delay))} after its cut" if isinstance(delay, int | float) else ""
         total = f" ({fmt.duration(float(took))} in all)" if isinstance(took, int | float) else ""
         outcome = data.get("outcome") if isinstance(data.get("outcome"), str) else "?"
-        self.add(mono, "late_result", "info", f"{_who(request_id, tool)} finished late: {outcome}{after}{total}")
+        self.add(
+            mono,
+            "late_result",
+            "info",
+            f"{_who(request_id, tool)} finished late: {outcome}{after}{total}; dropped for the host, kept in the log",
+        )
 
     def late_reuse(self, mono: float, request_id: str | None, tool: str | None, data: Mapping[str, Any]) -> None:
         source = data.get("from_request_id")
