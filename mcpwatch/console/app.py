@@ -285,3 +285,5 @@ class ConsoleApp(InsightActions, App[None]):
     def on_unmount(self) -> None:
         if self.session is not None:
             self.session.feed.stop()
+            if isinstance(self.session.controls, LiveControls):
+                self.session.controls.close()

@@ -171,6 +171,11 @@ class OperatorClient:
 
     # -- calls ---------------------------------------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        """Whether the session is open and has not died (a wrapper gone, its session ended): a call can be sent."""
+        return getattr(self, "_group", None) is not None and self._client is not None
+
     async def call(
         self, tool: str, arguments: Mapping[str, Any] | None = None, *, timeout_s: float | None = None
     ) -> Any:

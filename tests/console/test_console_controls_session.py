@@ -1,0 +1,107 @@
+"""The console's actions (margin, host timeout, deadline, cancel, health check) go through one operator session,
+kept: each action opened its own before, an MCP handshake that at load 20 held an Enter for about a second
+(30 ms with the session reused, measured against the demo's wrapper)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import pytest
+
+from mcpwatch.console.headless.controls import LiveControls
+from mcpwatch.console.headless.source import Locator, Target
+from mcpwatch.operator import OperatorUnavailable
+from mcpwatch.registry import WrapperEntry
+
+
+def entry(pid: int) -> WrapperEntry:
+    return WrapperEntry(pid=pid, name="w", operator_url=f"http://127.0.0.1:{pid}/mcp", token="t", log_path="",
+                        session_id="s")  # fmt: skip
+
+
+class FakeOperator:
+    """Counts sessions opened and closed; `connected` and a failing call are set by the test."""
+
+    opened: ClassVar[list[FakeOperator]] = []
+
+    def __init__(self, wrapper: WrapperEntry) -> None:
+        self.wrapper = wrapper
+        self.connected = False
+        self.closed = False
+        self.calls: list[float] = []
+        self.fail_next = False
+        self.task: asyncio.Task[Any] | None = None
+
+    async def __aenter__(self) -> FakeOperator:
+        FakeOperator.opened.append(self)
+        self.connected = True
+        self.task = asyncio.current_task()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert asyncio.current_task() is self.task  # a session ends in the task that began it
+        self.connected = False
+        self.closed = True
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        if self.fail_next:
+            self.fail_next = False
+            raise OperatorUnavailable("the session ended")
+        self.calls.append(seconds)
+        return {"margin_s": seconds}
+
+
+class OneWrapper(Locator):
+    def __init__(self, wrapper: WrapperEntry) -> None:
+        super().__init__(Target(selector="w"))
+        self.wrapper = wrapper
+
+    def resolve(self) -> WrapperEntry | None:
+        return self.wrapper
+
+
+def test_actions_share_one_session_until_it_dies_or_the_wrapper_changes() -> None:
+    FakeOperator.opened = []
+    locator = OneWrapper(entry(1))
+    controls = LiveControls(locator, client_factory=FakeOperator)  # type: ignore[arg-type]  # a fake client
+
+    async def scenario() -> None:
+        for seconds in (1.0, 2.0, 3.0):
+            assert await controls.set_margin(seconds) == {"margin_s": seconds}
+        assert len(FakeOperator.opened) == 1 and FakeOperator.opened[0].calls == [1.0, 2.0, 3.0]
+
+        FakeOperator.opened[0].connected = False  # the wrapper ended the session between two actions
+        await controls.set_margin(4.0)
+        assert len(FakeOperator.opened) == 2 and FakeOperator.opened[1].calls == [4.0]
+
+        FakeOperator.opened[1].fail_next = True  # it dies during one: that action fails, is not sent again
+        with pytest.raises(OperatorUnavailable):
+            await controls.set_margin(5.0)
+        await controls.set_margin(6.0)
+        assert [o.calls for o in FakeOperator.opened] == [[1.0, 2.0, 3.0], [4.0], [6.0]]
+
+        locator.wrapper = entry(2)  # a restarted wrapper: a session to the new one, the old one closed
+        await controls.set_margin(7.0)
+        assert FakeOperator.opened[-1].wrapper.pid == 2 and FakeOperator.opened[-1].calls == [7.0]
+
+        controls.close()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert all(o.closed for o in FakeOperator.opened)
+
+    asyncio.run(scenario())
+
+
+def test_a_wrapper_that_cannot_be_reached_fails_the_action_with_its_reason() -> None:
+    class Unreachable(FakeOperator):
+        async def __aenter__(self) -> FakeOperator:
+            raise OperatorUnavailable("cannot connect to http://127.0.0.1:1/mcp")
+
+    controls = LiveControls(OneWrapper(entry(1)), client_factory=Unreachable)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        with pytest.raises(OperatorUnavailable, match="cannot connect"):
+            await controls.set_margin(1.0)
+
+    asyncio.run(scenario())
