@@ -94,17 +94,17 @@ def story_told(log_path: Path, started_at: float) -> bool:
     from mcpwatch.store import EventReader, LogError
 
     try:
-        reader = EventReader(log_path)
-        sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
-        if not sessions:
-            return False
-        kinds = reader.count_by_kind(sessions[-1].id)
-        if not all(kinds.get(kind, 0) for kind in STORY_KINDS):
-            return False
-        return any(
-            event.data.get("outcome") == "deadline" and event.data.get("partial")
-            for event in reader.events(sessions[-1].id, kinds=["request_end"])
-        )
+        with EventReader(log_path) as reader:
+            sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
+            if not sessions:
+                return False
+            kinds = reader.count_by_kind(sessions[-1].id)
+            if not all(kinds.get(kind, 0) for kind in STORY_KINDS):
+                return False
+            return any(
+                event.data.get("outcome") == "deadline" and event.data.get("partial")
+                for event in reader.events(sessions[-1].id, kinds=["request_end"])
+            )
     except LogError:
         return False
 
