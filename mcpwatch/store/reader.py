@@ -426,18 +426,25 @@ class EventReader:
 
     def event_at_offset(self, session_id: str, after_seq: int, last_seq: int, offset: int) -> tuple[int, float] | None:
         """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one, up to `last_seq`); None past
-        the end. One walk of the (session, seq) index: how a seek tells whether a time lies within a few thousand
-        events."""
+        the end. Short walks of the (session, seq) index and of `events_by_start`, at most `offset` entries each
+        (never the rest of the session): how a seek tells whether a time lies within a few thousand events."""
+        wanted = max(1, offset)  # the offset-th of the merge is among the first `offset` of each side
         rows = self._query(
             "SELECT seq, mono FROM ("
-            " SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ?"
-            " UNION ALL SELECT start_seq, CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
+            " SELECT * FROM (SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ?"
+            " ORDER BY seq LIMIT ?)"
+            " UNION ALL SELECT * FROM ("
+            "SELECT start_seq, CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
             " FROM events INDEXED BY events_by_start"
             " WHERE session_id = ? AND start_seq IS NOT NULL AND start_seq > ? AND start_seq <= ?"
+            " AND typeof(start_seq) = 'integer' ORDER BY start_seq LIMIT ?)"
             ") ORDER BY seq LIMIT 1 OFFSET ?",
-            (session_id, after_seq, last_seq, session_id, after_seq, last_seq, max(0, offset - 1)),
+            (session_id, after_seq, last_seq, wanted, session_id, after_seq, last_seq, wanted, wanted - 1),
         )
-        return (int(rows[0][0]), float(rows[0][1] or 0.0)) if rows else None
+        if not rows:
+            return None
+        seq, mono = rows[0]
+        return int(seq), _mono(mono)
 
     def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
         """Late drops, late results, config changes and request_ends with one of `outcomes`, up to `last_seq`:
@@ -556,11 +563,32 @@ def prune(
     return plan
 
 
+def _mono(value: Any) -> float:
+    """A time read from a row as a number (0.0 for a damaged one: text, bytes, nothing)."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+
+
+def _sql_order(value: Any) -> tuple[int, Any]:
+    """SQLite's order of values of mixed types (numbers, then text, then bytes): how a hand-edited seq compares."""
+    if value is None:
+        return (-1, 0)
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, value) if isinstance(value, str) else (2, bytes(value))
+
+
 def _merged(rows: list[Row], starts: Iterator[Event]) -> Iterator[Row | Event]:
     """A page of rows and the folded starts in its range, in seq order (a start before a row of its own seq)."""
     start = next(starts, None)
     for row in rows:
-        while start is not None and start.seq <= row[2]:
+        seq = row[2]
+        while start is not None:
+            try:
+                first = start.seq <= seq
+            except TypeError:  # a row whose seq was made text or bytes by hand
+                first = _sql_order(start.seq) <= _sql_order(seq)
+            if not first:
+                break
             yield start
             start = next(starts, None)
         yield row

@@ -46,8 +46,11 @@ def _number(value: Any, default: float) -> float:
 
 
 def start_event(row: Row) -> Event:
-    """The `request_start` a folded row keeps, at its own seq, time and data (a damaged one keeps what is left)."""
-    eid, sid, _, ts, mono, _, rid, tool, _, text, start_seq = row
+    """The `request_start` a folded row keeps, at its own seq, time and data (a damaged one keeps what is left: a
+    `start_seq` made text or bytes by hand places the start at its row's seq, so every reader can still order it)."""
+    eid, sid, seq, ts, mono, _, rid, tool, _, text, start_seq = row
+    if start_seq.__class__ is not int:
+        start_seq = seq
     kept = event_data(text).get(START_KEY)
     if not isinstance(kept, dict):
         return Event(_START, sid, ts, mono, start_seq, rid, tool, None, {"unreadable_data": text}, eid)
