@@ -23,6 +23,7 @@ from mcpwatch.reliability.setting_checks import (
     flag,
     megabytes,
     one_of,
+    path_text,
     rate,
     seconds,
     setting,
@@ -88,7 +89,7 @@ class TasksSettings:
 
 @dataclass(frozen=True)
 class LogSettings:
-    path: str | None = setting(None, text)
+    path: str | None = setting(None, path_text)
     queue_max: int = setting(20_000, whole(1, 10_000_000))
     flush_interval_ms: int = setting(100, whole(1, 60_000))
     fold_window_ms: int = setting(50, whole(0, 1000))  # a call that ends this soon after its start is one row
@@ -413,7 +414,8 @@ def _check_regular(path: Path, origin: str) -> None:
 
 
 def read_config_text(path: Path) -> str:
-    """The file's text: at most CONFIG_BYTES_MAX bytes (never more is read), UTF-8."""
+    """The file's text: at most CONFIG_BYTES_MAX bytes (never more is read), UTF-8 (a leading byte-order mark, which
+    Windows editors write and TOML parsers refuse as a statement, is dropped)."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(CONFIG_BYTES_MAX + 1)
@@ -422,7 +424,7 @@ def read_config_text(path: Path) -> str:
     if len(data) > CONFIG_BYTES_MAX:
         raise UserError(f"{path}: larger than {CONFIG_BYTES_MAX // 1024} KiB, which no mcpwatch.toml is")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")  # the byte-order mark some editors write first
     except UnicodeDecodeError as exc:
         raise UserError(f"{path}: not UTF-8 text (byte {exc.start}); TOML files are UTF-8") from None
 

@@ -95,6 +95,14 @@ def text(value: Any) -> str:
     return value
 
 
+def path_text(value: Any) -> str:
+    """A file's path: text no file system refuses on sight (a NUL byte ends a path in every OS call)."""
+    path = text(value)
+    if "\x00" in path:
+        raise Problem(f"must be a file path without a NUL character, got {value!r}")
+    return path
+
+
 def one_of(choices: tuple[str, ...], *, quoted: bool = True) -> Check:
     """One of a few words (quoted in the message, or as written: `no-store, immutable`)."""
 

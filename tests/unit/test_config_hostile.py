@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.config import CHECKS, settings_from_mapping
+from mcpwatch.config import CHECKS, load_settings, settings_from_mapping
 from mcpwatch.errors import UserError
 
 from checkout import REPO, mcpwatch_cmd
@@ -94,3 +94,17 @@ def test_no_value_in_any_key_raises_anything_but_a_user_error() -> None:
                     settings_from_mapping(raw)
                 except UserError as exc:
                     assert "\n" not in str(exc), raw
+
+
+def test_a_log_path_holding_a_nul_is_refused_naming_the_key() -> None:
+    """It passed the check, then the wrapper ran with every event unwritten ("embedded null byte")."""
+    with pytest.raises(UserError, match=r"log\.path must be a file path without a NUL"):
+        settings_from_mapping({"log": {"path": "/tmp/events\x00.db"}})
+    assert settings_from_mapping({"log": {"path": "/tmp/events.db"}}).log.path == "/tmp/events.db"
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows editors write one; TOML parsers read it as a statement ("Invalid statement (at line 1, column 1)")."""
+    config = tmp_path / "mcpwatch.toml"
+    config.write_bytes("\ufeff[log]\nfold_window_ms = 0\n".encode())
+    assert load_settings(config).log.fold_window_ms == 0
