@@ -79,19 +79,22 @@ class CallFolder:
             return
         for item in items:
             kind = item.kind if item.__class__ is Event else None
-            if kind == "request_start" and item.request_id is not None:
-                key = (item.session_id, item.request_id)
-                if key in opened:  # a host reusing an id in flight: the earlier start is written as it is
+            try:
+                if kind == "request_start" and item.request_id is not None:
+                    key = (item.session_id, item.request_id)
+                    if key in opened:  # a host reusing an id in flight: the earlier start is written as it is
+                        del opened[key]
+                    opened[key] = (base + at, now)
+                elif kind == "request_end" and opened and (item.session_id, item.request_id) in opened:
+                    key = (item.session_id, item.request_id)
+                    start_at = opened[key][0] - base
                     del opened[key]
-                opened[key] = (base + at, now)
-            elif kind == "request_end" and opened and (item.session_id, item.request_id) in opened:
-                key = (item.session_id, item.request_id)
-                start_at = opened[key][0] - base
-                del opened[key]
-                start = held[start_at]
-                if item.mono - start.mono <= window:  # ended within its window: one row
-                    held[at] = (start, item)
-                    held[start_at] = None
+                    start = held[start_at]
+                    if item.mono - start.mono <= window:  # ended within its window: one row
+                        held[at] = (start, item)
+                        held[start_at] = None
+            except TypeError:  # an id that cannot be a key, a time that is not a number: written as it is
+                pass
             at += 1
 
     def due_in(self, now: float) -> float | None:
