@@ -47,13 +47,14 @@ def _number(value: Any, default: float) -> float:
 
 def start_event(row: Row) -> Event:
     """The `request_start` a folded row keeps, at its own seq, time and data (a damaged one keeps what is left: a
-    `start_seq` made text or bytes by hand places the start at its row's seq, so every reader can still order it)."""
-    eid, sid, seq, ts, mono, _, rid, tool, _, text, start_seq = row
+    `start_seq` made text or bytes by hand places the start at its row's seq, so every reader can still order it).
+    It has no row of its own, so no `id`: the row's id is its end's, and an export's ids stay unique."""
+    _, sid, seq, ts, mono, _, rid, tool, _, text, start_seq = row
     if start_seq.__class__ is not int:
         start_seq = seq
     kept = event_data(text).get(START_KEY)
     if not isinstance(kept, dict):
-        return Event(_START, sid, ts, mono, start_seq, rid, tool, None, {"unreadable_data": text}, eid)
+        return Event(_START, sid, ts, mono, start_seq, rid, tool, None, {"unreadable_data": text})
     data = kept.get("data")
     return Event(
         _START,
@@ -65,7 +66,6 @@ def start_event(row: Row) -> Event:
         kept.get("tool", tool),
         kept.get("model"),
         data if isinstance(data, dict) else {},
-        eid,
     )
 
 

@@ -75,3 +75,14 @@ def test_a_seek_probe_walks_offset_events_not_the_rest_of_the_session(tmp_path: 
         near_end = _vm_steps(reader, last - 100, last, 50)
         from_start = _vm_steps(reader, 0, last, 50)
     assert from_start <= 3 * near_end + 10, (from_start, near_end)  # was ~100x: every event after `after_seq`
+
+
+def test_a_folded_call_exports_ids_that_stay_unique(tmp_path: Path) -> None:
+    """A folded row stands for two events; both carried the row's id, so an export (`id` as a key in a table or a
+    spreadsheet) held each id twice. The start has no row of its own: no id."""
+    log = _folded_log(tmp_path / "events.db", 4)
+    with EventReader(log) as reader:
+        events = list(reader.events(SID))
+    ids = [e.id for e in events if e.id is not None]
+    assert len(events) == 8 and len(ids) == 4 and len(set(ids)) == 4
+    assert all(e.id is None for e in events if e.kind == "request_start")
