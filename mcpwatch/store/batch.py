@@ -18,7 +18,7 @@ import orjson
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.store.db import immediate, is_busy
-from mcpwatch.store.encoding import NULL, coerce_row, encode_json
+from mcpwatch.store.encoding import NULL, coerce_row, column_text, encode_json
 from mcpwatch.store.fold import START_KEY, Folded
 from mcpwatch.store.session_counts import add_batch, catch_up
 
@@ -126,10 +126,10 @@ def folded_row(call: Folded) -> tuple[Any, ...]:
     """The one row of a folded call: its request_end's, with the start kept in `data` (see `store/fold.py`)."""
     start, end = call
     kept = {"seq": start.seq, "ts": start.ts, "mono": start.mono, "data": start.data}
-    if start.tool != end.tool:
-        kept["tool"] = start.tool
+    if start.tool != end.tool:  # kept as its own row's column would keep it
+        kept["tool"] = None if start.tool is None else column_text(start.tool)
     if start.model is not None:
-        kept["model"] = start.model
+        kept["model"] = column_text(start.model)
     tool, model = end.tool, end.model
     return (
         end.session_id,

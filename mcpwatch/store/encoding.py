@@ -57,6 +57,12 @@ def _text(value: Any, errors: str = "replace") -> str:
     return text
 
 
+def column_text(value: Any) -> str:
+    """A text column's value as the log keeps it (a lone surrogate replaced): a folded start's tool or model, kept in
+    its row's data, reads back as it would have from its own row's columns."""
+    return _text(value)
+
+
 def _int64(value: Any) -> int:
     return value if isinstance(value, int) and -(2**63) <= value < 2**63 else 0
 

@@ -26,16 +26,6 @@ START_KEY = "start"  # where a folded row's data keeps its start
 Folded = tuple[Event, Event]  # (start, end): one row
 
 
-def folded_start(start: Event, end: Event) -> dict[str, Any]:
-    """What a folded row's data keeps of its start (the end's request_id and session are the start's)."""
-    kept: dict[str, Any] = {"seq": start.seq, "ts": start.ts, "mono": start.mono, "data": start.data}
-    if start.tool != end.tool:
-        kept["tool"] = start.tool
-    if start.model is not None:
-        kept["model"] = start.model
-    return kept
-
-
 def expand(items: list[Any]) -> list[Any]:
     """The events behind a list of items some of which are folded calls (to count or report them as events)."""
     out: list[Any] = []

@@ -55,3 +55,22 @@ def test_a_batch_with_an_odd_call_keeps_its_session_end(tmp_path: Path, name: st
     with EventReader(log) as reader:
         assert [e.seq for e in reader.events(sid)] == [1, 2]
         assert reader.session(sid).end_reason == "done"  # was lost with the batch: the session looked crashed
+
+
+@pytest.mark.parametrize("field", ["tool", "model"])
+def test_a_folded_start_keeps_an_odd_name_as_its_own_row_would(tmp_path: Path, field: str) -> None:
+    """A lone surrogate in a start's tool (differing from its end's) or model: its own row's column stores it
+    replaced; kept in the folded row's data it read back as other garbage (`a\\udced\\udca0\\udc80`)."""
+    read: dict[float, Event] = {}
+    for window in (0.0, 1.0):
+        log = tmp_path / f"events-{window}.db"
+        writer = EventWriter(log, fold_window=window)
+        sid = writer.start_session(name="x", upstream="u", pid=1, config={}, session_id=SID)
+        odd = {"tool": "a\ud800", "model": None, field: "a\ud800"}
+        writer.emit(Event(Kind.REQUEST_START, sid, 1e9, 0.0, 1, "r", odd["tool"], odd["model"], {"method": "m"}))
+        writer.emit(Event(Kind.REQUEST_END, sid, 1e9, 0.001, 2, "r", "b", None, {"outcome": "ok"}))
+        writer.close()
+        with EventReader(log) as reader:
+            read[window] = next(reader.events(sid))
+            assert reader.count_by_kind(sid) == {"request_start": 1, "request_end": 1}
+    assert getattr(read[1.0], field) == getattr(read[0.0], field)
