@@ -8,6 +8,7 @@ only supplies the file's values beneath them.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -227,9 +228,19 @@ def _http_url(value: Any) -> str:
     raise Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
 
 
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+
+
 def _headers(value: Any) -> dict[str, str]:
+    """HTTP headers for the OTLP exporter: a name that is a token, a value without a line break or a control
+    character (the HTTP client refuses such a header only when it sends, on the exporter's thread)."""
     if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise Problem("must be a table of header name = text")
+    for name, header in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise Problem(f"has a header name that is not one (letters, digits and !#$%&'*+.^_`|~-), got {name!r}")
+        if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in header):
+            raise Problem(f"{name} must be text without line breaks or control characters")
     return dict(value)
 
 

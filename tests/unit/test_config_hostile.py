@@ -108,3 +108,15 @@ def test_a_config_saved_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
     config = tmp_path / "mcpwatch.toml"
     config.write_bytes("\ufeff[log]\nfold_window_ms = 0\n".encode())
     assert load_settings(config).log.fold_window_ms == 0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Authorization": "Bearer a\r\nX-Injected: 1"}, {"Auth": "a\x00b"}, {"Bad Name": "v"}, {"Auth:": "v"}],
+    ids=["a line break", "a NUL", "a space in the name", "a colon in the name"],
+)
+def test_an_otlp_header_the_http_client_would_refuse_is_refused_naming_the_key(headers: dict[str, str]) -> None:
+    """It passed the check; the HTTP client refused it only when the exporter sent, on its own thread."""
+    with pytest.raises(UserError, match=r"otel\.headers "):
+        settings_from_mapping({"otel": {"headers": headers}})
+    assert settings_from_mapping({"otel": {"headers": {"Authorization": "Bearer x\ty"}}}).otel.headers
