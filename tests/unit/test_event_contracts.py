@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 
@@ -36,6 +37,7 @@ from mcpwatch.events import (
     LateReuseData,
     ModelStatusData,
     OperatorCallData,
+    OutcomeText,
     ProgressData,
     RequestEndData,
     RequestStartData,
@@ -516,16 +518,64 @@ def test_a_crashed_sessions_stand_in_end_follows_the_contract() -> None:
     assert payload_problems(end.kind, end.data) == []
 
 
-@pytest.mark.slow
+def _literal_strings(hint: Any, seen: set[int] | None = None) -> set[str]:
+    """Every string a `Literal` inside `hint` allows, through unions, lists and nested payload blocks."""
+    seen = set() if seen is None else seen
+    if id(hint) in seen:
+        return set()
+    seen.add(id(hint))
+    if get_origin(hint) is Literal:
+        return {value for value in get_args(hint) if isinstance(value, str)}
+    found: set[str] = set()
+    if isinstance(hint, type) and hasattr(hint, "__required_keys__"):
+        for field in get_type_hints(hint, include_extras=True).values():
+            found |= _literal_strings(field, seen)
+    for arg in get_args(hint):
+        found |= _literal_strings(arg, seen)
+    return found
+
+
+OUTCOMES = get_args(OutcomeText)
+LITERAL_STRINGS = frozenset(s for payload in PAYLOADS.values() for s in _literal_strings(payload))
+
+
+def _shape(value: Any) -> Any:
+    """What `payload_problems` can tell apart in a value: keys, plain types, and the strings some `Literal` allows
+    (every other string fails a `Literal` alike). Two payloads of one shape get the same verdict."""
+    if isinstance(value, dict):
+        return tuple(sorted((key, _shape(item)) for key, item in value.items()))
+    if isinstance(value, list):
+        return ("list", frozenset(_shape(item) for item in value))
+    if isinstance(value, str):
+        return ("str", value if value in LITERAL_STRINGS else None)
+    return type(value).__name__
+
+
+def contract_problems(events: Iterable[Event]) -> set[str]:
+    """The contract problems of a stream, each distinct event shape (kind, keys, value types) checked once."""
+    shapes = {(e.kind, _shape(e.data)): e for e in events}
+    return {p for e in shapes.values() for p in payload_problems(e.kind, e.data)}
+
+
+def test_an_event_shape_tells_apart_what_the_contract_checks() -> None:
+    """Beside a conforming event of its kind, an outcome outside its Literal or a float given as text is checked."""
+    end = next(e for e in sample_session() if e.kind == Kind.REQUEST_END)
+    assert contract_problems([end, replace(end, request_id="other")]) == set()
+    outcome = replace(end, data={**end.data, "outcome": "okay"})
+    assert contract_problems([end, outcome]) == {"request_end.outcome: 'okay' is not one of " + repr(OUTCOMES)}
+    duration = replace(end, data={**end.data, "duration_s": "0.5"})
+    assert contract_problems([end, duration]) == {"request_end.duration_s: expected float, got '0.5'"}
+
+
 def test_the_generators_follow_the_contract() -> None:
     streams = {
         "sample": sample_session(),
-        "flood": list(itertools.islice(flood(EventFactory()), 30_000)),
-        "replay bench": list(SyntheticSession("s", 0.0, rare_every_s=60.0).events(30_000)),
+        "flood": itertools.islice(flood(EventFactory()), 30_000),
+        "replay bench": SyntheticSession("s", 0.0, rare_every_s=60.0).events(30_000),
     }
-    for name, events in streams.items():
-        problems = {p for e in events for p in payload_problems(e.kind, e.data)}
-        assert problems == set(), name
+    for name, stream in streams.items():
+        events = list(stream)
+        assert contract_problems(events) == set(), name
         assert {e.kind for e in events} >= {Kind.REQUEST_START, Kind.REQUEST_END, Kind.PROGRESS}, name
 
 
