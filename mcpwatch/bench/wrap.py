@@ -104,6 +104,7 @@ async def _latency(
     clients: dict[str, Any], calls: int, block: int, pids: dict[str, int | None] | None = None
 ) -> tuple[dict[str, list[float]], dict[str, float]]:
     """Latency samples per path and, for the paths whose middle process is known, its CPU seconds per call."""
+    block = min(block, calls)  # a smoke run's few calls are one block, not a whole one
     samples: dict[str, list[float]] = {name: [] for name in clients}
     cpu = dict.fromkeys(clients, 0.0)
     pids = pids or {}

@@ -1,13 +1,18 @@
 import json
 import subprocess
+from typing import Any
 
 import pytest
 
 from mcpwatch import __version__
-from mcpwatch.bench import QUICK_CALLS
+from mcpwatch.bench import otel as otel_bench
+from mcpwatch.bench import wrap as wrap_bench
+from mcpwatch.bench.sessions import QUICK_CAP
 from mcpwatch.cli import main
 
 from checkout import REPO, mcpwatch_cmd
+
+FEW_CALLS = (10, 2)
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -46,12 +51,27 @@ def test_bad_option_is_one_line_and_exit_2(capsys):
     assert "--no-such-flag" in err[0]
 
 
+def bench_quick(name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    """`mcpwatch bench NAME --quick` in this process (the command, its module and the processes it starts are real;
+    `tests/unit/test_bench_baseline.py` runs `bench core` as a process of its own, from the command line)."""
+    assert main(["bench", name, "--quick"]) == 0
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert report["benchmark"] == name
+    return report
+
+
+@pytest.fixture
+def few_calls(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The stdio benches' smoke run with 10 calls a path (2 to warm up): the figures' shape, with every path open."""
+    for module in (wrap_bench, otel_bench):
+        monkeypatch.setattr(module, "QUICK_CALLS", FEW_CALLS)
+    return FEW_CALLS[0]
+
+
 @pytest.mark.bench
-def test_bench_core_quick_prints_every_figure_against_its_target() -> None:
+def test_bench_core_quick_prints_every_figure_against_its_target(capsys: pytest.CaptureFixture[str]) -> None:
     # The figures themselves are the benchmark's business (README); here: it runs and reports all five.
-    done = subprocess.run(mcpwatch_cmd("bench", "core", "--quick"), capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = bench_quick("core", capsys)
     names = [f["name"] for f in report["figures"]]
     assert names == [
         "cached policy resolution",
@@ -66,35 +86,33 @@ def test_bench_core_quick_prints_every_figure_against_its_target() -> None:
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_wrap_quick_compares_every_path_with_the_direct_one() -> None:
-    done = subprocess.run(mcpwatch_cmd("bench", "wrap", "--quick"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+def test_bench_wrap_quick_compares_every_path_with_the_direct_one(capsys: pytest.CaptureFixture[str], few_calls: int):
+    report = bench_quick("wrap", capsys)
     stdio = report["stdio"]
     for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
-        assert stdio[path]["calls"] == QUICK_CALLS[0] and stdio[path]["median_ratio"] > 0
-    assert stdio["concurrent_32"]["throughput_ratio"] > 0 and report["http"]["wrapped"]["median_ratio"] > 0
+        assert stdio[path]["calls"] == few_calls and stdio[path]["median_ratio"] > 0
+        assert stdio[path]["cpu_us_per_call"] > 0  # the process in the middle was found and sampled
+    assert stdio["concurrent_32"]["throughput_ratio"] > 0
+    http = report["http"]
+    assert http["wrapped"]["calls"] == http["wrapped_httpx2"]["calls"] == few_calls // 2
+    assert http["wrapped"]["median_ratio"] > 0 and http["own_client_vs_httpx2_median"] > 0
 
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_sessions_quick_samples_one_upstream_per_host_session() -> None:
-    done = subprocess.run(mcpwatch_cmd("bench", "sessions", "--quick"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert [s["sessions"] for s in report["samples"]] == [1, 2, 4]
-    assert [s["upstreams"] for s in report["samples"]] == [1, 2, 4]
+def test_bench_sessions_quick_samples_one_upstream_per_host_session(capsys: pytest.CaptureFixture[str]) -> None:
+    report = bench_quick("sessions", capsys)
+    assert [s["sessions"] for s in report["samples"]] == [1, 2]
+    assert [s["upstreams"] for s in report["samples"]] == [1, 2]
     assert report["wrapper_mb_per_session"] < report["upstream_mb_per_session"]  # far less than a process
-    abandoned = report["abandoned"]  # 30 hosts gone without DELETE: reclaimed at the cap, none refused
-    assert abandoned["sessions"] == 30 and 0 < abandoned["upstreams"] <= abandoned["max_sessions"] == 16
+    abandoned = report["abandoned"]  # 6 hosts gone without DELETE: reclaimed at the cap, none refused
+    assert abandoned["sessions"] == 6 and 0 < abandoned["upstreams"] <= abandoned["max_sessions"] == QUICK_CAP < 6
 
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_hosts_quick_measures_each_stage_of_hosts() -> None:
-    done = subprocess.run(mcpwatch_cmd("bench", "hosts", "--quick"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(done.stdout)
+def test_bench_hosts_quick_measures_each_stage_of_hosts(capsys: pytest.CaptureFixture[str]) -> None:
+    report = bench_quick("hosts", capsys)
     saturation, paced = report["saturation"], report["paced"]
     assert [s["hosts"] for s in saturation] == [s["hosts"] for s in paced] == [1, 4]
     assert all(s["per_host_calls_per_s"] == 5.0 and s["p99_from_due_ms"] > 0 for s in paced)
@@ -105,9 +123,7 @@ def test_bench_hosts_quick_measures_each_stage_of_hosts() -> None:
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_otel_quick_compares_exporting_with_not_exporting() -> None:
-    done = subprocess.run(mcpwatch_cmd("bench", "otel", "--quick"), capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    stdio = json.loads(done.stdout)["stdio"]
-    assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == QUICK_CALLS[0]
+def test_bench_otel_quick_compares_exporting_with_not_exporting(capsys: pytest.CaptureFixture[str], few_calls: int):
+    stdio = bench_quick("otel", capsys)["stdio"]
+    assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == few_calls
     assert stdio["otel_cost_ratio"] > 0 and stdio["wrapped_otel"]["cpu_us_per_call"] > 0
