@@ -25,6 +25,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from mcpwatch.cli import main
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
@@ -39,24 +40,41 @@ def wrap_exits(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "[::]", "192.0.2.1"])
-def test_an_address_other_machines_reach_needs_allow_remote(host):
-    done = wrap_exits("--listen", f"http://{host}:{free_port()}/mcp")
+def wrap_refuses(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    """`mcpwatch wrap ARGS -- raw server` in this process, refused before anything starts: its exit code and the
+    lines it wrote to stderr (the first case above shows the same through a process of its own)."""
+    try:
+        code = main(["wrap", "--no-log", *args, "--", sys.executable, RAW_SERVER])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, capsys.readouterr().err.strip().splitlines()
+
+
+def test_an_address_other_machines_reach_needs_allow_remote_from_the_command_line():
+    done = wrap_exits("--listen", f"http://0.0.0.0:{free_port()}/mcp")
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "reachable from other machines: add --allow-remote" in lines[0], done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_token_options_are_checked_before_anything_starts(tmp_path):
+@pytest.mark.parametrize("host", ["0.0.0.0", "[::]", "192.0.2.1"])
+def test_an_address_other_machines_reach_needs_allow_remote(host, capsys):
+    code, lines = wrap_refuses(capsys, "--listen", f"http://{host}:{free_port()}/mcp")
+    assert code == 2
+    assert len(lines) == 1 and "reachable from other machines: add --allow-remote" in lines[0], lines
+
+
+def test_token_options_are_checked_before_anything_starts(tmp_path, capsys):
     short = tmp_path / "short"
     short.write_text("abc\n")
-    done = wrap_exits("--listen", f"http://127.0.0.1:{free_port()}/mcp", "--token-file", str(short))
-    assert done.returncode == 2 and "must hold one token of 16" in done.stderr
-    done = wrap_exits("--listen", f"http://127.0.0.1:{free_port()}/mcp", "--token-file", str(tmp_path / "absent"))
-    assert done.returncode == 2 and "cannot read it" in done.stderr
-    done = wrap_exits("--allow-remote")
-    assert done.returncode == 2 and "only apply to --listen" in done.stderr
+    code, lines = wrap_refuses(capsys, "--listen", f"http://127.0.0.1:{free_port()}/mcp", "--token-file", str(short))
+    assert code == 2 and len(lines) == 1 and "must hold one token of 16" in lines[0]
+    absent = tmp_path / "absent"
+    code, lines = wrap_refuses(capsys, "--listen", f"http://127.0.0.1:{free_port()}/mcp", "--token-file", str(absent))
+    assert code == 2 and len(lines) == 1 and "cannot read it" in lines[0]
+    code, lines = wrap_refuses(capsys, "--allow-remote")
+    assert code == 2 and len(lines) == 1 and "only apply to --listen" in lines[0]
 
 
 async def test_remote_listening_prints_a_token_once_and_requires_it(tmp_path):
@@ -150,8 +168,23 @@ async def test_host_and_origin_are_checked_on_any_loopback_address(tmp_path):
 CAPS = "[front]\nmax_body_mb = 1\nmax_header_kb = 16\nidle_timeout_s = 1\nmax_connections = 40\n"
 
 
-async def test_bodies_are_capped_and_read_in_linear_time(tmp_path):
-    async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host, served_throughout(host):
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide, so that the capped wrapper below is one for the module."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def capped(tmp_path_factory):
+    """One wrapper with CAPS for the tests of the caps: each opens a host session of its own and leaves nothing
+    behind that another's checks depend on (its connections closed, its session served or deleted)."""
+    async with listening_wrapper(tmp_path_factory.mktemp("capped"), config=CAPS) as front:
+        yield front
+
+
+async def test_bodies_are_capped_and_read_in_linear_time(capped):
+    front = capped
+    async with Host(front) as host, served_throughout(host):
         # declared too large: refused before a byte of the body is read
         head = post_bytes("/mcp", front.port, b"", "").replace(b"Content-Length: 0", b"Content-Length: 50000000")
         raw = await asyncio.to_thread(raw_request, front.port, head)
@@ -181,8 +214,9 @@ async def test_bodies_are_capped_and_read_in_linear_time(tmp_path):
     assert "Traceback" not in front.stderr
 
 
-async def test_huge_headers_are_refused_at_the_cap(tmp_path):
-    async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host, served_throughout(host):
+async def test_huge_headers_are_refused_at_the_cap(capped):
+    front = capped
+    async with Host(front) as host, served_throughout(host):
 
         def flood() -> tuple[int, bytes]:
             """Offer a 150 MB header; count what the wrapper took before it answered and closed."""
@@ -262,8 +296,9 @@ async def test_bad_field_types_are_json_rpc_errors_never_500(tmp_path):
 
 
 @pytest.mark.slow
-async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(tmp_path):
-    async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host, served_throughout(host):
+async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(capped):
+    front = capped
+    async with Host(front) as host, served_throughout(host):
         idle = []
         for _ in range(300):  # far more than max_connections = 40
             idle.append(await asyncio.to_thread(socket.create_connection, ("127.0.0.1", front.port), 10))
@@ -283,9 +318,10 @@ async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(
 
 
 @pytest.mark.slow
-async def test_a_long_call_and_an_event_stream_are_not_idle(tmp_path):
+async def test_a_long_call_and_an_event_stream_are_not_idle(capped):
     # the idle timeout is for clients that owe a request; a call the upstream takes long over is waited for
-    async with listening_wrapper(tmp_path, config=CAPS) as front, Host(front) as host:
+    front = capped
+    async with Host(front) as host:
         started = time.monotonic()
         reply = await host.post(rpc("slow", "tools/call", {"name": "sleep", "arguments": {"seconds": 2.5}}))
         assert reply.json()["result"]["content"][0]["text"] == "slept 2.5"
