@@ -8,9 +8,11 @@ Nothing is computed per call for it beyond the fold's append; the scrape folds a
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,7 @@ PATH = "/metrics"
 MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s
 LOOP_SHARE = 0.1  # of the loop's time a scrape loop can take at most: after a build of T, the same answer for 9 T
 TEXT = b"text/plain; charset=utf-8"
+MAX_FORMATS = 4  # content types whose answers are kept: a scraper names its own version, one per scrape if it likes
 
 
 class _One:
@@ -54,6 +57,16 @@ class MetricsRegistry(CollectorRegistry):
         self._rendered: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = {}  # (type, family) → (key, text)
         self._tails: dict[str, bytes] = {}  # what the encoder ends an exposition with (OpenMetrics: `# EOF`)
 
+    def held_bytes(self) -> int:
+        """The bytes of family text kept, every format together."""
+        return sum(len(text) for _, text in self._rendered.values())
+
+    def forget(self, content_type: str) -> None:
+        """Drop a format's family texts (the app keeps a few formats: see MAX_FORMATS)."""
+        self._tails.pop(content_type, None)
+        for key in [key for key in self._rendered if key[0] == content_type]:
+            del self._rendered[key]
+
     def render(self, encoder: Callable[[Any], bytes], content_type: str) -> bytes:
         tail = self._tails.get(content_type)
         if tail is None:
@@ -69,6 +82,15 @@ class MetricsRegistry(CollectorRegistry):
         return b"".join(parts)
 
 
+def negotiate(accept: str) -> tuple[Callable[[Any], bytes], str]:
+    """`prometheus_client`'s choice of encoder and content type, or its text format when an OpenMetrics version is
+    not dotted numbers (its own choice raises then, comparing a word with a number)."""
+    try:
+        return choose_encoder(accept)
+    except (TypeError, ValueError):
+        return choose_encoder("")
+
+
 def metrics_registry(wrapper: str, fold: MetricFold, read_status: StatusReader) -> MetricsRegistry:
     return MetricsRegistry(WrapperCollector(wrapper, fold, read_status))
 
@@ -78,7 +100,9 @@ class MetricsApp:
 
     A scrape runs on the wrapper's loop, so scrapes closer together than `min_interval_s` get the last answer
     again, and after a build that took T (a thousand listed tools: seconds) so do scrapes for the next
-    T × (1 / LOOP_SHARE − 1): a client scraping in a tight loop cannot take the loop from the hosts' calls."""
+    T × (1 / LOOP_SHARE − 1): a client scraping in a tight loop cannot take the loop from the hosts' calls. The
+    scraper names the format (any OpenMetrics version is a content type), so that quiet holds for every format (a
+    format not built yet is a 503 meanwhile), and the last answers of MAX_FORMATS formats at most are kept."""
 
     def __init__(
         self,
@@ -92,7 +116,13 @@ class MetricsApp:
         self.min_interval_s = min_interval_s
         self.clock = clock
         self.collected = 0  # expositions built (the rest were served again)
-        self._last: dict[str, tuple[float, bytes]] = {}  # content type → (when it may be built again, body)
+        # content type → (when it may be built again, body), the most recently served last, MAX_FORMATS at most
+        self._last: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+        self._quiet_until = -math.inf  # no format is built before: a build's cost buys quiet for every format
+
+    def held_bytes(self) -> int:
+        """The bytes the endpoint keeps between scrapes: each format's last answer and its families' text."""
+        return sum(len(body) for _, body in self._last.values()) + self.registry.held_bytes()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -110,16 +140,27 @@ class MetricsApp:
             await respond(send, 405, b"Method Not Allowed: GET /metrics\n", TEXT, [(b"allow", b"GET")])
             return
         accept = ",".join(value.decode("latin-1") for name, value in headers if name == b"accept")
-        encoder, content_type = choose_encoder(accept)
+        encoder, content_type = negotiate(accept)
         now = self.clock()
-        again_at, body = self._last.get(content_type, (None, b""))
-        if again_at is None or now >= again_at:
-            body = self.registry.render(encoder, content_type)
-            done = self.clock()
-            again_at = max(now + self.min_interval_s, done + (done - now) * (1 / LOOP_SHARE - 1))
-            self._last[content_type] = (again_at, body)
-            self.collected += 1
-        await respond(send, 200, body, content_type.encode())
+        last = self._last.get(content_type)
+        if last is None and now < self._quiet_until:  # a format never asked for (or forgotten), the loop still owed
+            wait = str(max(1, math.ceil(self._quiet_until - now))).encode()
+            await respond(send, 503, b"Service Unavailable: scrape again later\n", TEXT, [(b"retry-after", wait)])
+            return
+        if last is None or (now >= last[0] and now >= self._quiet_until):
+            last = self._build(encoder, content_type, now)
+        self._last.move_to_end(content_type)
+        await respond(send, 200, last[1], content_type.encode())
+
+    def _build(self, encoder: Callable[[Any], bytes], content_type: str, now: float) -> tuple[float, bytes]:
+        body = self.registry.render(encoder, content_type)
+        done = self.clock()
+        self._quiet_until = done + (done - now) * (1 / LOOP_SHARE - 1)
+        last = self._last[content_type] = (max(now + self.min_interval_s, self._quiet_until), body)
+        self.collected += 1
+        while len(self._last) > MAX_FORMATS:
+            self.registry.forget(self._last.popitem(last=False)[0])
+        return last
 
 
 class MetricsServer:

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 from prometheus_client.exposition import choose_encoder
-from test_exposition import STATUS, end, event, every_metric_fold
+from test_exposition import STATUS, end, event, every_metric_fold, scrape
 
 from mcpwatch.events import Kind
-from mcpwatch.prometheus.endpoint import metrics_registry
+from mcpwatch.httpserve.guard import FrontGuard
+from mcpwatch.prometheus.endpoint import MAX_FORMATS, MetricsApp, metrics_registry
 from mcpwatch.prometheus.fold import MetricFold
 
 FORMATS = {"text": "", "openmetrics": "application/openmetrics-text; version=1.0.0"}
@@ -66,3 +67,55 @@ def test_a_scrape_after_a_call_renders_only_what_moved(accept: str) -> None:
     status["in_flight"] = []
     registry.render(counting(encoder, rendered), content_type)
     assert rendered == [1, 1]  # the duration histogram and the calls in flight
+
+
+def scrape_as(app: MetricsApp, fold: MetricFold, accept: str) -> tuple[int, dict[bytes, bytes], bytes]:
+    return scrape(fold, app=app, headers=[(b"accept", accept.encode("latin-1"))])
+
+
+@pytest.mark.parametrize("version", ["abc", "1.0.0x", "1.0.0\xe9", "1..0"])
+def test_a_version_that_is_not_a_number_is_answered_in_the_text_format(version: str) -> None:
+    """Any local process may scrape: an OpenMetrics version that is not dotted numbers made `choose_encoder` raise
+    (a TypeError comparing a word with a number), a 500 and a traceback on the wrapper's stderr."""
+    fold = every_metric_fold()
+    app = MetricsApp(metrics_registry("w1", fold, lambda: STATUS), FrontGuard())
+    status, headers, body = scrape_as(app, fold, f"application/openmetrics-text; version={version}")
+    assert status == 200
+    assert headers[b"content-type"].startswith(b"text/plain") and b"# EOF" not in body
+    assert b"mcpwatch_build_info" in body
+
+
+def test_scrapers_inventing_formats_hold_a_few_expositions_at_most() -> None:
+    """Each OpenMetrics version a scraper names (`1.0.1`, `1.0.2`, …) is a content type of its own: the app kept
+    each one's last answer, and the registry each one's text of every family, for ever."""
+    now = [100.0]
+    fold = MetricFold()
+    fold.tools.add_listed({"tools": [{"name": f"tool{n}"} for n in range(50)]})
+    app = MetricsApp(metrics_registry("w1", fold, lambda: STATUS), FrontGuard(), 0.25, lambda: now[0])
+    one = len(scrape_as(app, fold, "application/openmetrics-text; version=1.0.0")[2])
+    for n in range(200):
+        now[0] += 1.0
+        status, headers, _ = scrape_as(app, fold, f"application/openmetrics-text; version=1.0.{n + 1}")
+        assert status == 200 and f"version=1.0.{n + 1};".encode() in headers[b"content-type"]
+    assert app.held_bytes() <= 2 * MAX_FORMATS * one  # each kept format: its answer and its families' text
+
+
+def test_inventing_a_format_per_scrape_does_not_take_the_loop() -> None:
+    """A build's cost buys a quiet time of 9 T for every format, not only its own: a scraper naming a new version
+    each time would otherwise have every scrape built, the loop's whole time going to expositions."""
+    now = [100.0]
+
+    def slow_status() -> dict[str, Any]:
+        now[0] += 2.0  # each build takes 2 s of the loop
+        return STATUS
+
+    fold = MetricFold()
+    app = MetricsApp(metrics_registry("w1", fold, slow_status), FrontGuard(), 0.25, lambda: now[0])
+    assert scrape_as(app, fold, "")[0] == 200 and app.collected == 1
+    for n in range(50):
+        status, headers, _ = scrape_as(app, fold, f"application/openmetrics-text; version=1.0.{n}")
+        assert status == 503 and int(headers[b"retry-after"]) >= 1
+    assert app.collected == 1
+    assert scrape_as(app, fold, "")[0] == 200  # the format built last is served its answer again meanwhile
+    now[0] += 18.0  # 9 × 2 s after the build ended
+    assert scrape_as(app, fold, "application/openmetrics-text; version=1.0.0")[0] == 200 and app.collected == 2
