@@ -29,7 +29,15 @@ COUNTERS = {
 }
 """Monotonic counters and their descriptions."""
 
+MAX_SERIES = 2000
+"""Attribute sets per metric, as the SDK's default cardinality limit: a host names the tool and the method of each
+call, so a new one per call would otherwise be a series held (cumulative: for ever) and pushed every time."""
+MAX_ATTRIBUTE_BYTES = 1 << 20
+"""Attribute text per metric: 2,000 names of 64 KiB would be 128 MiB. The sets past either bound add up in one
+point marked `otel.metric.overflow`, as the SDK's do (nothing lost, only merged)."""
+
 Attributes = frozenset[tuple[str, AttributeValue]]
+OVERFLOW: Attributes = frozenset({("otel.metric.overflow", True)})
 
 
 @dataclass
@@ -96,6 +104,7 @@ class OtlpMetricFold:
         self.counters: dict[tuple[str, Attributes], tuple[int, float]] = {}  # → (start_ns, total)
         self.levels: dict[tuple[str, Attributes], float] = {}
         self.now_ns = start_ns  # the time of the latest measurement's batch: a series starts then
+        self._held: dict[str, tuple[int, int]] = {}  # metric → (attribute sets, their text's length) kept
 
     def record(self, measure: Measure) -> None:
         name, value, attributes = measure
@@ -103,13 +112,28 @@ class OtlpMetricFold:
         if name == DURATION_METRIC:
             buckets = self.durations.get(key)
             if buckets is None:
-                buckets = self.durations[key] = Buckets(self.now_ns)
+                key = self._admit(name, key)
+                buckets = self.durations.get(key) or self.durations.setdefault(key, Buckets(self.now_ns))
             buckets.add(value)
         elif name in COUNTERS:
+            if (name, key) not in self.counters:
+                key = self._admit(name, key)
             start, total = self.counters.get((name, key), (self.now_ns, 0.0))
             self.counters[(name, key)] = (start, total + value)
         elif name in LEVELS:
+            if (name, key) not in self.levels:
+                key = self._admit(name, key)
             self.levels[(name, key)] = self.levels.get((name, key), 0.0) + value
+
+    def _admit(self, name: str, key: Attributes) -> Attributes:
+        """A new attribute set's own key while the metric is within MAX_SERIES and MAX_ATTRIBUTE_BYTES, else the
+        overflow's (whose own series is the one beyond the bound, as in the SDK)."""
+        series, held = self._held.get(name, (0, 0))
+        size = sum(len(k) + len(str(v)) for k, v in key)
+        if series >= MAX_SERIES or held + size > MAX_ATTRIBUTE_BYTES:
+            return OVERFLOW
+        self._held[name] = (series + 1, held + size)
+        return key
 
     def snapshot(self, now_ns: int) -> Snapshot:
         """Every series (cumulative), or those that moved since the last snapshot (delta: they start again)."""
@@ -126,4 +150,5 @@ class OtlpMetricFold:
         levels = [Point(name, dict(key), self.start_ns, value) for (name, key), value in self.levels.items()]
         if self.delta:
             self.durations, self.counters = {}, {}
+            self._held = {name: held for name, held in self._held.items() if name in LEVELS}
         return Snapshot(now_ns, durations, counters, levels)

@@ -17,7 +17,7 @@ from test_metrics_agree import two_sessions_each_restarting_once
 
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.exporter import MetricRecorder
-from mcpwatch.otel.metric_fold import COUNTERS, LEVELS
+from mcpwatch.otel.metric_fold import COUNTERS, LEVELS, MAX_ATTRIBUTE_BYTES, OtlpMetricFold
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, Measure
 
 URL = "http://127.0.0.1:9/v1/metrics"  # never reached: the tests read what a push would send
@@ -113,3 +113,55 @@ def test_nothing_is_pushed_before_the_first_measurement() -> None:
         assert data is not None and points(data)[("mcpwatch.heartbeats", frozenset())][1:] == (1.0, True)
     finally:
         recorder.shutdown(0.1, push=False)
+
+
+def one_name_per_call(count: int, size: int = 8) -> list[Measure]:
+    """A host naming a tool (and a method) never seen before in each call: both are the host's to choose."""
+    found = []
+    for n in range(count):
+        tool = f"t{n:0{size - 1}d}"
+        call = {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool}
+        found.append(Measure(DURATION_METRIC, 0.1 * (n % 7), call))
+        found.append(Measure("mcpwatch.deadlines", 1.0, {"gen_ai.tool.name": tool}))
+        found.append(Measure("mcpwatch.calls.in_flight", 1.0, {"mcp.method.name": f"m/{n}"}))
+    return found
+
+
+@pytest.mark.parametrize("preference", ["cumulative", "delta"])
+def test_a_new_name_per_call_keeps_the_sdk_s_series_and_its_overflow(
+    preference: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK kept 2,000 attribute sets per metric and added the rest to one point marked
+    `otel.metric.overflow`; the fold kept every set a host made up, for ever (cumulative), each pushed each time."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", preference)
+    ours = MetricRecorder(OtelTarget(traces_url=None, metrics_url=URL, metrics_interval_ms=3_600_000), URL, print)
+    theirs = SdkRecorder(OTLPMetricExporter(endpoint=URL)._preferred_temporality)
+    try:
+        stream = one_name_per_call(3_500)
+        overflowed = []
+        for batch in (stream[:3_000], stream[3_000:], stream[:30]):
+            ours.record_all(batch)
+            for measure in batch:
+                theirs.record(measure)
+            expected, got = points(theirs.data()), points(ours.metrics_data())
+            assert got == pytest.approx(expected)
+            assert len(got) <= 3 * 2_001
+            overflowed.append((DURATION_METRIC, frozenset({("otel.metric.overflow", True)})) in got)
+        assert overflowed == [False, True, preference == "cumulative"]  # 1,000 calls, then 2,500 more
+    finally:
+        ours.shutdown(0.1, push=False)
+        theirs.provider.shutdown()
+
+
+def test_long_names_are_held_to_a_bound_in_bytes() -> None:
+    """2,000 sets of 64 KiB names would be 128 MiB per metric: the attribute text kept per metric is bounded too,
+    the sets beyond it added to the overflow point."""
+    fold = OtlpMetricFold(0)
+    for measure in one_name_per_call(300, size=64 * 1024):
+        fold.record(measure)
+    snapshot = fold.snapshot(1)
+    for series in (snapshot.durations, snapshot.counters):
+        held = sum(len(str(k)) + len(str(v)) for point in series for k, v in point.attributes.items())
+        assert held <= MAX_ATTRIBUTE_BYTES + 100
+        assert {"otel.metric.overflow": True} in [point.attributes for point in series]
+    assert sum(point.buckets.count for point in snapshot.durations) == 300  # nothing lost, only merged
