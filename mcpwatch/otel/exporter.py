@@ -154,6 +154,7 @@ class MetricRecorder:
 
     def __init__(self, target: OtelTarget, url: str, on_push: Callable[[bool, str | None], None]) -> None:
         self.exporter = CountingMetricExporter(url, target.headers or None, on_push)
+        self._on_push = on_push
         self.resource = service_resource(target)
         self.scope = InstrumentationScope("mcpwatch", __version__)
         self.instruments = dict(COUNTERS)  # each counter's name and description
@@ -163,6 +164,7 @@ class MetricRecorder:
         self.lock = threading.Lock()  # the fold: added to on the export thread, read on the push thread
         self.interval_s = target.metrics_interval_ms / 1000
         self._stop = threading.Event()
+        self._last_push = False  # set by shutdown: the thread pushes once more on its way out
         self._thread = threading.Thread(target=self._run, name="mcpwatch-otel-metrics", daemon=True)
         self._thread.start()
 
@@ -221,13 +223,19 @@ class MetricRecorder:
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
             self.push()
+        if self._last_push:
+            self.push()
 
     def shutdown(self, timeout_s: float, push: bool = True) -> None:
-        """One last push (what was measured since the last), within `timeout_s`; then the exporter stops."""
+        """One last push (what was measured since the last), within `timeout_s`; then the exporter stops.
+
+        The last push is the thread's own, so a collector that does not answer holds that daemon thread, never the
+        caller (the wrapper's exit) past `timeout_s`; a push still going then is said, as a failed one."""
+        self._last_push = push
         self._stop.set()
         self._thread.join(timeout_s)
-        if push and not self._thread.is_alive():
-            self.push()
+        if self._thread.is_alive():
+            self._on_push(False, f"the last metrics push was not done within {timeout_s:.1f} s of the exit")
         self.exporter.shutdown()
 
 

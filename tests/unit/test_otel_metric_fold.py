@@ -4,10 +4,12 @@ min, max, values) and the same temporality, push after push."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hostile_collector import HostileCollector
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
@@ -15,6 +17,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from test_metrics_agree import two_sessions_each_restarting_once
 
+from mcpwatch.otel import exporter
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.exporter import MetricRecorder
 from mcpwatch.otel.metric_fold import COUNTERS, LEVELS, MAX_ATTRIBUTE_BYTES, OtlpMetricFold
@@ -165,3 +168,19 @@ def test_long_names_are_held_to_a_bound_in_bytes() -> None:
         assert held <= MAX_ATTRIBUTE_BYTES + 100
         assert {"otel.metric.overflow": True} in [point.attributes for point in series]
     assert sum(point.buckets.count for point in snapshot.durations) == 300  # nothing lost, only merged
+
+
+def test_a_collector_that_never_answers_does_not_hold_the_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last push at exit ran on the exiting thread, bounded only by the exporter's own timeout and retries,
+    not by the `timeout_s` shutdown was given; now it is the push thread's, and a push still going is said."""
+    monkeypatch.setattr(exporter, "EXPORT_TIMEOUT_S", 3_600.0)  # only the bound shutdown is given can end the wait
+    told: list[tuple[bool, str | None]] = []
+    with HostileCollector("silent") as collector:
+        url = f"{collector.endpoint}/v1/metrics"
+        target = OtelTarget(traces_url=None, metrics_url=url, metrics_interval_ms=3_600_000)
+        recorder = MetricRecorder(target, url, lambda ok, problem: told.append((ok, problem)))
+        recorder.record(Measure("mcpwatch.heartbeats", 1.0, {}))
+        done = threading.Event()
+        threading.Thread(target=lambda: (recorder.shutdown(0.2), done.set()), daemon=True).start()
+        assert done.wait(60), "shutdown waited on a collector that never answers"
+        assert told and told[0][0] is False and "not done within 0.2 s" in (told[0][1] or "")
