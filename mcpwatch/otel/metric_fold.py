@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from math import isfinite
 from typing import NamedTuple
 
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Measure
@@ -108,6 +109,8 @@ class OtlpMetricFold:
 
     def record(self, measure: Measure) -> None:
         name, value, attributes = measure
+        if not isfinite(value) or (value < 0 and name not in LEVELS):
+            return  # as the SDK's instruments: one NaN would make a cumulative sum NaN for good
         key = frozenset(attributes.items())
         if name == DURATION_METRIC:
             buckets = self.durations.get(key)

@@ -184,3 +184,24 @@ def test_a_collector_that_never_answers_does_not_hold_the_exit(monkeypatch: pyte
         threading.Thread(target=lambda: (recorder.shutdown(0.2), done.set()), daemon=True).start()
         assert done.wait(60), "shutdown waited on a collector that never answers"
         assert told and told[0][0] is False and "not done within 0.2 s" in (told[0][1] or "")
+
+
+def test_a_value_the_sdk_drops_is_dropped() -> None:
+    """The SDK's instruments drop a measurement that is not finite, and a negative one on a counter or the
+    histogram; the fold added it, so one NaN made a cumulative sum NaN for the rest of the wrapper's life."""
+    ours = MetricRecorder(OtelTarget(traces_url=None, metrics_url=URL, metrics_interval_ms=3_600_000), URL, print)
+    theirs = SdkRecorder(OTLPMetricExporter(endpoint=URL)._preferred_temporality)
+    odd = (float("nan"), float("inf"), float("-inf"), -1.0)
+    stream = [Measure(DURATION_METRIC, v, {"mcp.method.name": "tools/call"}) for v in (*odd, 0.5)]
+    stream += [Measure("mcpwatch.deadlines", v, {"gen_ai.tool.name": "x"}) for v in (*odd, 1.0)]
+    try:
+        ours.record_all(stream)
+        for measure in stream:
+            theirs.record(measure)
+        assert points(ours.metrics_data()) == points(theirs.data())
+        ours.record_all([Measure("mcpwatch.calls.in_flight", v, {"mcp.method.name": "m"}) for v in (1.0, *odd[:3])])
+        level = points(ours.metrics_data())[("mcpwatch.calls.in_flight", frozenset({("mcp.method.name", "m")}))]
+        assert level[1] == 1.0
+    finally:
+        ours.shutdown(0.1, push=False)
+        theirs.provider.shutdown()
