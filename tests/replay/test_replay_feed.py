@@ -95,6 +95,10 @@ def test_a_file_corrupt_further_in_pauses_the_replay_and_says_so(tmp_path: Path)
 @pytest.mark.slow
 @pytest.mark.bench
 def test_the_benchmark_measures_and_judges_a_small_session(tmp_path: Path) -> None:
+    # A previous run's recording (not even a log) and its side files: replaced, not added to or opened
+    (tmp_path / "replay.db").write_bytes(b"an older recording")
+    (tmp_path / "replay.db-wal").write_bytes(b"its write-ahead log")
+    (tmp_path / "replay.db-shm").write_bytes(b"its shared memory")
     figures = measure(3000, seeks=5, folder=tmp_path)
     assert figures["events"] == 3000 and figures["index_error"] is None and figures["checkpoints"] >= 1
     assert figures["seek_ms"]["samples"] == 5 and figures["markers"] > 0
@@ -103,5 +107,8 @@ def test_the_benchmark_measures_and_judges_a_small_session(tmp_path: Path) -> No
     # the recording is kept, so that it can be replayed afterwards, and the figures say how
     assert figures["recording"] == str(tmp_path / "replay.db") and (tmp_path / "replay.db").stat().st_size > 0
     assert figures["replay_it"].startswith(f"mcpwatch replay {tmp_path / 'replay.db'} --session ")
-    assert measure(3000, seeks=2, folder=tmp_path)["recording"] == figures["recording"]  # replaced, not added to
+    assert (tmp_path / "replay.db").read_bytes().startswith(b"SQLite format 3\x00")
+    assert {p.read_bytes() for p in tmp_path.glob("replay.db-*")}.isdisjoint(
+        {b"its write-ahead log", b"its shared memory"}
+    )
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("replay.db")) == []
