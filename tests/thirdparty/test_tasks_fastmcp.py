@@ -19,6 +19,8 @@ from mcpwatch.store import EventReader
 from checkout import REPO
 from waiting import wait_for_port
 
+# Each test waits for a call cut at 2 s or run for 4 s, after FastMCP has started: 3 s or more alone.
+pytestmark = pytest.mark.slow
 CLIENT = Path(__file__).with_name("fastmcp_tasks_client.py")
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 
