@@ -10,8 +10,8 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,14 +56,39 @@ async def everything_direct(bin_dir: Path) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}/mcp"
 
 
+@pytest.fixture(scope="module")
+def direct(npm_bin: Path) -> Iterator[str]:
+    """One server-everything serving Streamable HTTP itself for the module: the reference each comparison is made
+    against, and the upstream of the front over HTTP. Its state is per MCP session, and every host here opens its
+    own sessions and ends them, so the tests share it rather than start it again."""
+    port = free_port()
+    argv = [str(npm_bin / "mcp-server-everything"), "streamableHttp"]
+    proc = subprocess.Popen(argv, cwd=REPO, env={**os.environ, "PORT": str(port)}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for_port(port, 30)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 @asynccontextmanager
-async def everything_wrapped(bin_dir: Path, tmp_path: Path, *, over_http: bool) -> AsyncIterator[str]:
-    """The wrapper's front over server-everything: a process per host (stdio), or an MCP session per host (HTTP)."""
+async def everything_wrapped(
+    bin_dir: Path, tmp_path: Path, *, over_http: bool, upstream_url: str | None = None
+) -> AsyncIterator[str]:
+    """The wrapper's front over server-everything: a process per host (stdio), or an MCP session per host (HTTP, to
+    `upstream_url` or a server-everything of its own)."""
     port = free_port()
     wrap = ["--log", str(tmp_path / f"events-{port}.db"), "--listen", f"http://127.0.0.1:{port}/mcp"]
     async with AsyncExitStack() as stack:
         if over_http:
-            upstream_url = await stack.enter_async_context(everything_direct(bin_dir))
+            if upstream_url is None:
+                upstream_url = await stack.enter_async_context(everything_direct(bin_dir))
             argv = mcpwatch_cmd("wrap", *wrap, "--url", upstream_url)
         else:
             argv = mcpwatch_cmd("wrap", *wrap, "--", str(bin_dir / "mcp-server-everything"))
@@ -159,20 +184,19 @@ async def one_host_calls(client: Client, name: str, seen: dict[str, Any]) -> Non
 
 
 @pytest.mark.slow
-async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, tmp_path):
-    async with everything_direct(npm_bin) as url:
-        direct = await three_hosts(url)
+async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, direct, tmp_path):
+    reference = await three_hosts(direct)
     # the direct run is the reference; it must show what the comparison is about
-    assert direct["a.asked"] == direct["b.asked"] == sorted(ASKED_OF_CAPABLE)
-    assert direct["a.asked_twice"] == direct["b.asked_twice"] == []
-    assert direct["c.asked"] == [] and direct["c.conditional_tools"] == []
-    assert direct["a.got_logs"] and not direct["b.got_logs"] and not direct["c.got_logs"]
-    assert direct["a.roots"] == ["a"] and direct["b.roots"] == ["b"]
+    assert reference["a.asked"] == reference["b.asked"] == sorted(ASKED_OF_CAPABLE)
+    assert reference["a.asked_twice"] == reference["b.asked_twice"] == []
+    assert reference["c.asked"] == [] and reference["c.conditional_tools"] == []
+    assert reference["a.got_logs"] and not reference["b.got_logs"] and not reference["c.got_logs"]
+    assert reference["a.roots"] == ["a"] and reference["b.roots"] == ["b"]
     for over_http in (False, True):  # the front over a stdio and an HTTP upstream, each against the one direct run
-        async with everything_wrapped(npm_bin, tmp_path, over_http=over_http) as url:
+        async with everything_wrapped(npm_bin, tmp_path, over_http=over_http, upstream_url=direct) as url:
             wrapped = await three_hosts(url)
-        for key in sorted(direct):
-            assert wrapped[key] == direct[key], (over_http, key, wrapped[key], direct[key])
+        for key in sorted(reference):
+            assert wrapped[key] == reference[key], (over_http, key, wrapped[key], reference[key])
 
 
 async def raw_initialize(url: str, version: str) -> tuple[str, dict[str, Any]]:
@@ -200,14 +224,12 @@ def parse_reply(reply: httpx2.Response) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-async def test_each_host_gets_its_own_protocol_version(npm_bin, tmp_path):
+async def test_each_host_gets_its_own_protocol_version(npm_bin, direct, tmp_path):
     """A current SDK host first, then a host asking for 2025-03-26: each is answered as the server alone would."""
     results = {}
     for arrangement in ("direct", "wrapped"):
         context = (
-            everything_direct(npm_bin)
-            if arrangement == "direct"
-            else everything_wrapped(npm_bin, tmp_path, over_http=False)
+            nullcontext(direct) if arrangement == "direct" else everything_wrapped(npm_bin, tmp_path, over_http=False)
         )
         async with context as url:
             record = HostRecord("a")
@@ -251,15 +273,13 @@ def old_ts_sdk() -> Path:
 
 
 @pytest.mark.slow
-async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, old_ts_sdk, tmp_path):
+async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, direct, old_ts_sdk, tmp_path):
     """A current SDK host is connected first; then TypeScript SDK 1.12 (which refuses any version newer than
     2025-03-26) connects, lists and calls, as it does directly."""
     seen = {}
     for arrangement in ("direct", "wrapped"):
         context = (
-            everything_direct(npm_bin)
-            if arrangement == "direct"
-            else everything_wrapped(npm_bin, tmp_path, over_http=False)
+            nullcontext(direct) if arrangement == "direct" else everything_wrapped(npm_bin, tmp_path, over_http=False)
         )
         async with context as url, host_client(url, HostRecord("a")) as current:
             assert current.protocol_version == "2025-11-25"
