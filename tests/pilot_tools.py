@@ -76,3 +76,24 @@ def type_at_once(app: App[Any], keys: list[str]) -> None:
         event.set_sender(app)
         assert app._driver is not None
         app._driver.send_message(event)
+
+
+async def run_from_palette(pilot: Pilot[Any], search: str) -> None:
+    """Open the command palette, type `search`, and run the command it then offers first — once it offers it: the
+    palette gathers its matches a moment after each key (a fixed pause was too short on a loaded machine)."""
+    from textual.command import CommandList, CommandPalette
+
+    app = pilot.app
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the command palette")
+    await pilot.press(*search)
+
+    def offered_first() -> bool:
+        options = app.screen.query_one(CommandList)
+        if not options.option_count or options.highlighted != 0:
+            return False
+        hit = getattr(options.get_option_at_index(0), "hit", None)
+        return hit is not None and search in str(hit.match_display)
+
+    await until(pilot, offered_first, what=f"the palette to offer {search!r} first")
+    await pilot.press("enter")

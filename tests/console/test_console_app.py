@@ -16,7 +16,7 @@ from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import EventFactory
 
-from pilot_tools import screen_text, until
+from pilot_tools import run_from_palette, screen_text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -321,18 +321,10 @@ async def test_palette_offers_every_action_and_runs_them() -> None:
             "theme: mcpwatch-high-contrast",
         ):
             assert expected in names
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"health check now")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
+        await run_from_palette(pilot, "health check now")
         await until(pilot, lambda: controls.calls, what="the palette's health check")
         assert controls.calls == [("health_check", None)]
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"theme: mcpwatch-light")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
+        await run_from_palette(pilot, "theme: mcpwatch-light")
         await until(pilot, lambda: app.theme == "mcpwatch-light", what="the theme to change")
 
 

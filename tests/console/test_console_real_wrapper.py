@@ -16,7 +16,7 @@ from mcpwatch.console.widgets import WindowTable
 from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import find_wrapper
 
-from pilot_tools import screen_text, until
+from pilot_tools import run_from_palette, screen_text, until
 
 pytestmark = [
     pytest.mark.anyio,
@@ -48,11 +48,7 @@ async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> No
             await until(pilot, lambda: _margin_shown(app, "25s"), what="the margin on screen")
 
             # The palette's reset undoes it at the wrapper.
-            await pilot.press("ctrl+p")
-            await pilot.pause(0.2)
-            await pilot.press(*"reset the budget")
-            await pilot.pause(0.5)
-            await pilot.press("enter")
+            await run_from_palette(pilot, "reset the budget")
             await until(pilot, lambda: _margin_shown(app, "10s"), what="the margin reset on screen")
             async with OperatorClient.for_entry(entry) as op:
                 assert (await op.status())["deadline"]["margin_s"] == 10.0
