@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from replay_helpers import HandClock, fold_until, make_feed, ready, timeline_text, write_log
@@ -275,9 +276,20 @@ async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: t
 
 
 @pytest.mark.slow
-async def test_toasts_keep_clear_of_the_timeline_bar(shared_log: tuple[Path, str]) -> None:
+async def test_toasts_keep_clear_of_the_timeline_bar(
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     feed = make_feed(shared_log[0], start=60.0)
     app = _app(feed)
+    notify = app.notify
+
+    def lasting(*args: Any, **kwargs: Any) -> None:
+        """A toast lasts 3 s from when it is posted: on a loaded machine it could be gone before it was drawn.
+        Where it is placed is what this test is about, so it stays until looked at."""
+        kwargs["timeout"] = 600.0
+        notify(*args, **kwargs)
+
+    monkeypatch.setattr(app, "notify", lasting)
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await ready(pilot)
         await pilot.press("n")
