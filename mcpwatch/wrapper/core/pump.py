@@ -138,6 +138,7 @@ class WrapperCore:
             modern=self.hosts.speaks_modern,
             warn=recorder.warn,
         )
+        self.bridge.on_learnt = self.routes.clear  # a tool's task support learnt: the plain path's verdicts again
         self.tasks = self.bridge.watch  # every task-augmented call; the bridge builds it, to be told of its tasks
         self.offer = TaskOffer(
             settings=settings.tasks,

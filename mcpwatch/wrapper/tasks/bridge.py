@@ -104,6 +104,9 @@ class TaskBridge:
         self._modern = modern
         self._jobs: set[asyncio.Future[None]] = set()
         self.upstream_extension = False  # the upstream's server/discover declared the tasks extension (2026 era)
+        # told when what a call's path rests on was learnt (a tool's task support, the extension): the plain path's
+        # verdicts (`core.plain`) are made again, also after a listing of the bridge's own, read after its answer
+        self.on_learnt: Callable[[], None] = _nothing
         self.input = InputRelay(
             table=table,
             scheduler=scheduler,
@@ -167,6 +170,7 @@ class TaskBridge:
         capabilities = result.get("capabilities")
         extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
         self.upstream_extension = isinstance(extensions, dict) and EXTENSION in extensions
+        self.on_learnt()
 
     def _can_bridge(self, link: HostLink, params: dict[str, Any]) -> bool:
         """The host cannot run tasks and the upstream can: a 2026-era request (which names its capabilities itself)
@@ -194,6 +198,7 @@ class TaskBridge:
                     self.support[tool["name"]] = tool_task_support(tool)
                 else:  # a 2026-era listing never says: what a refusal taught stays
                     self.support.setdefault(tool["name"], "forbidden")
+        self.on_learnt()
         if not self._host_lacks_tasks(link) or not self.upstream_takes_tasks():
             return result
         shown = [without_task_support(t) if self._bridges(_name(t)) else t for t in tools]
@@ -219,6 +224,7 @@ class TaskBridge:
         ):
             return False
         self.support[pending.tool] = "required"
+        self.on_learnt()
         pending.bridged = True
         params = dict(params)
         self.augment(params)
@@ -280,6 +286,7 @@ class TaskBridge:
         except (ConnectionError, TimeoutError):
             pass  # the call goes on as it is: the upstream answers it as it would have
         self.support.setdefault(tool, "forbidden")  # not listed: not a task tool (and never listed again for it)
+        self.on_learnt()
         then()
 
     def augment(self, params: dict[str, Any]) -> None:
@@ -635,3 +642,7 @@ def _poll_params(run: BridgedRun) -> dict[str, Any]:
 
 def _name(tool: Any) -> str | None:
     return tool.get("name") if isinstance(tool, dict) and isinstance(tool.get("name"), str) else None
+
+
+def _nothing() -> None:
+    """`TaskBridge.on_learnt` until a core listens."""
