@@ -39,7 +39,6 @@ class DeadlineSweep:
         self._heap: list[tuple[float, int]] = []
         self._timer: Timer | None = None
         self._armed_at: float | None = None
-        self._compact_at = COMPACT_MIN
         self._sweeping = False  # deadlines armed while the sweep runs wait for its end to arm the timer
         self._me = weakref.ref(self)
 
@@ -62,7 +61,7 @@ class DeadlineSweep:
         armed_at = self._armed_at
         if armed_at is None or due < armed_at:
             self._rearm(due)
-        elif len(heap) > self._compact_at:
+        elif len(heap) > COMPACT_MIN and len(heap) > 2 * len(self._calls):  # more ended than in flight: let go
             self._compact()
 
     def disarm(self, call: Timed) -> None:
@@ -97,15 +96,14 @@ class DeadlineSweep:
                 heapq.heappop(heap)
             if heap:
                 self._rearm(heap[0][0])
-            else:
-                self._compact_at = COMPACT_MIN
 
     def _compact(self) -> None:
-        """Let go of ended calls' entries; the next look is when the heap has doubled again."""
+        """Let go of ended calls' entries. The calls in flight, not the heap's size at the last look, set when the
+        next look is: a burst answered at once is let go at the next deadline armed, not kept for its budget. Each
+        look at least halves the heap, so it costs each entry a constant share."""
         live = [entry for entry in self._heap if self._live(*entry)]
         heapq.heapify(live)
         self._heap = live
-        self._compact_at = max(COMPACT_MIN, 2 * len(live))
 
 
 def _sweep(ref: weakref.ref[DeadlineSweep]) -> None:

@@ -113,3 +113,47 @@ def test_the_timer_does_not_keep_the_sweeps_owner_alive() -> None:
     gc.collect()
     assert gone() is None  # its owner (a session's core) ended: nothing holds it for the 30 s
     assert scheduler.advance(60.0) == 1  # the timer runs once and finds nothing to do
+
+
+def test_a_burst_answered_at_once_leaves_no_heap_behind_it() -> None:
+    """A burst of calls with long deadlines, all answered: the next deadline armed lets their entries go, rather
+    than keeping them for as long as their budget (up to a week) at twice the burst's size."""
+    calls = Calls()
+    burst = 8 * COMPACT_MIN
+    for key in range(burst):
+        calls.start(key, 600.0)
+    calls.live.clear()  # all answered
+    calls.scheduler.advance(1.0)
+    calls.start(burst, 601.0)
+    assert len(calls.sweep._heap) <= COMPACT_MIN
+    calls.scheduler.advance(600.0)
+    assert calls.expired == [(burst, 601.0)]
+
+
+def test_a_deadline_reached_while_another_is_swept_ends_in_the_same_sweep() -> None:
+    """The call a deadline ends arms a deadline already past and ends another due at the same time: the past one
+    ends at once, the ended one is passed over; a deadline whose call fails to end does not stop the others."""
+    calls = Calls()
+    first, second = calls.start(1, 5.0), calls.start(2, 5.0)
+    calls.start(4, 6.0)
+    calls.start(5, 6.0)
+
+    def reached(call: Timed) -> None:
+        assert isinstance(call, Call)
+        calls.expired.append((call.key, calls.scheduler.time()))
+        del calls.live[call.key]
+        if call is first:
+            del calls.live[second.key]  # answered meanwhile
+            calls.start(3, 1.0)  # a deadline already past
+        if call.key == 4:
+            raise RuntimeError("the call could not be ended")
+
+    calls.sweep._expired = reached
+    calls.scheduler.advance(5.0)
+    assert calls.expired == [(1, 5.0), (3, 5.0)]
+    try:
+        calls.scheduler.advance(1.0)
+    except RuntimeError:
+        pass
+    calls.scheduler.advance(0.0)
+    assert calls.expired == [(1, 5.0), (3, 5.0), (4, 6.0), (5, 6.0)]
