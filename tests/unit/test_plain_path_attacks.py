@@ -110,7 +110,33 @@ def refused_sends(loop: asyncio.AbstractEventLoop) -> TaskRig:
     return rig
 
 
-@pytest.mark.parametrize("scenario", [two_hosts, raw_answers, refused_sends])
+def restarted(loop: asyncio.AbstractEventLoop) -> TaskRig:
+    """Calls in flight when the upstream exits, one while it restarts (the handshake replayed), one after; the
+    restarted upstream answers an old call's id too."""
+    rig = TaskRig(loop, host_timeout_s=30.0, margin_s=1.0)
+    rig.answer(rig.request(0, "initialize", {**INIT, "clientInfo": {"name": "claude-code"}}), {"capabilities": {}})
+    old = rig.request(1, "tools/call", {"name": "echo"})
+    rig.request(2, "tools/call", {"name": "echo", "arguments": {"q": 2}})
+    rig.core.upstream_lost(reason="exited", exit_code=1)
+    rig.core.upstream_connecting()
+    rig.upstream.sent.clear()
+    rig.request(3, "tools/call", {"name": "echo"})  # waits for the restart
+    started = asyncio.ensure_future(rig.core.upstream_started(), loop=loop)
+    spin(loop)
+    replay = next(m for m in rig.upstream.sent if m.get("method") == "initialize")
+    rig.answer(replay["id"], {"capabilities": {}})
+    spin(loop)
+    assert started.done()
+    queued = next(m["id"] for m in rig.upstream.sent if m.get("method") == "tools/call")
+    after = rig.request(4, "tools/call", {"name": "echo"})
+    rig.core.upstream_frame(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}' % old)
+    rig.core.upstream_frame(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}' % after)
+    rig.core.upstream_frame(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}' % queued)
+    spin(loop)
+    return rig
+
+
+@pytest.mark.parametrize("scenario", [two_hosts, raw_answers, refused_sends, restarted])
 def test_the_plain_path_gives_what_the_full_path_gives(
     loop, monkeypatch, scenario: Callable[[asyncio.AbstractEventLoop], TaskRig]
 ) -> None:
