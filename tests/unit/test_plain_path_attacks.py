@@ -12,6 +12,8 @@ import pytest
 from taskrig import Host, TaskRig, spin
 from test_plain_path import bridging, full_path_only, plain_taken, seen
 
+from mcpwatch.events import Kind
+
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}}
 
 
@@ -148,3 +150,28 @@ def test_the_plain_path_gives_what_the_full_path_gives(
     full_path_only(monkeypatch)
     rig = scenario(loop)
     assert (plain, counters) == (seen(rig), repr(rig.core.counters))
+
+
+def test_a_host_that_acts_on_a_deadline_inside_the_sweep_gets_one_end_per_call(loop) -> None:
+    """Told of one call's deadline, the host cancels another due at the same moment and makes a new call, all
+    inside the sweep: the cancelled one ends as the host's cancel, the new one at its own deadline, each once."""
+    rig = TaskRig(loop, host_timeout_s=3.0, margin_s=1.0)
+    sent = rig.host.send
+
+    def reacting(message: dict[str, Any]) -> None:
+        sent(message)
+        if message.get("id") == "a":  # its deadline's answer
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b"}}
+            rig.core.host_message(rig.host, cancel)
+            rig.request("c", "tools/call", {"name": "echo"})
+
+    rig.host.send = reacting  # type: ignore[method-assign]
+    rig.request("a", "tools/call", {"name": "echo"})
+    rig.request("b", "tools/call", {"name": "echo"})
+    start = rig.scheduler.time()
+    rig.scheduler.advance(2.0)
+    rig.scheduler.advance(2.0)
+    ends = [(e.request_id, e.data["outcome"], e.data["duration_s"]) for e in rig.events(Kind.REQUEST_END)]
+    # b ends inside the sending of a's answer, before a's end is written: the order the full path writes too
+    assert sorted(ends) == [("a", "deadline", 2.0), ("b", "cancelled", 2.0), ("c", "deadline", 2.0)]
+    assert rig.scheduler.time() - start == 4.0 and len(rig.core.deadlines) == 0
