@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from mcpwatch.config import add_config_option
 
@@ -26,6 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _refuse_a_log_file(args.target)
     from mcpwatch.console import launch
 
     return launch(
@@ -35,3 +37,15 @@ def run(args: argparse.Namespace) -> int:
         config=args.config,
         serve_port=args.port if args.serve else None,
     )
+
+
+def _refuse_a_log_file(target: str | None) -> None:
+    """A path to a file is a log someone means to look at, not a wrapper to wait for: say which command opens it
+    (else the console would wait, blank, for a wrapper of that name)."""
+    if target and ("/" in target or target.endswith((".db", ".sqlite"))) and os.path.isfile(target):
+        from mcpwatch.errors import UserError
+
+        raise UserError(
+            f"{target} is a file; `mcpwatch watch` follows running wrappers (NAME|PID|URL): "
+            f"to look at a log, run `mcpwatch replay {target}`"
+        )

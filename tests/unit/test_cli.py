@@ -1,5 +1,6 @@
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,3 +128,12 @@ def test_bench_otel_quick_compares_exporting_with_not_exporting(capsys: pytest.C
     stdio = bench_quick("otel", capsys)["stdio"]
     assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == few_calls
     assert stdio["otel_cost_ratio"] > 0 and stdio["wrapped_otel"]["cpu_us_per_call"] > 0
+
+
+def test_watch_given_a_log_file_names_replay_in_one_line(tmp_path: Path) -> None:
+    log = tmp_path / "events.db"
+    log.write_bytes(b"not a wrapper")
+    result = run("watch", str(log))
+    assert result.returncode != 0
+    (line,) = result.stderr.strip().splitlines()
+    assert f"mcpwatch replay {log}" in line
