@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from textual import events
 from textual.app import App
 from textual.pilot import Pilot
+from textual.screen import Screen
 
 from waiting import patience
+
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
+
+def current(app: App[Any], kind: type[ScreenT]) -> ScreenT:
+    """The app's current screen, which the test expects to be a `kind` (fails saying which screen it is if not)."""
+    screen = app.screen
+    assert isinstance(screen, kind), f"the current screen is a {type(screen).__name__}, not a {kind.__name__}"
+    return screen
 
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:

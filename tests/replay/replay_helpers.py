@@ -12,7 +12,7 @@ from mcpwatch.bench.replay import write_session
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.views import ViewState
 from mcpwatch.events import Event
-from mcpwatch.replay.app import ReplayApp, ReplayMainScreen
+from mcpwatch.replay.app import ReplayApp, ReplayMainScreen, TimelineBar
 from mcpwatch.replay.clock import ReplayClock
 from mcpwatch.replay.engine import Index, ReplayEngine, ThreadIndexer
 from mcpwatch.replay.feed import ReplayFeed
@@ -113,4 +113,4 @@ async def ready(pilot: Pilot[Any]) -> None:
 
 
 def timeline_text(app: ReplayApp) -> str:
-    return app.screen.query_one("#timeline").plain
+    return app.screen.query_one("#timeline", TimelineBar).plain

@@ -13,11 +13,12 @@ from mcpwatch.console.commands import ConsoleCommands
 from mcpwatch.console.screens.base import OPERATOR_ACTIONS
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
-from mcpwatch.replay.app import GotoPrompt, ReplayApp
+from mcpwatch.console.widgets import Line, ScrollPanel
+from mcpwatch.replay.app import GotoPrompt, ReplayApp, ReplayMainScreen
 from mcpwatch.replay.engine import ThreadIndexer
 from mcpwatch.replay.feed import ReplayFeed
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -69,7 +70,7 @@ async def test_space_plays_at_the_speed_and_pauses(shared_log: tuple[Path, str])
         await until(pilot, lambda: feed.shown == 40.0, what="the clock to reach 0:40")
         await until(pilot, lambda: "▶ 2×" in timeline_text(app) and "0:40" in timeline_text(app))
         assert feed.engine.ordinal == sum(1 for e in events if e.mono <= 40.0)
-        assert "replay ▶ 2× 0:40" in app.screen.query_one("#topbar").plain
+        assert "replay ▶ 2× 0:40" in app.screen.query_one("#topbar", Line).plain
         await pilot.press("space")
         wall.advance(5.0)
         await pilot.pause(0.2)
@@ -150,21 +151,23 @@ async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[
         before = feed.engine.ordinal
         await pilot.press("h", "m", "c", "d", "t", "p")
         await pilot.pause(0.1)
-        assert app.screen.__class__.__name__ == "ReplayMainScreen" and not app.screen.session.paused
+        assert not current(app, ReplayMainScreen).session.paused
         assert feed.engine.ordinal == before
         names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
         assert not [n for n in names if n.startswith("operator:") or "pause the view" in n]
         assert {"replay: play", "replay: go to a time…", "replay: next deadline, error or late drop"} <= set(names)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        text = app.screen.query_one("#help-text").plain
+        text = app.screen.query_one("#help-text", Line).plain
         assert "Replay" in text and "go to a time" in text and "not available here" in text
         assert "pause the view" not in text and "health check now" not in text and "cancel the selected" not in text
         await pilot.press("space")  # over the help, the replay keys do nothing
         assert not feed.clock.playing
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
-        app.screen.open_request(app.screen.last_view.requests[0].request_id)
+        main = current(app, ReplayMainScreen)
+        assert main.last_view is not None
+        main.open_request(main.last_view.requests[0].request_id)
         await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
         await pilot.pause(0.2)
         bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
@@ -198,7 +201,7 @@ async def test_the_detail_screen_follows_the_replay(shared_log: tuple[Path, str]
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert deadline.request_id is not None
-        app.screen.open_request(deadline.request_id)
+        current(app, ReplayMainScreen).open_request(deadline.request_id)
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         await until(pilot, lambda: "still running" in screen_text(app), what="the running call")
         await pilot.press("shift+right")  # past the deadline, from the detail screen
@@ -239,7 +242,7 @@ async def test_a_detail_draw_cut_short_is_done_again(
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         assert deadline.request_id is not None
-        app.screen.open_request(deadline.request_id)
+        current(app, ReplayMainScreen).open_request(deadline.request_id)
         await until(pilot, lambda: "still running" in screen_text(app), what="the running call")
         screen = app.screen
         assert isinstance(screen, RequestDetailScreen)
@@ -253,7 +256,7 @@ async def test_a_detail_draw_cut_short_is_done_again(
         with pytest.raises(RuntimeError):
             screen.refresh_view()
         monkeypatch.setattr(render_detail, "timeline_panel", real)
-        timeline = screen.query_one("#timeline")
+        timeline = screen.query_one("#timeline", Line)
         await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
 
 
@@ -272,7 +275,7 @@ async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: t
         assert "◷2" in bar[2] and "✗" in bar[2]
         inflight = app.screen.query_one("#inflight")
         assert inflight.size.height >= 5  # several in-flight rows, not one
-        assert "Tombstones" in screen_text(app) and "#" in app.screen.query_one("#tombstones").plain
+        assert "Tombstones" in screen_text(app) and "#" in app.screen.query_one("#tombstones", ScrollPanel).plain
 
 
 @pytest.mark.slow
@@ -315,8 +318,10 @@ async def test_copy_and_export_work_in_a_recordings_detail(
     monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        request_id = app.screen.last_view.requests[0].request_id
-        app.screen.open_request(request_id)
+        main = current(app, ReplayMainScreen)
+        assert main.last_view is not None
+        request_id = main.last_view.requests[0].request_id
+        main.open_request(request_id)
         await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
         await pilot.press("y")
         await until(pilot, lambda: len(copied) == 1, what="y to copy the request as JSON")

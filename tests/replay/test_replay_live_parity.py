@@ -33,7 +33,7 @@ from mcpwatch.registry import find_wrapper
 from mcpwatch.replay.app import GotoPrompt, ReplayApp
 from mcpwatch.store import EventReader
 
-from pilot_tools import until
+from pilot_tools import current, until
 from waiting import patience
 
 pytestmark = [
@@ -173,9 +173,13 @@ async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Pa
             app.screen.query_one(Input).value = repr(capture.view.now_mono)
             await pilot.press("enter")
             await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+            def showing(c: Capture = capture) -> bool:
+                return current(app, MainScreen).last_view == c.view
+
             await until(
                 pilot,
-                lambda c=capture: app.screen.last_view == c.view,
+                showing,
                 timeout=5,
                 what=f"the replay screen at {capture.what}",
             )
