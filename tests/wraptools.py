@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from mcp import Client, StdioServerParameters
+from mcp import Client, StdioServerParameters, types
 
 from mcpwatch.ports import free_port
 
@@ -36,6 +36,13 @@ async def wrapped_client(upstream: list[str], *, env=None, wrap_args=None, **cli
     params = wrap_params(upstream, env=env, wrap_args=wrap_args)
     async with Client(params, mode=client_kwargs.pop("mode", "legacy"), **client_kwargs) as client:
         yield client
+
+
+def first_text(result: types.CallToolResult) -> str:
+    """The text of a tool result's first content block, which the test expects to be text."""
+    block = result.content[0]
+    assert isinstance(block, types.TextContent), f"the first block is {block.type}, not text"
+    return block.text
 
 
 def registry_entry(state_dir: Path, timeout: float = 10.0) -> dict[str, Any]:

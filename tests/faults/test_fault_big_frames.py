@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faultkit import raw_host, registry_of, text_of
@@ -86,7 +87,12 @@ async def test_a_20_mb_host_frame_is_answered_with_its_own_id_and_never_reaches_
     async with raw_host([*FLOOD_SERVER, "stdio"], tmp_path) as host:
         await host.initialize()
         blob = "q" * (20 * 2**20)
-        frame = {"jsonrpc": "2.0", "id": "huge-1", "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+        frame: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": "huge-1",
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {}},
+        }
         frame["params"]["arguments"]["blob"] = blob
         started = time.monotonic()
         host.send(frame)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from mcpwatch.config import Settings
 from mcpwatch.events import UpstreamState, payload_problems
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
@@ -62,8 +63,14 @@ class FakeUpstream:
             self.sent.append(strict_wire(wire))
         return self.mode
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UpstreamDetail:
         return {"unsent_bytes": 0, "stuck": self.mode == "stuck"}
+
+    def pause_reading(self) -> None:
+        """Nothing to pause: what the fake upstream answers is never read from a pipe."""
+
+    def resume_reading(self) -> None:
+        """As pause_reading."""
 
 
 def hashable_key(value: Any) -> str | None:
@@ -210,6 +217,7 @@ class Harness:
                 continue
             assert "id" in message and ("result" in message) != ("error" in message), message
             key = hashable_key(message["id"])
+            assert key is not None, message  # parsed from JSON, so it serialises again
             replies[key] = replies.get(key, 0) + 1
             positions.setdefault(key, []).append(position)
         for key, count in replies.items():
@@ -217,6 +225,7 @@ class Harness:
                 assert count <= self.frames_with_id.get(key, 0), f"{count} replies to id {key}"
         for request_id in self.well:
             key = hashable_key(request_id)
+            assert key is not None, request_id  # a well-formed call's id is JSON
             got = positions.get(key, [])
             if request_id in self.cancelled_at:
                 assert len(got) <= 1, (request_id, got)

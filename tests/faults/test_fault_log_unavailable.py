@@ -153,7 +153,9 @@ async def test_a_log_locked_at_shutdown_waits_a_few_seconds_then_says_how_many_w
         # (host_info, upstream_state...) the wrapper recorded meanwhile; the message names the exact number
         marker = f"events of session {sid} were not written"
         line = next(line for line in stderr.splitlines() if marker in line)
-        not_written = int(re.search(r": (\d+) events of session", line).group(1))
+        counted = re.search(r": (\d+) events of session", line)
+        assert counted is not None, line
+        not_written = int(counted.group(1))
         assert not_written >= 4 * 2 + 1
         assert "locked by another process" in line
         print(f"locked at shutdown: {written} written, {not_written} not written, exit after {took:.2f}s")

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from faultkit import FAULT_SERVER, raw_host, registry_of, session_events
 
-from wraptools import Operator
+from wraptools import Operator, first_text
 
 pytestmark = pytest.mark.anyio
 
@@ -129,7 +129,7 @@ async def test_the_sdk_client_speaks_to_the_operator_endpoint(tmp_path: Path, is
                 status = await client.call_tool("status", {})
                 assert not status.is_error and status.structured_content["wrapper"]["pid"] == host.pid
                 odd = await client.call_tool("events", {"after": "¹"})  # a digit to str.isdigit, not to int()
-                assert odd.is_error and "after must be a whole number" in odd.content[0].text
+                assert odd.is_error and "after must be a whole number" in first_text(odd)
                 events = await client.call_tool("events", {"after": "0", "limit": 2})
                 assert events.structured_content["events"][0]["kind"] == "session_start"
                 latest = events.structured_content["latest"]
@@ -138,9 +138,9 @@ async def test_the_sdk_client_speaks_to_the_operator_endpoint(tmp_path: Path, is
                 margin = await client.call_tool("set_margin", {"seconds": 20})
                 assert margin.structured_content["margin_s"] == 20
                 refused = await client.call_tool("set_margin", {"seconds": "soon"})
-                assert refused.is_error and "number of seconds" in refused.content[0].text
+                assert refused.is_error and "number of seconds" in first_text(refused)
                 missing = await client.call_tool("cancel", {"request_id": "nope"})
-                assert missing.is_error and "no call with request id 'nope'" in missing.content[0].text
+                assert missing.is_error and "no call with request id 'nope'" in first_text(missing)
                 health = await client.call_tool("health_check", {})
                 assert health.structured_content["ok"] is True
         assert await host.close() == 0
