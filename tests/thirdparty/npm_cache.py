@@ -17,17 +17,18 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING
 
 import pytest
 
 DONE = "installed.txt"  # written last: its presence means the whole install is there
 NPM_FIXTURES: set[str] = set()  # the fixtures that install from npm: their tests are marked `npm` (conftest.py)
 
-Fixture = TypeVar("Fixture", bound=Callable[..., object])
+if TYPE_CHECKING:
+    from _pytest.fixtures import FixtureFunctionDefinition  # what pytest.fixture makes (pytest exports no name)
 
 
-def npm_fixture(function: Fixture) -> Fixture:
+def npm_fixture(function: Callable[..., object]) -> FixtureFunctionDefinition:
     """A session fixture that installs peers from npm; `-m "not npm"` leaves out every test that uses it."""
     NPM_FIXTURES.add(function.__name__)
     return pytest.fixture(scope="session")(function)

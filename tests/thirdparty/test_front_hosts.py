@@ -21,6 +21,7 @@ import httpx2
 import pytest
 from mcp import Client, types
 from npm_cache import installed_bin, npm_fixture
+from pydantic import FileUrl
 
 from mcpwatch.ports import free_port
 
@@ -115,7 +116,7 @@ class HostRecord:
 
     async def roots(self, context: Any) -> types.ListRootsResult:
         self.asked.append("roots")
-        return types.ListRootsResult(roots=[types.Root(uri=f"file:///roots/{self.name}", name=self.name)])
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(f"file:///roots/{self.name}"), name=self.name)])
 
     async def log(self, params: types.LoggingMessageNotificationParams) -> None:
         if SIMULATED_LOG.search(str(params.data)):  # the logging a host switches on for its own session

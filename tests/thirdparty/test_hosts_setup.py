@@ -24,7 +24,7 @@ from mcpwatch.hostconfig import jsonc
 from mcpwatch.ports import free_port, wait_for_port
 
 from checkout import mcpwatch_cmd
-from wraptools import RAW_SERVER
+from wraptools import RAW_SERVER, first_text
 
 CLAUDE_CODE = "@anthropic-ai/claude-code@2.1.330"
 GEMINI_CLI = "@google/gemini-cli@0.61.0"
@@ -102,7 +102,7 @@ async def budget_ms(entry: dict, client_name: str, env: dict[str, str], cwd: Pat
     with anyio.fail_after(90):
         async with Client(params, mode="legacy", client_info=Implementation(name=client_name, version="1")) as client:
             result = await client.call_tool("echo", {})
-    return int(json.loads(result.content[0].text)["deadline_ms"])
+    return int(json.loads(first_text(result))["deadline_ms"])
 
 
 @pytest.mark.slow

@@ -56,8 +56,8 @@ def call_pick(rounds: int, action: str | None, url: str | None = None, tool: str
         return mcp_types.ElicitResult(action="accept", content={"topic": f"t{len(asked)}"})
 
     async def run() -> Any:
-        callback = {"elicitation_callback": on_elicit} if action is not None else {}
-        async with Client(url or wrapped(), read_timeout_seconds=60, **callback) as client:
+        callback = on_elicit if action is not None else None  # None: the client cannot be asked
+        async with Client(url or wrapped(), read_timeout_seconds=60, elicitation_callback=callback) as client:
             return await client.call_tool(tool, {"rounds": rounds})
 
     return anyio.run(run), asked  # each request is bounded by the client's read timeout
