@@ -21,7 +21,7 @@ from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
 from waiting import wait_for_port
-from wraptools import SDK_SERVER
+from wraptools import SDK_SERVER, first_text
 
 pytestmark = pytest.mark.anyio
 
@@ -60,16 +60,16 @@ async def arrangement(name: str, tmp_path: Path) -> AsyncIterator[str]:
 
 
 async def host_observes(client: Client, name: str, seen: dict[str, Any], notes: list[str]) -> None:
-    progress: list[float] = []
+    reported: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        reported.append(progress)
 
     if name == "a":
-        assert (await client.call_tool("touch", {})).content[0].text == "touched"
+        assert first_text(await client.call_tool("touch", {})) == "touched"
     result = await client.call_tool("count", {"n": 4, "delay": 0.05}, progress_callback=on_progress)
-    seen[f"{name}.result"] = result.content[0].text
-    seen[f"{name}.progress"] = progress
+    seen[f"{name}.result"] = first_text(result)
+    seen[f"{name}.progress"] = reported
     seen[f"{name}.protocol"] = client.protocol_version
 
 

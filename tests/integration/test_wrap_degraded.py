@@ -74,6 +74,7 @@ async def test_fallback_summaries_are_degraded_in_every_count_and_view(isolated_
     counts = io.StringIO()
     Console(file=counts, width=60, color_system=None).print(counters_panel(view.counters, Palette({})))
     assert "degraded 2" in " ".join(counts.getvalue().split())
+    assert ends[0].request_id is not None  # a call's end names its request
     detail = model.request_detail(ends[0].request_id, events[-1].mono)
     assert detail is not None
     out = io.StringIO()

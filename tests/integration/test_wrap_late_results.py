@@ -18,6 +18,7 @@ from clirun import run_cli
 from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
+from pilot_tools import current
 from waiting import patience
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
@@ -84,12 +85,14 @@ async def test_the_late_result_is_kept_and_read_by_report_and_whatif(isolated_st
     assert (figures["calls"], figures["cut_now"], figures["saved"]) == (2, 2, len(late))
     assert figures["per_tool"]["sleep"]["saved"] == len(late)
     assert figures["budget_to_save"]["p50"] == pytest.approx(min(e.data["duration_s"] for e in late))
+    assert first.request_id is not None  # a late result names its request
     await replay_shows_the_late_result(log, first.request_id)
 
 
 async def replay_shows_the_late_result(log: Path, request_id: str) -> None:
     """`mcpwatch replay` over the log: a late-result marker on the timeline, and the late answer in the detail."""
     from mcpwatch.console.screens.detail import RequestDetailScreen
+    from mcpwatch.console.widgets import Line
     from mcpwatch.replay.app import ReplayApp, ReplayMainScreen
     from mcpwatch.replay.clock import ReplayClock
     from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
@@ -109,14 +112,15 @@ async def replay_shows_the_late_result(log: Path, request_id: str) -> None:
             if isinstance(app.screen, ReplayMainScreen) and app.screen.last_view is not None:
                 break
             await pilot.pause(0.02)
-        assert "↪" in app.screen.query_one("#timeline").plain
-        app.screen.open_request(request_id)
+        assert "↪" in app.screen.query_one("#timeline", Line).plain
+        current(app, ReplayMainScreen).open_request(request_id)
         for _ in range(200):
-            found = app.screen.query("#result") if isinstance(app.screen, RequestDetailScreen) else []
-            if found and "finished late" in found.first().plain:
+            screen = app.screen
+            found = list(screen.query("#result").results(Line)) if isinstance(screen, RequestDetailScreen) else []
+            if found and "finished late" in found[0].plain:
                 break
             await pilot.pause(0.02)
-        words = " ".join(app.screen.query_one("#result").plain.split())
+        words = " ".join(app.screen.query_one("#result", Line).plain.split())
         assert "finished late (ok)" in words and "slept 1.5" in words
         await pilot.press("escape", "q")
 

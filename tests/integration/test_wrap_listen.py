@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
-from wraptools import SDK_SERVER, sdk_server_behind_http_front, wrap_params, wrapped_client
+from wraptools import SDK_SERVER, first_text, sdk_server_behind_http_front, wrap_params, wrapped_client
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ async def listen_and_see_a_change(client: Client) -> None:
     with anyio.fail_after(5):  # the acknowledgement must be recognised at once, not after a read timeout
         async with client.listen(tools_list_changed=True) as subscription:
             assert subscription.honored.tools_list_changed is True
-            assert (await client.call_tool("change_tools", {})).content[0].text == "changed"
+            assert first_text(await client.call_tool("change_tools", {})) == "changed"
             async for event in subscription:
                 assert event == ToolsListChanged()
                 break

@@ -127,8 +127,10 @@ def test_abandoned_never_ending_tasks_stop_being_polled_at_reuse_s(isolated_stat
 
 @pytest.mark.slow
 def test_a_4_mib_status_message_reaches_the_cut_answer_once(isolated_state: Path) -> None:
-    huge = {"FOREVER_MESSAGE_BYTES": str(4 * 1024 * 1024), "FOREVER_POLL_INTERVAL": "100"}
-    with bridged_host(isolated_state, deadline_s=5.0, **huge) as host:  # polled many times before the cut
+    huge = str(4 * 1024 * 1024)
+    with bridged_host(  # polled many times before the cut
+        isolated_state, deadline_s=5.0, FOREVER_MESSAGE_BYTES=huge, FOREVER_POLL_INTERVAL="100"
+    ) as host:
         host.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "forever", "arguments": {}}})
         [reply] = host.wait_for(1)
         assert len(reply) < 64 * 1024  # was 16,778,113 bytes: four copies, over the 16 MiB frame cap

@@ -21,7 +21,7 @@ import pytest
 from checkout import REPO, mcpwatch_cmd
 from wraptools import FIXTURES
 
-TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+TASKS: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 MIB = 1024 * 1024
 
 

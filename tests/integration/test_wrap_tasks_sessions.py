@@ -16,7 +16,7 @@ from mcpwatch.store import EventReader
 
 pytestmark = pytest.mark.anyio
 NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
-TASKS = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+TASKS: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 
 
 @pytest.fixture
