@@ -8,6 +8,7 @@ import datetime
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_a_directory_or_a_fifo_is_one_line_and_never_read(tmp_path: Path) -> Non
     assert result.returncode == 2 and "not a regular file" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
-WEIRD = [
+WEIRD: list[Any] = [
     None,
     True,
     -1,

@@ -98,7 +98,7 @@ class Front:
 
     def discover(self, extension: bool = True) -> None:
         (discover,) = self.shared_sent("server/discover")
-        capabilities = {"tools": {}, **({"extensions": {EXTENSION: {}}} if extension else {})}
+        capabilities: dict[str, Any] = {"tools": {}, **({"extensions": {EXTENSION: {}}} if extension else {})}
         self.answer(self.shared, discover["id"], {"supportedVersions": ["2026-07-28"], "capabilities": capabilities})
 
     def task_made(self) -> None:

@@ -84,7 +84,8 @@ def test_the_councils_own_estimate_then_the_progress_at_the_cut() -> None:
     by_tier = council_estimates(log.events)
     assert by_tier == {"quick": 8.0, "high": 14.0}
     guesses = {c.request_id: estimate_for(c, calls, by_tier) for c in calls}
-    assert guesses[by_health] is not None and guesses[by_health].to_dict() == {
+    guess = guesses[by_health]
+    assert guess is not None and guess.to_dict() == {
         "seconds": 14.0,
         "basis": "council_health_check's estimate for the high tier",
         "confidence": "medium",

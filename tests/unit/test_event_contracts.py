@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -270,7 +270,7 @@ def _check_operator_call(m: ConsoleModel, v: ViewState) -> None:
 
 
 TOMB = TombstoneAddData(up_id=7, ttl_s=155.0, reason="deadline", expires_mono=156.0)
-EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ...]]] = {
+EXAMPLES: dict[Kind, tuple[dict[str, Any], Mapping[str, Any], Check, tuple[Kind, ...]]] = {
     Kind.SESSION_START: ({}, START, _check_start, ()),
     Kind.SESSION_END: ({}, SessionEndData(reason="host closed stdin", counters=COUNTERS), _check_end, ()),
     Kind.HOST_INFO: (
@@ -404,7 +404,7 @@ EXAMPLES: dict[Kind, tuple[dict[str, Any], dict[str, Any], Check, tuple[Kind, ..
             old=10.0,
             new=15.0,
             source="operator",
-            deadline={**DEADLINE, "margin_s": 15.0, "budget_s": 105.0},  # type: ignore[typeddict-item]
+            deadline={**DEADLINE, "margin_s": 15.0, "budget_s": 105.0},
         ),
         _check_config,
         (),
@@ -585,7 +585,7 @@ def test_a_tombstone_seeded_from_status_is_the_one_its_expire_event_removes() ->
     model = ConsoleModel()
     model.apply(f.make(Kind.WARNING, 100.0, message="attached late"))
     item = {"key": 7, "request_id": "h-1", "tool": "t", "reason": "deadline", "age_s": 5.0, "expires_in_s": 150.0}
-    model.seed({"tombstones": {"items": [item], "ttl_s": 155.0}}, 100.0)  # type: ignore[typeddict-item]
+    model.seed({"tombstones": {"items": [item], "ttl_s": 155.0}}, 100.0)
     (stone,) = model.view(100.0).tombstones.items
     assert (stone.up_id, stone.reason) == ("7", "deadline")
     model.apply(f.make(Kind.TOMBSTONE_EXPIRE, 250.0, request_id="h-1", up_id=7, age_s=155.0))

@@ -30,6 +30,7 @@ class Link:
     clock: ManualClock | None = None
 
     def send(self, message: dict[str, Any]) -> None:
+        assert self.clock is not None  # set before the heartbeat runs
         self.sent.append((self.clock.monotonic(), message))
 
 

@@ -71,7 +71,7 @@ def hostile_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def assert_no_raw_control(result: subprocess.CompletedProcess[bytes], what: str) -> None:
     for stream, data in (("stdout", result.stdout), ("stderr", result.stderr)):
         found = RAW_CONTROL.search(data)
-        assert found is None, f"{what}: raw {found.group()!r} on {stream}: {data[:400]!r}"  # type: ignore[union-attr]
+        assert found is None, f"{what}: raw {found.group()!r} on {stream}: {data[:400]!r}"
 
 
 COMMANDS = [

@@ -77,7 +77,7 @@ def test_int_subclasses_other_than_int_are_not_ids():
     assert ids.classify(Sneaky(1)) == "unknown"
 
 
-def test_custom_first_id():
+def test_custom_first_id() -> None:
     ids = UpstreamIds(first_id=1000)
     assert ids.allocate() == 1000
     assert ids.classify(999) == "unknown"

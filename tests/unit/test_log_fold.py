@@ -36,7 +36,13 @@ def _edge_cases() -> list[Event]:
     start without request id, and data that is empty or large."""
     f = EventFactory(EDGES, ORIGIN + 60)
     ev = [f.make(Kind.SESSION_START, 0.0, name="edges", pid=1, version="0.1.0", front="stdio")]
-    start = {"method": "tools/call", "up_id": 1, "budget_s": 30.0, "budget_source": "default", "arguments": "{}"}
+    start: dict[str, Any] = {
+        "method": "tools/call",
+        "up_id": 1,
+        "budget_s": 30.0,
+        "budget_source": "default",
+        "arguments": "{}",
+    }
     ev.append(f.make(Kind.REQUEST_START, 0.10, request_id="dup", tool="a", **start))
     ev.append(f.make(Kind.REQUEST_START, 0.11, request_id="dup", tool="a", **{**start, "up_id": 2}))
     ev.append(f.make(Kind.REQUEST_END, 0.12, request_id="dup", tool="a", outcome="ok", duration_s=0.01, method="m"))

@@ -8,6 +8,8 @@ timed: a batch of calls with the same tool encodes each recurring attribute once
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 pytest.importorskip("opentelemetry.sdk")
@@ -99,7 +101,12 @@ def test_booleans_integers_negatives_floats_and_long_text_encode_alike() -> None
 def test_recurring_attributes_are_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
     made = []
     real = encode.any_value
-    monkeypatch.setattr(encode, "any_value", lambda value: made.append(value) or real(value))
+
+    def counting(value: Any) -> Any:
+        made.append(value)
+        return real(value)
+
+    monkeypatch.setattr(encode, "any_value", counting)
     sender = _sender()
     made.clear()  # the resource's attributes, encoded once when the sender is made
     base = {"mcp.method.name": "tools/call", "gen_ai.tool.name": "noop", "mcpwatch.outcome": "ok"}
@@ -118,7 +125,11 @@ def test_the_sender_posts_the_encoded_bytes() -> None:
     class Result:
         success = True
 
-    sender._post = lambda data: posted.append(data) or Result()
+    def post(data: Any) -> Result:
+        posted.append(data)
+        return Result()
+
+    sender._post = post
     spans = session_spans(_events())
     assert sender.send(spans) is True
     assert ExportTraceServiceRequest.FromString(posted[0]) == encode_spans([sender.convert(s) for s in spans])

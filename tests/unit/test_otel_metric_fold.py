@@ -13,7 +13,14 @@ from hostile_collector import HostileCollector
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricsData
+from opentelemetry.sdk.metrics.export import (
+    Histogram,
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    MetricsData,
+    NumberDataPoint,
+    Sum,
+)
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from test_metrics_agree import two_sessions_each_restarting_once
 
@@ -65,12 +72,16 @@ def points(data: MetricsData | None) -> dict[tuple[str, frozenset[tuple[str, Any
     for resource in data.resource_metrics if data is not None else []:
         for scope in resource.scope_metrics:
             for metric in scope.metrics:
+                assert isinstance(metric.data, Sum | Histogram), metric  # the only kinds mcpwatch makes
                 temporality = metric.data.aggregation_temporality
                 for p in metric.data.data_points:
+                    assert p.attributes is not None  # the SDK gives every point its attributes, maybe none
                     key = (metric.name, frozenset(p.attributes.items()))
-                    if hasattr(p, "bucket_counts"):
+                    shape: tuple[Any, ...]
+                    if isinstance(p, HistogramDataPoint):
                         shape = (p.count, p.sum, tuple(p.bucket_counts), tuple(p.explicit_bounds), p.min, p.max)
                     else:
+                        assert isinstance(p, NumberDataPoint), p
                         shape = (float(p.value), getattr(metric.data, "is_monotonic", None))
                     found[key] = (temporality, *shape)
     return found

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import pytest
 
 from mcpwatch.config import OtelSettings, settings_from_mapping
@@ -91,12 +94,12 @@ def test_without_a_valid_host_traceparent_the_wrapper_starts_the_trace(meta):
 # ---------------------------------------------------------------------------------------------- events → spans
 
 
-def make(kind: str, ts: float, request_id: str | None = None, tool: str | None = None, **data) -> Event:
-    make.seq += 1
-    return Event(kind, "s1", ts, ts - 1000, make.seq, request_id, tool, None, data)
+SEQ = itertools.count(1)
 
 
-make.seq = 0
+def make(kind: str, ts: float, request_id: str | None = None, tool: str | None = None, **data: Any) -> Event:
+    return Event(kind, "s1", ts, ts - 1000, next(SEQ), request_id, tool, None, data)
+
 
 START = [
     make(Kind.SESSION_START, 1000.0, name="council", upstream={"kind": "http", "target": "http://up.example:8080/mcp"}),

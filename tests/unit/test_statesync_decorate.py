@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from mcpwatch.reliability.statesync import (
     resource_notifications,
 )
 
-POLICIES = [
+POLICIES: list[dict[str, Any]] = [
     {"match": "sprints.update", "invalidates": ["sprints.*"]},
     {"match": "tasks.update", "invalidates": ["tasks.*", "sprints.*"]},
     {"match": "countries.*", "cache_control": "immutable"},
@@ -226,7 +227,7 @@ def test_the_input_result_is_not_mutated():
     assert result is not original
 
 
-def test_missing_content_becomes_just_the_block_and_odd_content_is_left_alone():
+def test_missing_content_becomes_just_the_block_and_odd_content_is_left_alone() -> None:
     sync = StateSync(POLICIES)
     result, event = sync.decorate_call("sprints.update", {})
     assert result == {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,7 @@ from mcpwatch.reliability.statesync import (
     uncovered_name,
 )
 
-SEED_POLICIES = [
+SEED_POLICIES: list[dict[str, Any]] = [
     {"match": "sprints.update", "invalidates": ["sprints.*"]},
     {"match": "sprints.create", "invalidates": ["sprints.*"]},
     {"match": "sprints.delete", "invalidates": ["sprints.*"]},
@@ -78,14 +79,15 @@ def test_invalidates_keep_policy_order():
     assert engine.resolve("t").invalidates == ("z.*", "a.*", "m.*")
 
 
-def test_resolved_policies_are_immutable():
+def test_resolved_policies_are_immutable() -> None:
     resolved = PolicyEngine(SEED_POLICIES).resolve("tasks.update")
+    assert resolved is not None  # the seed policies name tasks.update
     with pytest.raises(dataclasses.FrozenInstanceError):
         resolved.cache_control = "immutable"  # type: ignore[misc]
 
 
 @pytest.mark.parametrize("name", [None, 5, ["a"]])
-def test_a_name_that_is_not_text_resolves_to_none(name):
+def test_a_name_that_is_not_text_resolves_to_none(name: object) -> None:
     engine = PolicyEngine([{"match": "**", "cache_control": "no-store"}], "no-store")
     assert engine.resolve(name) is None  # type: ignore[arg-type]
     assert engine.cache_size == 0

@@ -346,6 +346,7 @@ def test_prune_removes_old_sessions_and_their_events(tmp_path: Path) -> None:
 def test_file_is_wal_with_busy_timeout_and_the_mcpwatch_marker(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "dir" / "events.db"  # directories are created
     writer, _ = make_writer(path)
+    assert writer._conn is not None  # open until closed
     assert writer._conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 10_000
     writer.close()
     conn = sqlite3.connect(path)

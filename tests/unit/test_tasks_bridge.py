@@ -15,7 +15,7 @@ from mcpwatch.errors import UserError
 from mcpwatch.events import Kind
 from mcpwatch.wire import PARTIAL_META
 
-UPSTREAM_CAPS = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
+UPSTREAM_CAPS: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}}
 RESEARCH = {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}
 QUICK = {"name": "quick", "inputSchema": {"type": "object"}}
 CALL = {"name": "research", "arguments": {"topic": "tides"}, "_meta": {"progressToken": "p1"}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from taskrig import spin, task_2025
@@ -53,12 +54,12 @@ def test_a_tasks_result_that_never_comes_is_given_up_with_the_task(loop) -> None
     assert not rig.core.bridge._jobs
 
 
-class CountingList(list):  # type: ignore[type-arg]
+class CountingList(list[Any]):
     """The waiting calls of a task, counting each one looked at: the work done per call, without a clock."""
 
     looked = 0
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Any]:
         for item in super().__iter__():
             CountingList.looked += 1
             yield item

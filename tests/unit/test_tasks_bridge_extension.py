@@ -195,6 +195,7 @@ def test_a_2025_era_host_is_told_in_one_line_why_an_extension_only_tool_cannot_r
     """An extension server over a connection opened with `initialize` lists its task-only tools (`required`) but
     refuses every 2025-era call of them with `-32021`: the host (with or without tasks) gets one line naming the
     tool, the era and what can call it, never the 2026 era's code alone."""
+    capabilities: dict[str, Any]
     for capabilities in ({}, {"tasks": {"requests": {"tools": {"call": {}}}}}):
         rig = TaskRig(loop, host_timeout_s=30.0, margin_s=0.0)
         init = {"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "claude-code"}}

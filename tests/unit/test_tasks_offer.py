@@ -16,7 +16,7 @@ from mcpwatch.wire import PARTIAL_META
 from mcpwatch.wrapper.tasks.owners import LOCAL
 
 SLOW = {"name": "slow", "inputSchema": {"type": "object"}}
-TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+TASK_HOST: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 CALL = {"name": "slow", "arguments": {"seconds": 6}, "task": {"ttl": 60000}}
 
 

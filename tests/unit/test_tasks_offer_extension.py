@@ -16,7 +16,7 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 def meta(name: str = "ext-host", tasks: bool = True) -> dict[str, Any]:
-    extensions = {EXTENSION: {}} if tasks else {}
+    extensions: dict[str, Any] = {EXTENSION: {}} if tasks else {}
     return {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},

@@ -21,7 +21,7 @@ from mcpwatch.terminal import CONTROL
 from mcpwatch.wrapper.tasks.slow_tools import SlowTools, offered_text, tell_hosts
 
 UPSTREAM = "python -m mcpwatch.bench.noop_server"
-TASK_HOST = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
+TASK_HOST: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 TOOLS = [{"name": name, "inputSchema": {"type": "object"}} for name in ("slow", "echo", "quick")]
 
 

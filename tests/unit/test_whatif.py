@@ -36,6 +36,7 @@ def constructed_session() -> list[Event]:
     def call(rid: str, tool: str, start: float, duration: float | None, outcome: str | None, **end) -> None:
         ev(Kind.REQUEST_START, start, rid, tool, method="tools/call", up_id=int(rid[1:]), budget_s=20.0)
         if outcome is not None:
+            assert duration is not None  # an ended call has lasted
             ev(Kind.REQUEST_END, start + duration, rid, tool, outcome=outcome, duration_s=duration, **end)
 
     ev(Kind.SESSION_START, 0.0, deadline={**DEADLINE, "margin_s": 5.0, "budget_s": 25.0})
