@@ -13,6 +13,7 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.config import DeadlineSettings, LateResultSettings, ReusePolicy, Settings, settings_from_mapping
 from mcpwatch.errors import UserError
 from mcpwatch.events import Event, UpstreamState
+from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.reuse import META_KEY, LateResultReuse, ReuseKey, canonical_arguments, reuse_note
 from mcpwatch.reliability.statesync import StateSync
@@ -45,12 +46,29 @@ class Link:
         self.sent: list[dict[str, Any]] = []
         self.connection = connection
 
-    def send(self, message: dict[str, Any]) -> str:
+    def record(self, message: dict[str, Any]) -> None:
         self.sent.append(json.loads(frames.encode(message)))
+
+
+class HostEnd(Link):
+    def send(self, message: dict[str, Any]) -> bool:
+        self.record(message)
+        return True  # delivered
+
+
+class UpstreamEnd(Link):
+    def send(self, message: dict[str, Any]) -> str:
+        self.record(message)
         return "sent"
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> UpstreamDetail:
         return {"unsent_bytes": 0}
+
+    def pause_reading(self) -> None:
+        """Nothing to pause: the fake upstream's answers are given by the test, not read from a pipe."""
+
+    def resume_reading(self) -> None:
+        """As pause_reading."""
 
 
 class Wrapper:
@@ -70,7 +88,7 @@ class Wrapper:
             state_sync=state_sync,
             loop=self.loop,
         )
-        self.host, self.upstream = Link(), Link()
+        self.host, self.upstream = HostEnd(), UpstreamEnd()
         self.core.attach_upstream(self.upstream)
         self.core.attach_link(self.host)
         self.core.session.state = UpstreamState.READY
@@ -285,7 +303,7 @@ def test_another_host_connection_never_gets_the_result(wrapper_factory) -> None:
     w = wrapper_factory(reuse=REUSE_SEARCH)
     up_id = w.cut("search", {"q": "x"})
     w.answer(up_id, **ok("found it"))
-    other = Link("another host")
+    other = HostEnd("another host")
     w.core.attach_link(other)
     request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": {"q": "x"}}}
     sent_before = len(w.upstream.sent)
@@ -295,7 +313,7 @@ def test_another_host_connection_never_gets_the_result(wrapper_factory) -> None:
     assert len(w.core.late_results.reuse) == 0
 
 
-def send_as(w: Wrapper, link: Link, request_id: Any, method: str, params: dict[str, Any]) -> None:
+def send_as(w: Wrapper, link: HostEnd, request_id: Any, method: str, params: dict[str, Any]) -> None:
     w.core.host_frame(
         link, json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
     )
@@ -357,6 +375,7 @@ def test_the_reuse_store_rules() -> None:
     assert reuse.take(key) is None  # consumed
     keys = [reuse.key("c", host, "docs.get", {"n": n}) for n in range(3)]
     for k in keys:
+        assert k is not None  # small arguments are matched
         reuse.keep(k, {"content": []}, request_id=None, delay_s=0.5)
     assert len(reuse) == 2 and reuse.take(keys[0]) is None  # bounded: the oldest went first
     assert reuse.key("c", host, "docs.get", {"text": "x" * 70_000}) is None  # huge arguments are never matched
@@ -366,9 +385,12 @@ def test_the_reuse_store_is_bounded_in_bytes() -> None:
     reuse = LateResultReuse([ReusePolicy("**", 30.0)], clock=ManualClock(), store_bytes_max=1000)
     keys = [reuse.key("c", (None, None), "t", {"n": n}) for n in range(4)]
     for k in keys[:3]:
+        assert k is not None  # small arguments are matched
         assert reuse.keep(k, {"content": []}, request_id=None, delay_s=1.0, size_bytes=400) is not None
     assert len(reuse) == 2  # 1200 bytes > 1000: the oldest went
-    assert reuse.keep(keys[3], {"content": []}, request_id=None, delay_s=1.0, size_bytes=1001) is None
+    last = keys[3]
+    assert last is not None
+    assert reuse.keep(last, {"content": []}, request_id=None, delay_s=1.0, size_bytes=1001) is None
     assert reuse.take(keys[2]) is not None and reuse.take(keys[1]) is not None and len(reuse) == 0
 
 

@@ -21,7 +21,10 @@ from mcpwatch.wire import PARTIAL_META
 from mcpwatch.wrapper.calls.partial import PEER_TEXT_CHARS
 from mcpwatch.wrapper.tasks.bridge_polls import IDLE_POLL_MIN_S, POLL_MAX_S, POLL_MIN_S
 
-FOREVER = {"ttl": None, "pollInterval": 0}  # the hostile upstream: the task never ends, and says poll at once
+FOREVER: dict[str, Any] = {
+    "ttl": None,
+    "pollInterval": 0,
+}  # the hostile upstream: the task never ends, and says poll at once
 
 
 def bridged(loop, budget_s: float = 2.0, reuse_s: float = 5.0, ttl_s: float = 3600.0) -> TaskRig:

@@ -213,6 +213,7 @@ def test_hosts_with_tasks_are_told_the_list_changed_only_where_the_upstream_decl
     plain = Host()
     rig.core.attach_link(plain)
     rig.core.bridge.host_initialized(plain, {})  # a host without tasks: nothing to re-list for
+    assert rig.core.session.init_result is not None  # the upstream answered initialize above
     capabilities = rig.core.session.init_result["capabilities"]
     assert tell_hosts(rig.core.links, rig.core.bridge.host_has_tasks, capabilities) == 1
     assert rig.host.sent[-1] == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
