@@ -31,8 +31,10 @@ class Host:
         self.connection = connection
         self.key_prefix = key_prefix  # an HTTP front's session names its requests "<session>/<host id>"
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: dict[str, Any]) -> bool | None:
+        """Never False: a fake host takes every message (HostLink.send)."""
         self.sent.append(message)
+        return None
 
 
 class Upstream:

@@ -81,7 +81,7 @@ def patched_in(
     to another part but did not when that part's own constructor returned: a part patched into another late."""
     built: list[tuple[Any, dict[str, Any]]] = []
 
-    def record(cls: type) -> None:
+    def record(cls: type[Any]) -> None:
         original = cls.__init__
 
         def init(self: Any, *args: Any, **kwargs: Any) -> None:

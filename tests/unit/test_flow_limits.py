@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from mcpwatch.config import Settings
 from mcpwatch.events import UpstreamState
@@ -140,7 +141,7 @@ def test_frames_held_while_the_upstream_is_away_are_bounded() -> None:
         key_prefix = ""
 
         def __init__(self) -> None:
-            self.sent: list[dict[str, object]] = []
+            self.sent: list[dict[str, Any]] = []
 
         def send(self, message: dict[str, object]) -> None:
             self.sent.append(message)

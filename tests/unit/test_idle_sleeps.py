@@ -114,11 +114,13 @@ def test_the_date_header_is_the_second_the_answer_is_sent_not_when_its_request_c
     request arrived, is dated when it is sent (RFC 9110: the time the message was made), as uvicorn's tick dated
     it, and a response sent in a later second than the last one made is never dated with the old second."""
     port, now = free_port(), [1_000_000_000.25]
-    arrived, answer = threading.Event(), None
+    arrived = threading.Event()
+    answer: asyncio.Event | None = None  # made on the server's loop, in scenario()
 
     async def slow(scope, receive, send) -> None:
         if scope["type"] == "http":
             arrived.set()
+            assert answer is not None  # made before the server started
             await answer.wait()
             await respond(send, 200, b"ok", b"text/plain")
 

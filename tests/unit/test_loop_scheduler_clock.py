@@ -33,6 +33,7 @@ def _loops() -> list[str]:
 
 @pytest.mark.parametrize("kind", _loops())
 def test_loop_scheduler_time_has_sub_millisecond_resolution(kind: str) -> None:
+    loop: asyncio.AbstractEventLoop
     if kind == "uvloop":
         import uvloop
 

@@ -147,7 +147,7 @@ def test_every_host_link_names_its_requests_and_none_is_guessed() -> None:
                     missing.append(f"{name}: {node.name}")
             call = _call_of(node, "getattr")
             if call is not None and [ast.unparse(a) for a in call.args[1:2]] == ["'key_prefix'"]:
-                guessed.append(f"{name}:{node.lineno}")
+                guessed.append(f"{name}:{call.lineno}")
     assert (missing, guessed) == ([], [])
 
 

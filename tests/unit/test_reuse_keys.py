@@ -15,7 +15,7 @@ from mcpwatch.events import Kind
 from mcpwatch.wrapper.calls.pending import request_key
 
 SEARCH = {"name": "search", "arguments": {"q": "the same question"}}
-FOUND = {"content": [{"type": "text", "text": "found it"}], "isError": False}
+FOUND: dict[str, Any] = {"content": [{"type": "text", "text": "found it"}], "isError": False}
 REUSE = LateResultSettings(reuse=(ReusePolicy("search", 60.0),))
 
 

@@ -48,7 +48,9 @@ async def _scenario() -> None:
     _opened(pool, "b" * 32)
     polling.core.tasks.append("task-1")  # the host's task runs upstream; its call is no longer pending
     assert pool.full() and pool.reclaimable() == "b" * 32
-    pool.sessions["b" * 32].core.table.append("call")
+    table = pool.sessions["b" * 32].core.table
+    assert isinstance(table, list)  # a _Core fake's table (_pool): one call in it
+    table.append("call")
     assert pool.reclaimable() is None  # every session in use: the newcomer is refused, no task is lost
     polling.core.tasks.clear()
     assert pool.reclaimable() == "a" * 32

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +25,7 @@ from mcpwatch.store import EventReader, EventWriter, LogError, new_session_id, p
 from waiting import sooner_than
 
 # One representative data dict per kind, following the contract in events.py.
-DATA_BY_KIND = {
+DATA_BY_KIND: dict[Kind, dict[str, Any]] = {
     Kind.SESSION_START: {"name": "s", "pid": 1, "deadline": {"budget_s": 110.0, "override_s": None}, "front": "stdio"},
     Kind.SESSION_END: {"reason": "eof", "counters": {"requests": 3, "ok": 2}},
     Kind.HOST_INFO: {"name": "claude-code", "version": "2.1", "protocol_version": "2025-06-18"},
@@ -120,7 +121,8 @@ def test_awkward_data_is_stored_as_valid_json_not_lost(tmp_path: Path) -> None:
     writer, sid = make_writer(path)
     loop: list = []
     loop.append(loop)
-    writer.emit(Event("warning", sid, 1.0, 0.0, 1, data={"nan": math.nan, 3: Path("/p"), "s": {1}}))
+    awkward = {"nan": math.nan, 3: Path("/p"), "s": {1}}  # a key that is not text, values JSON has no form for
+    writer.emit(Event("warning", sid, 1.0, 0.0, 1, data=awkward))  # type: ignore[arg-type]  # on purpose
     writer.emit(Event("warning", sid, 1.0, 0.0, 2, data={"loop": loop}))
     writer.emit(Event("warning", sid, 1.0, 0.0, 3, request_id="bad\udc80id", data={"m": "lone \udc80 surrogate"}))
     writer.emit(Event("warning", sid, 1.0, 0.0, 4, tool=("a", "b"), data={"big": 2**80}))  # type: ignore[arg-type]
@@ -230,7 +232,8 @@ def test_event_filters_and_streaming(tmp_path: Path) -> None:
     writer.close()
     with EventReader(path) as reader:
         stream = reader.events(sid)
-        assert inspect.isgenerator(stream)
+        is_generator = inspect.isgenerator(stream)  # (asserted apart, so `stream` keeps its element type)
+        assert is_generator
         assert [e.seq for e in stream] == list(range(1, 101))
         assert [e.seq for e in reader.events(sid, after_seq=95)] == [96, 97, 98, 99, 100]
         assert [e.seq for e in reader.events(sid, start_mono=10.0, end_mono=13.0)] == [10, 11, 12]

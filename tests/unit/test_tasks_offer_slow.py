@@ -301,7 +301,9 @@ def test_one_read_of_the_log_is_said_in_one_line_however_many_tools_it_offers(tm
         "(`mcpwatch status` lists each)"
     ]
     assert problems == [] and offered_line([("slow", basis)]) == offered_text("slow", basis)
-    unread = SlowTools(lambda tool: 2.0, on_offered=lines.append, on_problem=problems.append)
+    unread = SlowTools(
+        lambda tool: 2.0, on_offered=lambda new: lines.append(offered_line(new)), on_problem=problems.append
+    )
     unread.load(recent_call_ends(tmp_path / "missing.db", UPSTREAM))
     assert problems == [
         f"[tasks] offer_slow: the log was not read ({tmp_path / 'missing.db'}: no such event log); tools are "
