@@ -21,7 +21,7 @@ from mcpwatch.console.headless.panels.in_flight import time_left
 from mcpwatch.console.headless.panels.requests import request_note
 from mcpwatch.console.headless.render_base import Palette
 from mcpwatch.console.headless.request_filter import filter_requests
-from mcpwatch.console.headless.views import Limits
+from mcpwatch.console.headless.views import CouncilView, Limits, RequestDetail, ViewState
 from mcpwatch.events import PAYLOADS, Event, Kind, payload_problems
 from mcpwatch.testing.sample import (
     SAMPLE_NOW,
@@ -31,6 +31,19 @@ from mcpwatch.testing.sample import (
     sample_session,
     session_start,
 )
+
+
+def council_of(view: ViewState) -> CouncilView:
+    """The view's council panel, which the test has just made a council call for."""
+    assert view.council is not None, "no council call in the view"
+    return view.council
+
+
+def detail_of(model: ConsoleModel, request_id: str, now: float) -> RequestDetail:
+    """A request's detail, which the test expects the model to still hold."""
+    detail = model.request_detail(request_id, now)
+    assert detail is not None, f"no detail for request {request_id}"
+    return detail
 
 
 @pytest.fixture
@@ -152,7 +165,7 @@ def test_a_task_in_flight_shows_the_ttl_it_has_left_not_the_tools_call_budget(
     model: ConsoleModel, f: EventFactory
 ) -> None:
     model.apply(start(f, "7", 10.0, budget=20.0))
-    created = {"task_id": "t-1", "status": "working", "status_message": None, "ttl_ms": 300_000}
+    created: dict[str, Any] = {"task_id": "t-1", "status": "working", "status_message": None, "ttl_ms": 300_000}
     model.apply(f.make(Kind.TASK_CREATED, 10.0, request_id="7", poll_interval_ms=1000, era="2025-11-25", **created))
     (row,) = model.view(70.0).in_flight  # 60 s on: far past the 20 s budget, which no longer applies
     assert row.task and row.remaining_s == 240.0 and row.fraction == 0.2
@@ -185,9 +198,15 @@ def test_a_task_is_marked_as_one_in_flight_and_in_recent_with_its_polls(
     """In flight and Recent showed a task as an ordinary call (`59m43s 100`, `✓ ok 35s`): they say it is a task,
     who runs it, its status, the polls counted to it and why mcpwatch offered it."""
     model.apply(start(f, "7", 10.0, budget=20.0))
-    created = {"task_id": "t-1", "status": "working", "status_message": None, "ttl_ms": 300_000, **extra}
+    created: dict[str, Any] = {
+        "task_id": "t-1",
+        "status": "working",
+        "status_message": None,
+        "ttl_ms": 300_000,
+        **extra,
+    }
     model.apply(f.make(Kind.TASK_CREATED, 10.0, request_id="7", poll_interval_ms=1000, era="2025-11-25", **created))
-    status = {"task_id": "t-1", "status": "working", "status_message": "reading", "elapsed_s": 5.0}
+    status: dict[str, Any] = {"task_id": "t-1", "status": "working", "status_message": "reading", "elapsed_s": 5.0}
     model.apply(f.make(Kind.TASK_STATUS, 15.0, request_id="7", seen_by="tasks/get", polls=3, **status))
     (row,) = model.view(20.0).in_flight
     assert row.message == f"task {kind} · working · 3 polls{reason} — reading"
@@ -258,16 +277,16 @@ def test_council_panel_follows_the_selection(model: ConsoleModel, f: EventFactor
     for rid in ("1", "2"):
         model.apply(start(f, rid, 1.0, tool="consult_council"))
         model.apply(f.make(Kind.MODEL_STATUS, 1.0, request_id=rid, model=f"m{rid}", status="pending"))
-    assert model.view(2.0).council.request_id == "2"  # the latest by default
-    assert model.view(2.0, selected="1").council.request_id == "1"
-    assert model.view(2.0, selected="unknown").council.request_id == "2"
+    assert council_of(model.view(2.0)).request_id == "2"  # the latest by default
+    assert council_of(model.view(2.0, selected="1")).request_id == "1"
+    assert council_of(model.view(2.0, selected="unknown")).request_id == "2"
 
 
 def test_a_pending_model_stops_counting_when_the_request_ends(model: ConsoleModel, f: EventFactory) -> None:
     model.apply(start(f, "1", 0.0, tool="consult_council"))
     model.apply(f.make(Kind.MODEL_STATUS, 0.0, request_id="1", model="slow", status="pending", per_model_s=5))
     model.apply(end(f, "1", 8.0, outcome="deadline"))
-    (m,) = model.view(100.0).council.models
+    (m,) = council_of(model.view(100.0)).models
     assert m.elapsed_s == 8.0 and m.over_cap
 
 
@@ -298,11 +317,11 @@ def test_tombstone_hit_counts_a_late_response_and_expire_removes_it(model: Conso
     assert v.tombstones.items[0].hits == 1 and v.tombstones.items[0].request_id == "1"
     assert v.counters.late_dropped == 1 and v.tombstones.late_dropped == 1
     assert v.tombstones.items[0].expires_in_s == 17.0  # expires_mono derived from ttl when absent
-    detail = model.request_detail("1", 13.0)
+    detail = detail_of(model, "1", 13.0)
     assert [t.kind for t in detail.timeline][-2:] == ["tombstone_add", "tombstone_hit"]
     model.apply(f.make(Kind.TOMBSTONE_EXPIRE, 30.0, up_id="u1", age_s=20.0))
     assert model.view(31.0).tombstones.items == ()
-    assert model.request_detail("1", 31.0).timeline[-1].kind == "tombstone_expire"
+    assert detail_of(model, "1", 31.0).timeline[-1].kind == "tombstone_expire"
 
 
 def test_unknown_response_is_counted(model: ConsoleModel, f: EventFactory) -> None:
@@ -387,7 +406,7 @@ def test_finished_requests_and_their_timelines_are_capped(f: EventFactory) -> No
     v = m.view(30.0)
     assert [r.request_id for r in v.requests] == ["19", "18", "17", "16", "15"]
     assert m.request_detail("3", 30.0) is None  # dropped with its timeline
-    detail = m.request_detail("19", 30.0)
+    detail = detail_of(m, "19", 30.0)
     assert len(detail.timeline) == 3 and detail.timeline_dropped == 4
     assert v.counters.requests == 20
 
@@ -631,7 +650,7 @@ def test_sample_session_view() -> None:
     m.apply_many(sample_session())
     v = m.view(SAMPLE_NOW)
     assert [r.request_id for r in v.in_flight] == ["23", "24"]
-    assert v.council.request_id == "23"
+    assert council_of(v).request_id == "23"
     assert {t.tier for t in v.tiers if t.exceeds_budget} == {"high", "reasoning"}
     assert v.tombstones.count == 2
     assert v.header.generation == 2 and v.deadline.margin_s == 15.0
@@ -680,17 +699,17 @@ def test_council_stage_follows_the_stage_the_progress_carries(model: ConsoleMode
     model.apply(start(f, "13", 0.0, tool="consult_council", budget=25.0))
     model.apply(f.make(Kind.MODEL_STATUS, 0.1, request_id="13", model="a", stage=1, status="pending", tier="quick"))
     model.apply(f.make(Kind.PROGRESS, 1.0, request_id="13", progress=1, total=5, message="✓ a (1/1)", stage=1))
-    assert model.view(1.0).council.stage == 1
+    assert council_of(model.view(1.0)).stage == 1
     model.apply(f.make(Kind.PROGRESS, 1.5, request_id="13", progress=1.5, total=5, message="Stage 2: peer review"))
-    assert model.view(1.5).council.stage == 1  # a message that names a stage, without the stage itself: no change
+    assert council_of(model.view(1.5)).stage == 1  # a message that names a stage, without the stage itself: no change
     model.apply(f.make(Kind.PROGRESS, 2.0, request_id="13", progress=2, total=5, message="reviewing", stage=2))
-    assert model.view(2.0).council.stage == 2
+    assert council_of(model.view(2.0)).stage == 2
     model.apply(f.make(Kind.MODEL_STATUS, 2.5, request_id="13", model="a", stage=1, status="ok", latency_ms=2500))
-    assert model.view(2.5).council.stage == 2  # a late stage-1 status does not take it back
+    assert council_of(model.view(2.5)).stage == 2  # a late stage-1 status does not take it back
     model.apply(f.make(Kind.PROGRESS, 2.8, request_id="13", progress=3, total=5, message="…", stage=1))
-    assert model.view(2.8).council.stage == 2  # nor does a progress of an earlier stage
+    assert council_of(model.view(2.8)).stage == 2  # nor does a progress of an earlier stage
     model.apply(f.make(Kind.PROGRESS, 3.0, request_id="13", progress=4, total=5, message="chairman", stage=3))
-    assert model.view(3.0).council.stage == 3
+    assert council_of(model.view(3.0)).stage == 3
 
 
 def test_per_model_cap_is_the_effective_one_under_a_short_budget(model: ConsoleModel, f: EventFactory) -> None:
@@ -701,7 +720,7 @@ def test_per_model_cap_is_the_effective_one_under_a_short_budget(model: ConsoleM
             f.make(Kind.MODEL_STATUS, 0.0, request_id="13", model=name, status="pending", per_model_s=120, tier="q")
         )
     model.apply(f.make(Kind.MODEL_STATUS, 2.9, request_id="13", model="fast", status="ok", latency_ms=2900))
-    council = model.view(30.0).council
+    council = council_of(model.view(30.0))
     by = {m.model: m for m in council.models}
     assert (by["fast"].per_model_s, by["fast"].cap_s, by["fast"].over_cap) == (120, 25.0, False)
     assert (by["slow"].cap_s, by["slow"].over_cap) == (25.0, True)  # 30 s against 25 s, not against 120 s
@@ -750,8 +769,8 @@ def test_session_end_closes_the_upstream_and_stops_every_clock(model: ConsoleMod
     assert v.header.upstream_state == "closed" and v.header.ended == "received SIGTERM"
     (r,) = v.in_flight
     assert r.unfinished and r.elapsed_s == 30.0  # not 490 s and counting
-    assert v.council.models[0].elapsed_s == 30.0
-    detail = model.request_detail("1", 500.0)
+    assert council_of(v).models[0].elapsed_s == 30.0
+    detail = detail_of(model, "1", 500.0)
     assert detail.unfinished and detail.elapsed_s == 30.0
 
 
@@ -761,7 +780,12 @@ def test_host_info_with_a_profile_shows_the_host_and_the_clock_that_decides(
     from mcpwatch.console.headless.render_base import Palette
 
     clock = {"kind": "wall", "seconds": 60.0, "setting": "tool_timeout_sec", "resets_on_progress": False}
-    info = {"name": "codex-mcp-client", "version": "0.154.0", "label": "Codex CLI", "deciding_clock": clock}
+    info: dict[str, Any] = {
+        "name": "codex-mcp-client",
+        "version": "0.154.0",
+        "label": "Codex CLI",
+        "deciding_clock": clock,
+    }
     model.apply(f.make(Kind.HOST_INFO, 1.0, **info, protocol_version="2025-06-18"))
     h = model.view(2.0).header
     assert (h.host_profile, h.host_clock) == ("Codex CLI", "tool_timeout_sec 60 s")
@@ -799,5 +823,5 @@ def test_two_host_sessions_with_equal_upstream_ids_stay_apart(model: ConsoleMode
     items = {item.request_id: item for item in model.view(13.0).tombstones.items}
     assert set(items) == {"aaaa/1", "bbbb/1"}
     assert items["aaaa/1"].hits == 0 and items["bbbb/1"].hits == 1
-    assert model.request_detail("bbbb/1", 13.0).timeline[-1].kind == "tombstone_hit"
-    assert model.request_detail("aaaa/1", 13.0).timeline[-1].kind == "tombstone_add"
+    assert detail_of(model, "bbbb/1", 13.0).timeline[-1].kind == "tombstone_hit"
+    assert detail_of(model, "aaaa/1", 13.0).timeline[-1].kind == "tombstone_add"
