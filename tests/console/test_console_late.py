@@ -3,16 +3,22 @@ or of a call answered with a stored late result."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Input, Static
 
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.screens.detail import RequestDetailScreen
+from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Event, Kind
 from mcpwatch.testing.sample import EventFactory, deadline_block, session_start
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -60,16 +66,25 @@ def late_session() -> list[Event]:
 KEPT = "dropped for the host, kept in the log"
 
 
+def effect_text(prompt: Screen[Any]) -> str:
+    """What a prompt says its value would have done (plain text in a Static, so drawn as Content)."""
+    shown = prompt.query_one("#effect", Static).render()
+    assert isinstance(shown, Content), shown
+    return shown.plain
+
+
 def test_the_model_keeps_late_results_and_reuses() -> None:
     model = ConsoleModel()
     model.apply_many(late_session())
-    late = model.request_detail("r3", 40.0).late
+    detail = model.request_detail("r3", 40.0)
+    assert detail is not None
+    late = detail.late
     assert late is not None and (late.delay_s, late.duration_s, late.outcome) == (4.0, 24.0, "ok")
     assert "found it after all" in (late.result or "")
-    assert [t.text for t in model.request_detail("r3", 40.0).timeline][-1] == (
-        "finished late: ok 4.0s after the cut (it took 24.0s in all)"
-    )
-    reused = model.request_detail("r5", 40.0).late
+    assert [t.text for t in detail.timeline][-1] == ("finished late: ok 4.0s after the cut (it took 24.0s in all)")
+    reuse = model.request_detail("r5", 40.0)
+    assert reuse is not None
+    reused = reuse.late
     assert reused is not None and (reused.from_request_id, reused.age_s) == ("r3", 3.0)
     assert [c.request_id for c in model.recent_calls()] == ["r1", "r2", "r3", "r4"]  # r5 never went upstream
     assert [c.true_s for c in model.recent_calls()] == [5.0, 18.0, 24.0, None]
@@ -93,19 +108,19 @@ async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> 
         prompt = app.screen
 
         def effect() -> str:
-            return prompt.query_one("#effect").render().plain
+            return effect_text(prompt)
 
         assert effect() == "budget 20 s → of the last 4 calls, 2 cut now; known: none change"
-        prompt.query_one("Input").value = "15"
+        prompt.query_one("Input", Input).value = "15"
         await until(pilot, lambda: effect().startswith("budget 15 s"))
         assert effect() == "budget 15 s → of the last 4 calls, 2 cut now; known: 1 newly cut"
-        prompt.query_one("Input").value = "5"
+        prompt.query_one("Input", Input).value = "5"
         await until(pilot, lambda: effect().startswith("budget 25 s"))
         assert effect() == (
             "budget 25 s → of the last 4 calls, 2 cut now; known: 1 saved; 1 unknown (never answered: not counted as"
             " saved)"
         )
-        prompt.query_one("Input").value = "abc"
+        prompt.query_one("Input", Input).value = "abc"
         await until(pilot, lambda: effect() == "")
         await pilot.press("escape")
         assert controls.calls == []
@@ -119,9 +134,9 @@ async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = app.screen
-        prompt.query_one("Input").value = "0"
-        await until(pilot, lambda: prompt.query_one("#effect").render().plain.startswith("no budget"))
-        assert prompt.query_one("#effect").render().plain == (
+        prompt.query_one("Input", Input).value = "0"
+        await until(pilot, lambda: effect_text(prompt).startswith("no budget"))
+        assert effect_text(prompt) == (
             "no budget → of the last 4 calls, 2 cut now; known: 1 saved; 1 unknown (never answered: not counted as"
             " saved)"
         )
@@ -129,22 +144,22 @@ async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = app.screen
-        prompt.query_one("Input").value = "40"
-        await until(pilot, lambda: prompt.query_one("#effect").render().plain.startswith("budget 30 s"))
+        prompt.query_one("Input", Input).value = "40"
+        await until(pilot, lambda: effect_text(prompt).startswith("budget 30 s"))
 
 
 async def test_the_detail_shows_the_late_result_and_the_reuse() -> None:
     app = sample_app(events=late_session(), now=40.0)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.screen.open_request("r3")
+        current(app, MainScreen).open_request("r3")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         await until(pilot, lambda: "finished late (ok) 4.0s after the cut" in screen_text(app), what="late result")
         text = " ".join(screen_text(app).split())
         assert "it took 24.0s in all, 61 bytes" in text and "found it after all" in text
         assert "Result · finished late" in text
         await pilot.press("escape")
-        app.screen.open_request("r5")
+        current(app, MainScreen).open_request("r5")
         await until(pilot, lambda: "answered with a stored late result" in screen_text(app), what="the reuse")
         words = " ".join(screen_text(app).split())  # the panel wraps the line where it must
         assert "of #r3: it finished 4.0s after its deadline, 3.0s before this call" in words
