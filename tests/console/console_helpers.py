@@ -56,6 +56,9 @@ class RecordingControls:
     async def cancel(self, request_id: str) -> dict[str, Any]:
         return self._answer("cancel", request_id, {"cancelled": request_id})
 
+    async def call_upstream(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return self._answer("call_upstream", (name, arguments), {"content": [], "isError": False})
+
 
 def sample_app(
     *,

@@ -170,7 +170,7 @@ class OperatorContractDouble:
         @mcp.tool()
         def health_check() -> dict[str, Any]:
             record("health_check")
-            result = {"ok": True, "ping_ms": 1.5, "tool": "council_health_check", "error": None}
+            result: dict[str, Any] = {"ok": True, "ping_ms": 1.5, "tool": "council_health_check", "error": None}
             result["result"] = {"tiers": COUNCIL_TIERS, "timeout_multiplier": 1.0}
             double.emit(Kind.HEALTH_CHECK, **result)
             return result

@@ -30,7 +30,7 @@ def box(lines: list[str], title: str) -> list[str]:
         if at < 0:
             continue
         end = line.index("╮", at)
-        rows = []
+        rows: list[str] = []
         for row in lines[top + 1 :]:
             if row[at] == "╰":
                 return rows

@@ -30,6 +30,12 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 GREEN = (0x4C, 0xD9, 0x7B)  # mcpwatch-dark's status-ok: the "● live" dot and word
 
 
+def refusal_status(refusal: tuple[int, str] | None) -> int:
+    """The HTTP status a refused request gets (the test expects a refusal)."""
+    assert refusal is not None, "the request was let through"
+    return refusal[0]
+
+
 def test_the_guard() -> None:
     class Headers(dict):
         def getall(self, key: str, default: list[str]) -> list[str]:
@@ -38,12 +44,12 @@ def test_the_guard() -> None:
     ok = Headers({"Host": "127.0.0.1:8765"})
     assert check_request(ok, {"token": "t"}, {}, "t", 8765) is None
     assert check_request(ok, {}, {"mcpwatch_console": "t"}, "t", 8765) is None
-    assert check_request(ok, {}, {}, "t", 8765)[0] == 401
-    assert check_request(ok, {"token": "x"}, {}, "t", 8765)[0] == 401
-    assert check_request(Headers({"Host": "evil.example:8765"}), {"token": "t"}, {}, "t", 8765)[0] == 421
-    assert check_request(Headers({"Host": "127.0.0.1:9999"}), {"token": "t"}, {}, "t", 8765)[0] == 421
+    assert refusal_status(check_request(ok, {}, {}, "t", 8765)) == 401
+    assert refusal_status(check_request(ok, {"token": "x"}, {}, "t", 8765)) == 401
+    assert refusal_status(check_request(Headers({"Host": "evil.example:8765"}), {"token": "t"}, {}, "t", 8765)) == 421
+    assert refusal_status(check_request(Headers({"Host": "127.0.0.1:9999"}), {"token": "t"}, {}, "t", 8765)) == 421
     origin = Headers({"Host": "localhost:8765", "Origin": "http://evil.example"})
-    assert check_request(origin, {"token": "t"}, {}, "t", 8765)[0] == 403
+    assert refusal_status(check_request(origin, {"token": "t"}, {}, "t", 8765)) == 403
     assert loopback_host("[::1]:8765", 8765) and not loopback_host("10.0.0.1:8765", 8765)
 
 
