@@ -6,10 +6,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from console_helpers import SIZE
 from operator_double import OperatorContractDouble
+from textual.app import App
+from textual.widgets import Input
 
 from mcpwatch import registry
 from mcpwatch.console.app import ConsoleApp
@@ -21,7 +24,7 @@ from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import SecondsPrompt
 from mcpwatch.events import Kind
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 from waiting import patience
 
 pytestmark = pytest.mark.anyio
@@ -116,11 +119,11 @@ async def test_app_sets_margin_at_the_wrapper_and_shows_it(double: OperatorContr
         await until(pilot, lambda: isinstance(app.screen, MainScreen) and "● live" in screen_text(app), what="live")
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        app.screen.query_one("Input").value = "-3"
+        app.screen.query_one("Input", Input).value = "-3"
         await pilot.press("enter")
         await pilot.pause()
         assert double.deadline["margin_s"] == 10.0  # refused before sending
-        app.screen.query_one("Input").value = "25"
+        app.screen.query_one("Input", Input).value = "25"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
         assert double.deadline["margin_s"] == 25.0
@@ -154,7 +157,7 @@ async def test_several_wrappers_are_listed_and_one_can_be_watched(tmp_path: Path
         app = ConsoleApp(target=Target(), registry_dir=tmp_path)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, ChooseWrapperScreen))
-            chooser = app.screen
+            chooser = current(app, ChooseWrapperScreen)
             await until(pilot, lambda: len(chooser.summaries) == 2, what="live summaries")
             assert "2 wrappers are running" in screen_text(app)
             await pilot.press("down", "enter")
@@ -170,6 +173,6 @@ async def test_several_wrappers_are_listed_and_one_can_be_watched(tmp_path: Path
             p.wait()
 
 
-def _margin_shown(app: object, margin: str) -> bool:
+def _margin_shown(app: App[Any], margin: str) -> bool:
     """The deadline panel's "host, margin" line shows this margin."""
     return re.search(rf"host, margin +\S+, {margin}\b", screen_text(app)) is not None

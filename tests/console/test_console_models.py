@@ -21,7 +21,7 @@ from mcpwatch.console.headless.council_models import ModelLog, enabled_from_list
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.models import ModelsScreen
-from mcpwatch.console.widgets import WindowTable
+from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.operator.client import OperatorClient, OperatorRefused
 from mcpwatch.registry import find_wrapper
 from mcpwatch.store.reader import EventReader
@@ -163,7 +163,8 @@ async def test_x_disables_the_selected_model_after_asking(logged: tuple[Path, st
         table.focus()
         await pilot.press("down")  # anthropic, google, openai: the second row
         await pilot.pause(0.5)
-        assert screen.selected_model() is not None and screen.selected_model().model == "google/gemini-3-pro"
+        selected = screen.selected_model()
+        assert selected is not None and selected.model == "google/gemini-3-pro"
         await pilot.press("x")
         await pilot.pause(0.2)
         await pilot.press("n")  # no: nothing is sent
@@ -230,7 +231,11 @@ async def test_disable_a_model_on_a_real_council_from_the_console(tmp_path: Path
             await pilot.press("x")
             await pilot.pause(0.3)
             await pilot.press("y")
-            await until(pilot, lambda: screen.enabled.get(chosen.model) is False, what="the model disabled")
+            await until(
+                pilot,
+                lambda: (screen.enabled or {}).get(chosen.model) is False,
+                what="the model disabled",
+            )
             async with OperatorClient.for_entry(entry) as op:
                 listed = await op.call_upstream("council.models.list")
                 assert enabled_from_list(listed["result"])[chosen.model] is False
@@ -260,7 +265,11 @@ async def test_disable_a_model_on_a_real_council_from_the_console(tmp_path: Path
             await pilot.press("x")
             await pilot.pause(0.3)
             await pilot.press("y")
-            await until(pilot, lambda: screen.enabled.get(chosen.model) is True, what="the model enabled again")
+            await until(
+                pilot,
+                lambda: (screen.enabled or {}).get(chosen.model) is True,
+                what="the model enabled again",
+            )
 
 
 def _visible_through(table: WindowTable, label: str) -> bool:
@@ -286,7 +295,7 @@ async def test_models_p95_shows_and_the_other_columns_scroll_sideways(
         assert _visible_through(table, "p50") and _visible_through(table, "p95")
         if size[0] == 80:
             await until(pilot, lambda: table.cut, what="columns beyond the edge")
-            note = app.screen.query_one("#models-note").plain
+            note = app.screen.query_one("#models-note", Line).plain
             assert "← → scroll to the other columns" in note
             table.focus()
             await pilot.press("right")
