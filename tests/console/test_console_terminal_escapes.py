@@ -25,12 +25,13 @@ from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.fleet import FleetScreen
+from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.events import Event, Kind
 from mcpwatch.registry import WrapperEntry
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import EventFactory, session_start
 
-from pilot_tools import until
+from pilot_tools import current, until
 
 pytestmark = pytest.mark.anyio
 
@@ -89,16 +90,20 @@ async def test_a_hostile_session_is_shown_never_obeyed() -> None:
         await until(pilot, lambda: "step" in terminal_text(app) and "model" in terminal_text(app), what="all drawn")
         assert_nothing_raw(app)
         for visible in (r"host\x1b]0;pwned\x07", r"tool\x1b[2J", r"step\u009b2J\x07", r"wrap\x1b[2J", r"model\x1b]0;"):
-            await until(pilot, lambda v=visible: v in terminal_text(app), what=f"{visible} shown")
+
+            def shows(v: str = visible) -> bool:
+                return v in terminal_text(app)
+
+            await until(pilot, shows, what=f"{visible} shown")
         assert_nothing_raw(app)
-        app.screen.open_request("1")
+        current(app, MainScreen).open_request("1")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the detail screen")
         await pilot.pause()
         shown = assert_nothing_raw(app)
         assert r"first\x1b]0;pwned\x07" in shown and r"second\x1b[2J" in shown  # each on its own line
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, RequestDetailScreen), what="back")
-        app.screen.open_request("2")
+        current(app, MainScreen).open_request("2")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the error's detail")
         await pilot.pause()
         assert r"failed\u009b2J" in assert_nothing_raw(app)
@@ -142,7 +147,11 @@ async def test_a_hostile_recording_replays_shown_never_obeyed(tmp_path: Path) ->
         await until(pilot, lambda: "step" in terminal_text(app) and "model" in terminal_text(app), what="all drawn")
         assert_nothing_raw(app)
         for visible in (r"wrap\x1b[2J", r"tool\x1b[2J", r"step\u009b2J\x07", r"model\x1b]0;"):
-            await until(pilot, lambda v=visible: v in terminal_text(app), what=f"{visible} shown")
+
+            def shows(v: str = visible) -> bool:
+                return v in terminal_text(app)
+
+            await until(pilot, shows, what=f"{visible} shown")
         assert_nothing_raw(app)
 
 
