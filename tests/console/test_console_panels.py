@@ -34,7 +34,7 @@ from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import SAMPLE_NOW, sample_session
 
-from pilot_tools import until
+from pilot_tools import current, until
 
 
 def test_every_panel_module_is_in_the_registry_and_says_its_key_and_widget() -> None:
@@ -62,7 +62,7 @@ async def test_the_main_screen_places_the_registered_panels_and_help_describes_t
         assert placed <= claimed, f"panels on the screen that no panel module claims: {placed - claimed}"
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
-        text = " ".join(app.screen.query_one("#help-text").plain.split())  # as read, whatever the wrapping
+        text = " ".join(app.screen.query_one("#help-text", Line).plain.split())  # as read, whatever the wrapping
         for name, what in board.help_rows():
             assert f"{name} {what}" in text, name
 
@@ -170,18 +170,23 @@ async def test_the_requests_box_and_the_banner_show_what_their_panel_modules_say
     app = ConsoleApp(session=WatchSession(feed, RecordingControls()))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        screen = app.screen
+        screen = current(app, MainScreen)
         p = screen.palette
+
+        def shown_view() -> ViewState:
+            assert screen.last_view is not None  # drawn once at least (ready)
+            return screen.last_view
+
         box, table = screen.query_one("#requests-box"), screen.query_one("#requests", WindowTable)
         latency, hint = screen.query_one("#latency", Line), screen.query_one("#requests-empty", Line)
 
         def said(filter_text: str, matched: int, problem: str = "") -> Listing:
-            total = len(screen.last_view.requests)
+            total = len(shown_view().requests)
             return Listing(total, matched, filter_text, problem, following=table.following, new_above=table.new_above)
 
         def latency_says(filtered: bool, rows: tuple[RequestView, ...]) -> Text:
             width = requests.latency_width(latency.size.width)
-            points = requests.latency_points(rows, screen.last_view.latencies, filtered, width)
+            points = requests.latency_points(rows, shown_view().latencies, filtered, width)
             return requests.latency_line(points, width, filtered, p)
 
         assert _title(box) == requests.requests_title(said("", 10)) == "Recent requests · ● following newest"
@@ -190,7 +195,7 @@ async def test_the_requests_box_and_the_banner_show_what_their_panel_modules_say
         await pilot.press("slash", *"tool_err")
         await until(pilot, lambda: "tool_err" in _title(box), what="the filtered title")
         assert _title(box) == requests.requests_title(said("tool_err", 1))
-        matching = tuple(r for r in screen.last_view.requests if r.request_id == "4")
+        matching = tuple(r for r in shown_view().requests if r.request_id == "4")
         assert _styled(_shown(latency)) == _styled(latency_says(True, matching))
         screen.query_one("#filter", Input).value = "took>>5"
         await until(pilot, lambda: hint.display, what="the hint for a filter not understood")
@@ -204,7 +209,7 @@ async def test_the_requests_box_and_the_banner_show_what_their_panel_modules_say
         lost = FeedStatus("disconnected", "disconnected — retrying in 1s: connection refused")
         feed.set_status(lost)
         await until(pilot, lambda: banner.display, what="the banner")
-        message, style = header.banner(screen.last_view.header, False, lost.text)
+        message, style = header.banner(shown_view().header, False, lost.text)
         assert _styled(_shown(banner)) == _styled(header.banner_line(message, style, p))
         assert "connection refused  ·  showing the last state received" in _shown(banner).plain
 
@@ -290,7 +295,7 @@ async def test_a_panel_added_to_the_list_is_placed_drawn_refreshed_and_described
         assert f"calls so far {first + 1}" in box.plain
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help screen")
-        text = " ".join(app.screen.query_one("#help-text").plain.split())
+        text = " ".join(app.screen.query_one("#help-text", Line).plain.split())
         assert "Probe a test-only panel: the calls counted so far" in text
 
 
