@@ -4,16 +4,19 @@ polling and help, the filter's sparkline, the tool column, stale state after a d
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from console_helpers import RecordingControls, ready, sample_app
 from operator_double import OperatorContractDouble
+from textual.app import App
 from textual.color import Color
 from textual.widgets import Footer
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.session import WatchSession
 from mcpwatch.console.headless.source import FeedStatus, Target
+from mcpwatch.console.headless.views import ViewState
 from mcpwatch.console.screens.detail import RequestDetailScreen, result_title
 from mcpwatch.console.screens.empty import NoWrapperScreen
 from mcpwatch.console.screens.help import HelpScreen
@@ -23,7 +26,7 @@ from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -93,7 +96,7 @@ async def test_small_detail_screen_shows_the_timeline_right_after_the_request() 
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=SMALL) as pilot:
         await ready(pilot)
-        app.screen.open_request("20")
+        current(app, MainScreen).open_request("20")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         await pilot.pause(0.2)
         timeline = app.screen.query_one("#timeline", Panel)
@@ -124,16 +127,23 @@ async def test_disconnected_header_dims_the_upstream_and_time_stands_still() -> 
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         assert "upstream ● ready" in screen_text(app)
-        elapsed = app.screen.last_view.in_flight[0].elapsed_s
+        elapsed = drawn_view(app).in_flight[0].elapsed_s
         feed.set_status(FeedStatus("disconnected", "disconnected — retrying in 1s: connection refused"))
         feed.set_now(SAMPLE_NOW + 60)  # the wall clock moves on; nothing is known about the wrapper since
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "upstream ● ready" not in text and "ready? (last known)" in text
-        assert app.screen.last_view.in_flight[0].elapsed_s == elapsed
+        assert drawn_view(app).in_flight[0].elapsed_s == elapsed
         feed.set_status(FeedStatus("live", "live"))
         await pilot.pause(0.3)
-        assert app.screen.last_view.in_flight[0].elapsed_s == elapsed + 60
+        assert drawn_view(app).in_flight[0].elapsed_s == elapsed + 60
+
+
+def drawn_view(app: App[Any]) -> ViewState:
+    """The main screen's last drawn view (the test has waited for a draw)."""
+    view = current(app, MainScreen).last_view
+    assert view is not None, "the main screen has not drawn yet"
+    return view
 
 
 def test_a_session_holds_its_time_while_disconnected() -> None:
@@ -171,10 +181,10 @@ async def test_the_sparkline_follows_the_filter() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
-        assert "last 9 calls" in app.screen.query_one("#latency").plain
+        assert "last 9 calls" in app.screen.query_one("#latency", Line).plain
         await pilot.press("slash", *"tasks.update", "enter")
         await pilot.pause(0.3)
-        latency = app.screen.query_one("#latency").plain
+        latency = app.screen.query_one("#latency", Line).plain
         assert "last 2 matching calls" in latency and "max 2.8s" in latency
 
 
@@ -226,7 +236,7 @@ async def test_the_empty_screen_keeps_polling_under_help_and_the_palette(tmp_pat
         await until(pilot, lambda: isinstance(app.screen, NoWrapperScreen))
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        help_text = app.screen.query_one("#help-text").plain
+        help_text = app.screen.query_one("#help-text", Line).plain
         assert "this is a recording" not in help_text and "once a wrapper is being watched" in help_text
         await pilot.pause(0.3)  # a few polls with the help open
         server = OperatorContractDouble().start()
