@@ -134,7 +134,7 @@ def one_name_per_call(count: int, size: int = 8) -> list[Measure]:
     found = []
     for n in range(count):
         tool = f"t{n:0{size - 1}d}"
-        call = {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool}
+        call: dict[str, str | int | float | bool] = {"mcp.method.name": "tools/call", "gen_ai.tool.name": tool}
         found.append(Measure(DURATION_METRIC, 0.1 * (n % 7), call))
         found.append(Measure("mcpwatch.deadlines", 1.0, {"gen_ai.tool.name": tool}))
         found.append(Measure("mcpwatch.calls.in_flight", 1.0, {"mcp.method.name": f"m/{n}"}))
@@ -192,7 +192,12 @@ def test_a_collector_that_never_answers_does_not_hold_the_exit(monkeypatch: pyte
         recorder = MetricRecorder(target, url, lambda ok, problem: told.append((ok, problem)))
         recorder.record(Measure("mcpwatch.heartbeats", 1.0, {}))
         done = threading.Event()
-        threading.Thread(target=lambda: (recorder.shutdown(0.2), done.set()), daemon=True).start()
+
+        def shut_down() -> None:
+            recorder.shutdown(0.2)
+            done.set()
+
+        threading.Thread(target=shut_down, daemon=True).start()
         assert done.wait(60), "shutdown waited on a collector that never answers"
         assert told and told[0][0] is False and "not done within 0.2 s" in (told[0][1] or "")
 
