@@ -70,10 +70,12 @@ class CoreRig:
         base: Settings | None = None,
         front: str = "stdio",
         environ: Mapping[str, str] | None = None,
+        trace_requests: bool = False,
         **settings: Any,
     ) -> None:
         """`base`: whole settings (as `mcpwatch.toml` gives them) instead of the host timeout and margin;
-        `front`: the kind of front the hosts use; `environ`: the variables the deadline policy reads."""
+        `front`: the kind of front the hosts use; `environ`: the variables the deadline policy reads;
+        `trace_requests`: as with OpenTelemetry export on (each forwarded request carries the wrapper's span)."""
         if base is None:
             base = replace(Settings(), deadline=DeadlineSettings(host_timeout_s=host_timeout_s, margin_s=margin_s))
         self.settings = replace(base, **settings)
@@ -87,6 +89,7 @@ class CoreRig:
             loop=loop,
             scheduler=self.scheduler,
             front=front,
+            trace_requests=trace_requests,
         )
         self.host = Host()
         self.upstream = self.make_upstream()

@@ -14,6 +14,7 @@ from taskrig import TaskRig, spin
 
 from mcpwatch.config import LateResultSettings, TasksSettings
 from mcpwatch.events import Event, Kind
+from mcpwatch.otel import context
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.settings import ReusePolicy
 from mcpwatch.reliability.statesync import StateSync
@@ -292,3 +293,45 @@ def test_settings_with_options_for_no_tool_leave_every_call_plain(loop, monkeypa
     for n in range(3):
         rig.answer(rig.request(n, "tools/call", {"name": "echo"}), {"content": []})
     assert taken == [0, 1, 2]
+
+
+class CountingBits:
+    """`random.getrandbits` made predictable, so two runs draw the same span ids."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def getrandbits(self, bits: int) -> int:
+        self.n += 1
+        return self.n
+
+
+def traced(loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> TaskRig:
+    """Calls with OpenTelemetry export on: plain ones, one whose host sent its own `traceparent`, one cut."""
+    monkeypatch.setattr(context, "random", CountingBits())
+    rig = TaskRig(loop, host_timeout_s=3.0, margin_s=1.0, trace_requests=True)
+    first = rig.request(1, "tools/call", {"name": "echo", "arguments": {"q": 1}})
+    parent = {"traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"}
+    joined = rig.request(2, "tools/call", {"name": "echo", "arguments": {}, "_meta": parent})
+    cut = rig.request(3, "tools/call", {"name": "slow"})
+    rig.answer(first, {"content": []})
+    rig.answer(joined, {"content": []})
+    rig.scheduler.advance(2.5)
+    rig.answer(cut, {"content": []})
+    spin(loop)
+    return rig
+
+
+def test_with_trace_context_plain_calls_stay_plain_and_carry_the_same_span(loop, monkeypatch) -> None:
+    taken = plain_taken(monkeypatch)
+    plain = seen(traced(loop, monkeypatch))
+    assert taken == [1, 3]  # the host's own traceparent is in `_meta`: the full path
+    monkeypatch.undo()
+    full_path_only(monkeypatch)
+    assert plain == seen(traced(loop, monkeypatch))
+    sent = [frames.decode(line) for line in plain[1]]
+    parents = [m["params"]["_meta"].get("traceparent") for m in sent if m.get("method") == "tools/call"]
+    assert parents[0] == f"00-{2:032x}-{1:016x}-01"  # a new trace (128 bits), the wrapper's span (64)
+    assert parents[1] == f"00-{'a' * 32}-{3:016x}-01"  # the host's trace, the wrapper's span under the host's
+    starts = [frames.decode(row[-1]) for row in plain[2] if row[0] == Kind.REQUEST_START]
+    assert (starts[0]["trace_id"], starts[0]["span_id"]) == (f"{2:032x}", f"{1:016x}")

@@ -249,7 +249,9 @@ class PendingTable:
         emit = self._recorder.emit
         emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
 
-    def plain_started(self, pending: Pending, budget: Budget, arguments: str) -> None:
+    def plain_started(
+        self, pending: Pending, budget: Budget, arguments: str, trace_ids: dict[str, str] | None = None
+    ) -> None:
         """`started` for a plain call (`core.plain`): the same `request_start`, built with nothing to look up."""
         self._recorder.emit(
             Kind.REQUEST_START,
@@ -261,6 +263,7 @@ class PendingTable:
             budget_source=budget.source,
             arguments=arguments,
             host=budget.host,
+            **(trace_ids or {}),
         )
 
     def plain_finish(self, pending: Pending, reply: dict[str, Any], preview: str) -> None:

@@ -4,14 +4,15 @@ checks.
 Most calls are plain: a name and arguments, no task, no `_meta`, answered with an ordinary result. Whether any
 option can touch such a call depends only on its host link and its tool, so it is decided once per (link, tool)
 (`PlainCalls.route`) from the settings and what the wrapper has learnt (late-result reuse, State Sync's
-invalidations, the task bridge, the health tool, OpenTelemetry's trace context), and kept until that changes: a
+invalidations, the task bridge, the health tool), and kept until that changes: a
 host's `initialize`, an upstream answer to anything but a tools/call (its tools, capabilities, discover), an
 error answer (a tool the upstream runs only as a task), an answer to the wrapper's own requests. The frame's own
 shape is checked each time (only `name` and `arguments` in its params), and the upstream must be ready; anything
 else takes the full path (`pump.WrapperCore._host_request`), which does exactly what it did before.
 
 A plain call's answer skips the task watch, the task offer, the bridge's retry and State Sync; its deadline is one
-entry in the core's `DeadlineSweep`, stamped once on the frame as it leaves. Its events are the full path's,
+entry in the core's `DeadlineSweep`, stamped once on the frame as it leaves. With OpenTelemetry export on, the
+frame carries the wrapper's span as its `traceparent`, as on the full path. Its events are the full path's,
 through the same `PendingTable` (`started`, `finish`): the log cannot tell the two paths apart. An answer that is
 anything but an ordinary result (an error, `isError`, a task's shape, a result that is not an object) takes the
 full path.
@@ -23,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpwatch.events import Outcome, UpstreamState
+from mcpwatch.otel.context import stamp as stamp_trace
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync
@@ -65,10 +67,10 @@ class PlainCalls:
         state_sync: StateSync | None,
         health_tool: str,
         propagate: bool,
-        enabled: bool,
+        trace: bool = False,
     ) -> None:
-        """`routes`: the verdicts, a dict the core clears when what they rest on changes. `enabled`: False when
-        every call must take the full path (OpenTelemetry export stamps each request with its span)."""
+        """`routes`: the verdicts, a dict the core clears when what they rest on changes. `trace`: OpenTelemetry
+        export is on, so each forwarded call carries the wrapper's span (`otel.context.stamp`)."""
         self.routes = routes
         self._table = table
         self._calls = table.calls
@@ -83,15 +85,14 @@ class PlainCalls:
         self._state_sync = state_sync
         self._health_tool = health_tool
         self._propagate = propagate
-        self._enabled = enabled
+        self._trace = trace
 
     # ------------------------------------------------------------------ the verdict, once per link and tool
 
     def route(self, link: HostLink, tool: str) -> Route:
         """Whether a plain call of `tool` from `link` is one no option touches now, and the host it is from."""
         plain = (
-            self._enabled
-            and len(tool) <= TOOL_MAX
+            len(tool) <= TOOL_MAX
             and tool != self._health_tool  # the host's health check is logged as one
             and getattr(link, "made_for", None) is None  # a call made on another host call's behalf
             and not self._reused(tool)
@@ -168,6 +169,7 @@ class PlainCalls:
                 meta = {"progressToken": up_id}
         forwarded_params = dict(params)
         forwarded_params["_meta"] = meta
+        trace_ids = stamp_trace(forwarded_params) if self._trace else None
         pending.message = forwarded = {
             "jsonrpc": "2.0",
             "id": up_id,
@@ -180,7 +182,7 @@ class PlainCalls:
         else:
             outcome = session.unsent(pending, forwarded, outcome)
         arguments = params.get("arguments", _NO_ARGUMENTS)
-        table.plain_started(pending, budget, text_of(arguments) if arguments is not _NO_ARGUMENTS else "{}")
+        table.plain_started(pending, budget, text_of(arguments) if arguments is not _NO_ARGUMENTS else "{}", trace_ids)
         if outcome != "sent" and outcome != "queued":
             self._failures.fail(pending, Outcome.ERROR, session.refusal_text(outcome))
         return True

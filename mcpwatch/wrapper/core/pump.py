@@ -203,7 +203,7 @@ class WrapperCore:
             state_sync=self.state_sync,
             health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
             propagate=self._propagate,
-            enabled=not trace_requests,
+            trace=trace_requests,
         )
 
     # ------------------------------------------------------------------ the ports' small services
