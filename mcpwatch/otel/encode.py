@@ -76,6 +76,9 @@ def key_value(key: str, value: AttributeValue) -> bytes:
     return _text(b"\x0a", key) + _field(b"\x12", any_value(value))
 
 
+_PER_CALL_KEYS = {key: _text(b"\x0a", key) + b"\x12" for key in PER_CALL}  # each KeyValue's key and value tag
+
+
 class SpanEncoder:
     """Encodes batches of `CallSpan`s for one resource and instrumentation scope."""
 
@@ -89,8 +92,13 @@ class SpanEncoder:
         """Each attribute as a `tag` field holding its KeyValue."""
         pairs, out = self._pairs, []
         for key, value in attributes:
-            if key in PER_CALL:
-                out.append(_field(tag, key_value(key, value)))
+            if key in PER_CALL:  # the key's bytes made once, the value's each time
+                if type(value) is int and 0 <= value < 0x80:
+                    encoded_value = b"\x18" + _ONE_BYTE[value]
+                else:
+                    encoded_value = any_value(value)
+                kv = _PER_CALL_KEYS[key] + _varint(len(encoded_value)) + encoded_value
+                out.append(tag + _varint(len(kv)) + kv)
                 continue
             pair = (key, type(value), value)  # the type too: True and 1 are equal keys of a dict
             encoded = pairs.get(pair)

@@ -336,7 +336,8 @@ class SpanBuilder:
             span.release_ns = span.end_ns + self.late_window_ns
             self._held.append(span)
         else:
-            self._by_up_id = {k: v for k, v in self._by_up_id.items() if v is not span}
+            if self._by_up_id:  # most calls were never cut: nothing to forget
+                self._by_up_id = {k: v for k, v in self._by_up_id.items() if v is not span}
             outputs.append(span)
         return outputs
 

@@ -87,12 +87,19 @@ def test_own_encoding_parses_to_the_sdks_request() -> None:
     assert sender.encoder.request(spans) == sender.encoder.request(spans)  # cached pairs give the same bytes
 
 
+PER_CALL_ID, PER_CALL_UP = "jsonrpc.request.id", "mcpwatch.upstream.request_id"
+
+
 def test_booleans_integers_negatives_floats_and_long_text_encode_alike() -> None:
     sender = _sender()
     spans = [
         CallSpan("a", "1" * 32, "2" * 16, None, 1, {"x": True}, end_ns=2),
         CallSpan("b", "1" * 32, "3" * 16, None, 1, {"x": 1}, end_ns=2),
         CallSpan("outil é", "f" * 32, "3" * 16, "4" * 16, 2**62, {"n": -5, "f": 1.5, "s": "ü" * 200}, end_ns=2**63),
+        *[  # the attributes new with every call, encoded apart: small and large ids, text ids of any length
+            CallSpan("c", "1" * 32, "5" * 16, None, 1, {PER_CALL_ID: request_id, PER_CALL_UP: up_id}, end_ns=2)
+            for request_id, up_id in (("7", 0), ("1:é" * 60, 127), (9, 128), (-1, 2**40))
+        ],
     ]
     ours = ExportTraceServiceRequest.FromString(sender.encoder.request(spans))
     assert ours == encode_spans([sender.convert(span) for span in spans])
