@@ -47,6 +47,7 @@ class CallFolder:
         self._held: list[Any] = []  # items not yet committable, in seq order; a folded start's place is None
         self._base = 0  # the position (counted since the writer began) of _held[0]
         self._open: dict[tuple[str, str], tuple[int, float]] = {}  # (session, request) -> (position, seen at)
+        self._folded: dict[int, int] = {}  # a folded call still held: its start's position -> its end's position
         self.taken_folded = 0  # folded calls among the items `take` gave out last (each one row, two events)
 
     def __len__(self) -> int:
@@ -83,6 +84,7 @@ class CallFolder:
                     if item.mono - start.mono <= window:  # ended within its window: one row
                         held[at] = (start, item)
                         held[start_at] = None
+                        self._folded[base + start_at] = base + at
             except TypeError:  # an id that cannot be a key, a time that is not a number: written as it is
                 pass
             at += 1
@@ -112,7 +114,7 @@ class CallFolder:
         held = self._held
         cut = len(held)
         for position, _ in opened.values():
-            cut = position - self._base
+            cut = self._before_folded_across(position) - self._base
             break
         if cut == 0:
             self.taken_folded = 0
@@ -121,4 +123,17 @@ class CallFolder:
         self.taken_folded = cut - len(out)  # each folded start left its place empty
         del held[:cut]
         self._base += cut
+        if self._folded:
+            self._folded = {start: end for start, end in self._folded.items() if end >= self._base}
         return out
+
+    def _before_folded_across(self, position: int) -> int:
+        """`position`, or the start of a folded call whose row comes after it, if earlier: a start's seq must not be
+        passed (committed past, so a reader's tail moves beyond it) before the row that holds it is committed.
+        One pass, latest end first (the order calls were folded in): a call ending before the cut cannot move it."""
+        for start, end in reversed(self._folded.items()):
+            if end < position:
+                break
+            if start < position:
+                position = start
+        return position

@@ -53,6 +53,25 @@ def test_a_flood_behind_a_call_that_never_ends_holds_a_bounded_number_of_events(
     assert sum(item.__class__ is tuple for item in written) >= 24_000  # the short calls still fold
 
 
+def test_what_is_committed_never_passes_a_folded_start_whose_row_waits() -> None:
+    # A folded (start 1, end 4) waits behind call 3, still open; event 2 lies between the start and its row: giving
+    # it out would commit seq 2 while seq 1 is nowhere in the log (a kill then leaves a gap; a reader tailing by seq
+    # moves past 1 and never sees it).
+    folder = CallFolder(window=10.0)  # the events' own times are their seqs: every call here is short
+    folder.admit([_start(1, "a"), warning(SID, 2), _start(3, "b"), _end(4, "a")], now=0.0)
+    assert folder.take(now=0.5) == []
+    folder.admit([_end(5, "b")], now=0.6)
+    rows = folder.take(now=0.6)
+    assert [[e.seq for e in expand([row])] for row in rows] == [[2], [1, 4], [3, 5]]
+
+    # And through a chain: (1, 4) and (3, 7) folded, 6 open: the cut at 6 passes start 3, whose row (7) waits, and
+    # moving it to 3 passes start 1, whose row (4) is not out either.
+    folder = CallFolder(window=10.0)
+    events = [_start(1, "a"), warning(SID, 2), _start(3, "b"), _end(4, "a"), warning(SID, 5), _start(6, "c")]
+    folder.admit([*events, _end(7, "b")], now=0.0)
+    assert folder.take(now=0.5) == []
+
+
 def test_a_call_whose_end_never_comes_is_written_when_its_window_ends() -> None:
     folder = CallFolder(window=0.05)
     folder.admit([_start(1, "never"), warning(SID, 2)], now=10.0)
