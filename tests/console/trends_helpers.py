@@ -78,7 +78,7 @@ class LoggedFeed(StaticFeed):
     log-backed screens, deterministic for snapshots."""
 
     def __init__(self, path: Path, session_id: str, now_mono: float) -> None:
-        super().__init__([], now_mono, FeedStatus("connected", "live"))
+        super().__init__([], now_mono, FeedStatus("live", "live"))
 
         class _Locator:
             last = WrapperEntry(
