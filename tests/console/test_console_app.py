@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from console_helpers import SIZE, RecordingControls, ready, sample_app
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Input, Static
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import FeedStatus
@@ -11,14 +16,21 @@ from mcpwatch.console.screens.detail import RequestDetailScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.widgets import WindowTable
+from mcpwatch.console.widgets import Line, WindowTable
 from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import EventFactory
 
-from pilot_tools import run_from_palette, screen_text, until
+from pilot_tools import current, run_from_palette, screen_text, until
 
 pytestmark = pytest.mark.anyio
+
+
+def problem_line(prompt: Screen[Any]) -> str:
+    """The prompt's problem line as the user reads it: a Static given plain text (markup off) draws it as Content."""
+    drawn = prompt.query_one("#problem", Static).render()
+    assert isinstance(drawn, Content), f"the problem line draws a {type(drawn).__name__}"
+    return drawn.plain
 
 
 async def test_main_screen_shows_the_session() -> None:
@@ -61,7 +73,7 @@ async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
         await ready(pilot)
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
+        prompt = current(app, SecondsPrompt)
         cases = {
             "abc": "margin must be a number of seconds, got 'abc'",
             "nan": "margin must be finite, got 'nan'",
@@ -72,10 +84,10 @@ async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
             "900000": "margin is absurdly large ('900000' s; at most 604800 s)",
         }
         for typed, message in cases.items():
-            prompt.query_one("Input").value = typed
+            prompt.query_one(Input).value = typed
             await pilot.press("enter")
             await pilot.pause()
-            assert message in prompt.query_one("#problem").render().plain, typed
+            assert message in problem_line(prompt), typed
             assert app.screen is prompt
         assert controls.calls == []
         await pilot.press("escape")
@@ -90,12 +102,12 @@ async def test_margin_is_sent_and_the_wrappers_refusal_is_shown() -> None:
         await ready(pilot)
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
-        prompt.query_one("Input").value = "25"
+        prompt = current(app, SecondsPrompt)
+        prompt.query_one(Input).value = "25"
         controls.refuse = "margin must leave at least 1 s of budget"
         await pilot.press("enter")
-        await until(pilot, lambda: "refused" in prompt.query_one("#problem").render().plain)
-        assert "margin must leave at least 1 s of budget" in prompt.query_one("#problem").render().plain
+        await until(pilot, lambda: "refused" in problem_line(prompt))
+        assert "margin must leave at least 1 s of budget" in problem_line(prompt)
         assert app.screen is prompt  # still open: nothing changed, the operator can correct it
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
@@ -109,11 +121,11 @@ async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
         await ready(pilot)
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
-        prompt.query_one("Input").value = "500"
+        prompt = current(app, SecondsPrompt)
+        prompt.query_one(Input).value = "500"
         await pilot.press("enter")
         await pilot.pause()
-        problem = prompt.query_one("#problem").render().plain
+        problem = problem_line(prompt)
         assert "Enter sets a budget of 1s: host timeout 120s − margin 500s is under 1s" in problem
         assert controls.calls == []
         await pilot.press("enter")
@@ -129,20 +141,20 @@ async def test_host_timeout_and_deadline_override_keys() -> None:
         await ready(pilot)
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        app.screen.query_one("Input").value = "0"
+        app.screen.query_one(Input).value = "0"
         await pilot.press("enter")
         await pilot.pause()
-        assert "host timeout must be greater than 0" in app.screen.query_one("#problem").render().plain
-        app.screen.query_one("Input").value = "300s"
+        assert "host timeout must be greater than 0" in problem_line(app.screen)
+        app.screen.query_one(Input).value = "300s"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
         await pilot.press("d")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        app.screen.query_one("Input").value = "0.01"  # a budget below the floor would cut every call at once
+        app.screen.query_one(Input).value = "0.01"  # a budget below the floor would cut every call at once
         await pilot.press("enter")
         await pilot.pause()
-        assert "deadline is too small ('0.01' s; at least 0.05 s)" in app.screen.query_one("#problem").render().plain
-        app.screen.query_one("Input").value = ""  # empty clears the override
+        assert "deadline is too small ('0.01' s; at least 0.05 s)" in problem_line(app.screen)
+        app.screen.query_one(Input).value = ""  # empty clears the override
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
         assert controls.calls == [("set_host_timeout", 300.0), ("set_deadline", None)]
@@ -221,7 +233,7 @@ async def test_detail_of_a_running_call_offers_cancel() -> None:
         await pilot.pause()  # focus is applied on the next loop turn
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
-        assert app.screen.request_id == "23"
+        assert current(app, RequestDetailScreen).request_id == "23"
         await pilot.press("c")
         await until(pilot, lambda: isinstance(app.screen, Confirm))
         await pilot.press("y")
@@ -240,7 +252,7 @@ async def test_filter_narrows_the_requests_and_escape_clears_it() -> None:
         await pilot.press(*"tool_err")
         await pilot.pause()
         assert [key for key, _ in requests._rows] == ["4"]
-        assert "matching 'tool_err': 1 of 10" in app.screen.query_one("#requests-box").border_title
+        assert "matching 'tool_err': 1 of 10" in (app.screen.query_one("#requests-box").border_title or "")
         await pilot.press("escape")
         await pilot.pause()
         assert len(requests._rows) == 10
@@ -274,7 +286,7 @@ async def test_help_screen_lists_operator_keys_only_in_live_mode() -> None:
         await ready(pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
-        text = app.screen.query_one("#help-text").plain
+        text = app.screen.query_one("#help-text", Line).plain
         assert "set the deadline margin" in text
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
@@ -283,7 +295,7 @@ async def test_help_screen_lists_operator_keys_only_in_live_mode() -> None:
         await ready(pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(replay.screen, HelpScreen))
-        assert "not available here" in replay.screen.query_one("#help-text").plain
+        assert "not available here" in replay.screen.query_one("#help-text", Line).plain
 
 
 async def test_without_controls_operator_actions_are_absent() -> None:
