@@ -16,12 +16,13 @@ from trends_helpers import ORIGIN, standard_script
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.fleet import fleet_row, log_part
-from mcpwatch.console.headless.source import Target
+from mcpwatch.console.headless.source import LiveFeed, Target
 from mcpwatch.console.screens.fleet import FleetScreen
 from mcpwatch.console.screens.main import MainScreen
+from mcpwatch.console.widgets import Line
 from mcpwatch.registry import WrapperEntry, find_wrapper
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 
 pytestmark = pytest.mark.usefixtures("utc")  # wall-clock times on screen are local
 
@@ -181,7 +182,7 @@ async def test_choose_switch_badge_and_offer_among_three_real_wrappers(monkeypat
             app.fleet_every_s = 0.5
             async with app.run_test(size=SIZE) as pilot:
                 await until(pilot, lambda: isinstance(app.screen, FleetScreen), what="the chooser")
-                chooser = app.screen
+                chooser = current(app, FleetScreen)
                 await until(pilot, lambda: len(chooser.summaries) == 3, what="three wrappers probed")
                 assert chooser.summaries[names[1].pid].errors_5m == 1
                 assert chooser.summaries[names[0].pid].upstream == "ready"
@@ -194,15 +195,17 @@ async def test_choose_switch_badge_and_offer_among_three_real_wrappers(monkeypat
                 # F, then 1: now watching alpha
                 await pilot.press("F")
                 await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not chooser)
-                fleet = app.screen
-                assert fleet.watching == names[2].pid
+                fleet_screen = current(app, FleetScreen)
+                assert fleet_screen.watching == names[2].pid
                 await pilot.press("1")
                 await until(pilot, lambda: isinstance(app.screen, MainScreen), what="back on a main screen")
                 await until(pilot, lambda: "alpha" in screen_text(app) and "● live" in screen_text(app))
-                assert app.session is not None and app.session.feed.locator.last.pid == names[0].pid
+                feed = app.session.feed if app.session is not None else None
+                assert isinstance(feed, LiveFeed)  # a wrapper chosen in Fleet is watched through its registry entry
+                assert feed.locator.last is not None and feed.locator.last.pid == names[0].pid
                 # back on gamma, whose wrapper then goes away: the others are offered
                 await pilot.press("F")
-                await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not fleet)
+                await until(pilot, lambda: isinstance(app.screen, FleetScreen) and app.screen is not fleet_screen)
                 await pilot.press("3")
                 await until(pilot, lambda: "gamma" in screen_text(app) and "● live" in screen_text(app))
                 os.kill(names[2].pid, signal.SIGTERM)
@@ -212,7 +215,7 @@ async def test_choose_switch_badge_and_offer_among_three_real_wrappers(monkeypat
                     timeout=20,
                     what="the others offered",
                 )
-                offer = app.screen
+                offer = current(app, FleetScreen)
                 assert "is gone — 2 other wrappers running" in (offer.headline or "")
                 await pilot.press("2")
                 await until(pilot, lambda: "beta" in screen_text(app) and "● live" in screen_text(app))
@@ -227,11 +230,16 @@ async def test_fleet_and_the_chooser_at_80_columns(tmp_path: Path, chooser: bool
 
     entries = [_entry(101, "council"), _entry(202, "search")]
     answers = {101: _status(in_flight=3), 202: _status("backoff", 3)}
-    factory = {"client_factory": lambda e: _Op(answers[e.pid])}
+
+    def factory(entry: WrapperEntry) -> _Op:
+        return _Op(answers[entry.pid])
+
     if chooser:
-        screen: FleetScreen = ChooseWrapperScreen(lambda: entries, lambda entry: None, **factory)
+        screen: FleetScreen = ChooseWrapperScreen(lambda: entries, lambda entry: None, client_factory=factory)
     else:
-        screen = FleetScreen(lambda: entries, lambda entry: None, watching=101, clock=lambda: ORIGIN, **factory)
+        screen = FleetScreen(
+            lambda: entries, lambda entry: None, watching=101, clock=lambda: ORIGIN, client_factory=factory
+        )
     app = ConsoleApp(target=Target(selector="none"))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.2)
@@ -244,7 +252,7 @@ async def test_fleet_and_the_chooser_at_80_columns(tmp_path: Path, chooser: bool
             if str(column.label) == "errors 5m":
                 break
         assert right <= table.scrollable_content_region.width
-        await until(pilot, lambda: "← →: the other columns" in screen.query_one("#fleet-hint").plain, what="hint")
+        await until(pilot, lambda: "← →: the other columns" in screen.query_one("#fleet-hint", Line).plain, what="hint")
         await pilot.press("right")
         await until(pilot, lambda: table.scroll_x > 0, what="a sideways scroll")
         await pilot.pause()
