@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
+from textual.widgets import Footer
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.session import WatchSession
@@ -18,6 +19,12 @@ from mcpwatch.testing.sample import SAMPLE_NOW, EventFactory, sample_session, se
 from pilot_tools import until
 
 SIZE = (160, 48)
+
+
+def footer_descriptions(footer: Footer) -> list[str]:
+    """What the footer says each key does, as drawn. Textual draws a key as a FooterKey, which it does not export
+    (it lives in the private textual.widgets._footer), so the keys are queried by name and typed as Widget."""
+    return [key.description for key in footer.query("FooterKey")]  # type: ignore[attr-defined]  # private FooterKey
 
 
 class RecordingControls:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, ready, sample_app
+from console_helpers import RecordingControls, footer_descriptions, ready, sample_app
 from operator_double import OperatorContractDouble
 from textual.app import App
 from textual.color import Color
@@ -88,7 +88,7 @@ async def test_wide_footer_shows_host_timeout_and_deadline() -> None:
         assert {"h", "m", "c", "t", "d", "q", "question_mark"} <= set(keys)
         footer = app.screen.query_one(Footer)
         await pilot.pause(0.1)
-        assert "Timeout" in str([k.description for k in footer.query("FooterKey")])
+        assert "Timeout" in str(footer_descriptions(footer))
 
 
 @pytest.mark.slow
