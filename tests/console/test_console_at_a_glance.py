@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from console_helpers import RecordingControls, generic_session, ready, sample_app
+from console_helpers import RecordingControls, footer_descriptions, generic_session, ready, sample_app
 from textual.widgets import Footer
 
 from mcpwatch.console.headless.model import ConsoleModel
@@ -27,12 +27,12 @@ from mcpwatch.console.screens.events import EventsScreen
 from mcpwatch.console.screens.help import HelpScreen
 from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm, SecondsPrompt
-from mcpwatch.console.widgets import Panel, ScrollPanel, WindowTable
+from mcpwatch.console.widgets import Line, Panel, ScrollPanel, WindowTable
 from mcpwatch.events import Kind
 from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import EventFactory, deadline_block, session_start
 
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +73,8 @@ def test_tombstones_live_first_then_expired() -> None:
     items = model.view(now).tombstones.items
     lefts = [t.expires_in_s for t in items]
     assert all(x is not None and x > 0 for x in lefts[:7]) and all(x is not None and x <= 0 for x in lefts[7:])
-    assert lefts[:7] == sorted(lefts[:7])  # the soonest to expire on top
+    live = [x for x in lefts[:7] if x is not None]  # all seven, as just asserted
+    assert live == sorted(live)  # the soonest to expire on top
 
 
 @pytest.mark.slow
@@ -158,7 +159,8 @@ async def test_in_flight_next_to_be_cut_first_with_time_left_and_its_colour_kept
         # The selected row keeps the cell's own colours (the budget bar's warning colour), not the cursor's.
         assert table.cursor_foreground_priority == "renderable"
         warn = app.theme_variables["status-warn"]
-        assert any(warn.lower() in str(span.style).lower() for span in rows[0][2].spans) or warn in rows[0][2].style
+        budget = rows[0][2]
+        assert any(warn.lower() in str(span.style).lower() for span in budget.spans) or warn in str(budget.style)
         assert "next to be cut first" in str(app.screen.query_one("#inflight-box").border_title)
 
 
@@ -293,7 +295,7 @@ async def test_120_columns_show_every_footer_key_and_the_host() -> None:
         await ready(pilot)
         keys = [a.binding.key for a in app.screen.active_bindings.values() if a.binding.show]
         assert {"h", "m", "c", "t", "d", "p", "e", "slash", "q", "question_mark"} <= set(keys)
-        bar = app.screen.query_one("#topbar").plain
+        bar = app.screen.query_one("#topbar", Line).plain
         assert "host claude-code 2.1.3" in bar
 
 
@@ -343,7 +345,7 @@ async def test_help_explains_every_symbol_and_lists_every_panel() -> None:
         await ready(pilot)
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
-        text = app.screen.query_one("#help-text").plain
+        text = app.screen.query_one("#help-text", Line).plain
         for symbol in ("◆", "◷", "⊘", "↯", "⋯", "✓!"):
             assert symbol in text, symbol
         for panel in ("Counters", "Recent requests", "Warnings", "Tools", "Events", "Tombstones", "In flight"):
@@ -387,7 +389,7 @@ async def test_detail_copies_and_exports_the_request(tmp_path: Path, monkeypatch
         await ready(pilot)
         copied: list[str] = []
         monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
-        app.screen.open_request("20")
+        current(app, MainScreen).open_request("20")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the detail screen")
         await pilot.press("y")
         await until(pilot, lambda: len(copied) == 1, what="the copy")
@@ -435,12 +437,12 @@ async def test_pause_reads_resume_and_does_not_shift_the_layout() -> None:
         body = app.screen.query_one("#body").region
         await pilot.press("p")
         await pilot.pause(0.3)
-        labels = [k.description for k in app.screen.query_one(Footer).query("FooterKey")]
+        labels = footer_descriptions(app.screen.query_one(Footer))
         assert "Resume" in labels and "Pause" not in labels
         assert app.screen.query_one("#body").region == body
         await pilot.press("p")
         await pilot.pause(0.3)
-        assert "Pause" in [k.description for k in app.screen.query_one(Footer).query("FooterKey")]
+        assert "Pause" in footer_descriptions(app.screen.query_one(Footer))
 
 
 async def test_q_asks_before_leaving_a_live_console() -> None:
