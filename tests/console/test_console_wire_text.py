@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from console_helpers import SIZE, ready
@@ -16,12 +17,13 @@ from console_helpers import SIZE, ready
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import Target
 from mcpwatch.console.screens.detail import RequestDetailScreen
+from mcpwatch.console.screens.main import MainScreen
 from mcpwatch.console.screens.modals import Confirm
 from mcpwatch.console.widgets import WindowTable
 from mcpwatch.registry import find_wrapper
 
 from checkout import REPO
-from pilot_tools import screen_text, until
+from pilot_tools import current, screen_text, until
 from waiting import patience
 
 pytestmark = pytest.mark.anyio
@@ -114,6 +116,13 @@ def _trap(value: object, key: str | None = None) -> object:
     return value
 
 
+def _trapped_data(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's data, trapped: `_trap` rebuilds a dict key by key, so a dict comes back."""
+    trapped = _trap(data)
+    assert isinstance(trapped, dict)
+    return trapped
+
+
 def trapped_session() -> list:
     from mcpwatch.events import Event
     from mcpwatch.testing.sample import sample_session
@@ -130,7 +139,7 @@ def trapped_session() -> list:
                 None if e.request_id is None else TRAP + e.request_id,
                 None if e.tool is None else TRAP + e.tool,
                 e.model,  # model ids key the council's structured state; their names are trapped in the data
-                _trap(e.data),
+                _trapped_data(e.data),
             )
         )
     return out
@@ -149,10 +158,12 @@ async def test_every_screen_shows_wire_text_that_looks_like_markup_as_text() -> 
         assert TRAP in screen_text(app) and app.tick_errors == 0
         request_ids = sorted({e.request_id for e in events if e.request_id})
         assert len(request_ids) > 3
+        session = app.session
+        assert session is not None  # sample_app watches a session of its own
         for request_id in request_ids:
-            if app.session.model.request_detail(request_id, app.session.now()) is None:
+            if session.model.request_detail(request_id, session.now()) is None:
                 continue  # not a request the console keeps (a notification's id)
-            app.screen.open_request(request_id)
+            current(app, MainScreen).open_request(request_id)
             await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the detail")
             await pilot.pause()
             assert f"Request #{request_id}" in titles(app), titles(app)
