@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import Any
 
 import anyio
 import pytest
 from console_helpers import SIZE, ready
+from textual.app import App
+from textual.widgets import Input
 
 from mcpwatch.console.app import ConsoleApp
 from mcpwatch.console.headless.source import Target
@@ -40,7 +43,7 @@ async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> No
             # A margin set in the console shows in the wrapper's own status.
             await pilot.press("m")
             await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-            app.screen.query_one("Input").value = "25"
+            app.screen.query_one(Input).value = "25"
             await pilot.press("enter")
             await until(pilot, lambda: not isinstance(app.screen, SecondsPrompt), what="the prompt to close")
             async with OperatorClient.for_entry(entry) as op:
@@ -77,6 +80,6 @@ async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> No
             await until(pilot, lambda: "Tombstones 1" in screen_text(app), what="the tombstone")
 
 
-def _margin_shown(app: object, margin: str) -> bool:
+def _margin_shown(app: App[Any], margin: str) -> bool:
     """The deadline panel's "host, margin" line shows this margin."""
     return re.search(rf"host, margin +\S+, {margin}\b", screen_text(app)) is not None
