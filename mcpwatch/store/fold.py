@@ -114,7 +114,8 @@ class CallFolder:
         held = self._held
         cut = len(held)
         for position, _ in opened.values():
-            cut = self._before_folded_across(position) - self._base
+            cut = position - self._base
+            self._unfold_across(position)
             break
         if cut == 0:
             self.taken_folded = 0
@@ -127,13 +128,15 @@ class CallFolder:
             self._folded = {start: end for start, end in self._folded.items() if end >= self._base}
         return out
 
-    def _before_folded_across(self, position: int) -> int:
-        """`position`, or the start of a folded call whose row comes after it, if earlier: a start's seq must not be
-        passed (committed past, so a reader's tail moves beyond it) before the row that holds it is committed.
-        One pass, latest end first (the order calls were folded in): a call ending before the cut cannot move it."""
-        for start, end in reversed(self._folded.items()):
-            if end < position:
+    def _unfold_across(self, cut: int) -> None:
+        """Write as two rows every folded call whose start lies before the cut and its row after it: else the start's
+        seq would be committed past (a kill leaves a gap; a reader tailing by seq moves beyond it and never sees it)
+        while its row waits. Holding the cut back instead would chain under steady overlapping calls and hold the
+        log for as long. One pass, latest end first (the order calls were folded in)."""
+        held, base = self._held, self._base
+        for start, end in list(reversed(self._folded.items())):
+            if end < cut:
                 break
-            if start < position:
-                position = start
-        return position
+            if start < cut:
+                held[start - base], held[end - base] = held[end - base]
+                del self._folded[start]
