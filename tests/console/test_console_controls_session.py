@@ -60,6 +60,9 @@ class OneWrapper(Locator):
     def resolve(self) -> WrapperEntry | None:
         return self.wrapper
 
+    def candidates(self) -> list[WrapperEntry]:
+        return [self.wrapper]
+
 
 def test_actions_share_one_session_until_it_dies_or_the_wrapper_changes() -> None:
     FakeOperator.opened = []
@@ -105,3 +108,69 @@ def test_a_wrapper_that_cannot_be_reached_fails_the_action_with_its_reason() -> 
             await controls.set_margin(1.0)
 
     asyncio.run(scenario())
+
+
+class SlowToOpen(FakeOperator):
+    """A session whose handshake takes a few turns of the loop, and that refuses a call once it has closed."""
+
+    async def __aenter__(self) -> FakeOperator:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().__aenter__()
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        if self.closed:
+            raise OperatorUnavailable("the session was closed")
+        await asyncio.sleep(0)
+        return await super().set_margin(seconds)
+
+
+def test_actions_typed_while_the_session_opens_share_it_and_all_arrive() -> None:
+    # Two actions at once (the health-check and cancel workers run side by side): the second must not close the
+    # session the first is still opening, or the first fails although it may have been applied.
+    FakeOperator.opened = []
+    controls = LiveControls(OneWrapper(entry(1)), client_factory=SlowToOpen)  # type: ignore[arg-type]
+
+    async def scenario() -> list[Any]:
+        return await asyncio.gather(*(controls.set_margin(s) for s in (1.0, 2.0, 3.0)), return_exceptions=True)
+
+    answers = asyncio.run(scenario())
+    assert answers == [{"margin_s": 1.0}, {"margin_s": 2.0}, {"margin_s": 3.0}]
+    assert len(FakeOperator.opened) == 1 and FakeOperator.opened[0].calls == [1.0, 2.0, 3.0]
+
+
+class Registry(Locator):
+    """A locator whose registry holds `running`; `last` is what the feed followed."""
+
+    def __init__(self, followed: WrapperEntry, running: list[WrapperEntry]) -> None:
+        super().__init__(Target(selector="w"))
+        self._last = followed
+        self.running = running
+
+    def candidates(self) -> list[WrapperEntry]:
+        return self.running
+
+    def resolve(self) -> WrapperEntry | None:
+        raise AssertionError("an action goes to the wrapper the console shows, not one it has not switched to")
+
+
+def test_an_action_is_not_sent_once_the_followed_wrapper_has_left_the_registry() -> None:
+    # The wrapper exited (its port may now be anyone's) or restarted under its name with a new token: the held
+    # session, and a new one, would hand the action and the token to whatever listens there now.
+    FakeOperator.opened = []
+    old = entry(1)
+    locator = Registry(old, [old])
+    controls = LiveControls(locator, client_factory=FakeOperator)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        await controls.set_margin(1.0)
+        locator.running = []  # exited
+        with pytest.raises(OperatorUnavailable, match="not sent"):
+            await controls.set_margin(2.0)
+        locator.running = [WrapperEntry(**{**old.__dict__, "session_id": "s2", "token": "t2"})]  # restarted
+        with pytest.raises(OperatorUnavailable, match="not sent"):
+            await controls.set_margin(3.0)
+        controls.close()
+
+    asyncio.run(scenario())
+    assert len(FakeOperator.opened) == 1 and FakeOperator.opened[0].calls == [1.0]

@@ -53,6 +53,12 @@ class LiveControls:
         entry = self._locator.last or self._locator.resolve()
         if entry is None:
             raise OperatorUnavailable(safe(f"no running wrapper matches {self._locator.target.describe()}"))
+        if not self._still_running(entry):
+            self.close()
+            raise OperatorUnavailable(
+                safe(f"{entry.name} (pid {entry.pid}) exited or restarted: the action was not sent; "
+                     "try again once the console follows its replacement")
+            )  # fmt: skip
         try:
             op = await self._session(entry)
             try:
@@ -66,13 +72,23 @@ class LiveControls:
                 raise
             raise type(exc)(clean(text, lines=True)) from None
 
+    def _still_running(self, entry: WrapperEntry) -> bool:
+        """Whether the wrapper the console follows is still the one in the registry: once it exited its port may be
+        anyone's, and a restart under its name has a new token; neither gets an action (or the token) meant for it
+        until the feed follows the replacement. A wrapper named by its URL has no registry entry to check."""
+        if self._locator.target.url:
+            return True
+        return any(
+            e.pid == entry.pid and e.session_id == entry.session_id and e.operator_url == entry.operator_url
+            for e in self._locator.candidates()
+        )
+
     async def _session(self, entry: WrapperEntry) -> OperatorClient:
         held = self._held
-        if held is not None and held.entry == entry and held.op is not None and held.op.connected:
-            return held.op
-        self.close()
-        self._held = held = _HeldSession(entry, self._client_factory)
-        return await held.open()
+        if held is None or held.entry != entry or not held.usable:
+            self.close()
+            self._held = held = _HeldSession(entry, self._client_factory)
+        return await held.ready()  # actions typed while it opens share it
 
     def close(self) -> None:
         """End the held session (the console quits, or the session is no longer usable)."""
@@ -111,12 +127,17 @@ class _HeldSession:
         self.op: OperatorClient | None = None
         self._factory = factory
         self._closing = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._opened: asyncio.Future[OperatorClient] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.ensure_future(self._hold(self._opened))
 
-    async def open(self) -> OperatorClient:
-        opened: asyncio.Future[OperatorClient] = asyncio.get_running_loop().create_future()
-        self._task = asyncio.ensure_future(self._hold(opened))
-        return await opened
+    @property
+    def usable(self) -> bool:
+        """Still opening (the next action waits for it), or open and alive."""
+        return not self._opened.done() or (self.op is not None and self.op.connected)
+
+    async def ready(self) -> OperatorClient:
+        # shielded: an action given up (its screen closed) must not cancel the opening the others wait for
+        return await asyncio.shield(self._opened)
 
     async def _hold(self, opened: asyncio.Future[OperatorClient]) -> None:
         try:
