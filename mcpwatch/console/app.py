@@ -173,7 +173,7 @@ class ConsoleApp(InsightActions, App[None]):
         self.session = session
 
         def back(_: object = None) -> None:
-            session.feed.stop()
+            session.stop()
             if self.session is session:
                 self.session = None
 
@@ -189,7 +189,7 @@ class ConsoleApp(InsightActions, App[None]):
 
     def _show_session(self, session: WatchSession) -> None:
         if self.session is not None and self.session is not session:
-            self.session.feed.stop()
+            self.session.stop()
         self.session = session
         session.feed.start()
         self._replace(self.main_screen(session))
@@ -284,6 +284,4 @@ class ConsoleApp(InsightActions, App[None]):
 
     def on_unmount(self) -> None:
         if self.session is not None:
-            self.session.feed.stop()
-            if isinstance(self.session.controls, LiveControls):
-                self.session.controls.close()
+            self.session.stop()

@@ -174,3 +174,29 @@ def test_an_action_is_not_sent_once_the_followed_wrapper_has_left_the_registry()
 
     asyncio.run(scenario())
     assert len(FakeOperator.opened) == 1 and FakeOperator.opened[0].calls == [1.0]
+
+
+class StoppedFeed:
+    stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_leaving_a_wrapper_ends_its_operator_session_with_its_feed() -> None:
+    # From the fleet, esc back to the list stopped the feed only: a session stayed open to every wrapper visited.
+    from mcpwatch.console.headless.session import WatchSession
+
+    FakeOperator.opened = []
+    controls = LiveControls(OneWrapper(entry(1)), client_factory=FakeOperator)  # type: ignore[arg-type]
+    feed = StoppedFeed()
+    session = WatchSession(feed, controls)  # type: ignore[arg-type]  # only stop() is used
+
+    async def scenario() -> None:
+        await controls.set_margin(1.0)
+        session.stop()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert feed.stopped and len(FakeOperator.opened) == 1 and FakeOperator.opened[0].closed  # before the loop ends
+
+    asyncio.run(scenario())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mcpwatch.console.headless.controls import Controls
+from mcpwatch.console.headless.controls import Controls, LiveControls
 from mcpwatch.console.headless.model import ConsoleModel
 from mcpwatch.console.headless.source import Feed, FeedStatus
 from mcpwatch.console.headless.views import ViewState
@@ -52,6 +52,13 @@ class WatchSession:
         """What the Trends and Models bars call the session: the watched wrapper's name once the feed has found
         it (`watch 4242` asks by pid; the wrapper is `demo`), else the title."""
         return self.status().target or self.title
+
+    def stop(self) -> None:
+        """Stop following: the feed, and the operator session the actions hold (one per wrapper watched, else one
+        stays open to every wrapper visited from the fleet until the console quits)."""
+        self.feed.stop()
+        if isinstance(self.controls, LiveControls):
+            self.controls.close()
 
     def toggle_pause(self) -> bool:
         self.paused = not self.paused
