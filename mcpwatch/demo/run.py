@@ -14,11 +14,15 @@ from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcpwatch import paths, registry
 from mcpwatch.demo.config import DEMO_TOML
 from mcpwatch.demo.driver import DriverStats, drive, start_wrapper, stop_wrapper, wrapper_command
 from mcpwatch.errors import UserError
+
+if TYPE_CHECKING:
+    from mcpwatch.store.reader import SessionInfo
 
 NAME = "demo"
 STARTING = "mcpwatch demo: starting a simulated council behind the wrapper, a host calling it, and the console…"
@@ -33,14 +37,14 @@ def write_config() -> Path:
     return config
 
 
-def summary(started_at: float, stats: DriverStats | None) -> str:
+def summary(started_at: float, stats: DriverStats | None, pid: int | None = None) -> str:
     """What happened, read back from the event log (the same figures `mcpwatch report` gives)."""
     from mcpwatch.store import EventReader, LogError
 
     log_path = paths.default_log_path()
     try:
         reader = EventReader(log_path)
-        sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
+        sessions = this_run(reader.sessions(), started_at, pid)
     except LogError as exc:
         return f"mcpwatch demo: no log to summarise ({exc})"
     if not sessions:
@@ -88,14 +92,21 @@ STORY_GRACE_S = 20.0  # at most this much past --duration, when start-up was slo
 STORY_POLL_S = 0.25
 
 
-def story_told(log_path: Path, started_at: float) -> bool:
+def this_run(sessions: list[SessionInfo], started_at: float, pid: int | None) -> list[SessionInfo]:
+    """This run's demo sessions: by its wrapper's pid, as two demos at once share the log and the name (without
+    it, each summed up and waited on the other's session)."""
+    recent = [s for s in sessions if s.name == NAME and s.started_at >= started_at - 1]
+    return recent if pid is None else [s for s in recent if s.pid == pid]
+
+
+def story_told(log_path: Path, started_at: float, pid: int | None = None) -> bool:
     """Whether the log holds the demo's whole story for this run: a call cut with a partial answer, a late answer
     dropped for the host and kept, and an invalidation (a model disabled)."""
     from mcpwatch.store import EventReader, LogError
 
     try:
         with EventReader(log_path) as reader:
-            sessions = [s for s in reader.sessions() if s.name == NAME and s.started_at >= started_at - 1]
+            sessions = this_run(reader.sessions(), started_at, pid)
             if not sessions:
                 return False
             kinds = reader.count_by_kind(sessions[-1].id)
@@ -138,7 +149,7 @@ def run_headless(duration: float, time_scale: float, seed: int) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         stats = DriverStats()
-        told = partial(story_told, paths.default_log_path(), started_at)
+        told = partial(story_told, paths.default_log_path(), started_at, wrapper.pid)
         ending = loop.create_task(_end_after_the_story(told, stop, duration))
         try:
             return await drive(pipes, stop, seed=seed, stats=stats)
@@ -149,7 +160,7 @@ def run_headless(duration: float, time_scale: float, seed: int) -> int:
         stats = asyncio.run(main())
     finally:
         stop_wrapper(wrapper)
-    print(summary(started_at, stats), flush=True)
+    print(summary(started_at, stats, wrapper.pid), flush=True)
     return 0
 
 
@@ -174,12 +185,13 @@ def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
         from mcpwatch.console import launch
 
         _import_the_console()
-        entry = _wait_for_wrapper(started_at, {"host": driver, "wrapper": wrapper})
+        entry = _wait_for_wrapper(started_at, {"host": driver, "wrapper": wrapper}, wrapper.pid)
         code = launch(str(entry.pid), theme=theme, quit_note=QUIT_NOTE)
     finally:
         _stop(driver)
         stop_wrapper(wrapper)
-    print(summary(started_at, None), flush=True)  # after the console: what happened, where the log is, what next
+    # after the console: what happened, where the log is, what next
+    print(summary(started_at, None, wrapper.pid), flush=True)
     return code
 
 
@@ -198,15 +210,16 @@ def _import_the_console() -> None:
 
 
 def _wait_for_wrapper(
-    started_at: float, children: dict[str, subprocess.Popen[bytes]], timeout: float = 30.0
+    started_at: float, children: dict[str, subprocess.Popen[bytes]], pid: int | None = None, timeout: float = 30.0
 ) -> registry.WrapperEntry:
+    """This run's wrapper once registered: by its pid (another demo at once registers under the same name)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for role, child in children.items():
             if child.poll() is not None:
                 raise UserError(f"the demo's {role} exited early (code {child.returncode})")
         for entry in registry.find_wrapper(NAME):
-            if entry.started_at >= started_at - 1:
+            if entry.started_at >= started_at - 1 and pid in (None, entry.pid):
                 return entry
         time.sleep(0.1)
     raise UserError(f"the demo's wrapper did not start within {timeout:.0f} s")

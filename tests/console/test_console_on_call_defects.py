@@ -48,6 +48,7 @@ async def test_the_demo_quit_question_says_quitting_stops_the_demo(monkeypatch: 
     class Child:  # the wrapper and the host
         def __init__(self, *a: Any, **kw: Any) -> None:
             self.stdin, self.stdout = open(os.devnull, "wb"), open(os.devnull, "rb")  # noqa: SIM115  # the demo closes them
+            self.pid = 4242
 
         def poll(self) -> int:
             return 0

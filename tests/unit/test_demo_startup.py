@@ -103,9 +103,9 @@ def test_the_deaf_council_drops_every_second_cancellation_before_the_council_rea
     assert done.stdout == call + cancel % 2
 
 
-def _log(path: Path, kinds: list[tuple[str, dict[str, Any]]], name: str = "demo") -> None:
+def _log(path: Path, kinds: list[tuple[str, dict[str, Any]]], name: str = "demo", pid: int = 1) -> None:
     writer = EventWriter(path)
-    sid = writer.start_session(name=name, upstream="council", pid=1, config={})
+    sid = writer.start_session(name=name, upstream="council", pid=pid, config={})
     for seq, (kind, data) in enumerate(kinds, start=1):
         writer.emit(Event(kind, sid, 100.0 + seq, float(seq), seq, "1", "consult_council", None, data))
     writer.close()
@@ -130,3 +130,24 @@ def test_a_story_in_another_session_is_not_this_one(tmp_path: Path) -> None:
     _log(path, [CUT, HIT, LATE, INVALIDATION], name="not-the-demo")
     assert run.story_told(path, started_at=0.0) is False
     assert run.story_told(tmp_path / "none.db", started_at=0.0) is False
+
+
+def test_two_demos_at_once_each_read_their_own_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both are named "demo" and share the default log: each summed up, and waited for the story of, the newest one.
+    path = tmp_path / "events.db"
+    _log(path, [CUT, HIT, LATE, INVALIDATION], pid=101)  # this run's, told
+    _log(path, [], pid=202)  # another demo started a moment later: nothing yet
+    assert run.story_told(path, started_at=0.0, pid=101) is True
+    assert run.story_told(path, started_at=0.0, pid=202) is False
+    monkeypatch.setattr(run.paths, "default_log_path", lambda: path)
+    ours = run.summary(0.0, None, 101)
+    assert "deadlines hit: 1" in ours and "invalidations: 1" in ours
+    assert "deadlines hit: 0" in run.summary(0.0, None, 202)
+
+
+def test_the_console_watches_this_runs_wrapper_not_another_demos(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwatch.registry import WrapperEntry
+
+    other, ours = (WrapperEntry(pid, "demo", "http://127.0.0.1:1/mcp", "t", "", "s", "", 100.0) for pid in (202, 101))
+    monkeypatch.setattr(run.registry, "find_wrapper", lambda name: [other, ours])  # oldest first
+    assert run._wait_for_wrapper(100.0, {}, 101) is ours
