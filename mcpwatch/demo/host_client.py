@@ -12,6 +12,7 @@ from typing import Any
 
 PROTOCOL_VERSION = "2025-11-25"  # the newest handshake-era version, as the SDK's legacy mode sends
 
+LINE_LIMIT = 1 << 26  # a longer frame is dropped, as one that is not JSON
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
 
@@ -22,7 +23,8 @@ class CallFailed(Exception):
 class PipeClient:
     """One MCP session over `(read_fd, write_fd)`; `close()` closes the write end (the server's EOF)."""
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+    def __init__(self, read_fd: int, write_fd: int, *, line_limit: int = LINE_LIMIT) -> None:
+        self._line_limit = line_limit
         self._read_fd = read_fd
         self._write_fd = write_fd
         self._next_id = 0
@@ -34,7 +36,7 @@ class PipeClient:
     async def start(self, client_info: dict[str, str]) -> dict[str, Any]:
         """Open the pipes and shake hands; returns the server's `initialize` result."""
         loop = asyncio.get_running_loop()
-        lines = asyncio.StreamReader(limit=1 << 26)
+        lines = asyncio.StreamReader(limit=self._line_limit)
         pipe = os.fdopen(self._read_fd, "rb", 0)  # owned by the transport from here: closed with it
         self._transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(lines), pipe)
         self._reader = asyncio.ensure_future(self._read(lines))
@@ -86,16 +88,20 @@ class PipeClient:
             frame = frame[os.write(self._write_fd, frame) :]
 
     async def _read(self, lines: asyncio.StreamReader) -> None:
-        while line := await lines.readline():
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(message, dict):
-                await self._take(message)
-        for answer in self._pending.values():
-            if not answer.done():
-                answer.set_exception(CallFailed("the connection closed"))
+        """Frames that are not JSON-RPC we can take are skipped; whatever ends the reading fails the open calls
+        (a reader that died quietly left the host waiting forever)."""
+        try:
+            while line := await _next_line(lines):
+                try:
+                    message = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(message, dict):
+                    await self._take(message)
+        finally:
+            for answer in self._pending.values():
+                if not answer.done():
+                    answer.set_exception(CallFailed("the connection closed"))
 
     async def _take(self, message: dict[str, Any]) -> None:
         method = message.get("method")
@@ -104,10 +110,10 @@ class PipeClient:
             if answer is not None and not answer.done():
                 answer.set_result(message)
         elif method == "notifications/progress":
-            params = message.get("params") or {}
-            token = params.get("progressToken")
+            params = message.get("params")
+            token = params.get("progressToken") if isinstance(params, dict) else None
             callback = self._progress.get(token) if isinstance(token, int) else None
-            if callback is not None:
+            if callback is not None and isinstance(params, dict):
                 await callback(params)
         elif "id" in message:  # a request from the server: a ping is answered, anything else is not offered
             reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
@@ -116,3 +122,11 @@ class PipeClient:
             else:
                 reply["error"] = {"code": -32601, "message": f"the demo host does not offer {method}"}
             self._send(reply)
+
+
+async def _next_line(lines: asyncio.StreamReader) -> bytes:
+    """The next line; one over the limit is given as an empty frame (skipped), b"" only at the end."""
+    try:
+        return await lines.readline()
+    except ValueError:
+        return b"\n"

@@ -143,3 +143,41 @@ def test_the_demo_host_calls_the_council_without_the_mcp_sdk() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "True True [] []"  # a model disabled, progress asked for, no error, no SDK
+
+
+HOSTILE = [
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":[2]}\n',  # params not an object
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":2,"progress":1}}\n'[:-2] + b"\n",
+    b"\xff\xfe\x00\x1b[2J not UTF-8\n",
+    b'{"jsonrpc":"2.0","id":2,"result":' + b"[" * 5000 + b"\n",  # too deep for json
+    b'{"x":"' + b"a" * 4096 + b'"}\n',  # over the line limit
+    b'{"jsonrpc":"2.0","id":[2],"result":{}}\n',  # an id that is no request's
+]
+
+
+@pytest.mark.parametrize("frame", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_hostile_frame_from_the_wrapper_side_is_skipped_and_the_call_still_answered(frame: bytes) -> None:
+    # The reader ended on the first frame it could not take (a progress whose params were a list, a line over the
+    # limit), leaving every open call, and so the demo's host, waiting forever.
+    async def scenario() -> dict[str, Any]:
+        host_to_server, host_write = os.pipe()
+        host_read, server_to_host = os.pipe()
+        client = PipeClient(host_read, host_write, line_limit=1024)
+        os.write(server_to_host, json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode() + b"\n")
+        await client.start({"name": "host", "version": "1"})
+        seen: list[dict[str, Any]] = []
+
+        async def on_progress(params: dict[str, Any]) -> None:
+            seen.append(params)
+
+        call = asyncio.ensure_future(client.call_tool("slow", {}, on_progress))
+        await asyncio.sleep(0)
+        os.write(server_to_host, frame + json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"ok": 1}}).encode() + b"\n")
+        try:
+            return await asyncio.wait_for(call, 10)  # a hang detector only: the answer is already in the pipe
+        finally:
+            client.close()
+            os.close(host_to_server)
+            os.close(server_to_host)
+
+    assert asyncio.run(scenario()) == {"ok": 1}
