@@ -200,3 +200,41 @@ def test_leaving_a_wrapper_ends_its_operator_session_with_its_feed() -> None:
         assert feed.stopped and len(FakeOperator.opened) == 1 and FakeOperator.opened[0].closed  # before the loop ends
 
     asyncio.run(scenario())
+
+
+class Blocking(FakeOperator):
+    """set_margin waits for `release` and fails once its session has closed (as a call cut off by the close)."""
+
+    release: ClassVar[asyncio.Event]
+
+    async def set_margin(self, seconds: float) -> dict[str, Any]:
+        if seconds < 0:
+            await Blocking.release.wait()
+            if self.closed:
+                raise OperatorUnavailable("the session was closed under the call")
+        return await super().set_margin(seconds)
+
+
+def test_a_call_failing_on_an_old_session_leaves_the_new_wrappers_session_open() -> None:
+    # An action in flight to a wrapper that restarted fails (it is not sent again); its failure must close its own
+    # session, not the one a later action opened to the replacement (and maybe still uses).
+    FakeOperator.opened = []
+    locator = OneWrapper(entry(1))
+    controls = LiveControls(locator, client_factory=Blocking)  # type: ignore[arg-type]
+
+    async def scenario() -> None:
+        Blocking.release = asyncio.Event()
+        slow = asyncio.ensure_future(controls.set_margin(-1.0))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        locator.wrapper = entry(2)  # restarted
+        assert await controls.set_margin(2.0) == {"margin_s": 2.0}  # to the new one
+        Blocking.release.set()
+        with pytest.raises(OperatorUnavailable):
+            await slow  # told, and not sent again
+        await controls.set_margin(3.0)
+        new = [o for o in FakeOperator.opened if o.wrapper.pid == 2]
+        assert len(new) == 1 and not new[0].closed and new[0].calls == [2.0, 3.0]
+        controls.close()
+
+    asyncio.run(scenario())

@@ -64,7 +64,10 @@ class LiveControls:
             try:
                 return clean(await action(op))
             except OperatorUnavailable:
-                self.close()  # the next action opens a new session; this one is not sent again: it may have arrived
+                # The next action opens a new session; this one is not sent again: it may have arrived. Only its own
+                # session ends: one opened since (to a restarted wrapper) may be carrying other actions.
+                if self._held is not None and self._held.op is op:
+                    self.close()
                 raise
         except OperatorError as exc:
             text = str(exc)
