@@ -248,6 +248,14 @@ class ConsoleApp(InsightActions, App[None]):
         (shown, not obeyed)."""
         super().notify(safe_lines(message), title=title, severity=severity, timeout=timeout, markup=markup)
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C does not quit (Textual's choice): say which key does. Textual's own hint is markup, shown raw
+        by this console's plain notices (`Press [b]ctrl+q[/b]`)."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit"):
+                self.notify(f"Press {key} to quit the app", title="Do you want to quit?")
+                return
+
     def action_ask_quit(self) -> None:
         """Quit; while watching a live wrapper, ask first (q is easy to hit, and the view is lost)."""
         session = self.session

@@ -220,3 +220,15 @@ async def test_the_80_column_footer_keeps_filter_events_and_open_and_the_rest_ar
     async with wide.run_test(size=(200, 40)) as pilot:
         await ready(pilot)
         assert wide.screen.active_bindings["question_mark"].binding.description == "Help"  # all fit: plain help
+
+
+async def test_ctrl_c_says_how_to_quit_in_plain_words() -> None:
+    """Ctrl+C (what a demo's user types first) showed "Press [b]ctrl+q[/b] to quit": Textual's hint is markup and
+    this console's notices are plain text."""
+    app = live_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: any("to quit" in n.message for n in app._notifications), what="the hint")
+        hint = next(n.message for n in app._notifications if "to quit" in n.message)
+        assert "[" not in hint and "ctrl+q" in hint
