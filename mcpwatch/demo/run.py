@@ -167,6 +167,10 @@ def run_headless(duration: float, time_scale: float, seed: int) -> int:
 def run_with_console(time_scale: float, seed: int, theme: str | None) -> int:
     """The wrapper (with the council behind it) and the host start at once, the host on the wrapper's pipes; the
     console's Textual is imported while they start; the console opens once the wrapper is registered."""
+    if theme:  # a wrong name is said before anything starts (and leaves no demo session in the log)
+        from mcpwatch.console.themes import check_theme_name, load_themes
+
+        check_theme_name(theme, load_themes())
     config = write_config()
     started_at = time.time()
     wrapper = start_wrapper(wrapper_command(str(config), NAME, "default", time_scale, seed), subprocess.DEVNULL)

@@ -151,3 +151,14 @@ def test_the_console_watches_this_runs_wrapper_not_another_demos(monkeypatch: py
     other, ours = (WrapperEntry(pid, "demo", "http://127.0.0.1:1/mcp", "t", "", "s", "", 100.0) for pid in (202, 101))
     monkeypatch.setattr(run.registry, "find_wrapper", lambda name: [other, ours])  # oldest first
     assert run._wait_for_wrapper(100.0, {}, 101) is ours
+
+
+def test_an_unknown_theme_is_refused_before_anything_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpwatch.errors import UserError
+
+    started: list[object] = []
+    monkeypatch.setattr(run.subprocess, "Popen", lambda *a, **kw: started.append(a))
+    monkeypatch.setattr(run, "write_config", lambda: Path("demo.toml"))
+    with pytest.raises(UserError, match="unknown theme 'nope'"):
+        run.run_with_console(0.25, 7, "nope")
+    assert started == []
