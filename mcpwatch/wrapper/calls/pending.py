@@ -274,19 +274,10 @@ class PendingTable:
         self._counters.ok += 1
         key = pending.request_key
         emit = self._recorder.emit
+        undelivered: dict[str, Any] = {}
         if pending.link.send(reply) is False:  # as `_end`: the host's request is closed
             emit(Kind.WARNING, request_id=key, message="answer not delivered: the host's request is closed")
-            emit(
-                Kind.REQUEST_END,
-                request_id=key,
-                tool=pending.tool,
-                outcome="ok",
-                duration_s=round(elapsed, 6),
-                method="tools/call",
-                result_preview=preview,
-                delivered=False,
-            )
-            return
+            undelivered["delivered"] = False
         emit(
             Kind.REQUEST_END,
             request_id=key,
@@ -295,6 +286,7 @@ class PendingTable:
             duration_s=round(elapsed, 6),
             method="tools/call",
             result_preview=preview,
+            **undelivered,
         )
 
     def _end(
