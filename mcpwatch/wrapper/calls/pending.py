@@ -31,6 +31,8 @@ from mcpwatch.scheduler import Scheduler, Timer
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
 
+UNDELIVERED = "answer not delivered: the host's request is closed"  # the warning when a reply finds no request
+
 
 class HostLink(Protocol):
     """One host connection (the stdio front has one; the HTTP front one per session)."""
@@ -276,7 +278,7 @@ class PendingTable:
         emit = self._recorder.emit
         undelivered: dict[str, Any] = {}
         if pending.link.send(reply) is False:  # as `_end`: the host's request is closed
-            emit(Kind.WARNING, request_id=key, message="answer not delivered: the host's request is closed")
+            emit(Kind.WARNING, request_id=key, message=UNDELIVERED)
             undelivered["delivered"] = False
         emit(
             Kind.REQUEST_END,
@@ -310,7 +312,7 @@ class PendingTable:
         if reply is not None and link.send(reply) is False:  # the host's request is closed: not a plain "ok"
             detail = detail.copy()
             detail["delivered"] = False
-            message = "answer not delivered: the host's request is closed"
+            message = UNDELIVERED
             self._recorder.emit(Kind.WARNING, request_id=key, message=message)
         end = RequestEndData(outcome=_TEXT_OF[outcome], duration_s=round(elapsed, 6), method=method, **detail)
         self._recorder.emit(Kind.REQUEST_END, request_id=key, tool=tool, **end)
