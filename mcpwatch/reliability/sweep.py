@@ -6,7 +6,7 @@ attribute of the call (`due`); a call that ends leaves the calls in flight, and 
 reaches it, or when dead entries outnumber live ones, so the heap stays the size of the calls in flight. The one
 timer is re-armed only when a deadline earlier than the armed one comes in, which with one budget for all calls is
 never: deadlines arrive in order. The timer holds the sweep only weakly, so a core whose calls are over is not kept
-alive by its scheduler; an idle sweep wakes once, at the last deadline it was given, and arms nothing more.
+alive by its scheduler; an idle sweep wakes once, at the earliest deadline still armed, and arms nothing more.
 """
 
 from __future__ import annotations
