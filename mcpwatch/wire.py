@@ -13,6 +13,12 @@ from mcpwatch.events import DeadlineBlock
 DEADLINE_META = "dev.mcpwatch/deadline_ms"
 """`params._meta` of a forwarded tools/call: the milliseconds left in its budget as it leaves the wrapper."""
 
+
+def deadline_ms(seconds_left: float) -> int:
+    """The value of `DEADLINE_META` for the seconds a call has left (never negative)."""
+    return max(0, round(seconds_left * 1000))
+
+
 PARTIAL_META = "dev.mcpwatch/partial"
 """`result._meta` of a result mcpwatch wrote itself (deadline, cancel, failure): a `PartialResult`."""
 

@@ -30,7 +30,7 @@ from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.sweep import DeadlineSweep
 from mcpwatch.scheduler import Scheduler
-from mcpwatch.wire import DEADLINE_META
+from mcpwatch.wire import DEADLINE_META, deadline_ms
 from mcpwatch.wrapper.calls.pending import HostLink, Pending, PendingTable
 from mcpwatch.wrapper.core.endings import Failures
 from mcpwatch.wrapper.core.hostwatch import HostDirectory
@@ -164,7 +164,7 @@ class PlainCalls:
         else:
             self._deadlines.arm(up_id, pending, started + seconds)
             if self._propagate:  # stamped once: the frame leaves now
-                meta = {"progressToken": up_id, DEADLINE_META: max(0, round(seconds * 1000))}
+                meta = {"progressToken": up_id, DEADLINE_META: deadline_ms(seconds)}
             else:
                 meta = {"progressToken": up_id}
         forwarded_params = dict(params)

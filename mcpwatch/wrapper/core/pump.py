@@ -30,7 +30,7 @@ from mcpwatch.reliability.sweep import DeadlineSweep, Timed
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
 from mcpwatch.terminal import safe_lines
-from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META
+from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META, deadline_ms
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.progress import own_token
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -351,7 +351,7 @@ class WrapperCore:
             if budget.seconds is not None:
                 self.deadlines.arm(up_id, pending, pending.started + budget.seconds)
                 if self._propagate:  # the time left is stamped again when the frame is sent
-                    forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: int(budget.seconds * 1000)}
+                    forwarded_params["_meta"] = {**(meta or {}), DEADLINE_META: deadline_ms(budget.seconds)}
         if tool is not None and bridge.attachable and bridge.attach(pending, arguments):
             self.table.started(pending, params, None)  # it waits for the task an identical call made
             return

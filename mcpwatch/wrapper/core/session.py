@@ -16,7 +16,7 @@ from mcpwatch.config import Settings
 from mcpwatch.events import Kind, UpstreamState, UpstreamStateData
 from mcpwatch.operator import UpstreamDetail
 from mcpwatch.scheduler import Scheduler
-from mcpwatch.wire import DEADLINE_META
+from mcpwatch.wire import DEADLINE_META, deadline_ms
 from mcpwatch.wrapper.calls.pending import HostLink, Pending
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.late import LateFrames
@@ -141,7 +141,7 @@ class UpstreamSession:
         meta = params.get("_meta") if isinstance(params, dict) else None
         seconds = pending.budget.seconds if pending.budget is not None else None
         if isinstance(meta, dict) and DEADLINE_META in meta and seconds is not None:
-            meta[DEADLINE_META] = max(0, round((seconds - (self._scheduler.time() - pending.started)) * 1000))
+            meta[DEADLINE_META] = deadline_ms(seconds - (self._scheduler.time() - pending.started))
 
     def queue(self, pending: Pending | None, message: dict[str, Any]) -> bool:
         """Hold a frame until the upstream is ready. A tools/call waits within its budget; any other request gets
