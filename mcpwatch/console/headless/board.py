@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Literal, Protocol
+from typing import Literal
 
 from rich.console import RenderableType
 
@@ -61,37 +61,6 @@ class Key:
     show: bool = True
 
 
-class Panel(Protocol):
-    """What the main screen needs of a boxed panel: where it goes, when it shows, what it draws, its keys."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def title(self) -> str: ...
-    @property
-    def area(self) -> Area: ...
-    @property
-    def scroll(self) -> bool: ...
-    @property
-    def help(self) -> tuple[str, str] | None: ...
-    @property
-    def keys(self) -> tuple[Key, ...]: ...
-
-    def shows(self, view: ViewState) -> bool:
-        """Whether the panel is on the screen for this view (the council panels only for a council)."""
-        ...
-
-    def key(self, view: ViewState) -> Hashable:
-        """What the drawing depends on: an unchanged key costs one comparison, no drawing."""
-        ...
-
-    def draw(self, view: ViewState, ctx: Context) -> RenderableType: ...
-
-    def heading(self, view: ViewState) -> str | None:
-        """The box's title for this view; None keeps the one it has."""
-        ...
-
-
 def _always(view: ViewState) -> bool:
     return True
 
@@ -102,15 +71,18 @@ def _unchanged(view: ViewState) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Box:
-    """A boxed panel (`Panel`) made of its module and four small functions of the view."""
+    """A boxed panel: its module, where it goes, and four small functions of the view — what it draws (`draw`),
+    what the drawing depends on (`key`: unchanged, one comparison and no drawing), its title for the view
+    (`heading`: None keeps the one it has) and whether it is on the screen (`shows`: the council's panels only for
+    a council)."""
 
     module: ModuleType  # its home in `panels/`: `WIDGET` is its id, `HELP` its line in the help screen
     title: str  # the box's title until `heading` says another
     area: Area
-    drawn: Callable[[ViewState, Context], RenderableType]
-    keyed: Callable[[ViewState], Hashable]
-    titled: Callable[[ViewState], str | None] = _unchanged
-    visible: Callable[[ViewState], bool] = _always
+    draw: Callable[[ViewState, Context], RenderableType]
+    key: Callable[[ViewState], Hashable]
+    heading: Callable[[ViewState], str | None] = _unchanged
+    shows: Callable[[ViewState], bool] = _always
     scroll: bool = True  # a scrolling list; False: a summary as tall as the box
     keys: tuple[Key, ...] = ()
 
@@ -124,18 +96,6 @@ class Box:
     def help(self) -> tuple[str, str] | None:
         row: tuple[str, str] | None = self.module.HELP
         return row
-
-    def shows(self, view: ViewState) -> bool:
-        return self.visible(view)
-
-    def key(self, view: ViewState) -> Hashable:
-        return self.keyed(view)
-
-    def draw(self, view: ViewState, ctx: Context) -> RenderableType:
-        return self.drawn(view, ctx)
-
-    def heading(self, view: ViewState) -> str | None:
-        return self.titled(view)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +144,7 @@ MAIN: tuple[Box | Fixed, ...] = (
         lambda v, c: tiers.tiers_panel(v.tiers, v.deadline, c.palette, c.live),
         lambda v: (v.tiers, v.deadline.limit_s),
         lambda v: tiers.tiers_title(v.deadline),
-        visible=_council,
+        shows=_council,
         scroll=False,
     ),
     Box(
@@ -211,7 +171,7 @@ MAIN: tuple[Box | Fixed, ...] = (
         lambda v, c: council.council_panel(v.council, c.palette),
         lambda v: v.council,
         lambda v: council.council_title(v.council),
-        visible=_council,
+        shows=_council,
     ),
     Box(
         tools,
@@ -220,7 +180,7 @@ MAIN: tuple[Box | Fixed, ...] = (
         lambda v, c: tools.tools_panel(v.tools, c.palette),
         lambda v: v.tools,
         lambda v: tools.TOOLS_TITLE,
-        visible=_not_council,
+        shows=_not_council,
     ),
     Fixed(requests),
     Box(
