@@ -249,7 +249,7 @@ class EventWriter:
     def pending(self) -> int:
         """Events queued or held and not yet written."""
         held = self._held
-        return len(self._queue) + len(self._folder) + (len(expand(held.events)) if held is not None else 0)
+        return len(self._queue) + len(self._folder) + (len(held.events) + held.folded if held is not None else 0)
 
     # -- writer thread -----------------------------------------------------------------------------------------
 

@@ -118,8 +118,8 @@ class PlainCalls:
 
     def _bridged(self, link: HostLink, tool: str) -> bool:
         """Whether the task bridge could take the call: run it as a task, list the tools first, attach it to a
-        running task or answer it from a finished one (any task it runs makes every tool's call take the full
-        path until the verdicts are made again)."""
+        running task or answer it from a finished one (a verdict made while the bridge runs a task sends that
+        call down the full path)."""
         bridge = self._bridge
         if bridge.runs or bridge.attachable:
             return True
