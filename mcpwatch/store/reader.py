@@ -25,7 +25,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-from mcpwatch.store.unfold import COLUMNS, Row, in_range, row_event, start_event
+from mcpwatch.store.unfold import COLUMNS, Row, in_range, number, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 
@@ -124,16 +124,11 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _time(value: Any) -> float | None:
-    """A time read back from the counts table: a finite number, or unknown."""
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
 def _session(row: tuple[Any, ...], counts: tuple[Any, ...] | None) -> SessionInfo:
     sid, name, upstream, pid, started_at, ended_at, end_reason, version, config = row
     events, requests, timeouts, late_drops, last_ts = counts or (0, 0, 0, 0, None)
     events, requests, timeouts, late_drops = _count(events), _count(requests), _count(timeouts), _count(late_drops)
-    last_ts = _time(last_ts)
+    last_ts = number(last_ts, None)
     started = float(started_at or 0.0)
     end = ended_at if ended_at is not None else last_ts
     try:
@@ -444,7 +439,7 @@ class EventReader:
         if not rows:
             return None
         seq, mono = rows[0]
-        return int(seq), _mono(mono)
+        return int(seq), number(mono, 0.0)
 
     def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
         """Late drops, late results, config changes and request_ends with one of `outcomes`, up to `last_seq`:
@@ -561,11 +556,6 @@ def prune(
     finally:
         conn.close()
     return plan
-
-
-def _mono(value: Any) -> float:
-    """A time read from a row as a number (0.0 for a damaged one: text, bytes, nothing)."""
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
 
 
 def _sql_order(value: Any) -> tuple[int, Any]:

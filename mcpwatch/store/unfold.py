@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeVar
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.store.fold import START_KEY
@@ -41,7 +41,11 @@ def row_event(row: Row) -> Event:
     return Event(kind, sid, ts, mono, seq, rid, tool, model, data, eid)
 
 
-def _number(value: Any, default: float) -> float:
+_Default = TypeVar("_Default", float, None)
+
+
+def number(value: Any, default: _Default) -> float | _Default:
+    """A time read back from the log as a finite number; `default` for a damaged one (text, bytes, nothing)."""
     return float(value) if isinstance(value, int | float) and math.isfinite(value) else default
 
 
@@ -59,8 +63,8 @@ def start_event(row: Row) -> Event:
     return Event(
         _START,
         sid,
-        _number(kept.get("ts"), ts),
-        _number(kept.get("mono"), mono),
+        number(kept.get("ts"), ts),
+        number(kept.get("mono"), mono),
         start_seq,
         rid,
         kept.get("tool", tool),
