@@ -394,17 +394,11 @@ class CancelAckData(TypedDict):
     error: str  # the error's text, ≤ 1000 characters
 
 
-class LateErrorData(TypedDict):
+class LateErrorData(CancelAckData):
     """A call mcpwatch cut was answered afterwards with a JSON-RPC error that is no cancel acknowledgement (a relay
     closing, `-32000 Connection closed`; a server failing). The call never finished: no late result, and its true
-    duration stays unknown, so neither `report` nor `whatif` takes the delay for a known duration."""
-
-    up_id: int
-    reason: TombstoneReason  # the tombstone's: why the call was cut
-    cut_after_s: float
-    delay_s: float  # after the cut
-    code: Any  # the error's code as the server sent it
-    error: str  # the error's text, ≤ 1000 characters
+    duration stays unknown, so neither `report` nor `whatif` takes the delay for a known duration. Its fields are
+    a cancel acknowledgement's."""
 
 
 class LateReuseData(TypedDict):
