@@ -116,8 +116,7 @@ class TombstonesPart:
         request = self.calls.of(event)
         if request is None:
             return
-        delay = as_num(data.get("delay_s"))
-        after = "" if delay is None else f" {delay:.1f}s after the cut"
+        after = _after_the_cut(as_num(data.get("delay_s")))
         request.cancel_acked = True
         request.note(mono, "cancel_ack", f"the server acknowledged the cancel{after}: it never finished")
 
@@ -126,8 +125,7 @@ class TombstonesPart:
         request = self.calls.of(event)
         if request is None:
             return
-        delay = as_num(data.get("delay_s"))
-        after = "" if delay is None else f" {delay:.1f}s after the cut"
+        after = _after_the_cut(as_num(data.get("delay_s")))
         text = as_text(data.get("error")) or "an error"
         request.note(mono, "late_error", f"the server answered with an error{after} ({text[:80]}): it never finished")
 
@@ -157,9 +155,8 @@ class TombstonesPart:
             data.get("truncated") is True,
         )
         request.late = late
-        delay = "" if late.delay_s is None else f" {late.delay_s:.1f}s after the cut"
         took = "" if late.duration_s is None else f" (it took {late.duration_s:.1f}s in all)"
-        request.note(mono, "late_result", f"finished late: {late.outcome or '?'}{delay}{took}")
+        request.note(mono, "late_result", f"finished late: {late.outcome or '?'}{_after_the_cut(late.delay_s)}{took}")
 
     def late_reuse(self, event: Event, mono: float, data: LateReuseData) -> None:
         self.tally.add("late_reused")
@@ -196,3 +193,8 @@ class TombstonesPart:
                 now_mono - age,
                 None if expires_in is None else now_mono + expires_in,
             )
+
+
+def _after_the_cut(delay_s: float | None) -> str:
+    """A request note's " 2.5s after the cut", or nothing when the delay is unknown."""
+    return "" if delay_s is None else f" {delay_s:.1f}s after the cut"
