@@ -43,7 +43,7 @@ from mcpwatch.events import Event
 from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.encode import SpanEncoder
-from mcpwatch.otel.metric_fold import COUNTERS, LEVEL_UNITS, LEVELS, OtlpMetricFold
+from mcpwatch.otel.metric_fold import COUNTERS, LEVEL_UNITS, OtlpMetricFold
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
 
 # The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
@@ -149,7 +149,6 @@ class MetricRecorder:
     export thread folds events, and pushed every `metrics_interval_ms` by a thread of its own (as the SDK's periodic
     reader did) through the SDK's OTLP exporter. Nothing is pushed before the first measurement."""
 
-    UP_DOWN = LEVELS
     DURATION_DESCRIPTION = "Duration of MCP requests the wrapper forwarded, until answered"
 
     def __init__(self, target: OtelTarget, url: str, on_push: Callable[[bool, str | None], None]) -> None:

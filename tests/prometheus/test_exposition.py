@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from mcpwatch.commands.prometheus import shipped
 from mcpwatch.events import Event, Kind
 from mcpwatch.httpserve.guard import FrontGuard
+from mcpwatch.otel.metric_fold import LEVELS
 from mcpwatch.prometheus.collector import OTLP_NAME
 from mcpwatch.prometheus.endpoint import MetricsApp, metrics_registry
 from mcpwatch.prometheus.fold import FOLD_AT, MAX_TOOLS, MetricFold
@@ -190,7 +191,7 @@ def test_the_names_are_the_otlp_instruments_as_prometheus_translates_them():
     recorder = MetricRecorder(OtelTarget(traces_url=None, metrics_url=url), url, lambda _ok, _error: None)
     try:
         counters = set(recorder.instruments)
-        levels = set(recorder.UP_DOWN)
+        levels = set(LEVELS)
     finally:
         recorder.shutdown(0.1)
     translated = {}
