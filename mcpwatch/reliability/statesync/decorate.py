@@ -178,6 +178,11 @@ class StateSync:
 
     # --- tools/call -----------------------------------------------------------------------------------------
 
+    def invalidates(self, tool_name: str) -> bool:
+        """Whether the tool's policy invalidates something: a mutation, whose answer changes what others cached."""
+        resolved = self.engine.resolve(tool_name)
+        return resolved is not None and bool(resolved.invalidates)
+
     def decorate_call(self, tool_name: str, result: dict[str, Any]) -> tuple[dict[str, Any], InvalidationEvent | None]:
         """The result with the invalidation block first, and the event; or the result unchanged and None."""
         if not isinstance(result, dict) or not isinstance(tool_name, str):

@@ -201,9 +201,4 @@ def _mutation_test(state_sync: StateSync | None) -> Any:
     """A tool is a mutation when its State Sync policy invalidates something."""
     if state_sync is None:
         return lambda tool: False
-
-    def is_mutation(tool: str) -> bool:
-        resolved = state_sync.engine.resolve(tool)
-        return resolved is not None and bool(resolved.invalidates)
-
-    return is_mutation
+    return state_sync.invalidates

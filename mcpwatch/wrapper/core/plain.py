@@ -111,10 +111,7 @@ class PlainCalls:
         return reuse.enabled and (reuse.policy_for(tool) is not None or reuse.refused_as_mutation(tool))
 
     def _invalidates(self, tool: str) -> bool:
-        if self._state_sync is None:
-            return False
-        resolved = self._state_sync.engine.resolve(tool)
-        return resolved is not None and bool(resolved.invalidates)
+        return self._state_sync is not None and self._state_sync.invalidates(tool)
 
     def _bridged(self, link: HostLink, tool: str) -> bool:
         """Whether the task bridge could take the call: run it as a task, list the tools first, attach it to a
