@@ -14,7 +14,10 @@ from typing import Any
 import httpx2
 from mcp import Client, StdioServerParameters, types
 
+from mcpwatch.events import Event
 from mcpwatch.ports import free_port
+from mcpwatch.store import EventReader
+from mcpwatch.store.db import LogError
 
 from checkout import REPO, mcpwatch_cmd
 from waiting import wait_for_port, wait_until
@@ -36,6 +39,18 @@ async def wrapped_client(upstream: list[str], *, env=None, wrap_args=None, **cli
     params = wrap_params(upstream, env=env, wrap_args=wrap_args)
     async with Client(params, mode=client_kwargs.pop("mode", "legacy"), **client_kwargs) as client:
         yield client
+
+
+def logged_events(log: Path) -> list[Event]:
+    """Every event of every session in a live wrapper's log; none while the wrapper has not yet made the file or its
+    schema (its writer's thread does that after start, later on a loaded machine)."""
+    try:
+        with EventReader(log) as reader:
+            return [event for session in reader.sessions() for event in reader.events(session.id)]
+    except LogError as exc:
+        if "no such event log" in str(exc) or "empty" in str(exc):
+            return []
+        raise
 
 
 def first_text(result: types.CallToolResult) -> str:

@@ -26,6 +26,7 @@ from mcpwatch.store import EventReader
 
 from checkout import REPO
 from waiting import wait_for_port
+from wraptools import logged_events
 
 SERVER = Path(__file__).with_name("fastmcp_tasks_server.py")
 
@@ -254,9 +255,7 @@ def test_on_a_first_start_a_client_that_fell_back_still_runs_the_task_only_tool(
 
     def open_gate_once_the_client_fell_back() -> None:
         for _ in range(1200):  # the probe gives up after 2 s (at most 120 s here, whatever the load)
-            with EventReader(isolated_state / "events.db") as reader:
-                sessions = reader.sessions()
-                seen = [e for s in sessions for e in reader.events(s.id) if e.kind == "host_info"]
+            seen = [e for e in logged_events(isolated_state / "events.db") if e.kind == "host_info"]
             if any(str(e.data.get("protocol_version")).startswith("2025") for e in seen):
                 break
             time.sleep(0.1)
