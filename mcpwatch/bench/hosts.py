@@ -12,9 +12,13 @@ on one kept-alive HTTP/1.1 connection. Two figures per number of hosts, which ar
   call left (`p99_from_due_ms` also counts from when it was due: a host that fell behind waits that long more, and
   so does one whose own process woke late). This is the latency hosts see.
 
-Each stage runs for the same time after a warm-up, and gives the wrapper's own CPU per call (all its threads) and
-its upstream processes' (all of them): CPU per call is the figure a loaded machine changes least. The hosts are
-raw asyncio clients in this process, so the client is not what is measured.
+Each stage runs for the same time after a warm-up, and gives CPU per call of the three parties on the machine: the
+wrapper (all its threads), its upstream processes (all of them) and the hosts (raw asyncio clients in this process);
+CPU per call is the figure a loaded machine changes least. Also how often the wrapper was preempted per call, and
+the cores the machine's other work kept busy meanwhile. On a machine busy anyway, throughput is the share it gets
+over the CPU a call costs, so `cpu_ratio_64_to_4` (CPU per call at 4 hosts over at 64) is the saturation ratio the
+work itself allows. `upstreams_alone` drives 4 and 64 upstream processes in turn over their pipes with no front:
+what a call costs them when each is woken once every 4 or 64 calls.
 
 With `MCPWATCH_BENCH_FRONT_ROOT=DIR` the wrapper runs from another checkout (DIR holding its `mcpwatch` package):
 the same hosts against the code before a change, in the same run.
@@ -33,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench.procstat import machine_cpu_s, preemptions
 from mcpwatch.bench.wrap import _cpu_s
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -155,11 +160,10 @@ async def _stage(
     await asyncio.sleep(warmup_s)
     upstreams = descendants(pid)
     counting = True
-    started, cpu_before, upstream_before = time.perf_counter(), _cpu_s(pid), _cpu_of(upstreams)
+    before = _Counts.read(pid, upstreams)
     await asyncio.sleep(seconds)
     counting = False
-    elapsed, cpu = time.perf_counter() - started, _cpu_s(pid) - cpu_before
-    upstream_cpu = _cpu_of(upstreams) - upstream_before
+    spent = _Counts.read(pid, upstreams).minus(before)
     stop = True
     await asyncio.gather(*tasks)
     latencies.sort()
@@ -168,16 +172,51 @@ async def _stage(
     return {
         "hosts": len(hosts),
         **({"per_host_calls_per_s": per_host} if per_host else {}),
-        "calls_per_s": round(len(latencies) / elapsed),
+        "calls_per_s": round(len(latencies) / spent.elapsed),
         "median_ms": round(statistics.median(latencies) * 1000, 2),
         "p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
         # also this process's own lateness in waking up for a call (a few ms on a loaded machine), not the front's
         **({"p99_from_due_ms": round(from_due[int(len(from_due) * 0.99)] * 1000, 2)} if gap else {}),
-        # the wrapper's own CPU (all its threads) per call, and its upstream processes': flat while the curve bends
-        # means the time goes elsewhere (the scheduler, the machine's other work), not to the front's work per call
-        "wrapper_cpu_us_per_call": round(cpu / calls * 1e6, 1),
-        "upstreams_cpu_us_per_call": round(upstream_cpu / calls * 1e6, 1),
+        **spent.per_call(calls),
     }
+
+
+class _Counts:
+    """CPU and preemptions of the stage's three parties (the hosts, the wrapper, its upstreams) and the machine's
+    busy time: what a loaded machine changes least, and where the saturation curve's calls/s go."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+
+    @classmethod
+    def read(cls, pid: int, upstreams: list[int]) -> _Counts:
+        machine_all, machine_idle = machine_cpu_s()
+        own = [_cpu_s(os.getpid()), _cpu_s(pid), _cpu_of(upstreams), float(preemptions(pid))]
+        return cls([time.perf_counter(), *own, machine_all - machine_idle, machine_all])
+
+    def minus(self, before: _Counts) -> _Counts:
+        return _Counts([now - then for now, then in zip(self.values, before.values, strict=True)])
+
+    @property
+    def elapsed(self) -> float:
+        return self.values[0]
+
+    def per_call(self, calls: int) -> dict[str, float]:
+        elapsed, hosts, wrapper, upstreams, preempted, busy, every = self.values
+        ours = hosts + wrapper + upstreams
+        cores = os.cpu_count() or 1
+        return {
+            # the wrapper's own CPU (all its threads) per call, and its upstream processes': flat while the curve
+            # bends means the time goes elsewhere (the upstreams, the machine's other work), not to the front's work
+            "wrapper_cpu_us_per_call": round(wrapper / calls * 1e6, 1),
+            "upstreams_cpu_us_per_call": round(upstreams / calls * 1e6, 1),
+            "hosts_cpu_us_per_call": round(hosts / calls * 1e6, 1),  # the benchmark's own clients (this process)
+            "cpu_us_per_call": round(ours / calls * 1e6, 1),  # all three: what a call costs the machine
+            # the scheduler took the CPU from the wrapper while it could run: each time its caches went cold
+            "wrapper_preempted_per_call": round(preempted / calls, 2),
+            # the cores everything else on the machine kept busy meanwhile: a share the stage did not get
+            "others_cores": round(max(0.0, busy / every * cores - ours / elapsed), 2) if every else 0.0,
+        }
 
 
 async def _drive(
@@ -198,6 +237,39 @@ async def _drive(
         for host in hosts:
             host.close()
     return {"saturation": saturation, "paced": paced}
+
+
+NOOP_LINE = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"noop"}}\n'
+
+
+def upstreams_alone(count: int, calls: int, root: str | None = None) -> dict[str, Any]:
+    """`count` upstream processes answering `calls` calls in turn over their pipes, no front at all: what a call
+    costs the upstreams alone when each is woken once every `count` calls (cold caches with many, warm with few)."""
+    env = {**os.environ, **({"PYTHONPATH": root} if root else {})}
+    argv = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+    pipe = subprocess.PIPE
+    processes = [subprocess.Popen(argv, stdin=pipe, stdout=pipe, env=env, cwd=root, bufsize=0) for _ in range(count)]
+    try:
+
+        def call(process: subprocess.Popen[bytes]) -> None:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(NOOP_LINE)
+            process.stdout.readline()
+
+        for _ in range(20):  # started and warmed
+            for process in processes:
+                call(process)
+        pids = [process.pid for process in processes]
+        before = _cpu_of(pids)
+        for n in range(calls):
+            call(processes[n % count])
+        return {"processes": count, "cpu_us_per_call": round((_cpu_of(pids) - before) / calls * 1e6, 1)}
+    finally:
+        for process in processes:
+            if process.stdin is not None:
+                process.stdin.close()
+        for process in processes:
+            process.wait(15)
 
 
 def curve(
@@ -225,8 +297,11 @@ def curve(
 def run(quick: bool = False) -> dict[str, Any]:
     counts = (1, 4) if quick else HOSTS
     seconds = 0.5 if quick else 5.0
-    stages = curve(os.environ.get(ROOT_ENV), counts, seconds)
+    root = os.environ.get(ROOT_ENV)
+    stages = curve(root, counts, seconds)
+    alone = [upstreams_alone(count, 100 if quick else 3200, root) for count in ((1, 4) if quick else (4, 64))]
     by_hosts = {stage["hosts"]: stage for stage in stages["saturation"]}
+    cpu_4, cpu_64 = (by_hosts[n]["cpu_us_per_call"] if n in by_hosts else None for n in (4, 64))
     paced_64 = next((stage for stage in stages["paced"] if stage["hosts"] == 64), None)
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
@@ -237,5 +312,10 @@ def run(quick: bool = False) -> dict[str, Any]:
             "paced_median_ms_at_64": f"< 5 at {PER_HOST_CALLS_PER_S:g} calls/s per host",
         },
         "ratio_64_to_4": round(by_hosts[64]["calls_per_s"] / by_hosts[4]["calls_per_s"], 2) if 64 in by_hosts else None,
+        # the same ratio as the calls' CPU alone allows where the machine's cores are all busy anyway (a shared
+        # machine): CPU per call at 4 hosts over that at 64
+        "cpu_ratio_64_to_4": round(cpu_4 / cpu_64, 2) if cpu_4 and cpu_64 else None,
+        # the upstream processes driven over their pipes with no front, the same calls in turn
+        "upstreams_alone": alone,
         "paced_median_ms_at_64": paced_64["median_ms"] if paced_64 else None,
     }

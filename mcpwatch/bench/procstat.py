@@ -1,4 +1,4 @@
-"""Resident memory of a process, from /proc: what the benchmarks report against their RSS targets."""
+"""What the benchmarks read from /proc: a process's resident memory and preemptions, the machine's busy cores."""
 
 from __future__ import annotations
 
@@ -17,3 +17,34 @@ def rss_mb(pid: int | None = None) -> tuple[float, float]:
     except OSError:
         pass
     return values["VmRSS"], values["VmHWM"]
+
+
+def preemptions(pid: int) -> int:
+    """How often the scheduler took the CPU from the process's threads while they could still run (involuntary
+    context switches, all threads): each one costs the process its warm caches; 0 once it has gone."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith("nonvoluntary_ctxt_switches:"):
+                        total += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """(all, idle) CPU seconds the machine's cores have counted since boot (/proc/stat); zeros where unknown. Two
+    readings give the cores busy between them, everyone's work included."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            ticks = [int(value) for value in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    per_s = os.sysconf("SC_CLK_TCK")
+    return sum(ticks) / per_s, sum(ticks[3:5]) / per_s  # idle and iowait

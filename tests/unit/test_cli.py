@@ -120,6 +120,9 @@ def test_bench_hosts_quick_measures_each_stage_of_hosts(capsys: pytest.CaptureFi
     stages = saturation + paced
     assert all(s["calls_per_s"] > 0 and 0 < s["median_ms"] <= s["p99_ms"] for s in stages)
     assert all(s["wrapper_cpu_us_per_call"] > 0 and s["upstreams_cpu_us_per_call"] > 0 for s in stages)
+    assert all(s["cpu_us_per_call"] > s["wrapper_cpu_us_per_call"] + s["upstreams_cpu_us_per_call"] for s in stages)
+    assert [alone["processes"] for alone in report["upstreams_alone"]] == [1, 4]  # no front: the upstreams' own
+    assert all(alone["cpu_us_per_call"] > 0 for alone in report["upstreams_alone"])
 
 
 @pytest.mark.slow
