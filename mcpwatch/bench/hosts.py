@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.bench.procstat import machine_cpu_s, preemptions
+from mcpwatch.bench.procstat import machine_cpu_s, preemptions, queued_s
 from mcpwatch.bench.wrap import _cpu_s
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -191,7 +191,7 @@ class _Counts:
     @classmethod
     def read(cls, pid: int, upstreams: list[int]) -> _Counts:
         machine_all, machine_idle = machine_cpu_s()
-        own = [_cpu_s(os.getpid()), _cpu_s(pid), _cpu_of(upstreams), float(preemptions(pid))]
+        own = [_cpu_s(os.getpid()), _cpu_s(pid), _cpu_of(upstreams), float(preemptions(pid)), queued_s(pid)]
         return cls([time.perf_counter(), *own, machine_all - machine_idle, machine_all])
 
     def minus(self, before: _Counts) -> _Counts:
@@ -202,7 +202,7 @@ class _Counts:
         return self.values[0]
 
     def per_call(self, calls: int) -> dict[str, float]:
-        elapsed, hosts, wrapper, upstreams, preempted, busy, every = self.values
+        elapsed, hosts, wrapper, upstreams, preempted, queued, busy, every = self.values
         ours = hosts + wrapper + upstreams
         cores = os.cpu_count() or 1
         return {
@@ -214,6 +214,8 @@ class _Counts:
             "cpu_us_per_call": round(ours / calls * 1e6, 1),  # all three: what a call costs the machine
             # the scheduler took the CPU from the wrapper while it could run: each time its caches went cold
             "wrapper_preempted_per_call": round(preempted / calls, 2),
+            # and how long it waited for a CPU while it could run: the machine's other work, in time per call
+            "wrapper_queued_us_per_call": round(queued / calls * 1e6, 1),
             # the cores everything else on the machine kept busy meanwhile: a share the stage did not get
             "others_cores": round(max(0.0, busy / every * cores - ours / elapsed), 2) if every else 0.0,
         }

@@ -38,6 +38,23 @@ def preemptions(pid: int) -> int:
     return total
 
 
+def queued_s(pid: int) -> float:
+    """Seconds the process's threads spent ready to run but waiting for a CPU (the scheduler's run-queue delay, all
+    threads): what a machine busy with other work costs a process in time, not in CPU; 0 once it has gone."""
+    total = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                total += int(stat.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total
+
+
 def machine_cpu_s() -> tuple[float, float]:
     """(all, idle) CPU seconds the machine's cores have counted since boot (/proc/stat); zeros where unknown. Two
     readings give the cores busy between them, everyone's work included."""

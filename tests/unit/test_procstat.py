@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from mcpwatch.bench.procstat import machine_cpu_s, preemptions
+from mcpwatch.bench.procstat import machine_cpu_s, preemptions, queued_s
 
 
 def test_machine_busy_time_counts_this_process_burning_cpu() -> None:
@@ -26,3 +26,19 @@ def test_preemptions_sum_every_thread_and_are_zero_once_the_process_is_gone() ->
     assert preemptions(os.getpid()) >= main_thread
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     assert preemptions(int(gone.stdout)) == 0
+
+
+def test_run_queue_delay_of_threads_that_outnumber_the_cores_is_counted() -> None:
+    cores = os.cpu_count() or 1
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores + 1)]
+    try:
+        before = queued_s(os.getpid())
+        spent = time.process_time()
+        while time.process_time() - spent < 0.05:  # more runnable threads than cores: this one waits its turn
+            pass
+        assert queued_s(os.getpid()) > before
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    assert queued_s(burners[0].pid) == 0.0  # gone
