@@ -212,7 +212,7 @@ class _Counts:
             "upstreams_cpu_us_per_call": round(upstreams / calls * 1e6, 1),
             "hosts_cpu_us_per_call": round(hosts / calls * 1e6, 1),  # the benchmark's own clients (this process)
             "cpu_us_per_call": round(ours / calls * 1e6, 1),  # all three: what a call costs the machine
-            # the scheduler took the CPU from the wrapper while it could run: each time its caches went cold
+            # the scheduler took the CPU from the wrapper while it could run: another task ran on its core meanwhile
             "wrapper_preempted_per_call": round(preempted / calls, 2),
             # and how long it waited for a CPU while it could run: the machine's other work, in time per call
             "wrapper_queued_us_per_call": round(queued / calls * 1e6, 1),
@@ -272,6 +272,8 @@ def upstreams_alone(count: int, calls: int, root: str | None = None) -> dict[str
                 process.stdin.close()
         for process in processes:
             process.wait(15)
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 def curve(

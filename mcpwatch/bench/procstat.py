@@ -64,4 +64,5 @@ def machine_cpu_s() -> tuple[float, float]:
     except (OSError, ValueError):
         return 0.0, 0.0
     per_s = os.sysconf("SC_CLK_TCK")
-    return sum(ticks) / per_s, sum(ticks[3:5]) / per_s  # idle and iowait
+    # user .. steal; the guest columns after them are already counted in user and nice
+    return sum(ticks[:8]) / per_s, sum(ticks[3:5]) / per_s  # idle and iowait
