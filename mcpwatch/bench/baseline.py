@@ -42,6 +42,12 @@ def _package_root(directory: Path) -> Path:
     return directory
 
 
+def baseline_root() -> str | None:
+    """`MCPWATCH_BENCH_BASELINE`'s directory, checked to hold a package to compare with; None when unset."""
+    directory = os.environ.get(BASELINE_ENV)
+    return str(_package_root(Path(directory).expanduser())) if directory else None
+
+
 def _run_once(name: str, quick: bool, package_root: Path) -> dict[str, Any]:
     env = {key: value for key, value in os.environ.items() if key != BASELINE_ENV}
     env["PYTHONPATH"] = str(package_root)

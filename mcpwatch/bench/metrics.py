@@ -1,6 +1,12 @@
 """The cost of the Prometheus scrape endpoint: the same no-op tools/call through a wrapper with `--metrics-port`,
 scraped all along by a loop, and through one without, against the direct path, interleaved in one run (`bench
 wrap`'s method). Also what one scrape costs the wrapper and how big its answer is.
+
+`cpu` is the figure to judge it by: three wrappers onto the raw upstream (without a log: only the endpoint differs),
+two alike and one with the endpoint scraped every second, called at a fixed rate by raw hosts in windows whose order
+rotates round by round (`bench paced`'s method); each round's CPU per call of the scraped one over the first
+plain one, and of the second plain one over the first: what noise alone makes of the same wrapper. The scrape's
+cost is within noise when its ratios fall inside the plain pair's spread.
 """
 
 from __future__ import annotations
@@ -16,13 +22,16 @@ import urllib.request
 from contextlib import AsyncExitStack
 from typing import Any
 
-from mcpwatch.bench import QUICK_CALLS
+from mcpwatch.bench import QUICK_CALLS, paced
 from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
 SCRAPE_INTERVAL_S = 1.0  # the real-Prometheus tests' interval; Prometheus's default is 15 s
 BLOCK = 100
+CPU_RATE = 1000.0  # calls per second of each paced window
+CPU_WINDOW_S = 3.0
+CPU_ROUNDS = 7
 
 
 def _block_ratio(measured: list[float], base: list[float], block: int) -> dict[str, float]:
@@ -45,14 +54,19 @@ class ScrapeLoop:
         self.url, self.interval = url, interval
         self.seconds: list[float] = []
         self.size = 0
+        self.refused = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             started = time.perf_counter()
-            with urllib.request.urlopen(self.url, timeout=10) as reply:
-                self.size = len(reply.read())
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as reply:
+                    self.size = len(reply.read())
+            except OSError:
+                self.refused += 1  # not listening yet, or gone
+                continue
             self.seconds.append(time.perf_counter() - started)
 
     def __enter__(self) -> ScrapeLoop:
@@ -92,6 +106,16 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
             "bytes": loop.size,
         }
         return figures
+
+
+async def _cpu(env: dict[str, str], interval: float, window_s: float, rounds: int) -> dict[str, Any]:
+    """CPU per call of a scraped wrapper against two alike without the endpoint, round by round (see above)."""
+    port = free_port()
+    plain = (paced.wrapper_argv("--no-log"), env, None)
+    scraped = (paced.wrapper_argv("--no-log", "--metrics-port", str(port)), env, None)
+    with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:  # refused until the wrapper listens
+        figures = await paced.feature_cost(plain, scraped, CPU_RATE, window_s, rounds)
+    return {**figures, "scrape_interval_s": interval, "scrapes": len(loop.seconds)}
 
 
 def _in_process(calls: int) -> dict[str, float]:
@@ -141,11 +165,15 @@ def _in_process(calls: int) -> dict[str, float]:
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (4000, 400)
     interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
+    window_s, rounds = (0.3, 3) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
+        cpu = asyncio.run(_cpu(env, interval, window_s, rounds))
         figures = asyncio.run(_figures(calls, warmup, env, interval))
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu,
         "stdio": figures,
         "in_process": _in_process(10_000 if quick else 200_000),
         "targets": {"metrics_cost_ratio": 1.01, "metrics_cost_block_ratio": 1.01},

@@ -3,6 +3,11 @@ through one that does not, against the direct path, interleaved in one run (`ben
 
 The collector is a local OTLP/HTTP endpoint that accepts every export (2xx), so what is measured is the wrapper's
 side: stamping trace context, queueing events, and the export thread's share of the CPU.
+
+`cpu` is the figure the target is for: CPU per call (the kernel's counters, all threads) of an exporting wrapper
+against two alike that do not, onto the raw upstream without a log, called at a fixed rate by raw hosts in windows
+whose order rotates round by round (`bench paced`'s method); each window also waits out the export thread's batch
+(`EXPORT_INTERVAL_S`) so its work for the window's calls is counted. The plain pair's own ratio is the noise.
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from mcpwatch.bench import QUICK_CALLS
+from mcpwatch.bench import QUICK_CALLS, paced
+from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
 from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
 
-HELP = "OpenTelemetry export on vs off: latency ratio of the wrapped no-op call (needs mcpwatch[otel])"
+HELP = "OpenTelemetry export on vs off: CPU per call and latency ratios of the wrapped no-op call (mcpwatch[otel])"
+CPU_RATE = 1000.0  # calls per second of each paced window
+CPU_WINDOW_S = 3.0
+CPU_ROUNDS = 7
+BASELINE_INSIDE = True  # the baseline's exporting wrapper joins the CPU rotation (the latency paths are this one's)
+SETTLE_S = 1.3  # the export thread sends its batch at least once a second (exporter.EXPORT_INTERVAL_S)
 
 
 class _Accepting(BaseHTTPRequestHandler):
@@ -49,22 +60,39 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict
         return figures
 
 
+async def _cpu(env: dict[str, str], exporting: dict[str, str], window_s: float, rounds: int) -> dict[str, Any]:
+    """CPU per call, exporting against not (see above); with `MCPWATCH_BENCH_BASELINE=DIR` an exporting wrapper run
+    from DIR joins the rotation (`baseline`)."""
+    plain = (paced.wrapper_argv("--no-log"), env, None)
+    exported = (paced.wrapper_argv("--no-log"), exporting, None)
+    others: dict[str, paced.Path] = {}
+    baseline = baseline_root()
+    if baseline:  # run from that directory: `python -m` looks in the working directory before PYTHONPATH
+        others["baseline"] = (paced.wrapper_argv("--no-log"), {**exporting, "PYTHONPATH": baseline}, baseline)
+    return await paced.feature_cost(plain, exported, CPU_RATE, window_s, rounds, SETTLE_S, others)
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (3000, 300)
+    window_s, rounds = (0.3, 3) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
+            env.pop(BASELINE_ENV, None)
             for name in [n for n in env if n.startswith("OTEL_")]:
                 del env[name]
             exporting = {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}"}
+            cpu = asyncio.run(_cpu(env, exporting, window_s, rounds))
             figures = asyncio.run(_figures(calls, warmup, env, exporting))
     finally:
         collector.shutdown()
         collector.server_close()
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpu": cpu,
         "stdio": figures,
-        "targets": {"otel_cost_ratio": 1.05},
+        "targets": {"cpu.feature_to_plain.median": 1.10, "otel_cost_ratio": 1.05},
     }

@@ -27,6 +27,7 @@ from mcpwatch.bench.baseline import BASELINE_ENV
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
+BASELINE_INSIDE = True  # the baseline's wrapper is one more path beside the others, call by call
 
 SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]

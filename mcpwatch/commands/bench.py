@@ -13,7 +13,20 @@ HELP = "run a benchmark and print its figures as JSON (mcpwatch bench --list)"
 
 # name -> module in mcpwatch.bench; a benchmark is offered only when its module exists.
 # MCPWATCH_BENCH_BASELINE=DIR runs each against DIR's own in the same run (mcpwatch.bench.baseline).
-BENCHMARKS = ("log", "core", "wrap", "otel", "metrics", "memory", "sessions", "hosts", "console", "replay", "trends")
+BENCHMARKS = (
+    "log",
+    "core",
+    "wrap",
+    "paced",
+    "otel",
+    "metrics",
+    "memory",
+    "sessions",
+    "hosts",
+    "console",
+    "replay",
+    "trends",
+)
 
 
 def _available() -> list[str]:
@@ -37,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
 
     baseline = os.environ.get(BASELINE_ENV)
     for name in names if args.name == "all" else [args.name]:
-        if baseline and name != "wrap":  # wrap measures the baseline's wrapper beside its own paths, call by call
-            figures = compare(name, args.quick, baseline)
+        module = importlib.import_module(f"mcpwatch.bench.{name}")
+        if baseline and not getattr(module, "BASELINE_INSIDE", False):
+            figures = compare(name, args.quick, baseline)  # others run the baseline's wrapper beside their own
         else:
-            figures = importlib.import_module(f"mcpwatch.bench.{name}").run(quick=args.quick)
+            figures = module.run(quick=args.quick)
         print(json.dumps({"benchmark": name, **figures}, indent=2), flush=True)
     sys.stdout.flush()
     return 0

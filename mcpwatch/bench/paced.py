@@ -1,0 +1,343 @@
+"""`mcpwatch bench paced`: the wrapper's CPU per call, with its log, at fixed call rates (5,000 and 250 calls/s).
+
+A host's calls come at the pace its model and user set, not as fast as the wrapper answers; what a call costs at
+that pace is its CPU time, which a shared machine's load changes far less than latency. A raw JSON-RPC host (no
+SDK: it would be the bottleneck) calls `noop` through `mcpwatch wrap --log` onto the raw upstream on a fixed
+schedule its answers do not move (open loop), in windows of `WINDOW_S`; the wrapper's CPU over each window is read
+from the kernel's per-thread counters (`/proc/PID/task/*/schedstat`, nanoseconds on a CPU), not from wall time,
+once every answer of the window is back and the log has had `SETTLE_S` to write them.
+
+`MCPWATCH_BENCH_BASELINE=DIR` adds a second wrapper, run from the mcpwatch package in DIR (an older checkout), fed by
+a host of its own; the windows alternate (this, DIR, DIR, this, …) so a drift in the machine's load hits both alike,
+and each rate reports both sides and the ratio of their medians. `MCPWATCH_BENCH_RATES=5000,250` sets the rates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
+from mcpwatch.errors import UserError
+
+HELP = "the wrapper's CPU per call with its log at fixed call rates (5,000 and 250 calls/s), against a baseline"
+BASELINE_INSIDE = True  # runs the baseline's wrapper beside its own, window by window (not `bench.baseline.compare`)
+
+RATES = (5000, 250)
+RATES_ENV = "MCPWATCH_BENCH_RATES"
+WINDOW_S = 4.0  # one measured window; a round is one window per side
+ROUNDS = 3  # windows per side and rate (ABBA order across rounds)
+WARMUP_S = 1.0
+SETTLE_S = 0.3  # after a window's last answer: the log writer's batch (flush_interval 100 ms) written
+TARGETS_US = {5000: 120.0, 250: 200.0}
+UPSTREAM = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "mcpwatch-bench-paced", "version": "1"},
+}
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[int, int]]:
+    """Each thread of `pid`: (nanoseconds on a CPU, context switches), from /proc; empty once it has gone."""
+    found: dict[int, tuple[int, int]] = {}
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                ns = int(stat.read().split()[0])
+            switches = 0
+            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
+                for line in status:
+                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                        switches += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        found[int(task)] = (ns, switches)
+    return found
+
+
+@dataclass
+class Window:
+    """One measured window of one wrapper: its calls and what its threads spent on them."""
+
+    calls: int
+    seconds: float
+    cpu_ns: dict[int, int] = field(default_factory=dict)  # by thread id (the process id: the loop's thread)
+    switches: dict[int, int] = field(default_factory=dict)
+
+    def per_call_us(self) -> float:
+        return sum(self.cpu_ns.values()) / 1000 / max(1, self.calls)
+
+
+class RawHost:
+    """A host speaking raw JSON-RPC lines to a `wrap` process over its stdin and stdout, answers matched by id."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.waiting: dict[int, asyncio.Future[None]] = {}
+        self.next_id = 0
+        self.reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def start(cls, argv: list[str], env: dict[str, str], cwd: str | None = None) -> RawHost:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            limit=1 << 20,
+        )
+        host = cls(process)
+        try:
+            await host.request("initialize", INIT)
+        except ConnectionError:
+            await process.wait()
+            command = " ".join(argv)
+            raise UserError(f"{command} exited ({process.returncode}) before it answered; run it alone") from None
+        host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await host.request("tools/list", {})
+        return host
+
+    async def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while line := await stdout.readline():
+            message = json.loads(line)
+            request_id = message.get("id") if isinstance(message, dict) else None
+            future = self.waiting.pop(request_id, None) if isinstance(request_id, int) else None
+            if future is not None and not future.done():
+                future.set_result(None)
+        for future in self.waiting.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the wrapper closed its stdout"))
+
+    def send(self, message: dict[str, Any]) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[None]:
+        self.next_id += 1
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting[self.next_id] = future
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return future
+
+    async def paced(self, rate: float, seconds: float) -> int:
+        """Call `noop` `rate` times a second for `seconds` on a fixed schedule (a call late for its time goes at
+        once); return when every answer is back. The number of calls made."""
+        total = max(1, round(rate * seconds))
+        started = time.perf_counter()
+        issued = 0
+        answers: list[asyncio.Future[None]] = []
+        while issued < total:
+            due = min(total, int((time.perf_counter() - started) * rate) + 1)
+            while issued < due:
+                answers.append(self.request("tools/call", {"name": "noop", "arguments": {}}))
+                issued += 1
+            await asyncio.sleep(max(0.0, started + issued / rate - time.perf_counter()))
+        await asyncio.gather(*answers)
+        return total
+
+    async def close(self) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        stdin.close()
+        try:
+            await asyncio.wait_for(self.process.wait(), 15)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        self.reader.cancel()
+
+
+async def measure(host: RawHost, rate: float, seconds: float, settle_s: float = SETTLE_S) -> Window:
+    """One window: the wrapper's threads' CPU and switches over `seconds` of calls at `rate`, and `settle_s` more
+    for the work its threads do after the answers (the log's batch, an export's)."""
+    pid = host.process.pid
+    before = thread_cpu(pid)
+    began = time.perf_counter()
+    calls = await host.paced(rate, seconds)
+    elapsed = time.perf_counter() - began
+    await asyncio.sleep(settle_s)
+    after = thread_cpu(pid)
+    window = Window(calls, elapsed)
+    for tid, (ns, switches) in after.items():
+        ns0, switches0 = before.get(tid, (0, 0))
+        window.cpu_ns[tid] = ns - ns0
+        window.switches[tid] = switches - switches0
+    return window
+
+
+def _side(windows: list[Window], pid: int, rate: float) -> dict[str, Any]:
+    """A side's windows summarised: CPU per call (median, spread), the loop thread's and the others', switches."""
+    per_call = [w.per_call_us() for w in windows]
+    loop = [w.cpu_ns.get(pid, 0) / 1000 / max(1, w.calls) for w in windows]
+    switches = [sum(w.switches.values()) / max(1, w.calls) for w in windows]
+    return {
+        "calls_per_s": round(statistics.median(w.calls / w.seconds for w in windows)),
+        "rate_asked": rate,
+        "calls": sum(w.calls for w in windows),
+        "cpu_us_per_call": round(statistics.median(per_call), 1),
+        "cpu_us_per_call_min": round(min(per_call), 1),
+        "cpu_us_per_call_max": round(max(per_call), 1),
+        "loop_thread_us_per_call": round(statistics.median(loop), 1),
+        "other_threads_us_per_call": round(statistics.median(p - q for p, q in zip(per_call, loop, strict=True)), 1),
+        "context_switches_per_call": round(statistics.median(switches), 2),
+        "windows": len(windows),
+    }
+
+
+async def open_hosts(paths: dict[str, Path]) -> dict[str, RawHost]:
+    """One raw host per path (its wrapper's argv, environment and working directory), each initialised."""
+    hosts: dict[str, RawHost] = {}
+    try:
+        for name, (argv, env, cwd) in paths.items():
+            hosts[name] = await RawHost.start(argv, env, cwd)
+    except BaseException:
+        await close_hosts(hosts)
+        raise
+    return hosts
+
+
+async def close_hosts(hosts: dict[str, RawHost]) -> None:
+    for host in hosts.values():
+        await host.close()
+
+
+async def interleaved(
+    hosts: dict[str, RawHost], rate: float, window_s: float, rounds: int, settle_s: float = SETTLE_S
+) -> dict[str, list[Window]]:
+    """`rounds` windows per host at `rate`, after a warm-up: each round runs every host once, the order rotated
+    round by round, so a drift in the machine's load hits every host alike."""
+    for host in hosts.values():
+        await host.paced(rate, min(WARMUP_S, window_s))
+    names = list(hosts)
+    windows: dict[str, list[Window]] = {name: [] for name in names}
+    for n in range(rounds):
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            windows[name].append(await measure(hosts[name], rate, window_s, settle_s))
+    return windows
+
+
+def round_ratios(windows: dict[str, list[Window]], name: str, base: str) -> dict[str, float]:
+    """`name`'s CPU per call over `base`'s, round by round (each pair measured minutes apart at most): the median
+    and the spread. The same figure for two identical wrappers is what noise alone makes of it."""
+    ratios = sorted(
+        a.per_call_us() / b.per_call_us() for a, b in zip(windows[name], windows[base], strict=True) if b.per_call_us()
+    )
+    if not ratios:
+        return {}
+    return {
+        "median": round(statistics.median(ratios), 3),
+        "min": round(ratios[0], 3),
+        "max": round(ratios[-1], 3),
+        "rounds": len(ratios),
+    }
+
+
+def wrapper_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcpwatch", "wrap", *args, "--", *UPSTREAM]
+
+
+Path = tuple[list[str], dict[str, str], str | None]  # a wrapper's argv, environment and working directory
+
+
+async def feature_cost(
+    plain: Path,
+    feature: Path,
+    rate: float,
+    window_s: float,
+    rounds: int,
+    settle_s: float = SETTLE_S,
+    others: dict[str, Path] | None = None,
+) -> dict[str, Any]:
+    """What a feature adds to the CPU per call: two plain wrappers and one with the feature, paced windows in
+    rotating order; each round's ratio of the feature's over the first plain one's, beside the same ratio for the
+    second plain one (noise alone). Within noise when the feature's median falls inside the plain pair's spread.
+    `others` (say, the feature from an older checkout) join the rotation, each with its ratio to the plain one and
+    the feature's to it."""
+    paths = {"plain": plain, "plain_again": plain, "feature": feature, **(others or {})}
+    hosts = await open_hosts(paths)
+    try:
+        windows = await interleaved(hosts, rate, window_s, rounds, settle_s)
+    finally:
+        await close_hosts(hosts)
+    ratio, noise = round_ratios(windows, "feature", "plain"), round_ratios(windows, "plain_again", "plain")
+    figures = {
+        "calls_per_s": rate,
+        "window_s": window_s,
+        "cpu_us_per_call": {name: [round(w.per_call_us(), 1) for w in found] for name, found in windows.items()},
+        "feature_to_plain": ratio,
+        "plain_again_to_plain": noise,
+        "within_noise": bool(ratio and noise and noise["min"] <= ratio["median"] <= noise["max"]),
+    }
+    for name in others or {}:
+        figures[f"{name}_to_plain"] = round_ratios(windows, name, "plain")
+        figures[f"feature_to_{name}"] = round_ratios(windows, "feature", name)
+    return figures
+
+
+async def _drive(rates: list[float], window_s: float, rounds: int, env: dict[str, str], tmp: str) -> dict[str, Any]:
+    paths: dict[str, Path] = {"this": (wrapper_argv("--log", os.path.join(tmp, "this.db")), env, None)}
+    baseline = baseline_root()
+    if baseline:
+        # run from that directory: `python -m` looks in the working directory before PYTHONPATH
+        argv = wrapper_argv("--log", os.path.join(tmp, "baseline.db"))
+        paths["baseline"] = (argv, {**env, "PYTHONPATH": baseline}, baseline)
+    hosts = await open_hosts(paths)
+    try:
+        out: dict[str, Any] = {}
+        for rate in rates:
+            windows = await interleaved(hosts, rate, window_s, rounds)
+            figures: dict[str, Any] = {name: _side(windows[name], hosts[name].process.pid, rate) for name in hosts}
+            if "baseline" in figures:
+                figures["ratio_this_to_baseline"] = round_ratios(windows, "this", "baseline")
+            figures["target_cpu_us_per_call"] = TARGETS_US.get(int(rate))
+            out[f"{rate:g}_calls_per_s"] = figures
+        return out
+    finally:
+        await close_hosts(hosts)
+
+
+def rates_asked(environ: dict[str, str] | os._Environ[str]) -> list[float]:
+    """The rates to run: `MCPWATCH_BENCH_RATES` (comma-separated calls per second), else 5,000 and 250."""
+    text = environ.get(RATES_ENV, "").strip()
+    if not text:
+        return [float(r) for r in RATES]
+    try:
+        rates = [float(part) for part in text.split(",")]
+    except ValueError:
+        rates = []
+    if not rates or any(not 0 < r <= 100_000 for r in rates):
+        raise UserError(f"{RATES_ENV}={text!r}: give calls per second between 0 and 100000, e.g. 5000,250")
+    return rates
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    rates = rates_asked(os.environ)
+    window_s, rounds = (0.2, 1) if quick else (WINDOW_S, ROUNDS * 2 if os.environ.get(BASELINE_ENV) else ROUNDS)
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
+        env.pop(BASELINE_ENV, None)
+        figures = asyncio.run(_drive(rates, window_s, rounds, env, tmp))
+    return {
+        "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",
+        "window_s": window_s,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "paced": figures,
+        "targets": {f"{int(r)}_calls_per_s.cpu_us_per_call": t for r, t in TARGETS_US.items()},
+    }

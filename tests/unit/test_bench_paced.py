@@ -1,0 +1,97 @@
+"""`mcpwatch bench paced` and the paced CPU comparisons `bench otel` and `bench metrics` make with it: the rates it
+accepts, the ratios it reports, the kernel counters it reads, and one smoke run through a real wrapper."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpwatch.bench import paced
+from mcpwatch.bench.paced import Window, rates_asked, round_ratios, thread_cpu
+from mcpwatch.cli import main
+from mcpwatch.errors import UserError
+
+
+def test_rates_default_to_5000_and_250_and_are_read_from_the_environment() -> None:
+    assert rates_asked({}) == [5000.0, 250.0]
+    assert rates_asked({"MCPWATCH_BENCH_RATES": " 1000, 50.5 "}) == [1000.0, 50.5]
+
+
+@pytest.mark.parametrize("text", ["fast", "0", "-5", "1000,", "1e9", "nan"])
+def test_a_bad_rate_is_one_line_naming_the_variable_and_an_example(text: str) -> None:
+    with pytest.raises(UserError) as caught:
+        rates_asked({"MCPWATCH_BENCH_RATES": text})
+    message = str(caught.value)
+    assert "\n" not in message and "MCPWATCH_BENCH_RATES" in message and "5000,250" in message
+
+
+def test_a_bad_rate_through_the_command_is_one_line_and_no_process(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCPWATCH_BENCH_RATES", "fast")
+    monkeypatch.setattr(paced, "open_hosts", None)  # nothing may start before the refusal
+    assert main(["bench", "paced", "--quick"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "MCPWATCH_BENCH_RATES" in err[0] and "Traceback" not in err[0]
+
+
+def _window(calls: int, *thread_ns: int) -> Window:
+    return Window(calls, 1.0, {tid: ns for tid, ns in enumerate(thread_ns)})
+
+
+def test_round_ratios_pair_each_round_with_its_own_base_round() -> None:
+    windows = {
+        "feature": [_window(100, 11_000), _window(100, 30_000), _window(200, 24_000)],  # 110, 300, 120 ns a call
+        "plain": [_window(100, 10_000), _window(100, 20_000), _window(200, 20_000)],  # 100, 200, 100
+    }
+    assert round_ratios(windows, "feature", "plain") == {"median": 1.2, "min": 1.1, "max": 1.5, "rounds": 3}
+
+
+def test_a_window_sums_every_thread_per_call() -> None:
+    assert _window(4, 1_000, 3_000).per_call_us() == 1.0  # 4,000 ns over 4 calls
+
+
+def test_thread_cpu_reads_every_thread_of_a_process_from_the_kernel() -> None:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc")
+    stop = threading.Event()
+    worker = threading.Thread(target=stop.wait)
+    worker.start()
+    try:
+        found = thread_cpu(os.getpid())
+        assert os.getpid() in found and worker.native_id in found
+        assert found[os.getpid()][0] > 0  # this thread has run
+    finally:
+        stop.set()
+        worker.join()
+    assert thread_cpu(2**22 + 12345) == {}  # a process that is not there: nothing, no error
+
+
+@pytest.mark.slow
+@pytest.mark.bench
+def test_bench_paced_quick_measures_a_real_wrapper_at_the_rate_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCPWATCH_BENCH_RATES", "400")
+    monkeypatch.delenv("MCPWATCH_BENCH_BASELINE", raising=False)
+    assert main(["bench", "paced", "--quick"]) == 0
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    this = report["paced"]["400_calls_per_s"]["this"]
+    assert this["calls"] == round(400 * report["window_s"]) and this["rate_asked"] == 400
+    assert this["cpu_us_per_call"] > 0 and this["loop_thread_us_per_call"] > 0
+    assert this["context_switches_per_call"] > 0
+
+
+def test_a_baseline_without_mcpwatch_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCPWATCH_BENCH_BASELINE", str(tmp_path))
+    monkeypatch.setattr(paced, "open_hosts", None)  # nothing may start before the refusal
+    assert main(["bench", "paced", "--quick"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(tmp_path) in err[0] and "git worktree add" in err[0]
