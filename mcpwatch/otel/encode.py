@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mcpwatch.otel.spans import AttributeValue, CallSpan
+from mcpwatch.otel.spans import AttributeValue, CallShape, CallSpan, PlainSpan
 
 CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again
 PER_CALL = frozenset({"jsonrpc.request.id", "mcpwatch.upstream.request_id"})
@@ -77,6 +77,15 @@ def key_value(key: str, value: AttributeValue) -> bytes:
 
 
 _PER_CALL_KEYS = {key: _text(b"\x0a", key) + b"\x12" for key in PER_CALL}  # each KeyValue's key and value tag
+_OUTCOME_OK = _field(b"\x4a", key_value("mcpwatch.outcome", "ok"))  # a span attribute (9): how a plain call ends
+
+
+def _per_call(tag: bytes, key: str, value: AttributeValue) -> bytes:
+    """An attribute whose value is new with every call, as a `tag` field: the key's bytes made once."""
+    small = type(value) is int and 0 <= value < 0x80  # an int, checked first
+    encoded_value = b"\x18" + _ONE_BYTE[value] if small else any_value(value)  # type: ignore[index]
+    kv = _PER_CALL_KEYS[key] + _varint(len(encoded_value)) + encoded_value
+    return tag + _varint(len(kv)) + kv
 
 
 class SpanEncoder:
@@ -93,12 +102,7 @@ class SpanEncoder:
         pairs, out = self._pairs, []
         for key, value in attributes:
             if key in PER_CALL:  # the key's bytes made once, the value's each time
-                if type(value) is int and 0 <= value < 0x80:
-                    encoded_value = b"\x18" + _ONE_BYTE[value]
-                else:
-                    encoded_value = any_value(value)
-                kv = _PER_CALL_KEYS[key] + _varint(len(encoded_value)) + encoded_value
-                out.append(tag + _varint(len(kv)) + kv)
+                out.append(_per_call(tag, key, value))
                 continue
             pair = (key, type(value), value)  # the type too: True and 1 are equal keys of a dict
             encoded = pairs.get(pair)
@@ -137,8 +141,41 @@ class SpanEncoder:
         parts.append(_FLAGS_REMOTE_PARENT if span.parent_span_id else _FLAGS_LOCAL)
         return b"".join(parts)
 
-    def request(self, spans: Iterable[CallSpan]) -> bytes:
+    def plain(self, span: PlainSpan) -> bytes:
+        """A plain call's Span message: the same bytes as `span(span.full())`, the shape's parts encoded once."""
+        shape = span.shape
+        name, head, middle = shape.encoded or self._shape(shape)
+        parts = [b"\x0a\x10" + _id(span.trace_id, 16), b"\x12\x08" + _id(span.span_id, 8)]
+        if span.parent_span_id:
+            parts.append(b"\x22\x08" + _id(span.parent_span_id, 8))
+        parts += [
+            name,
+            _KIND_CLIENT,
+            b"\x39" + _fixed64(span.start_ns),
+            b"\x41" + _fixed64(span.end_ns),
+            head,
+            _per_call(b"\x4a", "jsonrpc.request.id", span.request_id),
+            middle,
+        ]
+        if span.up_id is not None:
+            parts.append(_per_call(b"\x4a", "mcpwatch.upstream.request_id", span.up_id))
+        parts += [_OUTCOME_OK, _STATUS_UNSET, _FLAGS_REMOTE_PARENT if span.parent_span_id else _FLAGS_LOCAL]
+        return b"".join(parts)
+
+    def _shape(self, shape: CallShape) -> tuple[bytes, bytes, bytes]:
+        encoded = shape.encoded = (
+            _text(b"\x2a", shape.name),
+            self._attributes(b"\x4a", shape.head.items()),
+            self._attributes(b"\x4a", shape.middle.items()),
+        )
+        return encoded
+
+    def request(self, spans: Iterable[CallSpan | PlainSpan]) -> bytes:
         """The serialized ExportTraceServiceRequest for these spans."""
-        scope_spans = self.scope + b"".join(_field(b"\x12", self.span(span)) for span in spans)
+        plain, full = self.plain, self.span
+        scope_spans = self.scope + b"".join(
+            _field(b"\x12", plain(span) if type(span) is PlainSpan else full(span))  # type: ignore[arg-type]
+            for span in spans
+        )
         resource_spans = self.resource + _field(b"\x12", scope_spans)
         return _field(b"\x0a", resource_spans)

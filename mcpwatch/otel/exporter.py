@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -44,7 +44,7 @@ from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.encode import SpanEncoder
 from mcpwatch.otel.metric_fold import COUNTERS, LEVEL_UNITS, OtlpMetricFold
-from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, SpanBuilder
+from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, PlainSpan, SpanBuilder
 
 # The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
 # hosts keep as the server's log. mcpwatch says it once itself and counts the rest (status, the log).
@@ -102,10 +102,11 @@ class SpanSender:
             instrumentation_scope=self.scope,
         )
 
-    def send(self, spans: list[CallSpan]) -> bool:
+    def send(self, spans: Sequence[CallSpan | PlainSpan]) -> bool:
         self.session.last_problem = None
         if self._post is None:
-            result = self.exporter.export([self.convert(span) for span in spans])
+            full = [span.full() if type(span) is PlainSpan else span for span in spans]
+            result = self.exporter.export([self.convert(span) for span in full])  # type: ignore[arg-type]
             return result.name == "SUCCESS"
         if getattr(self.exporter, "_shutdown", False):
             return False
@@ -248,7 +249,7 @@ class OtelSink:
         self.target = target
         self._on_warning = on_warning
         self._queue: deque[Event] = deque()
-        self._builder = SpanBuilder(target.late_window_s)
+        self._builder = SpanBuilder(target.late_window_s, lean=True)  # plain calls' spans as `PlainSpan`s
         self._spans = SpanSender(target, target.traces_url) if target.traces_url else None
         self._metrics = MetricRecorder(target, target.metrics_url, self._pushed) if target.metrics_url else None
         self.dropped = 0  # events that did not fit the queue
@@ -291,7 +292,7 @@ class OtelSink:
     # ------------------------------------------------------------------ the export thread
 
     def _run(self) -> None:
-        batch: list[CallSpan] = []
+        batch: list[CallSpan | PlainSpan] = []
         last_send = time.monotonic()
         while not self._stop.is_set():
             if not batch and not self._queue and not self._builder.holding():
@@ -319,20 +320,20 @@ class OtelSink:
             taken.append(queue.popleft())
         return taken
 
-    def _fold(self, events: Iterable[Event]) -> list[CallSpan]:
-        spans: list[CallSpan] = []
+    def _fold(self, events: Iterable[Event]) -> list[CallSpan | PlainSpan]:
+        spans: list[CallSpan | PlainSpan] = []
         measures: list[Measure] = []
         for event in events:
             for output in self._builder.feed(event):
-                if isinstance(output, CallSpan):
-                    spans.append(output)
-                else:
+                if isinstance(output, Measure):
                     measures.append(output)
+                else:
+                    spans.append(output)
         if measures and self._metrics is not None:
             self._metrics.record_all(measures)
         return spans
 
-    def _send(self, spans: list[CallSpan]) -> None:
+    def _send(self, spans: list[CallSpan | PlainSpan]) -> None:
         if self._spans is None:
             return
         for start in range(0, len(spans), BATCH_MAX):

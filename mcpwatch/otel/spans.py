@@ -23,7 +23,17 @@ from typing import Any, NamedTuple
 from mcpwatch.events import Event, Kind, Outcome, UpstreamState
 from mcpwatch.metrics import DURATION_BUCKETS, Metric, MetricEvents, Observation
 
-__all__ = ["DURATION_BUCKETS", "DURATION_METRIC", "KINDS", "CallSpan", "Measure", "SpanBuilder", "session_spans"]
+__all__ = [
+    "DURATION_BUCKETS",
+    "DURATION_METRIC",
+    "KINDS",
+    "CallShape",
+    "CallSpan",
+    "Measure",
+    "PlainSpan",
+    "SpanBuilder",
+    "session_spans",
+]
 
 AttributeValue = str | int | float | bool
 DURATION_METRIC = Metric.DURATION.value
@@ -90,6 +100,47 @@ class CallSpan:
             self.dropped_events += 1
 
 
+@dataclass(slots=True, eq=False)
+class CallShape:
+    """What a call's span shares with every call of the same tool, method, budget and host session while the
+    session's state holds: its name and its attributes but the call's own ids, split where those go (the request
+    id after `head`, the upstream's id after `middle`), and its duration's attributes when it ends well. Made once
+    and read only: a plain call's record points at it instead of copying it."""
+
+    name: str
+    head: dict[str, AttributeValue]
+    middle: dict[str, AttributeValue]
+    metric: dict[str, AttributeValue]
+    encoded: tuple[bytes, bytes, bytes] | None = None  # name, head and middle as span fields (`encode.SpanEncoder`)
+
+
+@dataclass(slots=True, eq=False)
+class PlainSpan:
+    """A call's span with no events, no error and no held late window, as the few numbers that vary: what the live
+    export keeps per call instead of a `CallSpan` and its attribute dict. `full()` is the same span as a `CallSpan`
+    (a progress, task or cut call is made one as soon as it needs more)."""
+
+    shape: CallShape
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    start_ns: int
+    request_id: str
+    up_id: int | None
+    end_ns: int = 0
+
+    def full(self) -> CallSpan:
+        shape = self.shape
+        attributes: dict[str, AttributeValue] = {**shape.head, "jsonrpc.request.id": self.request_id, **shape.middle}
+        if self.up_id is not None:
+            attributes["mcpwatch.upstream.request_id"] = self.up_id
+        span = CallSpan(shape.name, self.trace_id, self.span_id, self.parent_span_id, self.start_ns, attributes)
+        if self.end_ns:
+            span.end_ns = self.end_ns
+            attributes["mcpwatch.outcome"] = str(Outcome.OK)
+        return span
+
+
 class Measure(NamedTuple):
     """One metric observation: a histogram value or a counter/up-down-counter delta (a tuple: a few are made for
     every call, and a tuple is made in half the time of a frozen dataclass)."""
@@ -99,7 +150,8 @@ class Measure(NamedTuple):
     attributes: dict[str, AttributeValue]
 
 
-Output = CallSpan | Measure
+Output = CallSpan | PlainSpan | Measure
+SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
 
 
 def _ns(ts: float) -> int:
@@ -118,20 +170,25 @@ def _error_code(error: Any) -> str | None:
 
 
 class SpanBuilder:
-    """Fold events into spans and measurements. Feed events in order; `due` releases held cut calls."""
+    """Fold events into spans and measurements. Feed events in order; `due` releases held cut calls.
 
-    def __init__(self, late_window_s: float = 30.0) -> None:
+    `lean`: a call that ends well with nothing on its span comes out as a `PlainSpan` (the live export, whose
+    encoder takes them); otherwise every span is a `CallSpan`."""
+
+    def __init__(self, late_window_s: float = 30.0, lean: bool = False) -> None:
+        self.lean = lean
+        self._shapes: dict[tuple[Any, ...], CallShape] = {}
         self.late_window_ns = _ns(late_window_s)
         self.common: dict[str, AttributeValue] = {}
         self.transport = "pipe"
         self.protocol_version: str | None = None
         self.host_profile: str | None = None
         self.generation = 0
-        self._open: dict[str, list[CallSpan]] = {}  # by host request id (two hosts may reuse one)
+        self._open: dict[str, list[CallSpan | PlainSpan]] = {}  # by host request id (two hosts may reuse one)
         self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
         self._held: list[CallSpan] = []
         self._metrics = MetricEvents()
-        self._ended: CallSpan | None = None  # the span the event being fed ended
+        self._ended: CallSpan | PlainSpan | None = None  # the span the event being fed ended
 
     # ------------------------------------------------------------------ feeding
 
@@ -145,12 +202,14 @@ class SpanBuilder:
 
     def _duration_attributes(self, seen: Observation) -> dict[str, AttributeValue]:
         span = self._ended
+        if type(span) is PlainSpan:
+            return span.shape.metric
         if span is None:  # a call whose start this builder never saw: what the end itself says
             attributes: dict[str, AttributeValue] = {"mcp.method.name": seen.method or "?"}
             if seen.method == "tools/call" and seen.tool:
                 attributes |= {"gen_ai.tool.name": seen.tool, "gen_ai.operation.name": "execute_tool"}
             return attributes
-        return {k: span.attributes[k] for k in _METRIC_ATTRIBUTES if k in span.attributes}
+        return _metric_attributes(span.attributes)  # type: ignore[union-attr]  # a CallSpan: PlainSpan is above
 
     def due(self, now_ts: float) -> list[CallSpan]:
         """Held cut calls whose late window has passed."""
@@ -179,6 +238,7 @@ class SpanBuilder:
 
     def _session_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
         upstream = got if isinstance(got := data.get("upstream"), dict) else {}
+        self._shapes.clear()
         self.common = {"mcpwatch.wrapper.name": str(data.get("name") or "mcpwatch")}
         self.transport = "pipe"
         if upstream.get("kind") == "http":
@@ -192,6 +252,7 @@ class SpanBuilder:
         return []
 
     def _host_info(self, event: Event, data: dict[str, Any]) -> list[Output]:
+        self._shapes.clear()
         if isinstance(data.get("protocol_version"), str):
             self.protocol_version = data["protocol_version"]
         profile = data.get("profile")
@@ -203,28 +264,59 @@ class SpanBuilder:
         generation = data.get("generation")
         if isinstance(generation, int) and data.get("state") == UpstreamState.READY:
             self.generation = generation  # the spans' attribute; restarts are counted by mcpwatch.metrics
+            self._shapes.clear()
         return []
 
     def _request_start(self, event: Event, data: dict[str, Any]) -> list[Output]:
         get, tool, request_id = data.get, event.tool, event.request_id  # read once: this runs for every call
-        method = str(get("method") or "?")
-        target = tool if tool is not None else get("prompt")
         trace_id, span_id = get("trace_id"), get("span_id")
         if not (isinstance(trace_id, str) and isinstance(span_id, str)):
             trace_id, span_id = _derived_ids(event.session_id, event.seq)
+        parent = get("parent_span_id")
+        parent = parent if isinstance(parent, str) else None
+        up_id = get("up_id")
+        up_id = up_id if isinstance(up_id, int) else None
+        if self.lean and tool is not None and isinstance(request_id, str):
+            key = _shape_key(get("method"), tool, get("budget_s"), get("budget_source"), get("host_session"))
+            if key is not None:
+                shape = self._shapes.get(key)
+                if shape is None:
+                    shape = self._shape(key)
+                record = PlainSpan(shape, trace_id, span_id, parent, _ns(event.ts), request_id, up_id)
+                self._open.setdefault(request_id, []).append(record)
+                return []
+        method = str(get("method") or "?")
+        target = tool if tool is not None else get("prompt")
+        attributes = self._attributes(
+            method, tool, request_id, get("host_session"), get("budget_s"), get("budget_source"), up_id
+        )
+        name = f"{method} {target}" if target else method
+        span = CallSpan(name, trace_id, span_id, parent, _ns(event.ts), attributes)
+        self._open.setdefault(request_id or "", []).append(span)
+        return []
+
+    def _attributes(
+        self,
+        method: str,
+        tool: str | None,
+        request_id: str | None,
+        host_session: Any,
+        budget: Any,
+        source: Any,
+        up_id: int | None,
+    ) -> dict[str, AttributeValue]:
+        """A call span's attributes at its start, in the order a span lists them."""
         attributes: dict[str, AttributeValue] = {**self.common, "mcp.method.name": method}
         attributes["network.transport"] = self.transport
         if request_id is not None:
             attributes["jsonrpc.request.id"] = request_id
         if self.protocol_version:
             attributes["mcp.protocol.version"] = self.protocol_version
-        host_session = get("host_session")
         if isinstance(host_session, str) and host_session:
             attributes["mcp.session.id"] = host_session
         if method == "tools/call" and tool is not None:
             attributes["gen_ai.tool.name"] = tool
             attributes["gen_ai.operation.name"] = "execute_tool"
-        budget, source = get("budget_s"), get("budget_source")
         if isinstance(budget, _NUMBER):
             attributes["mcpwatch.budget_s"] = float(budget)
         if isinstance(source, str):
@@ -233,18 +325,34 @@ class SpanBuilder:
             attributes["mcpwatch.host_profile"] = self.host_profile
         if self.generation:
             attributes["mcpwatch.generation"] = self.generation
-        up_id = get("up_id")
-        if isinstance(up_id, int):
+        if up_id is not None:
             attributes["mcpwatch.upstream.request_id"] = up_id
-        parent = get("parent_span_id")
-        name = f"{method} {target}" if target else method
-        span = CallSpan(name, trace_id, span_id, parent if isinstance(parent, str) else None, _ns(event.ts), attributes)
-        self._open.setdefault(request_id or "", []).append(span)
-        return []
+        return attributes
+
+    def _shape(self, key: tuple[Any, ...]) -> CallShape:
+        """The shape of the calls with this key, made from the attributes a full span of one would have."""
+        method, tool, budget, source, host_session = key
+        method = str(method or "?")
+        attributes = self._attributes(method, tool, _SPLIT, host_session, budget, source, None)
+        keys = list(attributes)
+        split = keys.index("jsonrpc.request.id")
+        head = {k: attributes[k] for k in keys[:split]}
+        middle = {k: attributes[k] for k in keys[split + 1 :]}
+        metric = _metric_attributes(attributes)
+        if len(self._shapes) >= SHAPES_MAX:
+            self._shapes.clear()
+        shape = self._shapes[key] = CallShape(f"{method} {tool}" if tool else method, head, middle, metric)
+        return shape
 
     def _span_of(self, event: Event) -> CallSpan | None:
+        """The open span an event adds to (made a `CallSpan` now if it was a plain record: it will have more)."""
         spans = self._open.get(event.request_id or "")
-        return spans[-1] if spans else None
+        if not spans:
+            return None
+        span = spans[-1]
+        if type(span) is PlainSpan:
+            span = spans[-1] = span.full()
+        return span  # type: ignore[return-value]  # a CallSpan now
 
     def _progress(self, event: Event, data: dict[str, Any]) -> list[Output]:
         span = self._span_of(event)
@@ -304,11 +412,19 @@ class SpanBuilder:
         spans = self._open.get(event.request_id or "")
         if not spans:
             return []
-        span = spans.pop(0)
+        record = spans.pop(0)
         if not spans:
             del self._open[event.request_id or ""]
-        span.end_ns = max(span.start_ns, _ns(event.ts))
         outcome = data.get("outcome")
+        if type(record) is PlainSpan:
+            record.end_ns = max(record.start_ns, _ns(event.ts))
+            if outcome == Outcome.OK and not data.get("partial"):
+                self._ended = record
+                return [record]  # nothing on it: left plain, never held (never cut)
+            span = record.full()
+        else:
+            span = record  # type: ignore[assignment]  # a CallSpan
+        span.end_ns = max(span.start_ns, _ns(event.ts))
         attributes = span.attributes
         attributes["mcpwatch.outcome"] = str(outcome)
         error = data.get("error")
@@ -355,6 +471,26 @@ _HANDLERS = {
     Kind.TASK_STATUS: SpanBuilder._task,
     HEARTBEAT: SpanBuilder._heartbeat,
 }
+
+
+_SPLIT = "\0"  # where a shape's request id goes (a placeholder: no request id is this one character)
+
+
+def _shape_key(method: Any, tool: str, budget: Any, source: Any, host_session: Any) -> tuple[Any, ...] | None:
+    """What a call's shape depends on besides the builder's own state, or None for values a key cannot hold
+    (a shape is for the common case; an odd one takes the full path)."""
+    if not (
+        type(method) is str
+        and (budget is None or type(budget) in (int, float))
+        and (source is None or type(source) is str)
+        and (host_session is None or type(host_session) is str)
+    ):
+        return None
+    return (method, tool, budget, source, host_session)
+
+
+def _metric_attributes(attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
+    return {k: attributes[k] for k in _METRIC_ATTRIBUTES if k in attributes}
 
 
 def _tool(seen: Observation) -> dict[str, AttributeValue]:
