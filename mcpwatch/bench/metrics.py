@@ -118,6 +118,42 @@ async def _cpu(env: dict[str, str], interval: float, window_s: float, rounds: in
     return {**figures, "scrape_interval_s": interval, "scrapes": len(loop.seconds)}
 
 
+async def _scrape_cpu(env: dict[str, str], scrapes: int) -> dict[str, Any]:
+    """The CPU one scrape costs a wrapper (all its threads, from the kernel's counters), scraped back to back with
+    no calls running, after some calls gave its series values; and what that is per call at 1 s and 250 calls/s."""
+    port = free_port()
+    hosts = await paced.open_hosts(
+        {"scraped": (paced.wrapper_argv("--no-log", "--metrics-port", str(port)), env, None)}
+    )
+    try:
+        host = hosts["scraped"]
+        await host.paced(1000, 0.2)
+        await asyncio.to_thread(wait_for_port, port)
+        url = f"http://127.0.0.1:{port}/metrics"
+
+        def scrape() -> int:
+            with urllib.request.urlopen(url, timeout=10) as reply:
+                return len(reply.read())
+
+        await asyncio.to_thread(scrape)  # the first builds every family
+        costs = []
+        for _ in range(scrapes):
+            before = sum(ns for ns, _ in paced.thread_cpu(host.process.pid).values())
+            size = await asyncio.to_thread(scrape)
+            await asyncio.sleep(0.02)  # the connection's close, handled after the answer left
+            costs.append(sum(ns for ns, _ in paced.thread_cpu(host.process.pid).values()) - before)
+    finally:
+        await paced.close_hosts(hosts)
+    per_scrape_us = statistics.median(costs) / 1000
+    return {
+        "scrapes": scrapes,
+        "cpu_us_per_scrape": round(per_scrape_us, 1),
+        "cpu_us_per_scrape_min": round(min(costs) / 1000, 1),
+        "bytes": size,
+        "us_per_call_at_1s_250_calls_per_s": round(per_scrape_us / 250, 2),
+    }
+
+
 def _in_process(calls: int) -> dict[str, float]:
     """CPU time (steadier than wall time when the machine is loaded) of what the endpoint adds: queueing and
     folding one call's end event, one exposition of those calls over 20 tools built whole (a first scrape), and
@@ -165,10 +201,11 @@ def _in_process(calls: int) -> dict[str, float]:
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (4000, 400)
     interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
-    window_s, rounds = (0.3, 3) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
+    window_s, rounds = (0.2, 2) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
         cpu = asyncio.run(_cpu(env, interval, window_s, rounds))
+        cpu["one_scrape"] = asyncio.run(_scrape_cpu(env, 5 if quick else 50))
         figures = asyncio.run(_figures(calls, warmup, env, interval))
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",

@@ -60,7 +60,9 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict
         return figures
 
 
-async def _cpu(env: dict[str, str], exporting: dict[str, str], window_s: float, rounds: int) -> dict[str, Any]:
+async def _cpu(
+    env: dict[str, str], exporting: dict[str, str], window_s: float, rounds: int, settle_s: float = SETTLE_S
+) -> dict[str, Any]:
     """CPU per call, exporting against not (see above); with `MCPWATCH_BENCH_BASELINE=DIR` an exporting wrapper run
     from DIR joins the rotation (`baseline`)."""
     plain = (paced.wrapper_argv("--no-log"), env, None)
@@ -69,12 +71,12 @@ async def _cpu(env: dict[str, str], exporting: dict[str, str], window_s: float, 
     baseline = baseline_root()
     if baseline:  # run from that directory: `python -m` looks in the working directory before PYTHONPATH
         others["baseline"] = (paced.wrapper_argv("--no-log"), {**exporting, "PYTHONPATH": baseline}, baseline)
-    return await paced.feature_cost(plain, exported, CPU_RATE, window_s, rounds, SETTLE_S, others)
+    return await paced.feature_cost(plain, exported, CPU_RATE, window_s, rounds, settle_s, others)
 
 
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (3000, 300)
-    window_s, rounds = (0.3, 3) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
+    window_s, rounds, settle_s = (0.2, 2, paced.SETTLE_S) if quick else (CPU_WINDOW_S, CPU_ROUNDS, SETTLE_S)
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
     try:
@@ -84,7 +86,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             for name in [n for n in env if n.startswith("OTEL_")]:
                 del env[name]
             exporting = {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}"}
-            cpu = asyncio.run(_cpu(env, exporting, window_s, rounds))
+            cpu = asyncio.run(_cpu(env, exporting, window_s, rounds, settle_s))
             figures = asyncio.run(_figures(calls, warmup, env, exporting))
     finally:
         collector.shutdown()
