@@ -313,11 +313,11 @@ async def _drive(rates: list[float], window_s: float, rounds: int, env: dict[str
         await close_hosts(hosts)
 
 
-def rates_asked(environ: dict[str, str] | os._Environ[str]) -> list[float]:
-    """The rates to run: `MCPWATCH_BENCH_RATES` (comma-separated calls per second), else 5,000 and 250."""
+def rates_asked(environ: dict[str, str] | os._Environ[str], default: tuple[float, ...] = RATES) -> list[float]:
+    """The rates to run: `MCPWATCH_BENCH_RATES` (comma-separated calls per second), else `default`."""
     text = environ.get(RATES_ENV, "").strip()
     if not text:
-        return [float(r) for r in RATES]
+        return [float(r) for r in default]
     try:
         rates = [float(part) for part in text.split(",")]
     except ValueError:
