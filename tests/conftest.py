@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import slow_guard
+from hypothesis import HealthCheck, settings
 
 from waiting import patience
 
@@ -21,6 +22,11 @@ from waiting import patience
 # (PYTHONDONTWRITEBYTECODE) still gets them here, in the checkout's git-ignored __pycache__ folders.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# Hypothesis's per-example deadline (200 ms) and its too-slow health check are speed checks: beside four CPU burners
+# a 0.02 ms example once took 460 ms. The per-test timeout stays the bound on a hang.
+settings.register_profile("any_load", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("any_load")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -8,9 +8,10 @@ burners), so a call fails only when one of two measures shows it slow beyond dou
   but does not make it use more CPU (beyond a few per cent of colder caches), and 6 s of CPU on two cores is at least
   3 s of wall time alone, however the work was spread over processes.
 - **Wall time less the time this process's threads waited for a CPU** (Linux's `/proc/.../schedstat`: what the
-  load added to the test's own threads) of at least 10 × 3 s. What it cannot remove is the load's delay of the
-  peers the test waits on, so the factor is 10: an unmarked test (under 3 s alone) would have to be slowed more
-  than tenfold, and a test that waits 30 s on timers or peers is slow under any load.
+  load added to the test's own threads) of at least 10 × 3 s, times the load per core (`waiting.load_factor`).
+  What it cannot remove is the load's delay of the peers the test waits on (their own waits for a CPU), so the
+  factor is 10 and grows with the load: a test that waits 30 s on timers or peers on an idle machine is slow,
+  but the same wait beside burners that slow every process twentyfold is only load.
 
 Only the call is measured: fixtures shared by many tests (an npm install, a module's server) are not one test's
 cost."""
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from waiting import load_factor
 
 SLOW_S = 3.0  # the `slow` marker's meaning (pyproject.toml)
 CPU_FACTOR = 2.0
@@ -53,10 +56,11 @@ class Sample:
     wall: float
     cpu: float
     waits: dict[str, float]
+    load: float  # runnable tasks per core, at least 1
 
     @classmethod
     def now(cls) -> Sample:
-        return cls(time.monotonic(), cpu_seconds(), run_queue_waits())
+        return cls(time.monotonic(), cpu_seconds(), run_queue_waits(), load_factor())
 
 
 @dataclass(frozen=True)
@@ -64,22 +68,23 @@ class Cost:
     wall_s: float
     cpu_s: float
     waited_s: float  # for a CPU, by this process's threads
+    load: float = 1.0  # the machine's load per core over the call (the higher of its two ends)
 
     @classmethod
     def between(cls, start: Sample, end: Sample) -> Cost:
         waited = sum(wait - start.waits.get(tid, 0.0) for tid, wait in end.waits.items())
-        return cls(end.wall - start.wall, end.cpu - start.cpu, max(0.0, waited))
+        return cls(end.wall - start.wall, end.cpu - start.cpu, max(0.0, waited), max(start.load, end.load))
 
     def verdict(self, slow_s: float | None = None) -> str | None:
         """Why this call is slow beyond doubt, or None (`slow_s`: the marker's threshold, SLOW_S unless given)."""
         slow_s = SLOW_S if slow_s is None else slow_s
         if self.cpu_s >= CPU_FACTOR * slow_s:
             return f"used {self.cpu_s:.1f} s of CPU (at least {CPU_FACTOR * slow_s:g} s is slow under any load)"
-        unloaded = self.wall_s - self.waited_s
-        if unloaded >= WALL_FACTOR * slow_s:
+        unloaded, bound = self.wall_s - self.waited_s, WALL_FACTOR * slow_s * self.load
+        if unloaded >= bound:
             return (
                 f"took {self.wall_s:.1f} s, {unloaded:.1f} s of it not waiting for a CPU "
-                f"(at least {WALL_FACTOR * slow_s:g} s is slow under any load)"
+                f"(at least {bound:g} s is slow at a load of {self.load:.1f} per core)"
             )
         return None
 

@@ -44,6 +44,7 @@ def run_suite(tmp_path: Path, slow_s: float, *options: str) -> subprocess.Comple
         f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r})\n"
         "import pytest, slow_guard\n"
         f"slow_guard.SLOW_S = {slow_s}\n"
+        "slow_guard.load_factor = lambda: 1.0\n"  # judged as on an idle machine, whatever this one's load
         "def pytest_addoption(parser): slow_guard.add_option(parser)\n"
         "@pytest.hookimpl(wrapper=True)\n"
         "def pytest_runtest_call(item):\n"
@@ -109,6 +110,9 @@ def test_load_alone_cannot_trip_it() -> None:
     assert Cost(wall_s=29.0, cpu_s=2.2, waited_s=0.0).verdict() is None  # even if none of it showed as waiting
     assert Cost(wall_s=31.0, cpu_s=0.1, waited_s=0.5).verdict() is not None  # 30 s waiting on timers or peers
     assert Cost(wall_s=7.0, cpu_s=6.5, waited_s=0.0).verdict() is not None  # 6 s of CPU is 3 s alone on 2 cores
+    # peers slowed twentyfold by burners: a wait of 2 s alone took 40 s, little of it this process's own wait
+    assert Cost(wall_s=40.0, cpu_s=0.1, waited_s=0.5, load=20.0).verdict() is None
+    assert Cost(wall_s=40.0, cpu_s=6.5, waited_s=0.5, load=20.0).verdict() is not None  # CPU is judged at any load
 
 
 def test_a_sample_counts_this_process_cpu_and_its_waits() -> None:
