@@ -16,12 +16,12 @@ from typing import Any
 
 from mcpwatch import paths
 from mcpwatch.errors import UserError
-from mcpwatch.reliability.seconds import ABSURD_S
 from mcpwatch.reliability.setting_checks import (
     Check,
     Problem,
     check_of,
     flag,
+    inside,
     megabytes,
     one_of,
     path_text,
@@ -29,6 +29,7 @@ from mcpwatch.reliability.setting_checks import (
     seconds,
     setting,
     setting_table,
+    tables,
     text,
     whole,
 )
@@ -38,8 +39,6 @@ from mcpwatch.reliability.settings import DeadlineSettings as DeadlineSettings
 from mcpwatch.reliability.settings import ReusePolicy as ReusePolicy
 from mcpwatch.reliability.settings import StateSyncSettings as StateSyncSettings
 from mcpwatch.reliability.settings import TombstoneSettings as TombstoneSettings
-
-ABSURD_SECONDS = ABSURD_S  # a week: no host waits longer for one tool call
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class UpstreamSettings:
 class LateResultSettings:
     # a late result up to this size is logged whole; beyond it, a preview
     keep_bytes: int = setting(65_536, whole(1024, 16 * 1024 * 1024))
-    reuse: tuple[ReusePolicy, ...] = setting((), None)  # off unless policies are given ([[late_results.reuse]])
+    reuse: tuple[ReusePolicy, ...] = setting((), lambda v: _REUSE(v))  # off unless policies are given
 
 
 BRIDGE_MODES = ("required", "optional", "off")
@@ -245,79 +244,48 @@ def _headers(value: Any) -> dict[str, str]:
 
 
 # The sections are `Settings`' dataclass fields; their keys are each section's fields, and each field says how its
-# value is checked (`reliability.setting_checks.setting`; None: a table parsed below). One declaration, read back.
+# value is checked (`reliability.setting_checks.setting`). One declaration, read back.
 SECTIONS: dict[str, type[Any]] = {
     f.name: f.default_factory  # type: ignore[misc]  # a section's factory is its dataclass (is_dataclass checked)
     for f in fields(Settings)
     if isinstance(f.default_factory, type) and is_dataclass(f.default_factory)
 }
-CHECKS: dict[str, dict[str, Check | None]] = {
-    name: {f.name: check_of(f) for f in fields(cls)} for name, cls in SECTIONS.items()
+CHECKS: dict[str, dict[str, Check]] = {
+    name: {f.name: check for f in fields(cls) if (check := check_of(f)) is not None} for name, cls in SECTIONS.items()
 }
 KEYS: dict[str, tuple[str, ...]] = {name: tuple(checks) for name, checks in CHECKS.items()}
 
 
 def _globs(value: Any) -> tuple[str, ...]:
     """A list of State Sync style tool globs (`docs.*`, `consult_council`)."""
-    from mcpwatch.reliability.statesync.validate import pattern_problem
-
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise Problem(f"must be a list of tool name globs, got {value!r}")
-    for pattern in value:
-        problem = pattern_problem(pattern)
-        if problem is not None:
-            raise Problem(f"{pattern!r} {problem}")
-    return tuple(value)
+    return tuple(inside(f"[{index}]", _glob, pattern) for index, pattern in enumerate(value))
 
 
 def _fail(where: str, key: str, problem: str) -> UserError:
     return UserError(f"{where}: {key} {problem}")
 
 
-def _parse_policies(raw: Any, where: str) -> tuple[dict[str, Any], ...]:
-    if not isinstance(raw, list):
-        raise _fail(where, "state_sync.policies", f"must be an array of tables ([[state_sync.policies]]), got {raw!r}")
-    policies: list[dict[str, Any]] = []
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise _fail(where, f"state_sync.policies[{index}]", f"must be a table, got {item!r}")
-        unknown = set(item) - {"match", "cache_control", "invalidates"}
-        if unknown:
-            raise _fail(where, f"state_sync.policies[{index}]", f"has unknown key(s): {', '.join(sorted(unknown))}")
-        policies.append(dict(item))
-    return tuple(policies)
+def _glob(value: Any) -> str:
+    """A State Sync style tool glob (`docs.*`, `consult_council`)."""
+    from mcpwatch.reliability.statesync.validate import pattern_problem
+
+    pattern = text(value)
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise Problem(f"{pattern!r} {problem}")
+    return pattern
 
 
-def _parse_reuse(raw: Any, where: str) -> tuple[ReusePolicy, ...]:
-    """`[[late_results.reuse]]` tables: a State Sync style glob and a TTL in seconds, both required."""
-    from mcpwatch.reliability.statesync import pattern_problem
+def _reuse_policy(item: dict[str, Any]) -> ReusePolicy:
+    """One `[[late_results.reuse]]` table: a State Sync style glob and a TTL in seconds."""
+    return ReusePolicy(
+        inside(".match", _glob, item["match"]), inside(".ttl_s", seconds(allow_zero=False), item["ttl_s"])
+    )
 
-    if not isinstance(raw, list):
-        raise _fail(where, "late_results.reuse", f"must be an array of tables ([[late_results.reuse]]), got {raw!r}")
-    policies: list[ReusePolicy] = []
-    for index, item in enumerate(raw):
-        key = f"late_results.reuse[{index}]"
-        if not isinstance(item, dict):
-            raise _fail(where, key, f"must be a table, got {item!r}")
-        unknown = set(item) - {"match", "ttl_s"}
-        if unknown:
-            raise _fail(where, key, f"has unknown key(s): {', '.join(sorted(unknown))} (known: match, ttl_s)")
-        for required in ("match", "ttl_s"):
-            if required not in item:
-                raise _fail(where, key, f"needs {required}")
-        try:
-            match = text(item["match"])
-        except Problem as exc:
-            raise _fail(where, f"{key}.match", str(exc)) from None
-        problem = pattern_problem(match)
-        if problem is not None:
-            raise _fail(where, f"{key}.match", f"{match!r} {problem}")
-        try:
-            ttl = seconds(allow_zero=False)(item["ttl_s"])
-        except Problem as exc:
-            raise _fail(where, f"{key}.ttl_s", str(exc)) from None
-        policies.append(ReusePolicy(match, ttl))
-    return tuple(policies)
+
+_REUSE: Check = tables("late_results.reuse", ("match", "ttl_s"), required=("match", "ttl_s"), build=_reuse_policy)
 
 
 def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> Settings:
@@ -337,27 +305,10 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
             if key not in KEYS[section]:
                 known = ", ".join(KEYS[section])
                 raise _fail(where, f"{section}.{key}", f"is not a known key (known in [{section}]: {known})")
-            if section == "deadline" and key == "tools":
-                if not isinstance(value, dict):
-                    raise _fail(where, "deadline.tools", "must be a table of tool name = seconds")
-                tools: dict[str, float] = {}
-                for tool, budget in value.items():
-                    try:
-                        tools[tool] = seconds(allow_zero=False, budget=True)(budget)
-                    except Problem as exc:
-                        raise _fail(where, f"deadline.tools.{tool}", str(exc)) from None
-                parsed[key] = tools
-            elif section == "state_sync" and key == "policies":
-                parsed[key] = _parse_policies(value, where)
-            elif section == "late_results" and key == "reuse":
-                parsed[key] = _parse_reuse(value, where)
-            else:
-                check = CHECKS[section][key]
-                assert check is not None, f"{section}.{key} is a table with no parser"
-                try:
-                    parsed[key] = check(value)
-                except Problem as exc:
-                    raise _fail(where, f"{section}.{key}", str(exc)) from None
+            try:
+                parsed[key] = CHECKS[section][key](value)
+            except Problem as exc:
+                raise _fail(where, f"{section}.{key}{exc.at}", str(exc)) from None
         sections[section] = parsed
     settings = Settings(
         **{name: section(**sections.get(name, {})) for name, section in SECTIONS.items()},

@@ -1,7 +1,8 @@
 """How a setting's value is checked, declared on its dataclass field: `setting(default, check)` puts the check in
 the field's metadata, so a section's keys and their checks are one declaration (`mcpwatch.config` reads them back
 with `check_of`). The common checks live here, where the reliability core's own sections can use them without
-importing `mcpwatch.config`; a check raises `Problem` with the words after the key's name.
+importing `mcpwatch.config`; a check raises `Problem` with the words after the key's name (and, for an entry of a
+table setting, where in the table it is).
 """
 
 from __future__ import annotations
@@ -15,32 +16,80 @@ from mcpwatch.reliability.seconds import InvalidValue, check_seconds, shown
 T = TypeVar("T")
 Check = Callable[[Any], Any]  # a raw TOML value -> the value the setting holds, or Problem
 
-CHECK = "mcpwatch.check"  # the metadata key; its value is a Check, or None for a table config parses itself
+CHECK = "mcpwatch.check"  # the metadata key; its value is the field's Check
 
 
 class Problem(Exception):
-    """What is wrong with a value, in the words that follow the key's name ("must be …, got …")."""
+    """What is wrong with a value, in the words that follow the key's name ("must be …, got …"); `at` says where
+    inside a table setting the bad value sits (".slow", "[0].match"), written right after the key's name."""
+
+    def __init__(self, words: str, at: str = "") -> None:
+        super().__init__(words)
+        self.at = at
 
 
-def setting(default: T, check: Check | None) -> T:
-    """A setting's field: its default and how a value from the file is checked (None: a table parsed by config)."""
+def setting(default: T, check: Check) -> T:
+    """A setting's field: its default and how a value from the file is checked."""
     return field(default=default, metadata={CHECK: check})
 
 
-def setting_table(factory: Callable[[], T], check: Check | None) -> T:
+def setting_table(factory: Callable[[], T], check: Check) -> T:
     """A setting whose default is made fresh for each instance (a dict), with its check."""
     return field(default_factory=factory, metadata={CHECK: check})
 
 
 def has_check(f: Field[Any]) -> bool:
     """Whether the field says how it is checked (every field of a settings section must)."""
-    return CHECK in f.metadata
+    return f.metadata.get(CHECK) is not None
 
 
 def check_of(f: Field[Any]) -> Check | None:
-    """The field's check; None: a table the config module parses itself (or a field declaring none, which
-    `tests/unit/test_one_shape.py` refuses)."""
+    """The field's check; None for a field declaring none (which `tests/unit/test_one_shape.py` refuses)."""
     check: Check | None = f.metadata.get(CHECK)
+    return check
+
+
+def inside(at: str, check: Check, value: Any) -> Any:
+    """`check(value)` for an entry of a table setting: its `Problem` names the entry (`at`) after the key."""
+    try:
+        return check(value)
+    except Problem as exc:
+        raise Problem(str(exc), at + exc.at) from None
+
+
+def seconds_by_name(**rule: bool) -> Check:
+    """A table of tool name = seconds (`[deadline.tools]`), each by the `seconds` rule given."""
+    each = seconds(**rule)
+
+    def check(value: Any) -> dict[str, float]:
+        if not isinstance(value, dict):
+            raise Problem("must be a table of tool name = seconds")
+        return {str(name): inside(f".{name}", each, budget) for name, budget in value.items()}
+
+    return check
+
+
+def tables(header: str, known: tuple[str, ...], required: tuple[str, ...] = (), build: Check = dict) -> Check:
+    """An array of tables (`[[header]]`): each a table of `known` keys, the `required` ones present, made into the
+    setting's entry by `build` (whose `Problem` names the key inside the entry, e.g. ".ttl_s")."""
+
+    def check(value: Any) -> tuple[Any, ...]:
+        if not isinstance(value, list):
+            raise Problem(f"must be an array of tables ([[{header}]]), got {value!r}")
+        entries: list[Any] = []
+        for index, item in enumerate(value):
+            at = f"[{index}]"
+            if not isinstance(item, dict):
+                raise Problem(f"must be a table, got {item!r}", at)
+            unknown = set(item) - set(known)
+            if unknown:
+                raise Problem(f"has unknown key(s): {', '.join(sorted(unknown))} (known: {', '.join(known)})", at)
+            for key in required:
+                if key not in item:
+                    raise Problem(f"needs {key}", at)
+            entries.append(inside(at, build, item))
+        return tuple(entries)
+
     return check
 
 

@@ -11,7 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcpwatch.reliability.setting_checks import flag, one_of, seconds, setting, setting_table, whole
+from mcpwatch.reliability.setting_checks import (
+    flag,
+    one_of,
+    seconds,
+    seconds_by_name,
+    setting,
+    setting_table,
+    tables,
+    whole,
+)
 
 CACHE_DIRECTIVES = ("no-store", "immutable")  # what a State Sync policy (and its default) may say
 
@@ -24,7 +33,7 @@ class DeadlineSettings:
     explicit_s: float | None = setting(None, seconds(allow_negative=True, budget=True))  # ≤ 0 disables the budget
     # add params._meta["dev.mcpwatch/deadline_ms"] to each forwarded tools/call
     propagate: bool = setting(True, flag)
-    tools: dict[str, float] = setting_table(dict, None)  # a table of tool name = seconds, parsed by config
+    tools: dict[str, float] = setting_table(dict, seconds_by_name(allow_zero=False, budget=True))  # name = seconds
 
 
 @dataclass(frozen=True)
@@ -39,7 +48,9 @@ class TombstoneSettings:
 @dataclass(frozen=True)
 class StateSyncSettings:
     default_cache_control: str | None = setting(None, one_of(CACHE_DIRECTIVES, quoted=False))
-    policies: tuple[dict[str, Any], ...] = setting((), None)  # [[state_sync.policies]], parsed by config
+    policies: tuple[dict[str, Any], ...] = setting(
+        (), tables("state_sync.policies", ("match", "cache_control", "invalidates"))
+    )  # checked whole by the State Sync core (`validate_config`), which names the policy
 
     @property
     def enabled(self) -> bool:

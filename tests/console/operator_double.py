@@ -22,8 +22,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcpwatch import registry
-from mcpwatch.config import ABSURD_SECONDS
 from mcpwatch.events import Event, Kind
+from mcpwatch.reliability.seconds import ABSURD_S
 from mcpwatch.testing.sample import COUNCIL_TIERS, EventFactory, deadline_block, session_start
 
 from waiting import patience
@@ -121,8 +121,8 @@ class OperatorContractDouble:
             raise ValueError(f"{what} must be a finite number of seconds, got {seconds!r}")
         if seconds < 0 or (seconds == 0 and not allow_zero):
             raise ValueError(f"{what} must be {'>' if not allow_zero else '≥'} 0 seconds, got {seconds:g}")
-        if seconds > ABSURD_SECONDS:
-            raise ValueError(f"{what} of {seconds:g}s is absurd (at most {ABSURD_SECONDS:.0f}s)")
+        if seconds > ABSURD_S:
+            raise ValueError(f"{what} of {seconds:g}s is absurd (at most {ABSURD_S:.0f}s)")
         return seconds
 
     def _change(self, key: str, new: Any) -> dict[str, Any]:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.config import ABSURD_SECONDS, find_config_file, load_settings, settings_from_mapping
+from mcpwatch.config import find_config_file, load_settings, settings_from_mapping
 from mcpwatch.errors import UserError
+from mcpwatch.reliability.seconds import ABSURD_S
 
 from checkout import REPO, mcpwatch_cmd
 
@@ -105,7 +106,7 @@ def test_each_bad_value_names_the_file_and_the_key(tmp_path: Path, toml: str, me
 def test_explicit_deadline_may_be_zero_or_negative_to_disable() -> None:
     settings = settings_from_mapping({"deadline": {"explicit_s": -5, "margin_s": 0}})
     assert (settings.deadline.explicit_s, settings.deadline.margin_s) == (-5.0, 0.0)
-    assert settings_from_mapping({"deadline": {"explicit_s": -ABSURD_SECONDS}}).deadline.explicit_s == -ABSURD_SECONDS
+    assert settings_from_mapping({"deadline": {"explicit_s": -ABSURD_S}}).deadline.explicit_s == -ABSURD_S
     with pytest.raises(UserError, match=r"deadline.explicit_s is absurdly large \(a 401-digit number; at most"):
         settings_from_mapping({"deadline": {"explicit_s": -(10**400)}})  # the operator refuses it too
 
