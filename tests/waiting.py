@@ -8,6 +8,8 @@ word on a hang."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import socket
 import subprocess
@@ -44,6 +46,21 @@ def wait_until(condition: Callable[[], Any], timeout: float = 10.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
         time.sleep(poll)
+
+
+async def eventually(condition: Callable[[], Any], timeout: float = 10.0, what: str = "", poll: float = 0.05) -> Any:
+    """`wait_until` inside an event loop: polls `condition()` (awaited when it is a coroutine function, e.g. a call to
+    the operator endpoint) without blocking the loop; its value. AssertionError naming `what` past the bound."""
+    deadline = time.monotonic() + patience(timeout)
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or condition}")
+        await asyncio.sleep(poll)
 
 
 def accepts(port: int, host: str = "127.0.0.1") -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import httpx2
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import patience
+from waiting import eventually, patience
 from wraptools import RAW_SERVER
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -142,7 +143,8 @@ async def served_throughout(host: Host):
     task = asyncio.ensure_future(host.keep_pinging(stop))
     try:
         yield
-        await asyncio.sleep(0.2)
+        # a few pings answered, however slowly a loaded machine answers them (a failed one ends the pinging task)
+        await eventually(lambda: task.done() or host.answered - before >= 3, 30, "three pings answered")
     finally:
         stop.set()
         await task  # re-raises a failed ping
@@ -183,6 +185,14 @@ def post_bytes(path: str, port: int, body: bytes, extra: str = "", host_header: 
         f"Accept: application/json, text/event-stream\r\nContent-Length: {len(body)}\r\n{extra}\r\n"
     )
     return head.encode() + body
+
+
+def still_open(socks: list[socket.socket]) -> int:
+    """How many of `socks` the server has neither closed nor answered (a 408) yet: a look, no wait."""
+    poller = select.poll()
+    for sock in socks:
+        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
+    return len(socks) - len(poller.poll(0))
 
 
 def closed(sock: socket.socket) -> bool:

@@ -20,6 +20,7 @@ from front_tools import (
     rpc,
     served_throughout,
     status_of,
+    still_open,
 )
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -29,6 +30,7 @@ from mcpwatch.cli import main
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from waiting import eventually
 from wraptools import RAW_SERVER
 
 pytestmark = pytest.mark.anyio
@@ -79,11 +81,7 @@ def test_token_options_are_checked_before_anything_starts(tmp_path, capsys):
 
 async def test_remote_listening_prints_a_token_once_and_requires_it(tmp_path):
     async with listening_wrapper(tmp_path, "--allow-remote", host="0.0.0.0") as front:
-        for _ in range(50):
-            found = re.findall(r"Authorization: Bearer ([\w-]+)", front.stderr)
-            if found:
-                break
-            await asyncio.sleep(0.1)
+        found = await eventually(lambda: re.findall(r"Authorization: Bearer ([\w-]+)", front.stderr), 5, "the token")
         assert len(found) == 1, front.stderr
         token = found[0]
         url = f"http://127.0.0.1:{front.port}/mcp"
@@ -308,8 +306,7 @@ async def test_idle_and_stalled_clients_are_dropped_and_cannot_crowd_out_a_host(
         async with Host(front) as newcomer:
             await newcomer.ping()
         # ...and once idle_timeout_s (1 s) passes, idle and stalled clients are disconnected
-        await asyncio.sleep(2.5)
-
+        await eventually(lambda: still_open([*idle, stalled]) == 0, 10, "the idle clients disconnected")
         assert all(await asyncio.to_thread(lambda: [closed(s) for s in idle]))
         assert await asyncio.to_thread(closed, stalled)
         for sock in [*idle, stalled]:

@@ -153,7 +153,7 @@ async def slow_upload(front: Any, host: Host, payload: Any):
 
 async def receiving(operator: Operator, count: int) -> None:
     """Wait until `count` request bodies are arriving (the front has their heads and part of their bodies)."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(15)
     while True:
         rows = (await operator.tool("status"))["wrapper"]["host_sessions"]["sessions"]
         if sum(row["receiving"] for row in rows) == count:
@@ -234,11 +234,8 @@ async def test_the_operator_sees_every_session_and_cancels_in_the_right_one(tmp_
         async with Host(front) as first, Host(front) as second:
             call = rpc(1, "tools/call", {"name": "sleep", "arguments": {"seconds": 30, "steps": 1}})
             calls = [asyncio.ensure_future(host.post(call)) for host in (first, second)]
-            for _ in range(200):
-                status = await operator.tool("status")
-                if len(status["in_flight"]) == 2:
-                    break
-                await asyncio.sleep(0.05)
+            await calls_in_flight(operator, 2)
+            status = await operator.tool("status")
             assert status_problems(status) == [] and typed_dict_problems(Status, status, "status") == []
             sessions = status["wrapper"]["host_sessions"]
             assert sessions["open"] == 2 and sessions["upstreams_ready"] == 2 and sessions["max"] == 16

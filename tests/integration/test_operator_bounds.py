@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import resource
-import select
 import socket
-import time
 from urllib.parse import urlsplit
 
 import pytest
-from front_tools import Host, closed, listening_wrapper, raw_request, rpc, served_throughout, status_of
+from front_tools import Host, closed, listening_wrapper, raw_request, rpc, served_throughout, status_of, still_open
 
+from waiting import eventually
 from wraptools import Operator, registry_entry
 
 pytestmark = pytest.mark.anyio
@@ -25,15 +24,6 @@ def few_descriptors() -> None:
 
 def operator_port(entry: dict) -> int:
     return urlsplit(entry["operator_url"]).port or 0
-
-
-def still_open(socks: list[socket.socket]) -> int:
-    """How many of `socks` the server has not closed (a closed one reads as end-of-file or a reset)."""
-    poller = select.poll()
-    for sock in socks:
-        poller.register(sock, select.POLLIN | select.POLLHUP | select.POLLERR)
-    time.sleep(0.3)
-    return len(socks) - len(poller.poll(0))
 
 
 @pytest.mark.slow
@@ -56,16 +46,15 @@ async def test_1100_idle_operator_clients_cannot_starve_the_operator_host_or_ups
             crashed = await host.post(rpc("boom", "tools/call", {"name": "crash", "arguments": {}}))
             answer = crashed.json()
             assert crashed.status_code == 200 and ("error" in answer or answer["result"]["isError"]), answer
-            for _ in range(100):
-                status = await operator.tool("status")
-                upstream = status["wrapper"]["upstream"]
-                if upstream["state"] == "ready" and upstream["generation"] > generation:
-                    break
-                await asyncio.sleep(0.1)
-            assert upstream["state"] == "ready" and upstream["generation"] > generation, upstream
+
+            async def respawned() -> bool:
+                upstream = (await operator.tool("status"))["wrapper"]["upstream"]
+                return upstream["state"] == "ready" and upstream["generation"] > generation
+
+            await eventually(respawned, 10, "the upstream respawned")
             echoed = await host.post(rpc("after", "tools/call", {"name": "echo", "arguments": {"n": 1}}))
             assert echoed.json()["result"]["isError"] is False
-            assert await asyncio.to_thread(still_open, idle) <= 64  # the cap, whatever the flood
+            await eventually(lambda: still_open(idle) <= 64, 10, "the cap, whatever the flood")
             for sock in idle:
                 sock.close()
     assert "Too many open files" not in front.stderr and "Traceback" not in front.stderr
@@ -80,7 +69,7 @@ async def test_idle_operator_clients_are_disconnected_after_the_idle_timeout(tmp
             idle = [socket.create_connection(("127.0.0.1", operator_port(entry)), 10) for _ in range(5)]
             half = socket.create_connection(("127.0.0.1", operator_port(entry)), 10)
             half.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # a head that never ends
-            await asyncio.sleep(2.5)
+            await eventually(lambda: still_open([*idle, half]) == 0, 10, "the idle clients disconnected")
             assert all(await asyncio.to_thread(lambda: [closed(s) for s in [*idle, half]]))
             assert (await Operator(entry).tool("status"))["wrapper"]["upstream"]["state"] == "ready"
             for sock in [*idle, half]:
@@ -167,13 +156,14 @@ async def test_1100_idle_front_clients_with_few_descriptors_leave_room_for_hosts
             await newcomer.ping()
         crashed = await host.post(rpc("boom", "tools/call", {"name": "crash", "arguments": {}}))
         assert crashed.status_code == 200
-        for _ in range(100):  # the upstream is respawned (its pipes need descriptors)
-            echoed = await host.post(rpc("after", "tools/call", {"name": "echo", "arguments": {}}))
-            if echoed.json().get("result", {}).get("isError") is False:
-                break
-            await asyncio.sleep(0.1)
-        assert echoed.json()["result"]["isError"] is False, echoed.json()
-        assert await asyncio.to_thread(still_open, idle) <= 96  # (256 - 64) / 2: half the descriptors left
+
+        async def echoed() -> bool:  # the upstream is respawned (its pipes need descriptors)
+            answer = (await host.post(rpc("after", "tools/call", {"name": "echo", "arguments": {}}))).json()
+            return answer.get("result", {}).get("isError") is False
+
+        await eventually(echoed, 10, "an echo from the respawned upstream", poll=0.1)
+        # (256 - 64) / 2: half the descriptors left
+        await eventually(lambda: still_open(idle) <= 96, 10, "the idle clients beyond the cap closed")
         for sock in idle:
             sock.close()
     assert "Too many open files" not in front.stderr and "Traceback" not in front.stderr

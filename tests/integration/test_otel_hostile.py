@@ -4,7 +4,6 @@ wrapper exit within its bound, and a refused metrics push is counted, logged onc
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ from test_wrap_otel import INIT, UPSTREAM, Host, call, wrapper_env
 from mcpwatch import paths
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import patience, sooner_than
+from waiting import eventually, patience, sooner_than
 from wraptools import Operator, registry_entry
 
 SENT_MAX = 32 * 1024 * 1024  # the cap, plus what the two sockets' buffers hold before the exporter hangs up
@@ -110,11 +109,12 @@ async def test_a_refused_metrics_push_is_counted_shown_and_told_once(
         for n in range(1, 4):
             assert host.ask(call(n, "meta"))["result"]["isError"] is False
         operator = Operator(registry_entry(isolated_state))
-        for _ in range(600):
+
+        async def pushed() -> dict | None:
             otel = (await operator.tool("status"))["otel"]
-            if otel["metric_pushes_failed"] >= 2 and otel["spans_exported"] >= 3:
-                break
-            await asyncio.sleep(0.05)
+            return otel if otel["metric_pushes_failed"] >= 2 and otel["spans_exported"] >= 3 else None
+
+        otel = await eventually(pushed, 30, "two failed metric pushes and three spans exported")
         stderr = host.finish()
     assert otel["metric_pushes_failed"] >= 2 and otel["metric_pushes"] >= otel["metric_pushes_failed"]
     assert otel["spans_failed"] == 0 and "metrics" in otel["last_error"] and "HTTP 405" in otel["last_error"]

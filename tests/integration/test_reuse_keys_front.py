@@ -4,9 +4,7 @@ logged under two keys ("<session>/8"), as every other call of a session is. The 
 
 from __future__ import annotations
 
-import asyncio
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,8 @@ import httpx2
 import pytest
 from front_tools import Host, listening_wrapper, rpc
 
-from wraptools import FIXTURES
+from waiting import eventually
+from wraptools import FIXTURES, logged_events
 
 pytestmark = pytest.mark.anyio
 
@@ -34,18 +33,13 @@ def answer_of(response: httpx2.Response) -> dict[str, Any]:
 
 
 def logged(log: Path, kind: str) -> list[tuple[str, dict[str, Any]]]:
-    with sqlite3.connect(log) as db:
-        rows = db.execute("SELECT request_id, data FROM events WHERE kind = ? ORDER BY seq", (kind,)).fetchall()
-    return [(rid, json.loads(data)) for rid, data in rows]
+    """The (request key, data) of each `kind` event in the front's log so far (none before its schema is made)."""
+    return [(str(e.request_id), e.data) for e in logged_events(log) if e.kind == kind]
 
 
 async def until_logged(log: Path, kind: str, count: int) -> None:
     """Wait for the log to hold `count` events of `kind` (the writer flushes on its own rhythm)."""
-    for _ in range(400):
-        if log.exists() and len(logged(log, kind)) >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{kind} × {count} never logged: {logged(log, kind)}")
+    await eventually(lambda: len(logged(log, kind)) >= count, 20, f"{kind} × {count} logged")
 
 
 def lookup(tag: str, sleep_s: float) -> dict[str, Any]:

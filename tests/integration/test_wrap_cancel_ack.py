@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +24,8 @@ from mcpwatch.events import payload_problems
 from mcpwatch.store import EventReader
 
 from checkout import REPO
-from wraptools import FIXTURES, RAW_SERVER, SDK_SERVER, first_text, free_port, wait_for_port
+from waiting import eventually
+from wraptools import FIXTURES, RAW_SERVER, SDK_SERVER, first_text, free_port, logged_events, wait_for_port
 
 pytestmark = pytest.mark.anyio
 BUDGET_1S = {"MCPWATCH_HOST_TOOLS_CALL_TIMEOUT_SEC": "3", "MCPWATCH_TOOL_CALL_DEADLINE_MARGIN_SEC": "2"}
@@ -67,6 +67,10 @@ def upstream_for(kind: str) -> Iterator[tuple[list[str], str, dict[str, str]]]:
         yield ["--", sys.executable, RAW_SERVER], "sleep", {"RAW_SERVER_CANCEL_ACK": FASTMCP_FRAME}
 
 
+def kinds(log: Path, kind: str) -> list[str]:
+    return [e.kind for e in logged_events(log) if e.kind == kind]
+
+
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli(*args)
 
@@ -86,7 +90,8 @@ async def test_a_cancel_acknowledgement_is_no_late_result(isolated_state: Path, 
             for _ in range(2):
                 result = await client.call_tool(tool, {"seconds": 3})
                 assert result.is_error is True and "deadline budget of 1 s" in first_text(result)
-            time.sleep(0.5)  # the acknowledgement comes a few ms after the cancel
+            # each acknowledgement comes a moment after its cancel, and is logged a moment after that
+            await eventually(lambda: len(kinds(log, "cancel_ack")) >= 2, 20, "both acknowledgements logged")
     with EventReader(log) as reader:
         session = reader.latest_session().id
         events = list(reader.events(session))

@@ -13,6 +13,7 @@ import pytest
 from mcpwatch.events import payload_problems, typed_dict_problems
 from mcpwatch.operator import Status, status_problems
 
+from waiting import eventually, patience
 from wraptools import RAW_SERVER, Operator, registry_entry, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -72,18 +73,18 @@ async def test_margin_change_applies_to_the_next_call_and_is_logged(isolated_sta
         ]
 
 
+async def in_flight_of(operator: Operator) -> list[dict]:
+    return (await operator.tool("status"))["in_flight"]
+
+
 async def test_operator_cancel_answers_the_host_and_health_check_pings(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]) as client:
         operator = Operator(registry_entry(isolated_state))
         call = asyncio.ensure_future(client.call_tool("hang", {}))
-        for _ in range(50):
-            in_flight = (await operator.tool("status"))["in_flight"]
-            if in_flight:
-                break
-            await asyncio.sleep(0.05)
+        in_flight = await eventually(lambda: in_flight_of(operator), 10, "the call in flight")
         assert in_flight[0]["tool"] == "hang"
         await operator.tool("cancel", request_id=in_flight[0]["request_id"])
-        result = await asyncio.wait_for(call, 5)
+        result = await asyncio.wait_for(call, patience(5))
         text = result.content[0].text
         assert result.is_error and "'hang' was cancelled by an operator (its budget was 110 s" in text, text
         health = await operator.tool("health_check")
@@ -97,16 +98,13 @@ async def test_status_and_every_event_follow_the_contract(isolated_state):
     async with wrapped_client([sys.executable, RAW_SERVER], wrap_args=["--no-log"]) as client:
         operator = Operator(registry_entry(isolated_state))
         call = asyncio.ensure_future(client.call_tool("hang", {}))
-        for _ in range(50):
-            status = await operator.tool("status")
-            if status["in_flight"]:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: in_flight_of(operator), 10, "the call in flight")
+        status = await operator.tool("status")
         assert status_problems(status) == [] and status["in_flight"][0]["tool"] == "hang"
         # every key the wrapper sends is declared (it once sent backpressure, hosts and reading_paused undeclared)
         assert typed_dict_problems(Status, status, "status") == []
         await operator.tool("cancel", request_id=status["in_flight"][0]["request_id"])
-        await asyncio.wait_for(call, 5)
+        await asyncio.wait_for(call, patience(5))
         status = await operator.tool("status")
         assert status_problems(status) == [] and status["tombstones"]["items"][0]["reason"] == "operator_cancel"
         await operator.tool("health_check")

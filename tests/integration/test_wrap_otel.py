@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,8 @@ from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
 from otlp_receiver import OtlpReceiver
-from waiting import sooner_than
+from waiting import sooner_than, wait_until
+from wraptools import logged_events
 
 HOST_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 HOST_SPAN = "00f067aa0ba902b7"
@@ -192,9 +194,12 @@ def test_calls_become_spans_and_metrics_with_the_trace_passed_to_the_upstream(tm
         "mcpwatch.tombstone",
         "mcpwatch.late_answer",
     ]
-    delay = slow["events"][-1][1]["mcpwatch.late.delay_s"]
-    assert 0.3 < delay < 3, delay
-    assert 0.9e9 < slow["end_ns"] - slow["start_ns"] < 3e9
+    # the span ends at the cut (never before the 1 s budget), its late answer noted in it within the late window (10 s)
+    # rather than when that window closed; a loaded machine makes either later, so the bounds are what is causal
+    lasted_s = (slow["end_ns"] - slow["start_ns"]) / 1e9
+    assert 0.95 <= lasted_s < sooner_than(10, 3), lasted_s
+    delay = slow["events"][-1][1]["mcpwatch.late.delay_s"]  # since the cut: the upstream answers 1.6 s after the start
+    assert 0 < delay < sooner_than(10, 3) and delay + lasted_s >= 1.55, (delay, lasted_s)
 
     durations = [m for m in receiver.metrics if m["name"] == "mcp.client.operation.duration"]
     assert durations and all(m["bounds"] == list(DURATION_BUCKETS) and m["unit"] == "s" for m in durations)
@@ -242,6 +247,11 @@ def test_without_the_packages_the_wrapper_says_so_once_and_serves(tmp_path, upst
     assert len(lines) == 1 and "pip install 'mcpwatch[otel]'" in lines[0], stderr
 
 
+def late_answers(log: Path) -> list[Any]:
+    """The late answers (to cut calls) a live wrapper has logged so far."""
+    return [e for e in logged_events(log) if e.kind == "tombstone_hit" and e.data["what"] == "response"]
+
+
 @pytest.mark.slow
 def test_a_recorded_session_is_sent_as_the_same_spans_with_its_own_times(tmp_path, upstream):
     log = tmp_path / "events.db"
@@ -250,7 +260,7 @@ def test_a_recorded_session_is_sent_as_the_same_spans_with_its_own_times(tmp_pat
     host.ask(INIT)
     host.ask(call(1, "meta"))
     host.ask(call(2, "slow", {"seconds": 1.3}))
-    time.sleep(0.6)  # the late answer reaches the log
+    wait_until(lambda: late_answers(log), 20, "the late answer in the log")
     host.finish()
     recorded = time.time()
     with OtlpReceiver() as receiver:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from mcp import Client
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import wait_for_port
+from waiting import eventually, wait_for_port
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, sdk_server_behind_http_front, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -53,10 +52,7 @@ async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutat
         assert updated.content[1].text == '{"ok": true}'
         failed = await client.call_tool("tasks.update", {"fail": True})
         assert failed.is_error and len(failed.content) == 1
-        for _ in range(40):
-            if len(notifications) >= 2:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(notifications) >= 2, 5, "both notifications")
         assert notifications == ["mcpwatch://stale/tasks.*", "mcpwatch://stale/sprints.*"]
         status = await Operator(registry_entry(isolated_state)).tool("status")
         assert status["counters"]["invalidations"] == 1
