@@ -72,7 +72,7 @@ async def test_leaving_mid_call_cancels_upstream_flushes_the_log_and_unregisters
         assert time.monotonic() - started < sooner_than(30, 8)  # not the calls' 30 s
         if how != "stdin closed":  # the host is still there: each call gets its one answer before the end
             for call in calls:
-                reply = await asyncio.wait_for(call, 1)
+                reply = await asyncio.wait_for(call, patience(1))  # written before it exited
                 assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "shutdown"
     host.assert_clean_stderr()
     host.assert_clean_stdout()

@@ -17,7 +17,7 @@ from faultkit import FAULT_SERVER, INIT_PARAMS, RAW_SERVER, raw_host, read_jsonl
 
 from mcpwatch.wrapper.upstreams.upstream_stdio import HARD_UNSENT_LIMIT
 
-from waiting import patience
+from waiting import patience, sooner_than
 from wraptools import Operator
 
 pytestmark = pytest.mark.anyio
@@ -52,10 +52,10 @@ async def test_upstream_killed_mid_call_answers_within_a_second_and_respawns_wit
 
         os.kill(first["pid"], signal.SIGKILL)
         killed_at = time.monotonic()
-        replies = await asyncio.wait_for(asyncio.gather(*calls), 5)
-        for reply in replies:
+        replies = await asyncio.wait_for(asyncio.gather(*calls), patience(5))
+        for reply in replies:  # at once, not when the budget (120 s) ran out: a killed upstream answers nothing
             arrived = host.responses[json.dumps(reply["id"])][0].at
-            assert arrived - killed_at < 1.0, arrived - killed_at
+            assert arrived - killed_at < sooner_than(120, 1), arrived - killed_at
             result = reply["result"]
             assert result["isError"] is True
             assert "exited (exit code -9)" in text_of(reply), text_of(reply)
@@ -210,7 +210,7 @@ async def test_an_upstream_answering_after_it_was_told_to_go_is_dropped_and_coun
         await wait_status(operator, lambda s: len(s["in_flight"]) == 5, 10, "five calls in flight")
         session_id = (await operator.tool("status"))["log"]["session_id"]
         assert await host.close() == 0
-        replies = [await asyncio.wait_for(call, 1) for call in calls]
+        replies = [await asyncio.wait_for(call, patience(1)) for call in calls]  # written before it exited
     host.assert_clean_stderr()
     for reply in replies:
         assert reply["result"]["_meta"]["dev.mcpwatch/partial"]["outcome"] == "shutdown"
