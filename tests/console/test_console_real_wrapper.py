@@ -20,6 +20,7 @@ from mcpwatch.operator.client import OperatorClient
 from mcpwatch.registry import find_wrapper
 
 from pilot_tools import run_from_palette, screen_text, until
+from waiting import patience
 
 pytestmark = [
     pytest.mark.anyio,
@@ -72,7 +73,7 @@ async def test_margin_and_cancel_from_the_console_reach_the_real_wrapper() -> No
                 await pilot.press("c")
                 await until(pilot, lambda: isinstance(app.screen, Confirm))
                 await pilot.press("y")
-                with anyio.fail_after(15):
+                with anyio.fail_after(patience(15)):
                     while "is_error" not in outcome:
                         await anyio.sleep(0.05)
             assert outcome["is_error"] is True

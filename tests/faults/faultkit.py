@@ -267,9 +267,11 @@ async def registry_of(state_dir: Path, pid: int, timeout: float = 15.0) -> dict[
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The whole lines of a JSON-lines file a live process appends to (a line still being written is left out)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = path.read_text().split("\n")[:-1]  # what follows the last newline is not whole yet
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def pid_alive(pid: int) -> bool:

@@ -81,7 +81,7 @@ async def listening_wrapper(
     finally:
         process.terminate()
         try:
-            process.wait(10)
+            process.wait(patience(10))  # it writes the end of its log first: a test may read it next
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
