@@ -24,7 +24,7 @@ from mcpwatch.store import EventReader
 
 from checkout import REPO
 from waiting import patience, wait_for_port
-from wraptools import wrapped_client
+from wraptools import logged_events, wrapped_client
 
 PACKAGES = ("@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/sdk@1.32.2")
 TASK_CLIENT = Path(__file__).with_name("task_client.cjs")
@@ -195,10 +195,8 @@ async def test_a_bridged_task_nobody_can_use_any_more_is_cancelled_upstream(npm_
 
 
 def _events(log: Path) -> list:
-    if not log.exists():
-        return []
-    with EventReader(log) as reader:
-        return list(reader.events(reader.latest_session().id))
+    """The events of the one wrapper's log so far (none before its writer made the schema)."""
+    return logged_events(log)
 
 
 async def _until_logged(log: Path, kind: str, timeout_s: float = 120.0) -> None:
