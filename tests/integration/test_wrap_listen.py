@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 from mcp.client.subscriptions import ToolsListChanged
 
+from waiting import patience
 from wraptools import SDK_SERVER, first_text, sdk_server_behind_http_front, wrap_params, wrapped_client
 
 pytestmark = pytest.mark.anyio
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.anyio
 
 async def listen_and_see_a_change(client: Client) -> None:
     assert client.protocol_version == "2026-07-28"
-    with anyio.fail_after(5):  # the acknowledgement must be recognised at once, not after a read timeout
+    # the acknowledgement must be recognised (the client has no read timeout: missed, it would wait for ever)
+    with anyio.fail_after(patience(5)):
         async with client.listen(tools_list_changed=True) as subscription:
             assert subscription.honored.tools_list_changed is True
             assert first_text(await client.call_tool("change_tools", {})) == "changed"
@@ -58,7 +60,7 @@ async def test_the_acknowledgement_carries_the_hosts_id_on_the_wire(tmp_path):
     try:
         await process.stdin.send((json.dumps(listen) + "\n").encode())
         buffer = b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(patience(10)):
             while b"\n" not in buffer:
                 buffer += await process.stdout.receive()
         ack = json.loads(buffer.split(b"\n", 1)[0])

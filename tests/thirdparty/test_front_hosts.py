@@ -26,7 +26,7 @@ from pydantic import FileUrl
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import wait_for_port
+from waiting import patience, wait_for_port
 
 pytestmark = pytest.mark.anyio
 SIMULATED_LOG = re.compile(r"^(Debug|Info|Notice|Warning|Error|Critical|Emergency)-level message|^Alert level-message")
@@ -160,7 +160,7 @@ async def three_hosts(url: str) -> dict[str, Any]:
             async with anyio.create_task_group() as group:  # a and b at once: answers must not cross
                 for name in "ab":
                     group.start_soon(one_host_calls, clients[name], name, seen)
-        with anyio.fail_after(15):  # a bounded wait for what arrives on its own time, not a speed check
+        with anyio.fail_after(patience(15)):  # a bounded wait for what arrives on its own time, not a speed check
             while not records["a"].logs or any(set(records[n].asked) != ASKED_OF_CAPABLE for n in "ab"):
                 await anyio.sleep(0.1)
         await anyio.sleep(0.5)
@@ -299,9 +299,9 @@ async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, 
         asked = anyio.Event()
         async with host_client(url, answering) as host, anyio.create_task_group() as group:
             group.start_soon(silent_sampling_host, url, asked)
-            with anyio.fail_after(15):
+            with anyio.fail_after(patience(15)):
                 await asked.wait()  # the silent host holds an unanswered sampling request
-            with anyio.fail_after(10):
+            with anyio.fail_after(patience(10)):  # not held behind the silent host (which never answers)
                 result = await host.call_tool("trigger-sampling-request", {"prompt": "y", "maxTokens": 5})
             assert "sampled by b" in text_of(result)
             assert answering.asked.count("sampling") == 1  # (it is also asked for its roots on connecting)
