@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,12 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
 
 
-def run_case(transport: str, kind: str, reading: bool, seconds: float, *, direct: bool = False) -> dict[str, Any]:
-    """One flood: `transport` stdio|http, `kind` progress|message, the host reading or not."""
+def run_case(
+    transport: str, kind: str, reading: bool, seconds: float, *, direct: bool = False, at_least: int = 0
+) -> dict[str, Any]:
+    """One flood: `transport` stdio|http, `kind` progress|message, the host reading or not. With `at_least`, the
+    flood is that many messages however slow the machine, and a host that does not read waits for the wrapper to
+    pause the upstream before it reads on (what a test asserts, not a figure the benchmark reports)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp, "MCPWATCH_TOOL_CALL_DEADLINE_SEC": str(seconds + 30)}
         env.pop("MCPWATCH_CONFIG", None)
@@ -146,7 +151,8 @@ def run_case(transport: str, kind: str, reading: bool, seconds: float, *, direct
         wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--log", str(Path(tmp) / "events.db"), *upstream]
         host = ThreadHost([*FLOOD_SERVER, "stdio"] if direct else wrap, env)
         try:
-            return _drive(host, kind, reading, seconds, None if direct else host.process.pid, Path(tmp))
+            pid = None if direct else host.process.pid
+            return _drive(host, Flood(kind, reading, seconds, at_least), pid, Path(tmp))
         finally:
             host.close()
             if server is not None:
@@ -154,15 +160,35 @@ def run_case(transport: str, kind: str, reading: bool, seconds: float, *, direct
                 server.wait()
 
 
-def _drive(
-    host: ThreadHost, kind: str, reading: bool, seconds: float, wrapper_pid: int | None, state_dir: Path
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Flood:
+    """What one case asks of the flood server and of its host."""
+
+    kind: str
+    reading: bool
+    seconds: float
+    at_least: int = 0
+
+
+def _paused(state_dir: Path, wrapper_pid: int, bound_s: float = 60.0) -> None:
+    """Until the wrapper has stopped reading the upstream (its host's share full), at most `bound_s`."""
+    give_up = time.monotonic() + bound_s
+    while time.monotonic() < give_up:
+        status = operator_tool(state_dir, wrapper_pid)
+        if status is not None and status["wrapper"]["upstream"].get("reading_paused"):
+            return
+        time.sleep(0.05)
+
+
+def _drive(host: ThreadHost, case: Flood, wrapper_pid: int | None, state_dir: Path) -> dict[str, Any]:
+    kind, reading, seconds = case.kind, case.reading, case.seconds
     first = host.request("initialize", INIT)
     if host.wait(first, 30) is None:
         raise RuntimeError("the wrapper did not answer initialize")
     host.notify("notifications/initialized")
     baseline = _status(wrapper_pid) if wrapper_pid else {}
-    flood_args = {"name": "flood", "arguments": {"seconds": seconds, "kind": kind}, "_meta": {"progressToken": "f"}}
+    arguments = {"seconds": seconds, "kind": kind, "at_least": case.at_least}
+    flood_args = {"name": "flood", "arguments": arguments, "_meta": {"progressToken": "f"}}
     if not reading:
         host.reading.clear()
     flood = host.request("tools/call", flood_args)
@@ -175,6 +201,8 @@ def _drive(
         if wrapper_pid:
             peak_sampled = max(peak_sampled, _status(wrapper_pid).get("VmRSS", 0.0))
         time.sleep(ECHO_EVERY_S)
+    if wrapper_pid and case.at_least and not reading:
+        _paused(state_dir, wrapper_pid)
     seen = operator_tool(state_dir, wrapper_pid) if wrapper_pid else None  # before the host reads on
     held_until = time.perf_counter()
     host.reading.set()

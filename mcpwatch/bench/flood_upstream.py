@@ -4,8 +4,9 @@
 HTTP/1.1 server: a framework would be slower than the flood it must produce). Tools:
 
 - `echo`: answers at once (the call whose latency a flood must not spoil);
-- `flood(seconds, kind)`: `kind` "progress" sends progress for the call's token, "message" log notifications,
-  without pause for `seconds`, then answers;
+- `flood(seconds, kind, at_least)`: `kind` "progress" sends progress for the call's token, "message" log
+  notifications, without pause for `seconds` (and until `at_least` are sent: a volume however slow the machine),
+  then answers;
 - `big(mb)`: answers with a text of `mb` MB (a response over the frame cap, its id first);
 - `endless(bare)` (HTTP): an event-stream line that never ends (an answer's start, then text; `bare`: text only);
 - `close_stdout` (stdio): closes its stdout and keeps running;
@@ -88,10 +89,10 @@ class StdioServer:
             except (OSError, ValueError):
                 pass  # stdout closed on purpose, or the wrapper is gone
 
-    def flood(self, request_id: Any, token: Any, seconds: float, kind: str) -> None:
+    def flood(self, request_id: Any, token: Any, seconds: float, kind: str, at_least: int) -> None:
         end = time.monotonic() + seconds
         step = 0
-        while time.monotonic() < end:
+        while time.monotonic() < end or step < at_least:
             step += 1
             self.write(flood_message(kind, token, step))
         self.write(text(request_id, f"flooded {step}"))
@@ -108,7 +109,13 @@ class StdioServer:
         name, request_id = params.get("name"), message["id"]
         if name == "flood":
             token = (params.get("_meta") or {}).get("progressToken")
-            job = (request_id, token, float(args.get("seconds", 5)), str(args.get("kind", "progress")))
+            job = (
+                request_id,
+                token,
+                float(args.get("seconds", 5)),
+                str(args.get("kind", "progress")),
+                int(args.get("at_least", 0)),
+            )
             threading.Thread(target=self.flood, args=job, daemon=True).start()
         elif name == "close_stdout":
             with self.lock:
@@ -181,9 +188,9 @@ async def _sse_call(writer: asyncio.StreamWriter, message: dict[str, Any]) -> No
             await _chunk(writer, block)
     token = (params.get("_meta") or {}).get("progressToken")
     end = time.monotonic() + float(args.get("seconds", 5))
-    step = 0
+    step, at_least = 0, int(args.get("at_least", 0))
     kind = str(args.get("kind", "progress"))
-    while time.monotonic() < end:
+    while time.monotonic() < end or step < at_least:
         batch = []
         for _ in range(64):
             step += 1
