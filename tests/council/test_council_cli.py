@@ -15,7 +15,7 @@ from mcp import Client
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import wait_for_port
+from waiting import patience, wait_for_port
 
 
 def run_council(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -109,7 +109,7 @@ def test_stdout_carries_only_protocol_frames() -> None:
         if lines[-1].get("id") == 2:
             break
     proc.stdin.close()  # EOF: the server exits
-    assert proc.wait(timeout=10) == 0
+    assert proc.wait(timeout=patience(10)) == 0
     stderr = proc.stderr.read() if proc.stderr else ""
     assert all(m["jsonrpc"] == "2.0" for m in lines)
     assert sum(1 for m in lines if m.get("method") == "notifications/progress") >= 10
