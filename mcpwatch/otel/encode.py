@@ -83,7 +83,7 @@ _OUTCOME_OK = _field(b"\x4a", key_value("mcpwatch.outcome", "ok"))  # a span att
 def _per_call(tag: bytes, key: str, value: AttributeValue) -> bytes:
     """An attribute whose value is new with every call, as a `tag` field: the key's bytes made once."""
     small = type(value) is int and 0 <= value < 0x80  # an int, checked first
-    encoded_value = b"\x18" + _ONE_BYTE[value] if small else any_value(value)  # type: ignore[index]
+    encoded_value = b"\x18" + _ONE_BYTE[value] if small else any_value(value)  # type: ignore[index]  # small: an int
     kv = _PER_CALL_KEYS[key] + _varint(len(encoded_value)) + encoded_value
     return tag + _varint(len(kv)) + kv
 
@@ -174,7 +174,7 @@ class SpanEncoder:
         """The serialized ExportTraceServiceRequest for these spans."""
         plain, full = self.plain, self.span
         scope_spans = self.scope + b"".join(
-            _field(b"\x12", plain(span) if type(span) is PlainSpan else full(span))  # type: ignore[arg-type]
+            _field(b"\x12", plain(span) if type(span) is PlainSpan else full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
             for span in spans
         )
         resource_spans = self.resource + _field(b"\x12", scope_spans)

@@ -110,7 +110,7 @@ class SpanSender:
         self.session.last_problem = None
         if self._post is None:
             full = [span.full() if type(span) is PlainSpan else span for span in spans]
-            result = self.exporter.export([self.convert(span) for span in full])  # type: ignore[arg-type]
+            result = self.exporter.export([self.convert(span) for span in full])  # type: ignore[arg-type]  # all CallSpans now
             return result.name == "SUCCESS"
         if getattr(self.exporter, "_shutdown", False):
             return False
