@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -25,12 +26,14 @@ def current(app: App[Any], kind: type[ScreenT]) -> ScreenT:
 
 async def until(pilot: Pilot[Any], condition: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
     """Let the app run until `condition()` holds (or fail saying what was awaited). `timeout` is what an idle machine
-    needs with room; the bound scales with the load (waiting.patience), since it only catches a hang."""
+    needs with room; the bound scales with the load (waiting.patience), since it only catches a hang. Between looks
+    the loop just sleeps: a `pilot.pause` would also wait on every widget and redraw the screen each time, which on a
+    loaded machine (many looks) cost more than the test itself; the app's messages and timers run either way."""
     deadline = time.monotonic() + patience(timeout)
     while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or condition}")
-        await pilot.pause(0.02)
+        await asyncio.sleep(0.02)
 
 
 def screen_text(app: App[Any]) -> str:
