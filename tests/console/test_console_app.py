@@ -33,9 +33,9 @@ def problem_line(prompt: Screen[Any]) -> str:
     return drawn.plain
 
 
-async def test_main_screen_shows_the_session() -> None:
+async def test_main_screen_shows_the_session_and_reports_a_display_error(monkeypatch: pytest.MonkeyPatch) -> None:
     app = sample_app()
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await ready(pilot)
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
@@ -55,22 +55,26 @@ async def test_main_screen_shows_the_session() -> None:
         inflight = app.screen.query_one("#inflight", WindowTable)
         assert [key for key, _ in inflight._rows] == ["23", "24"]
 
+        # A display error is reported, not raised.
+        def broken() -> None:
+            raise RuntimeError("boom")
 
-async def test_health_check_key_asks_the_wrapper() -> None:
+        monkeypatch.setattr(app.screen, "refresh_view", broken)
+        await until(pilot, lambda: app.tick_errors >= 1, what="a tick to meet the broken screen")
+        await pilot.pause()
+        assert any("display problem: RuntimeError: boom" in n.message for n in app._notifications)
+        assert app.is_running
+
+
+@pytest.mark.slow
+async def test_margin_prompt_refuses_bad_input_sends_a_good_one_and_shows_the_wrappers_refusal() -> None:
+    """One console, the margin prompt opened three times (bad values; a value the wrapper refuses; a value that
+    leaves no budget), then the health-check key: `controls.calls` is emptied between the parts."""
     controls = RecordingControls()
     app = sample_app(controls=controls)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press("h")
-        await until(pilot, lambda: controls.calls, what="a health check")
-        assert controls.calls == [("health_check", None)]
-
-
-async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # Bad values: each explained, the prompt stays open, nothing is sent.
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = current(app, SecondsPrompt)
@@ -94,12 +98,7 @@ async def test_margin_modal_refuses_bad_input_and_changes_nothing() -> None:
         assert isinstance(app.screen, MainScreen)
         assert controls.calls == []
 
-
-async def test_margin_is_sent_and_the_wrappers_refusal_is_shown() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # A good value the wrapper refuses: the refusal is shown, the prompt stays; enter again sends it again.
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = current(app, SecondsPrompt)
@@ -113,12 +112,8 @@ async def test_margin_is_sent_and_the_wrappers_refusal_is_shown() -> None:
         await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
         assert controls.calls == [("set_margin", 25.0), ("set_margin", 25.0)]
 
-
-async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # A margin that leaves no budget needs a second enter.
+        controls.calls.clear()
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         prompt = current(app, SecondsPrompt)
@@ -131,14 +126,24 @@ async def test_a_margin_that_leaves_no_budget_needs_a_second_enter() -> None:
         await pilot.press("enter")
         await until(pilot, lambda: controls.calls, what="the second enter to send")
         assert controls.calls == [("set_margin", 500.0)]
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
+
+        # The health-check key asks the wrapper.
+        controls.calls.clear()
+        await pilot.press("h")
+        await until(pilot, lambda: controls.calls, what="a health check")
+        assert controls.calls == [("health_check", None)]
 
 
 @pytest.mark.slow
-async def test_host_timeout_and_deadline_override_keys() -> None:
+async def test_operator_keys_and_the_palette_reach_the_wrapper() -> None:
+    """One live console: the host-timeout and deadline prompts, cancel from the main screen and from a running
+    call's detail, the help's operator keys, then every palette action. `controls.calls` is emptied between."""
     controls = RecordingControls()
     app = sample_app(controls=controls)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        # The host-timeout and deadline-override keys.
         await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
         app.screen.query_one(Input).value = "0"
@@ -159,16 +164,12 @@ async def test_host_timeout_and_deadline_override_keys() -> None:
         await until(pilot, lambda: isinstance(app.screen, MainScreen))
         assert controls.calls == [("set_host_timeout", 300.0), ("set_deadline", None)]
 
-
-@pytest.mark.slow
-async def test_cancel_asks_first_and_cancels_the_selected_call() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # Cancel asks first and cancels the selected call.
+        controls.calls.clear()
         inflight = app.screen.query_one("#inflight", WindowTable)
         inflight.focus()
         await pilot.pause()  # focus is applied on the next loop turn
+        assert inflight.selected_key == "23"
         await pilot.press("down")  # the second in-flight call, #24
         assert inflight.selected_key == "24"
         await pilot.press("c")
@@ -183,54 +184,11 @@ async def test_cancel_asks_first_and_cancels_the_selected_call() -> None:
         await until(pilot, lambda: controls.calls, what="the cancel")
         assert controls.calls == [("cancel", "24")]
 
-
-def screen_text_of_dialog(app: ConsoleApp) -> str:
-    return "\n".join(str(w.render()) for w in app.screen.query("Static"))
-
-
-async def test_cancel_with_nothing_in_flight_says_so() -> None:
-    controls = RecordingControls()
-    f = EventFactory()
-    app = sample_app(controls=controls, events=[f.make(Kind.WARNING, 1.0, message="quiet")], now=2.0)
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await ready(pilot)
-        await pilot.press("c")
-        await pilot.pause()
-        assert isinstance(app.screen, MainScreen)
-        assert any("nothing is in flight" in n.message for n in app._notifications)
-        assert controls.calls == []
-
-
-async def test_enter_opens_the_detail_screen_and_escape_returns() -> None:
-    app = sample_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        requests = app.screen.query_one("#requests", WindowTable)
-        requests.focus()
-        await pilot.pause()  # focus is applied on the next loop turn
-        await pilot.press("down")  # #20: the council run that hit its deadline
-        assert requests.selected_key == "20"
-        await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
-        text = screen_text(app)
-        assert "Request #20 · consult_council" in text
-        assert "deadline after 110.00s (partial result)" in text
-        assert "late response dropped 14.5s after the tombstone" in text
-        assert '"query": "Should we shard the events table?"' in text
-        assert "Partial result" in text
-        assert "expires in 25s" in text
-        await pilot.press("escape")
-        assert isinstance(app.screen, MainScreen)
-
-
-@pytest.mark.slow
-async def test_detail_of_a_running_call_offers_cancel() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        app.screen.query_one("#inflight", WindowTable).focus()
-        await pilot.pause()  # focus is applied on the next loop turn
+        # The detail of a running call offers cancel.
+        controls.calls.clear()
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+        await pilot.press("up")
+        assert inflight.selected_key == "23"
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         assert current(app, RequestDetailScreen).request_id == "23"
@@ -239,84 +197,20 @@ async def test_detail_of_a_running_call_offers_cancel() -> None:
         await pilot.press("y")
         await until(pilot, lambda: controls.calls)
         assert controls.calls == [("cancel", "23")]
-
-
-@pytest.mark.slow
-async def test_filter_narrows_the_requests_and_escape_clears_it() -> None:
-    app = sample_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        requests = app.screen.query_one("#requests", WindowTable)
-        assert len(requests._rows) == 10
-        await pilot.press("slash")
-        await pilot.press(*"tool_err")
-        await pilot.pause()
-        assert [key for key, _ in requests._rows] == ["4"]
-        assert "matching 'tool_err': 1 of 10" in (app.screen.query_one("#requests-box").border_title or "")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         await pilot.press("escape")
-        await pilot.pause()
-        assert len(requests._rows) == 10
-        assert not app.screen.query_one("#filter").display
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
 
-
-async def test_pause_freezes_the_view_while_events_keep_arriving() -> None:
-    app = sample_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await pilot.press("p")
-        session = app.session
-        assert session is not None and session.paused
-        feed = session.feed
-        assert isinstance(feed, StaticFeed)
-        f = EventFactory()
-        feed.push([f.make(Kind.WARNING, 299.0, message="arrived while paused")])
-        await pilot.pause(0.3)
-        assert "arrived while paused" not in screen_text(app)
-        assert "paused — 1 event recorded since (p resumes)" in screen_text(app)
-        assert session.model.view(300).warnings[0].message == "arrived while paused"  # recorded all the same
-        await pilot.press("p")
-        await pilot.pause(0.2)
-        assert "arrived while paused" in screen_text(app)
-
-
-@pytest.mark.slow
-async def test_help_screen_lists_operator_keys_only_in_live_mode() -> None:
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # The help lists the operator keys in live mode (a recording's: see the test without controls).
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = app.screen.query_one("#help-text", Line).plain
         assert "set the deadline margin" in text
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
-    replay = sample_app()
-    async with replay.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await pilot.press("question_mark")
-        await until(pilot, lambda: isinstance(replay.screen, HelpScreen))
-        assert "not available here" in replay.screen.query_one("#help-text", Line).plain
 
-
-async def test_without_controls_operator_actions_are_absent() -> None:
-    app = sample_app()  # a recording: nothing to act on
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        for key in ("h", "m", "t", "d", "c"):
-            await pilot.press(key)
-            await pilot.pause()
-            assert isinstance(app.screen, MainScreen), key
-        footer_keys = {b.binding.key for b in app.screen.active_bindings.values() if b.enabled and b.binding.show}
-        assert not footer_keys & {"h", "m", "c"}
-        assert {"slash", "p"} <= footer_keys
-
-
-@pytest.mark.slow
-async def test_palette_offers_every_action_and_runs_them() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
+        # The palette offers every action and runs them.
+        controls.calls.clear()
         from mcpwatch.console.commands import ConsoleCommands
 
         names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
@@ -340,15 +234,97 @@ async def test_palette_offers_every_action_and_runs_them() -> None:
         await until(pilot, lambda: app.theme == "mcpwatch-light", what="the theme to change")
 
 
-async def test_palette_without_controls_has_no_operator_commands() -> None:
+def screen_text_of_dialog(app: ConsoleApp) -> str:
+    return "\n".join(str(w.render()) for w in app.screen.query("Static"))
+
+
+async def test_cancel_with_nothing_in_flight_says_so() -> None:
+    controls = RecordingControls()
+    f = EventFactory()
+    app = sample_app(controls=controls, events=[f.make(Kind.WARNING, 1.0, message="quiet")], now=2.0)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        assert any("nothing is in flight" in n.message for n in app._notifications)
+        assert controls.calls == []
+
+
+@pytest.mark.slow
+async def test_a_recording_has_no_operator_actions_opens_details_filters_pauses_and_quits() -> None:
+    """One console without controls (a recording): the operator keys, palette commands and help entries are
+    absent; enter opens a request's detail; the filter narrows the requests; pause freezes the view; q quits."""
     app = sample_app()
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        # Without controls the operator actions are absent: keys, footer, palette, help.
+        for key in ("h", "m", "t", "d", "c"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, MainScreen), key
+        footer_keys = {b.binding.key for b in app.screen.active_bindings.values() if b.enabled and b.binding.show}
+        assert not footer_keys & {"h", "m", "c"}
+        assert {"slash", "p"} <= footer_keys
         from mcpwatch.console.commands import ConsoleCommands
 
         names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
         assert not [n for n in names if n.startswith("operator:")]
         assert "view: pause the view" in names
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert "not available here" in app.screen.query_one("#help-text", Line).plain
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen))
+
+        # Enter opens the detail screen and escape returns.
+        requests = app.screen.query_one("#requests", WindowTable)
+        requests.focus()
+        await pilot.pause()  # focus is applied on the next loop turn
+        await pilot.press("down")  # #20: the council run that hit its deadline
+        assert requests.selected_key == "20"
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
+        text = screen_text(app)
+        assert "Request #20 · consult_council" in text
+        assert "deadline after 110.00s (partial result)" in text
+        assert "late response dropped 14.5s after the tombstone" in text
+        assert '"query": "Should we shard the events table?"' in text
+        assert "Partial result" in text
+        assert "expires in 25s" in text
+        await pilot.press("escape")
+        assert isinstance(app.screen, MainScreen)
+
+        # The filter narrows the requests and escape clears it.
+        assert len(requests._rows) == 10
+        await pilot.press("slash")
+        await pilot.press(*"tool_err")
+        await pilot.pause()
+        assert [key for key, _ in requests._rows] == ["4"]
+        assert "matching 'tool_err': 1 of 10" in (app.screen.query_one("#requests-box").border_title or "")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(requests._rows) == 10
+        assert not app.screen.query_one("#filter").display
+
+        # Pause freezes the view while events keep arriving.
+        await pilot.press("p")
+        session = app.session
+        assert session is not None and session.paused
+        feed = session.feed
+        assert isinstance(feed, StaticFeed)
+        f = EventFactory()
+        feed.push([f.make(Kind.WARNING, 299.0, message="arrived while paused")])
+        await pilot.pause(0.3)
+        assert "arrived while paused" not in screen_text(app)
+        assert "paused — 1 event recorded since (p resumes)" in screen_text(app)
+        assert session.model.view(300).warnings[0].message == "arrived while paused"  # recorded all the same
+        await pilot.press("p")
+        await until(pilot, lambda: "arrived while paused" in screen_text(app), what="the view to resume")
+
+        # q quits.
+        await pilot.press("q")
+        await until(pilot, lambda: not app.is_running, what="q to quit")
 
 
 async def test_disconnected_state_keeps_the_last_state_and_says_so() -> None:
@@ -361,27 +337,3 @@ async def test_disconnected_state_keeps_the_last_state_and_says_so() -> None:
         assert "disconnected — retrying in 3s" in text
         assert "showing the last state received" in text
         assert "consult_council" in text
-
-
-async def test_q_quits() -> None:
-    app = sample_app()
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await pilot.press("q")
-        await pilot.pause()
-    assert app.return_code == 0 or app._exit_renderables == [] or not app.is_running
-
-
-async def test_a_display_error_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    app = sample_app()
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await ready(pilot)
-
-        def broken() -> None:
-            raise RuntimeError("boom")
-
-        monkeypatch.setattr(app.screen, "refresh_view", broken)
-        await pilot.pause(0.3)
-        assert app.tick_errors >= 1
-        assert any("display problem: RuntimeError: boom" in n.message for n in app._notifications)
-        assert app.is_running

@@ -473,7 +473,7 @@ field_names = st.sampled_from(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -537,7 +537,7 @@ conforming_events = st.sampled_from([k for k in Kind if k not in (Kind.SESSION_S
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.tuples(conforming_events, st.floats(0, 1e6), st.sampled_from(["1", "2"])),  # with the call's id
