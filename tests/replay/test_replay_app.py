@@ -26,7 +26,7 @@ SIZE = (160, 48)
 
 
 def _app(feed: ReplayFeed) -> ReplayApp:
-    return ReplayApp(feed, refresh_s=0.05)
+    return ReplayApp(feed, refresh_s=0.1)
 
 
 @pytest.mark.slow
@@ -135,12 +135,20 @@ async def test_goto_explains_a_bad_value_and_goes_to_a_good_one(shared_log: tupl
 
 
 @pytest.mark.slow
-async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[Path, str]) -> None:
-    """README: operator actions are absent in replay — not bound, on the main screen or a request's detail."""
+async def test_operator_actions_are_absent_the_filter_keeps_its_keys_and_a_detail_copies_and_exports(
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """README: operator actions are absent in replay — not bound, on the main screen or a request's detail. Keys
+    typed in the filter do not drive the replay. Help lists y · Y · x for a request's detail; in replay they copy
+    and export too (a recording is read, not changed). One app run, in that order."""
+    from mcpwatch.console.headless import export
     from mcpwatch.replay.app import ReplayDetailScreen
 
+    monkeypatch.setattr(export, "export_dir", lambda: tmp_path)
     feed = make_feed(shared_log[0], start=120.0)
     app = _app(feed)
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         actions = {b.binding.action for b in app.screen.active_bindings.values()}
@@ -165,24 +173,8 @@ async def test_operator_actions_and_the_live_pause_are_absent(shared_log: tuple[
         assert not feed.clock.playing
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
-        main = current(app, ReplayMainScreen)
-        assert main.last_view is not None
-        main.open_request(main.last_view.requests[0].request_id)
-        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
-        await pilot.pause(0.2)
-        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
-        assert not bound & OPERATOR_ACTIONS
-        await pilot.press("escape", "q")
-        await until(pilot, lambda: not app.is_running, what="q to quit")
 
-
-@pytest.mark.slow
-async def test_typing_in_the_filter_does_not_drive_the_replay(shared_log: tuple[Path, str]) -> None:
-    feed = make_feed(shared_log[0], start=150.0)
-    app = _app(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        before = feed.engine.ordinal
+        # Typing in the filter does not drive the replay.
         await pilot.press("slash")
         await pilot.press(*"n g", "right", "left_square_bracket")
         box = app.screen.query_one("#filter", Input)
@@ -192,8 +184,37 @@ async def test_typing_in_the_filter_does_not_drive_the_replay(shared_log: tuple[
         await pilot.press("right")  # the filter closed: the keys drive the replay again
         assert feed.engine.ordinal == before + 1
 
+        # A request's detail: no operator keys; y, Y and x copy and export.
+        main = current(app, ReplayMainScreen)
+        await until(pilot, lambda: main.last_view is not None and bool(main.last_view.requests))
+        assert main.last_view is not None
+        request_id = main.last_view.requests[0].request_id
+        main.open_request(request_id)
+        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
+        await pilot.pause(0.2)
+        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
+        assert not bound & OPERATOR_ACTIONS
+        await pilot.press("y")
+        await until(pilot, lambda: len(copied) == 1, what="y to copy the request as JSON")
+        assert copied[0].lstrip().startswith("{") and request_id in copied[0]
+        await pilot.press("Y")
+        await until(pilot, lambda: len(copied) == 2, what="Y to copy the request as Markdown")
+        assert not copied[1].lstrip().startswith("{")
+        await pilot.press("x")
+        await until(pilot, lambda: len(list(tmp_path.iterdir())) == 2, what="x to export JSON and Markdown")
+        await pilot.press("escape", "q")
+        await until(pilot, lambda: not app.is_running, what="q to quit")
 
-async def test_the_detail_screen_follows_the_replay(shared_log: tuple[Path, str]) -> None:
+
+@pytest.mark.slow
+async def test_the_detail_screen_follows_the_replay_and_redraws_a_draw_cut_short(
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A running call's detail follows the replay past its deadline. Paused, nothing changes to make the detail
+    screen draw again: a draw that failed half-way (as when a tick meets a screen still being built) must not be
+    remembered as done."""
+    from mcpwatch.console.headless import render_detail
+
     feed = make_feed(shared_log[0])
     deadline = next(m for m in feed.markers() if m.kind == "deadline")
     feed.seek(deadline.mono - 1.0)  # the call still running, a second before its budget ends
@@ -204,6 +225,26 @@ async def test_the_detail_screen_follows_the_replay(shared_log: tuple[Path, str]
         current(app, ReplayMainScreen).open_request(deadline.request_id)
         await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
         await until(pilot, lambda: "still running" in screen_text(app), what="the running call")
+        screen = app.screen
+        assert isinstance(screen, RequestDetailScreen)
+
+        # A draw cut short is done again by the next tick.
+        feed.seek(deadline.mono + 1.0)
+        real = render_detail.timeline_panel
+
+        def broken(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("cut short")
+
+        monkeypatch.setattr(render_detail, "timeline_panel", broken)
+        with pytest.raises(RuntimeError):
+            screen.refresh_view()
+        monkeypatch.setattr(render_detail, "timeline_panel", real)
+        timeline = screen.query_one("#timeline", Line)
+        await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
+
+        # Back before the deadline, then past it with a key from the detail screen.
+        feed.seek(deadline.mono - 1.0)
+        await until(pilot, lambda: "still running" in screen_text(app), what="the running call again")
         await pilot.press("shift+right")  # past the deadline, from the detail screen
         await until(pilot, lambda: "◷ deadline" in screen_text(app), what="the deadline in the detail")
         assert "tombstone" in screen_text(app)
@@ -225,39 +266,6 @@ async def test_a_far_seek_waits_for_the_index_and_then_lands(tmp_path: Path) -> 
         assert feed.shown == feed.clock.end * 0.8
         await until(pilot, lambda: "going to" not in timeline_text(app))
         indexer.stop()
-
-
-@pytest.mark.slow
-async def test_a_detail_draw_cut_short_is_done_again(
-    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Paused, nothing changes to make the detail screen draw again: a draw that failed half-way (as when a tick
-    meets a screen still being built) must not be remembered as done."""
-    from mcpwatch.console.headless import render_detail
-
-    feed = make_feed(shared_log[0])
-    deadline = next(m for m in feed.markers() if m.kind == "deadline")
-    feed.seek(deadline.mono - 1.0)
-    app = _app(feed)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        assert deadline.request_id is not None
-        current(app, ReplayMainScreen).open_request(deadline.request_id)
-        await until(pilot, lambda: "still running" in screen_text(app), what="the running call")
-        screen = app.screen
-        assert isinstance(screen, RequestDetailScreen)
-        feed.seek(deadline.mono + 1.0)
-        real = render_detail.timeline_panel
-
-        def broken(*args: object, **kwargs: object) -> object:
-            raise RuntimeError("cut short")
-
-        monkeypatch.setattr(render_detail, "timeline_panel", broken)
-        with pytest.raises(RuntimeError):
-            screen.refresh_view()
-        monkeypatch.setattr(render_detail, "timeline_panel", real)
-        timeline = screen.query_one("#timeline", Line)
-        await until(pilot, lambda: "deadline after" in timeline.plain, what="the next tick to draw the timeline")
 
 
 async def test_small_terminal_keeps_the_replay_keys_and_the_counts(shared_log: tuple[Path, str]) -> None:
@@ -301,35 +309,3 @@ async def test_toasts_keep_clear_of_the_timeline_bar(
         bar = app.screen.query_one("#timeline").region
         for toast in app.screen.query("Toast"):
             assert not toast.region.overlaps(bar), (toast.region, bar)
-
-
-async def test_copy_and_export_work_in_a_recordings_detail(
-    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """Help lists y · Y · x for a request's detail; in replay they copy and export too (a recording is read,
-    not changed), and the operator's keys stay absent."""
-    from mcpwatch.console.headless import export
-    from mcpwatch.replay.app import ReplayDetailScreen
-
-    monkeypatch.setattr(export, "export_dir", lambda: tmp_path)
-    feed = make_feed(shared_log[0], start=120.0)
-    app = _app(feed)
-    copied: list[str] = []
-    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        main = current(app, ReplayMainScreen)
-        assert main.last_view is not None
-        request_id = main.last_view.requests[0].request_id
-        main.open_request(request_id)
-        await until(pilot, lambda: isinstance(app.screen, ReplayDetailScreen))
-        await pilot.press("y")
-        await until(pilot, lambda: len(copied) == 1, what="y to copy the request as JSON")
-        assert copied[0].lstrip().startswith("{") and request_id in copied[0]
-        await pilot.press("Y")
-        await until(pilot, lambda: len(copied) == 2, what="Y to copy the request as Markdown")
-        assert not copied[1].lstrip().startswith("{")
-        await pilot.press("x")
-        await until(pilot, lambda: len(list(tmp_path.iterdir())) == 2, what="x to export JSON and Markdown")
-        bound = {b.action for bindings in app.screen._bindings.key_to_bindings.values() for b in bindings}
-        assert not bound & OPERATOR_ACTIONS

@@ -51,7 +51,7 @@ async def test_the_replay_console_says_the_session_crashed(tmp_path: Path, utc: 
     path = tmp_path / "events.db"
     sample = write_sample(path, name="crashed", end=False, pid=dead_pid())
     feed = make_feed(path, start=sample.emitted[-1].mono + 1)
-    app = ReplayApp(feed, refresh_s=0.05)
+    app = ReplayApp(feed, refresh_s=0.1)
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
         await until(pilot, lambda: "crashed" in screen_text(app), what="the crashed session's end")

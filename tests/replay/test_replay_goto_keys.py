@@ -28,7 +28,7 @@ TIME = ["1", "colon", "3", "1", "backspace", "0"]
 
 async def test_a_time_typed_faster_than_the_prompt_mounts_is_gone_to(shared_log: tuple[Path, str]) -> None:
     feed = make_feed(shared_log[0])
-    app = ReplayApp(feed, refresh_s=0.05)
+    app = ReplayApp(feed, refresh_s=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         behind = app.screen
@@ -51,7 +51,7 @@ async def test_a_time_reaches_the_prompt_while_it_mounts_slowly(
 
     monkeypatch.setattr(TypedAheadPrompt, "on_mount", slow_mount)
     feed = make_feed(shared_log[0])
-    app = ReplayApp(feed, refresh_s=0.05)
+    app = ReplayApp(feed, refresh_s=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         type_at_once(app, ["g", "1"])
@@ -71,7 +71,7 @@ async def test_escape_typed_right_after_a_go_to_never_blanks_the_replay(
     """`g25%⏎` then escape in one burst on a slowed loop: the replay goes to 25 % and its screen stays."""
     slow_frames(monkeypatch)
     feed = make_feed(shared_log[0])
-    app = ReplayApp(feed, refresh_s=0.05)
+    app = ReplayApp(feed, refresh_s=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         behind = app.screen
