@@ -167,22 +167,6 @@ async def test_in_flight_next_to_be_cut_first_with_time_left_and_its_colour_kept
 # --- 4. the budget is never disabled by accident ----------------------------------------------------------
 
 
-async def test_deadline_zero_asks_again_before_disabling_the_budget() -> None:
-    controls = RecordingControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot)
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the deadline prompt")
-        assert "Now: no override; budget 105s" in str(app.screen.query_one(".dialog-text").render())
-        await pilot.press("0", "enter")
-        await pilot.pause(0.3)
-        assert controls.calls == []  # nothing sent yet
-        assert "DISABLES the deadline budget" in str(app.screen.query_one("#problem").render())
-        await pilot.press("enter")
-        await until(pilot, lambda: controls.calls == [("set_deadline", 0.0)], what="the second enter sends it")
-
-
 @pytest.mark.slow
 async def test_disabled_budget_reads_disabled_and_an_operator_change_is_named() -> None:
     f, events = generic_session(1)
@@ -318,13 +302,6 @@ async def test_a_server_that_is_not_a_council_gets_per_tool_figures() -> None:
         assert search.split()[1] == "4"
 
 
-async def test_a_council_gets_its_panels_back() -> None:
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot)
-        assert app.screen.query_one("#council").display and not app.screen.query_one("#tools").display
-
-
 def test_tool_figures_percentiles_and_rates() -> None:
     _, events = generic_session(12)
     model = ConsoleModel()
@@ -382,35 +359,6 @@ def test_a_degraded_ok_result_is_not_a_plain_ok() -> None:
 # --- 9. copy, export, screenshots --------------------------------------------------------------------------
 
 
-async def test_detail_copies_and_exports_the_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MCPWATCH_STATE_DIR", str(tmp_path))
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot)
-        copied: list[str] = []
-        monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
-        current(app, MainScreen).open_request("20")
-        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the detail screen")
-        await pilot.press("y")
-        await until(pilot, lambda: len(copied) == 1, what="the copy")
-        record = json.loads(copied[0])
-        assert record["request_id"] == "20" and record["outcome"] == "deadline"
-        assert record["timeline"] and record["replay"].startswith("mcpwatch replay --session ")
-        assert " --at " in record["replay"]
-        await pilot.press("Y")
-        await until(pilot, lambda: len(copied) == 2, what="the Markdown copy")
-        assert copied[1].startswith("### #20 ") and "**timeline**" in copied[1]
-        await pilot.press("x")
-        await pilot.pause(0.3)
-        await pilot.press("x")  # a second export never overwrites the first
-        await pilot.pause(0.3)
-    stem = f"request-{record['session_id']}-20"
-    files = sorted(p.name for p in tmp_path.rglob("request-*"))
-    assert files == [f"{stem}-2.json", f"{stem}-2.md", f"{stem}.json", f"{stem}.md"]
-    assert json.loads(next(tmp_path.rglob(f"{stem}.json")).read_text())["request_id"] == "20"
-    assert (next(tmp_path.rglob(f"{stem}.md")).stat().st_mode & 0o077) == 0  # private
-
-
 async def test_screenshot_without_a_downloads_folder_saves_elsewhere_and_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -430,25 +378,70 @@ async def test_screenshot_without_a_downloads_folder_saves_elsewhere_and_says_wh
 # --- 10. small things ---------------------------------------------------------------------------------------
 
 
-async def test_pause_reads_resume_and_does_not_shift_the_layout() -> None:
-    app = sample_app(controls=RecordingControls())
+@pytest.mark.slow
+async def test_a_live_council_console_from_its_panels_to_quitting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One live console over the council sample, in order: the council's panels are back; pause reads Resume and
+    does not shift the layout; deadline 0 asks again before disabling the budget; a request's detail copies and
+    exports (a second export never overwrites the first); q asks before leaving."""
+    monkeypatch.setenv("MCPWATCH_STATE_DIR", str(tmp_path))
+    controls = RecordingControls()
+    app = sample_app(controls=controls)
+    copied: list[str] = []
+    monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
     async with app.run_test(size=WIDE) as pilot:
         await ready(pilot)
+        # A council gets its panels back.
+        assert app.screen.query_one("#council").display and not app.screen.query_one("#tools").display
+
+        # Pause reads Resume and does not shift the layout.
         body = app.screen.query_one("#body").region
         await pilot.press("p")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "Resume" in footer_descriptions(app.screen.query_one(Footer)), what="Resume")
         labels = footer_descriptions(app.screen.query_one(Footer))
         assert "Resume" in labels and "Pause" not in labels
         assert app.screen.query_one("#body").region == body
         await pilot.press("p")
+        await until(pilot, lambda: "Pause" in footer_descriptions(app.screen.query_one(Footer)), what="Pause")
+
+        # Deadline 0 asks again before disabling the budget.
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the deadline prompt")
+        assert "Now: no override; budget 105s" in str(app.screen.query_one(".dialog-text").render())
+        await pilot.press("0", "enter")
         await pilot.pause(0.3)
-        assert "Pause" in footer_descriptions(app.screen.query_one(Footer))
+        assert controls.calls == []  # nothing sent yet
+        assert "DISABLES the deadline budget" in str(app.screen.query_one("#problem").render())
+        await pilot.press("enter")
+        await until(pilot, lambda: controls.calls == [("set_deadline", 0.0)], what="the second enter sends it")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
 
+        # The detail copies and exports the request.
+        current(app, MainScreen).open_request("20")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen), what="the detail screen")
+        await pilot.press("y")
+        await until(pilot, lambda: len(copied) == 1, what="the copy")
+        record = json.loads(copied[0])
+        assert record["request_id"] == "20" and record["outcome"] == "deadline"
+        assert record["timeline"] and record["replay"].startswith("mcpwatch replay --session ")
+        assert " --at " in record["replay"]
+        await pilot.press("Y")
+        await until(pilot, lambda: len(copied) == 2, what="the Markdown copy")
+        assert copied[1].startswith("### #20 ") and "**timeline**" in copied[1]
+        await pilot.press("x")
+        await until(pilot, lambda: len(list(tmp_path.rglob("request-*"))) == 2, what="the export")
+        await pilot.press("x")  # a second export never overwrites the first
+        await until(pilot, lambda: len(list(tmp_path.rglob("request-*"))) == 4, what="the second export")
+        stem = f"request-{record['session_id']}-20"
+        files = sorted(p.name for p in tmp_path.rglob("request-*"))
+        assert files == [f"{stem}-2.json", f"{stem}-2.md", f"{stem}.json", f"{stem}.md"]
+        assert json.loads(next(tmp_path.rglob(f"{stem}.json")).read_text())["request_id"] == "20"
+        assert (next(tmp_path.rglob(f"{stem}.md")).stat().st_mode & 0o077) == 0  # private
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="back from the detail")
 
-async def test_q_asks_before_leaving_a_live_console() -> None:
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=WIDE) as pilot:
-        await ready(pilot)
+        # q asks before leaving a live console.
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, Confirm), what="the quit question")
         await pilot.press("n")
@@ -457,7 +450,7 @@ async def test_q_asks_before_leaving_a_live_console() -> None:
         await pilot.press("q")
         await until(pilot, lambda: isinstance(app.screen, Confirm), what="the quit question")
         await pilot.press("y")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: not app.is_running, what="y to quit")
     assert not app.is_running
 
 

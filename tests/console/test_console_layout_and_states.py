@@ -39,8 +39,12 @@ def _footer_keys(app: ConsoleApp) -> list[str]:
 
 
 @pytest.mark.slow
-async def test_small_terminal_keeps_every_number() -> None:
-    """80×24: the panels stack (the body scrolls) instead of cutting the counters, tiers and in-flight columns."""
+async def test_small_terminal_keeps_every_number_the_keys_that_matter_and_the_detail_timeline() -> None:
+    """80×24, one app run: the panels stack (the body scrolls) instead of cutting the counters, tiers and in-flight
+    columns; the keys that matter at 3 a.m. stay in the footer: quit, help (then "Keys": the others are there),
+    open, filter, events, margin, deadline, cancel; a request's detail shows its timeline right after the request."""
+    from mcpwatch.console.screens.modals import SecondsPrompt
+
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=SMALL) as pilot:
         await ready(pilot)
@@ -62,25 +66,27 @@ async def test_small_terminal_keeps_every_number() -> None:
         body = screen.query_one("#body")
         assert body.virtual_size.height > body.size.height  # the rest is a scroll away
 
-
-@pytest.mark.slow
-async def test_small_terminal_footer_keeps_quit_help_and_the_operator_keys() -> None:
-    """At 80×24 the keys that matter at 3 a.m. stay in the footer: quit, help (then "Keys": the others are there),
-    open, filter, events, margin, deadline, cancel."""
-    from mcpwatch.console.screens.modals import SecondsPrompt
-
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot)
+        # The footer keeps quit, help and the operator keys; the least important give way but still work.
         keys = _footer_keys(app)
         assert {"q", "question_mark", "enter", "slash", "e", "m", "d", "c"} <= set(keys)
         assert "t" not in keys and "p" not in keys  # the least important give way
         await pilot.press("t")  # ...but still work
         await until(pilot, lambda: isinstance(app.screen, SecondsPrompt), what="the host timeout prompt")
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, MainScreen), what="the prompt to close")
+
+        # The detail screen shows the timeline right after the request.
+        current(app, MainScreen).open_request("20")
+        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
+        await pilot.pause(0.2)
+        timeline = app.screen.query_one("#timeline", Panel)
+        assert timeline.region.y < SMALL[1] - 4  # on screen, not under the arguments and result
+        assert app.screen.query_one("#detail-council-below", Panel).display
+        assert "Timeline" in (timeline.border_title or "")
 
 
 @pytest.mark.slow
-async def test_wide_footer_shows_host_timeout_and_deadline() -> None:
+async def test_wide_footer_shows_host_timeout_and_deadline_and_the_sparkline_follows_the_filter() -> None:
     app = sample_app(controls=RecordingControls())
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
@@ -90,19 +96,12 @@ async def test_wide_footer_shows_host_timeout_and_deadline() -> None:
         await pilot.pause(0.1)
         assert "Timeout" in str(footer_descriptions(footer))
 
-
-@pytest.mark.slow
-async def test_small_detail_screen_shows_the_timeline_right_after_the_request() -> None:
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=SMALL) as pilot:
-        await ready(pilot)
-        current(app, MainScreen).open_request("20")
-        await until(pilot, lambda: isinstance(app.screen, RequestDetailScreen))
-        await pilot.pause(0.2)
-        timeline = app.screen.query_one("#timeline", Panel)
-        assert timeline.region.y < SMALL[1] - 4  # on screen, not under the arguments and result
-        assert app.screen.query_one("#detail-council-below", Panel).display
-        assert "Timeline" in (timeline.border_title or "")
+        # The sparkline follows the filter.
+        assert "last 9 calls" in app.screen.query_one("#latency", Line).plain
+        await pilot.press("slash", *"tasks.update", "enter")
+        await pilot.pause(0.3)
+        latency = app.screen.query_one("#latency", Line).plain
+        assert "last 2 matching calls" in latency and "max 2.8s" in latency
 
 
 @pytest.mark.slow
@@ -174,18 +173,6 @@ async def test_an_ended_session_marks_its_calls_unfinished() -> None:
         assert "ended: received SIGTERM" in text and "upstream ● closed" in text and "● ready" not in text
         assert "unfinished: the session ended" in text
         assert "⊘ ended" in text and "10s/50s" in text
-
-
-@pytest.mark.slow
-async def test_the_sparkline_follows_the_filter() -> None:
-    app = sample_app(controls=RecordingControls())
-    async with app.run_test(size=(160, 50)) as pilot:
-        await ready(pilot)
-        assert "last 9 calls" in app.screen.query_one("#latency", Line).plain
-        await pilot.press("slash", *"tasks.update", "enter")
-        await pilot.pause(0.3)
-        latency = app.screen.query_one("#latency", Line).plain
-        assert "last 2 matching calls" in latency and "max 2.8s" in latency
 
 
 @pytest.mark.slow
