@@ -144,8 +144,11 @@ class MainScreen(WatchScreen):
             tool_width = fit_tool_width([r.tool or r.method for r in view.in_flight], inflight.size.width, note=True)
             resized = inflight.set_width("tool", tool_width)  # a new width is applied now, never throttled away
             width = inflight.free_width
-            rows = [(r.request_id, in_flight.in_flight_row(r, p, width, tool_width)) for r in view.in_flight]
-            inflight.show(rows, force=resized)
+            inflight.show_built(
+                (view.in_flight, self.app.theme, width, tool_width),
+                lambda: [(r.request_id, in_flight.in_flight_row(r, p, width, tool_width)) for r in view.in_flight],
+                force=resized,
+            )
             parts.title(self, "#inflight-box", in_flight.title(view.in_flight, view.deadline))
             parts.hint(self, "#inflight-empty", not view.in_flight, "no calls in flight")
             self._render_requests(view, ctx.origin)

@@ -54,7 +54,11 @@ class RequestsView:
         if table.set_width("tool", tool_width):
             now = True
         width = table.free_width
-        table.show([(r.request_id, requests.request_row(r, origin, p, width, tool_width)) for r in shown], force=now)
+        table.show_built(
+            (tuple(shown), origin, screen.app.theme, width, tool_width),
+            lambda: [(r.request_id, requests.request_row(r, origin, p, width, tool_width)) for r in shown],
+            force=now,
+        )
         listing = requests.Listing(
             total=len(view.requests),
             matched=len(rows),

@@ -10,7 +10,7 @@ Keys as k9s and lazygit users expect: j/k move, g/home goes to the first row and
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -73,6 +73,8 @@ class WindowTable(DataTable[Text]):
         self._right = frozenset(right_aligned)  # columns whose header sits right, over right-aligned numbers
         self._rows: list[tuple[str, tuple[Text, ...]]] = []
         self._rebuilt_at = -1e9
+        self._built: list[tuple[str, tuple[Text, ...]]] = []  # see `show_built`
+        self._built_from: object = None
         self._key_at = -1e9
         self.can_follow = can_follow
         self.following = can_follow  # the cursor stays on the first row (the newest) as rows come in
@@ -160,6 +162,16 @@ class WindowTable(DataTable[Text]):
         if not self._rows or not (0 <= self.cursor_row < len(self._rows)):
             return None
         return self._rows[self.cursor_row][0]
+
+    def show_built(
+        self, source: object, build: Callable[[], list[tuple[str, tuple[Text, ...]]]], *, force: bool = False
+    ) -> None:
+        """`show(build())`, but the rows are built only when `source` (everything they are built from) changed:
+        a tick with nothing new (a paused replay, an idle wrapper) hands `show` the same list, which it recognises
+        at once, instead of drawing every row again to find them equal."""
+        if source != self._built_from:
+            self._built, self._built_from = build(), source
+        self.show(self._built, force=force)
 
     def show(self, rows: list[tuple[str, tuple[Text, ...]]], *, force: bool = False) -> None:
         """Replace the rows (keyed), keeping the selection on the same key, at the same place on screen."""
