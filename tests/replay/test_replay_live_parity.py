@@ -97,7 +97,7 @@ async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Pa
     captures: list[Capture] = []
     async with wrapped_client([sys.executable, RAW_SERVER], env=env, wrap_args=wrap_args) as host:
         (entry,) = find_wrapper("parity")
-        app = ConsoleApp(target=Target(selector="parity"), refresh_s=0.1)
+        app = ConsoleApp(target=Target(selector="parity"), refresh_s=0.05)
         async with app.run_test(size=(160, 48)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.last_view is not None)
             assert (await host.call_tool("echo", {"x": 1})).is_error is False
@@ -164,7 +164,7 @@ async def test_replay_at_t_equals_what_the_live_console_showed_at_t(tmp_path: Pa
     assert tombstoned.tombstone is not None and tombstoned.tombstone.hits == 2
 
     # The replay app: go to each T with the dialog; the screen draws the same view.
-    app = ReplayApp(feed, refresh_s=0.1)
+    app = ReplayApp(feed, refresh_s=0.05)
     async with app.run_test(size=(160, 48)) as pilot:
         await ready(pilot)
         for capture in captures:
@@ -202,7 +202,7 @@ async def test_a_council_session_replays_as_it_was_watched(tmp_path: Path) -> No
     captures: list[Capture] = []
     async with wrapped_client(council, env=env, wrap_args=["--name", "council-parity"]) as host:
         (entry,) = find_wrapper("council-parity")
-        app = ConsoleApp(target=Target(selector="council-parity"), refresh_s=0.1)
+        app = ConsoleApp(target=Target(selector="council-parity"), refresh_s=0.05)
         async with app.run_test(size=(160, 48)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.last_view is not None)
             assert (await host.call_tool("council_health_check", {})).is_error is False

@@ -28,6 +28,8 @@ class KeyFooter(Footer):
 
     async def _rebuild(self) -> None:
         self._rebuild_pending = False  # a change from here on needs a rebuild of its own
+        if not self.is_attached or self._pruning:
+            return  # its screen was switched away or closed before the rebuild ran (as `recompose` does)
         keys = self._keys()
         if keys == self._shown:
             return
