@@ -25,6 +25,7 @@ from waiting import wait_for_port, wait_until
 FIXTURES = REPO / "tests" / "fixtures"
 RAW_SERVER = str(FIXTURES / "raw_server.py")
 SDK_SERVER = str(FIXTURES / "sdk_server.py")
+TASK_SERVER = [sys.executable, str(FIXTURES / "task_server.py")]  # the no-op server's noop and slow, without the SDK
 
 
 def wrap_params(upstream: list[str], *, env: dict[str, str] | None = None, wrap_args: list[str] | None = None):
@@ -138,14 +139,13 @@ def sdk_server_behind_http_front() -> Iterator[tuple[str, str, subprocess.Popen[
 
 
 class StdioTaskHost:
-    """A host with tasks speaking JSON-RPC lines to `mcpwatch wrap --config CONFIG [extra…]` over the no-op server:
+    """A host with tasks speaking JSON-RPC lines to `mcpwatch wrap --config CONFIG [extra…]` over the task server
+    (`tests/fixtures/task_server.py`, the no-op server's tools):
     2025-11-25 with `initialize` (clientInfo `name`), or the 2026 era (`modern`: no initialize, each request names
     its host and declares the tasks extension itself)."""
 
     def __init__(self, config: Path, *extra: str, name: str = "task-host", modern: bool = False) -> None:
-        command = mcpwatch_cmd(
-            "wrap", "--config", str(config), *extra, "--", sys.executable, "-m", "mcpwatch.bench.noop_server"
-        )
+        command = mcpwatch_cmd("wrap", "--config", str(config), *extra, "--", *TASK_SERVER)
         self.proc = subprocess.Popen(
             command, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )

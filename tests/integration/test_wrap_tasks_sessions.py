@@ -1,6 +1,7 @@
 """An offered task over the HTTP front belongs to the host session that made it, never to a client name: a second
 session with the same name, or a sessionless request naming it, never reaches it; the host resumes it by id from
-a new session once its old one has ended; a wrapper of another server sharing the log never answers it."""
+a new session once its old one has ended; a wrapper of another server sharing the log, or one holding another
+token, never answers it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from front_tools import ACCEPT, Front, listening_wrapper, rpc
 
 from mcpwatch.store import EventReader
 
+from wraptools import TASK_SERVER
+
 pytestmark = pytest.mark.anyio
-NOOP = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 TASKS: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests": {}}}
 
 
@@ -73,7 +75,7 @@ async def test_two_hosts_with_the_same_client_name_never_reach_each_others_tasks
         own; a sessionless request naming the host reaches none; the host resumes a finished task by id once its session
     has ended (a running task's call ends with its session: each session has its own upstream)."""
     config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
-    wrapper = listening_wrapper(tmp_path, config=config, upstream=NOOP)
+    wrapper = listening_wrapper(tmp_path, config=config, upstream=TASK_SERVER)
     async with wrapper as front, httpx2.AsyncClient(timeout=30) as http:
         first = await TaskHost(http, front, "Visual Studio Code").open()
         call = {"name": "slow", "arguments": {"seconds": 60}, "task": {"ttl": 600000}}
@@ -110,30 +112,13 @@ async def test_two_hosts_with_the_same_client_name_never_reach_each_others_tasks
     assert [e["outcome"] for e in ends] == ["cancelled", "ok"]  # the first cancelled upstream, not left running
 
 
-async def test_a_wrapper_of_another_server_on_the_same_log_never_answers_a_kept_task(tmp_path: Path) -> None:
-    """A finished task's result, kept in the log, is served by a wrapper of the same server started again, and
-    not by one of another server that shares the log (the id alone used to be enough)."""
+async def test_a_kept_task_is_answered_only_by_a_wrapper_of_its_server_holding_its_token(tmp_path: Path) -> None:
+    """A finished task's result, kept in the log, is served by a wrapper of the same server started again with the
+    same `--token-file`, and never by one of another server sharing the log (the id alone used to be enough) nor
+    by one started with another token (tasks belong to the token's holders too)."""
     config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
     call = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 600000}}
-    async with listening_wrapper(tmp_path, config=config, upstream=NOOP) as front, httpx2.AsyncClient() as http:
-        host = await TaskHost(http, front, "vsc").open()
-        task_id = (await host.call("tools/call", call))["result"]["task"]["taskId"]
-        assert (await host.call("tasks/result", {"taskId": task_id}))["result"]["content"][0]["text"] == "done"
-    another = [sys.executable, "-u", "-m", "mcpwatch.bench.noop_server"]  # another command: another server
-    async with listening_wrapper(tmp_path, config=config, upstream=another) as front, httpx2.AsyncClient() as http:
-        host = await TaskHost(http, front, "vsc").open()
-        assert (await host.call("tasks/result", {"taskId": task_id}))["error"]["message"] == unknown(task_id)
-    async with listening_wrapper(tmp_path, config=config, upstream=NOOP) as front, httpx2.AsyncClient() as http:
-        host = await TaskHost(http, front, "vsc").open()  # the same server's wrapper, started again
-        kept = await host.call("tasks/result", {"taskId": task_id})
-        assert kept["result"]["content"][0]["text"] == "done"
-
-
-async def test_with_a_token_file_a_kept_task_is_the_tokens(tmp_path: Path) -> None:
-    """With `--token-file`, tasks belong to the token's holders too: a wrapper started again with another token
-    never answers a task kept under the first, and with the first token again it does."""
-    config = '[tasks]\noffer = ["slow"]\npoll_ms = 100\n'
-    call = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {"ttl": 600000}}
+    another = [sys.executable, "-u", *TASK_SERVER[1:]]  # another command: another server
 
     def token(text: str) -> list[str]:
         path = tmp_path / f"token-{text}"
@@ -141,31 +126,42 @@ async def test_with_a_token_file_a_kept_task_is_the_tokens(tmp_path: Path) -> No
         path.chmod(0o600)
         return ["--token-file", str(path)]
 
-    async def served(text: str) -> Any:
-        wrapper = listening_wrapper(tmp_path, *token(text), config=config, upstream=NOOP)
+    async def served(text: str, upstream: list[str]) -> Any:
+        wrapper = listening_wrapper(tmp_path, *token(text), config=config, upstream=upstream)
         front = await wrapper.__aenter__()
         front.headers = {"Authorization": f"Bearer {text}-token-of-enough-length"}
         return wrapper, front
 
-    wrapper, front = await served("first")
-    async with httpx2.AsyncClient(timeout=30) as http:
-        host = await TaskHost(http, front, "vsc").open()
-        task_id = (await host.call("tools/call", call))["result"]["task"]["taskId"]
-        assert (await host.call("tasks/result", {"taskId": task_id}))["result"]["content"][0]["text"] == "done"
-    await wrapper.__aexit__(None, None, None)
-    for text, kept in (("other", False), ("first", True)):
-        wrapper, front = await served(text)
+    wrapper, front = await served("first", TASK_SERVER)
+    try:
+        async with httpx2.AsyncClient(timeout=30) as http:
+            host = await TaskHost(http, front, "vsc").open()
+            task_id = (await host.call("tools/call", call))["result"]["task"]["taskId"]
+            assert (await host.call("tasks/result", {"taskId": task_id}))["result"]["content"][0]["text"] == "done"
+    finally:
+        await wrapper.__aexit__(None, None, None)
+    for text, upstream, kept in (
+        ("first", another, False),
+        ("other", TASK_SERVER, False),
+        ("first", TASK_SERVER, True),
+    ):
+        wrapper, front = await served(text, upstream)
         try:
             async with httpx2.AsyncClient(timeout=30) as http:
                 host = await TaskHost(http, front, "vsc").open()
                 answer = await host.call("tasks/result", {"taskId": task_id})
-                assert ("result" in answer) is kept, answer
+                if kept:
+                    assert answer["result"]["content"][0]["text"] == "done", answer
+                else:
+                    assert answer["error"]["message"] == unknown(task_id), (text, upstream, answer)
         finally:
             await wrapper.__aexit__(None, None, None)
 
 
 async def test_a_tool_cut_on_one_http_session_is_offered_to_the_next_session(tmp_path: Path) -> None:
-    wrapper = listening_wrapper(tmp_path, "--deadline", "1", config="[tasks]\noffer_slow = true\n", upstream=NOOP)
+    wrapper = listening_wrapper(
+        tmp_path, "--deadline", "1", config="[tasks]\noffer_slow = true\n", upstream=TASK_SERVER
+    )
     async with wrapper as front, httpx2.AsyncClient(timeout=30) as http:
         first = await TaskHost(http, front, "vsc").open()
         cut = await first.call("tools/call", {"name": "slow", "arguments": {"seconds": 3}})
