@@ -4,6 +4,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import run_cli
 
 from mcpwatch import __version__
 from mcpwatch.bench import otel as otel_bench
@@ -21,19 +22,20 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_version_prints_the_package_version():
+    """A process of its own: `python -m mcpwatch` is the entry point a host starts."""
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"mcpwatch {__version__}"
 
 
 def test_help_lists_available_commands():
-    result = run("--help")
+    result = run_cli("--help")
     assert result.returncode == 0
     assert "bench" in result.stdout
 
 
 def test_unknown_subcommand_is_one_line_and_exit_2():
-    result = run("frobnicate")
+    result = run_cli("frobnicate")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clirun import run_cli
 
 from mcpwatch.config import CHECKS, load_settings, settings_from_mapping
 from mcpwatch.errors import UserError
@@ -29,7 +30,13 @@ FILES = {
 }
 
 
+def run_in_process(config: Path, command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command run in this process (`tests/clirun.py`): a traceback would fail the test outright."""
+    return run_cli(command, "--config", str(config), *args)
+
+
 def run_with(config: Path, command: str, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """The command as a process of its own: a file that blocks its reader must not block the test."""
     return subprocess.run(
         mcpwatch_cmd(command, "--config", str(config), *args), cwd=REPO, capture_output=True, text=True, timeout=timeout
     )
@@ -47,7 +54,7 @@ def test_a_file_that_cannot_be_used_is_one_line(tmp_path: Path, name: str) -> No
     config = tmp_path / "mcpwatch.toml"
     config.write_bytes(FILES[name])
     for command in (("wrap", "--", "true"), ("hosts",)):
-        assert_one_line(run_with(config, *command), config)
+        assert_one_line(run_in_process(config, *command), config)
 
 
 def test_a_directory_or_a_fifo_is_one_line_and_never_read(tmp_path: Path) -> None:

@@ -6,13 +6,12 @@ import json
 import subprocess
 import sys
 
-import pytest
-
-from checkout import REPO, mcpwatch_cmd
+from clirun import run_cli
 
 
-def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(mcpwatch_cmd(*args), capture_output=True, text=True, cwd=cwd, timeout=60)
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command in this process (`tests/clirun.py`): what it prints and its exit code are the point here."""
+    return run_cli(*args)
 
 
 def test_hosts_table_lists_every_profile_with_its_clocks_and_sources():
@@ -55,7 +54,6 @@ def test_a_bad_hosts_table_is_one_clear_line(tmp_path):
     assert done.stderr.strip() == (f"mcpwatch: {config}: hosts.codex-mcp-client.wall_s must not be negative, got -5")
 
 
-@pytest.mark.slow
 def test_wrap_budget_flags_refuse_bad_values_before_starting_anything():
     for flag, value, words in (
         ("--margin", "nan", "--margin must be finite"),
