@@ -1,4 +1,4 @@
-"""Randomised (seeded): 10,000 calls, many at once, with upstream delays spread around a sub-second deadline and
+"""Randomised (seeded): 2,000 calls, many at once, with upstream delays spread around a sub-second deadline and
 random host cancellations, through a real wrapper over pipes.
 
 Every request gets exactly one response, except one the host cancelled before the wrapper answered it, which gets
@@ -33,7 +33,7 @@ from wraptools import Operator
 pytestmark = pytest.mark.anyio
 
 SEED = 20260509
-CALLS = 10_000
+CALLS = 2_000  # hundreds past the budget, near it and cancelled: each way of answering late, many times over
 BUDGET_S = 0.5
 IN_FLIGHT = 400
 CANCEL_SHARE = 0.1
@@ -84,7 +84,7 @@ def outcome_of(message: dict[str, Any]) -> str:
 
 
 @pytest.mark.slow
-async def test_ten_thousand_calls_with_deadlines_and_cancellations(tmp_path: Path, isolated_state: Path) -> None:
+async def test_two_thousand_calls_with_deadlines_and_cancellations(tmp_path: Path, isolated_state: Path) -> None:
     calls = plan(random.Random(SEED))
     log = tmp_path / "events.db"
     cancel_log = tmp_path / "cancels.jsonl"
