@@ -4,7 +4,7 @@ the newest results answered from memory, the oldest with one clear error (none o
 `[late_results] keep_bytes`). A real wrapper over the raw server, whose `echo` answers with what it was sent.
 
 250 tasks tell the two apart: with every result held (`results_memory_mb = 4000`) the wrapper holds about 300 MB,
-with the default 32 MB far less. The core's bound itself, with 1,500 tasks, is tests/unit/test_tasks_offer_bounds.py's.
+with the default 32 MB far less. The core's bound itself is tests/unit/test_tasks_offer_bounds.py's.
 `MCPWATCH_TEST_TASKS` sets another count."""
 
 from __future__ import annotations
