@@ -147,8 +147,9 @@ async def open_raw(http: httpx2.AsyncClient, url: str, capabilities: dict[str, A
 
 @pytest.mark.slow
 async def test_only_the_host_that_was_asked_can_answer_a_server_request(tmp_path):
-    """Host b answers (with the right id) the roots request the server sent host a: ignored; a's own answer counts."""
-    roots_server = Path(__file__).parent.parent / "fixtures" / "roots_server.py"
+    """Host b answers (with the right id) the roots request the server sent host a: ignored; a's own answer counts.
+    The server is `roots_server.py`'s tool hand-written: the front starts one for each host session."""
+    roots_server = Path(__file__).parent.parent / "fixtures" / "raw_roots_server.py"
     port = free_port()
     wrap = ["--log", str(tmp_path / "events.db"), "--listen", f"http://127.0.0.1:{port}/mcp"]
     argv = mcpwatch_cmd("wrap", *wrap, "--", sys.executable, str(roots_server))
