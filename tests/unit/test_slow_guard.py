@@ -24,11 +24,11 @@ def burn(seconds):
         pass
 
 def test_burns_unmarked():
-    burn(0.4)
+    burn(0.15)
 
 @pytest.mark.slow
 def test_burns_marked():
-    burn(0.4)
+    burn(0.15)
 
 def test_waits_unmarked():
     time.sleep(0.4)
