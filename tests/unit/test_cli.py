@@ -13,6 +13,7 @@ from mcpwatch.bench.sessions import QUICK_CAP
 from mcpwatch.cli import main
 
 from checkout import REPO, mcpwatch_cmd
+from wraptools import TASK_SERVER
 
 FEW_CALLS = (10, 2)
 
@@ -129,7 +130,12 @@ def test_bench_hosts_quick_measures_each_stage_of_hosts(capsys: pytest.CaptureFi
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_otel_quick_compares_exporting_with_not_exporting(capsys: pytest.CaptureFixture[str], few_calls: int):
+def test_bench_otel_quick_compares_exporting_with_not_exporting(
+    capsys: pytest.CaptureFixture[str], few_calls: int, monkeypatch: pytest.MonkeyPatch
+):
+    """Its three upstreams are the hand-written no-op server (tests/fixtures/task_server.py): the SDK's costs 0.9 s
+    of CPU a start, and the smoke run checks the figures' shape, whatever the server."""
+    monkeypatch.setattr(otel_bench, "SERVER", TASK_SERVER)
     stdio = bench_quick("otel", capsys)["stdio"]
     assert stdio["wrapped_otel"]["calls"] == stdio["wrapped"]["calls"] == few_calls
     assert stdio["otel_cost_ratio"] > 0 and stdio["wrapped_otel"]["cpu_us_per_call"] > 0
