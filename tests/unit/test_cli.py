@@ -90,7 +90,20 @@ def test_bench_core_quick_prints_every_figure_against_its_target(capsys: pytest.
 
 @pytest.mark.slow
 @pytest.mark.bench
-def test_bench_wrap_quick_compares_every_path_with_the_direct_one(capsys: pytest.CaptureFixture[str], few_calls: int):
+def test_bench_wrap_quick_compares_every_path_with_the_direct_one(
+    capsys: pytest.CaptureFixture[str], few_calls: int, monkeypatch: pytest.MonkeyPatch
+):
+    """The stdio paths' four upstreams are the hand-written no-op server (tests/fixtures/task_server.py), as in the
+    OTel smoke run below; the HTTP paths keep the SDK's, the one that serves Streamable HTTP."""
+    sdk_server, http_run = wrap_bench.SERVER, wrap_bench._http_run
+
+    def http_over_the_sdks_server(*args: Any) -> dict[str, Any]:
+        with monkeypatch.context() as patch:
+            patch.setattr(wrap_bench, "SERVER", sdk_server)
+            return http_run(*args)
+
+    monkeypatch.setattr(wrap_bench, "SERVER", TASK_SERVER)
+    monkeypatch.setattr(wrap_bench, "_http_run", http_over_the_sdks_server)
     report = bench_quick("wrap", capsys)
     stdio = report["stdio"]
     for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
