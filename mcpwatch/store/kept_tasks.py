@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpwatch.store.db import LogError, connect_private_reader
+from mcpwatch.store.schema import REQUEST_INDEX_KINDS
 
 REFS_MAX = 50_000  # kept tasks indexed at most (the newest): ~100 bytes each in memory
 
@@ -25,8 +26,8 @@ _REFS = (
     " AND json_extract(data, '$.kept.upstream') = ? ORDER BY id DESC LIMIT ?"
 )
 _ONE = (
-    "SELECT data FROM events INDEXED BY events_by_request WHERE session_id = ? AND request_id = ?"
-    " AND kind = 'task_status' ORDER BY seq DESC LIMIT 8"
+    f"SELECT data FROM events INDEXED BY events_by_request WHERE {REQUEST_INDEX_KINDS} AND session_id = ?"
+    " AND request_id = ? AND kind = 'task_status' ORDER BY seq DESC LIMIT 8"
 )
 
 

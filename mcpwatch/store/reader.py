@@ -25,6 +25,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
+from mcpwatch.store.schema import REQUEST_INDEX_KINDS
 from mcpwatch.store.unfold import COLUMNS, Row, in_range, number, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
@@ -42,6 +43,8 @@ WHERE session_id = ? AND seq <= ?
        OR (kind = '{Kind.REQUEST_END}' AND json_extract({_DATA}, '$.outcome') IN ({{outcomes}})))
 ORDER BY seq
 """
+
+_BY_REQUEST = frozenset({Kind.PROGRESS.value, Kind.TASK_STATUS.value})  # the kinds `events_by_request` holds
 
 EVENTS_PAGE = 2000
 _MAX_ROWID = 2**63 - 1
@@ -401,8 +404,10 @@ class EventReader:
         """The events of one kind for these requests, in seq order per request (the `events_by_request` index): how
         `report` reads the progress of the few calls it estimates, not of the whole session."""
         starts = kind == Kind.REQUEST_START.value
+        # the index holds only the kinds read by request (schema 7): its condition, said here, lets the query use it
+        indexed = f"INDEXED BY events_by_request WHERE {REQUEST_INDEX_KINDS} AND" if kind in _BY_REQUEST else "WHERE"
         sql = (
-            f"SELECT {COLUMNS} FROM events WHERE session_id = ? AND request_id = ?"
+            f"SELECT {COLUMNS} FROM events {indexed} session_id = ? AND request_id = ?"
             " AND (kind = ? OR (? AND kind = 'request_end' AND start_seq IS NOT NULL)) ORDER BY seq"
         )
         for request_id in request_ids:

@@ -84,31 +84,48 @@ def _cut_at_deadline(data: Any) -> bool:
 
 
 def batch_counts(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data, start_seq)."""
+    """The UPSERT parameters for a batch of `events` rows (session_id, seq, ts, mono, kind, …, data, start_seq).
+    A batch is mostly one session's rows in a run: the sums of a run are kept in locals (the writer's cost per row
+    is this loop's), added to the session's totals when the run ends."""
     sums: dict[Any, list[Any]] = {}
-    last: Any = None
-    counts: list[Any] = []
-    for row in rows:
-        session_id, ts, kind = row[0], row[2], row[4]
-        if session_id != last or last is None:  # a batch is mostly one session's: no lookup a row
-            found = sums.get(session_id)
-            if found is None:
-                found = sums[session_id] = [0, 0, 0, 0, None]
-            counts, last = found, session_id
-        counts[0] += 1
+    session: Any = None
+    events = requests = timeouts = late_drops = 0
+    last_ts: Any = None
+    for session_id, _, ts, _, kind, _, _, _, data, start_seq in rows:
+        if session_id != session or session is None:
+            if session is not None:
+                _add_run(sums, session, events, requests, timeouts, late_drops, last_ts)
+            session, events, requests, timeouts, late_drops, last_ts = session_id, 0, 0, 0, 0, None
+        events += 1
         if kind == "request_start":
-            counts[1] += 1
-        elif row[9].__class__ is int:  # a folded call (its start's seq): its request_end's row, standing for two
-            counts[0] += 1
-            counts[1] += 1
-            counts[2] += "deadline" in row[8] and _cut_at_deadline(row[8])
+            requests += 1
+        elif start_seq.__class__ is int:  # a folded call (its start's seq): its request_end's row, standing for two
+            events += 1
+            requests += 1
+            if "deadline" in data and _cut_at_deadline(data):
+                timeouts += 1
         elif kind == "request_end":
-            counts[2] += "deadline" in row[8] and _cut_at_deadline(row[8])
+            if "deadline" in data and _cut_at_deadline(data):
+                timeouts += 1
         elif kind == "tombstone_hit":
-            counts[3] += 1
-        if (ts.__class__ is float or isinstance(ts, int | float)) and (counts[4] is None or ts > counts[4]):
-            counts[4] = ts
+            late_drops += 1
+        if (ts.__class__ is float or isinstance(ts, int | float)) and (last_ts is None or ts > last_ts):
+            last_ts = ts
+    if session is not None:
+        _add_run(sums, session, events, requests, timeouts, late_drops, last_ts)
     return [(session_id, *counts) for session_id, counts in sums.items()]
+
+
+def _add_run(sums: dict[Any, list[Any]], session_id: Any, *run: Any) -> None:
+    """Add one run's sums to its session's (a session whose rows come in more than one run of the batch)."""
+    found = sums.get(session_id)
+    if found is None:
+        sums[session_id] = list(run)
+        return
+    for i in range(4):
+        found[i] += run[i]
+    if run[4] is not None and (found[4] is None or run[4] > found[4]):
+        found[4] = run[4]
 
 
 def uncounted_from(conn: sqlite3.Connection) -> int | None:

@@ -20,9 +20,12 @@ from mcpwatch.events import Event, Kind
 from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
 from mcpwatch.replay.recording import Recording
 from mcpwatch.store import EventReader, EventWriter
+from mcpwatch.store.batch import INSERT_EVENT, event_rows
 from mcpwatch.store.db import connect_writer
 from mcpwatch.store.encoding import encode_json
+from mcpwatch.store.fold import CallFolder
 from mcpwatch.store.schema import MIGRATIONS
+from mcpwatch.store.session_counts import add_batch
 from mcpwatch.testing.sample import EventFactory
 
 ORIGIN = 1_767_225_600.0
@@ -129,15 +132,36 @@ def _write_schema_5(path: Path, events: list[Event]) -> None:
     conn.close()
 
 
+def _write_schema_6(path: Path, events: list[Event]) -> None:
+    """A log as an mcpwatch of schema 6 wrote it: folded rows, and every request's rows in `events_by_request`
+    (schema 7 keeps only progress and task status there); a reader upgrades it in place."""
+    conn = connect_writer(path, steps=MIGRATIONS[:6])
+    for sid, name in ((SESSION, "council"), (EDGES, "edges")):
+        conn.execute(
+            "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)",
+            (sid, name, "stdio: x", 40100, ORIGIN, "0.1.0", "{}"),
+        )
+    folder = CallFolder(window=1e9)
+    folder.admit(events, 0.0)
+    rows = event_rows(folder.take(0.0, everything=True), lambda item, exc: None)
+    conn.execute("BEGIN")
+    conn.executemany(INSERT_EVENT, rows)
+    add_batch(conn, rows)
+    conn.execute("UPDATE sessions SET ended_at = ?, end_reason = 'host closed stdin'", (ORIGIN + _last_mono(events),))
+    conn.execute("COMMIT")
+    conn.close()
+
+
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("fold")
     events = _traffic()
-    paths = {name: folder / f"{name}.db" for name in ("off", "all", "window", "schema5")}
+    paths = {name: folder / f"{name}.db" for name in ("off", "all", "window", "schema5", "schema6")}
     _write(paths["off"], events, 0.0)
     _write(paths["all"], events, 1e9)
     _write(paths["window"], events, 0.05, follow=True)
     _write_schema_5(paths["schema5"], events)
+    _write_schema_6(paths["schema6"], events)
     return paths
 
 
@@ -162,6 +186,7 @@ def test_the_log_holds_fewer_rows_when_calls_fold(logs: dict[str, Path]) -> None
     # the start without a request id
     assert folded == len(ended) - 2 and rows == len(events) - folded
     assert _rows(logs["window"])[1] > 0
+    assert _rows(logs["schema6"]) == _rows(logs["all"])
 
 
 def test_every_reader_gets_the_same_events_back(logs: dict[str, Path]) -> None:
@@ -190,7 +215,7 @@ def test_every_reader_gets_the_same_events_back(logs: dict[str, Path]) -> None:
                 last = [e for e in mine if e.kind == Kind.REQUEST_START][-1]
                 assert _plain(reader.last_of_kind(sid, Kind.REQUEST_START)) == _plain(last), name  # type: ignore[arg-type]
                 ids = ["dup", "cut", "open", "1", "2"]
-                for kind in (Kind.REQUEST_START, Kind.REQUEST_END):
+                for kind in (Kind.REQUEST_START, Kind.REQUEST_END, Kind.PROGRESS):
                     wanted = [_plain(e) for i in ids for e in mine if e.request_id == i and e.kind == kind]
                     assert [_plain(e) for e in reader.request_events(sid, ids, kind)] == wanted, (name, kind)
 
@@ -232,6 +257,7 @@ def test_report_whatif_and_sessions_answer_alike(logs: dict[str, Path], capsys: 
     assert answers["all"] == answers["off"]
     assert answers["window"] == answers["off"]
     assert answers["schema5"] == answers["off"]
+    assert answers["schema6"] == answers["off"]
     assert json.loads(answers["off"][-4])  # the sessions listing is not empty
 
 
@@ -254,7 +280,7 @@ def _frames(path: Path) -> Iterator[tuple[float, Any]]:
 def test_replay_shows_the_same_frames(logs: dict[str, Path]) -> None:
     reference = list(_frames(logs["off"]))
     assert any(frame[1][0].in_flight for frame in reference)  # some frames show calls in flight
-    for name in ("all", "window", "schema5"):
+    for name in ("all", "window", "schema5", "schema6"):
         assert list(_frames(logs[name])) == reference, name
     model = ConsoleModel()  # and those frames are what a fold of the emitted events shows
     events = [e for e in _traffic() if e.session_id == SESSION]
