@@ -33,26 +33,38 @@ def fastmcp_tasks_python() -> str:
     return str(candidate)
 
 
-def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, upstream: list[str] = NOOP) -> dict:
-    """The client's answer, through `mcpwatch wrap [wrap_args]` over stdio, or over its HTTP front (sessionless)."""
+def run_calls(
+    calls: list[tuple[str, dict]], *wrap_args: str, http: bool = False, upstream: list[str] = NOOP, url: str = ""
+) -> list[dict]:
+    """The client's answer to each call, made in turn in one session: through `mcpwatch wrap [wrap_args]` over
+    stdio, over its HTTP front (sessionless), or over the front already listening at `url`."""
     python = fastmcp_tasks_python()
     wrap = [sys.executable, "-m", "mcpwatch", "wrap", *wrap_args]
     wrapper = None
-    if http:
+    if http and not url:
         port = free_port()
         url = f"http://127.0.0.1:{port}/mcp"
         wrapper = subprocess.Popen([*wrap, "--listen", url, "--", *upstream], cwd=REPO, stderr=subprocess.DEVNULL)
         wait_for_port(port)
-    server = [url] if http else [*wrap, "--", *upstream]
+    server = [url] if url else [*wrap, "--", *upstream]
     try:
-        command = [python, str(CLIENT), tool, json.dumps(arguments), "--", *server]
+        named = [part for tool, arguments in calls for part in (tool, json.dumps(arguments))]
+        command = [python, str(CLIENT), *named, "--", *server]
         run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=os.environ, timeout=120)
     finally:
         if wrapper is not None:
             wrapper.terminate()
             wrapper.wait(30)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-len(calls) :]]
+    assert len(answers) == len(calls), run.stdout[-2000:]
+    return answers
+
+
+def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, upstream: list[str] = NOOP) -> dict:
+    """The client's answer to one call (as `run_calls`)."""
+    (answer,) = run_calls([(tool, arguments)], *wrap_args, http=http, upstream=upstream)
+    return answer
 
 
 @pytest.mark.parametrize("http", [False, True], ids=["stdio", "http-sessionless"])

@@ -9,10 +9,7 @@ task goes `input_required`, the client answers by `tasks/update`, and mcpwatch m
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,109 +17,118 @@ import anyio
 import mcp_types
 import pytest
 from mcp import Client
-from test_tasks_fastmcp import fastmcp_tasks_python, run_client
+from shared_front import events_when, shared_front
+from test_tasks_fastmcp import fastmcp_tasks_python, run_calls
 from test_tasks_fastmcp_bridge import SERVER, events, text, wrapped
 
-from mcpwatch.ports import free_port
 
-from checkout import REPO
-from waiting import wait_for_port
-
-
-@contextmanager
-def http_front() -> Iterator[str]:
-    """`mcpwatch wrap --listen` before the FastMCP 4 server: the URL of its HTTP front."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--listen", url, "--", fastmcp_tasks_python(), str(SERVER)]
-    wrapper = subprocess.Popen(wrap, cwd=REPO, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port)
-        yield url
-    finally:
-        wrapper.terminate()
-        wrapper.wait(30)
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """One `mcpwatch wrap --listen` before the FastMCP 4 server (offering `pick_now` as a task) for the tests that
+    only talk to it over HTTP: (the URL of its front, its state folder)."""
+    state = tmp_path_factory.mktemp("front")
+    config = state / "offer.toml"
+    config.write_text('[tasks]\noffer = ["pick_now"]\n')
+    with shared_front(state, [fastmcp_tasks_python(), str(SERVER)], "--config", str(config)) as url:
+        yield url, state
 
 
-def call_pick(rounds: int, action: str | None, url: str | None = None, tool: str = "pick") -> tuple[Any, list[str]]:
-    """`pick(rounds)` (or `tool`) through the wrapper (over stdio, or its HTTP front at `url`); `action` is what the
-    host's user does (None: it cannot be asked)."""
+def call_picks(calls: list[tuple[str, int, str | None]], url: str | None = None) -> list[tuple[Any, list[str]]]:
+    """Each `(tool, rounds, action)` called in turn in one session through the wrapper (over stdio, or its HTTP
+    front at `url`): its result and the questions the host was asked. `action` is what the host's user does; a
+    session whose first action is None declares no elicitation (the host cannot be asked)."""
     asked: list[str] = []
+    actions: list[str | None] = []  # the current call's action last
 
     async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
         asked.append(params.message)
+        action = actions[-1]
         if action != "accept":
             return mcp_types.ElicitResult(action=action)  # type: ignore[arg-type]
         return mcp_types.ElicitResult(action="accept", content={"topic": f"t{len(asked)}"})
 
-    async def run() -> Any:
-        callback = on_elicit if action is not None else None  # None: the client cannot be asked
+    async def run() -> list[tuple[Any, list[str]]]:
+        callback = on_elicit if calls[0][2] is not None else None  # None: the client cannot be asked
+        answers = []
         async with Client(url or wrapped(), read_timeout_seconds=60, elicitation_callback=callback) as client:
-            return await client.call_tool(tool, {"rounds": rounds})
+            for tool, rounds, action in calls:
+                asked.clear()
+                actions.append(action)
+                answers.append((await client.call_tool(tool, {"rounds": rounds}), list(asked)))
+        return answers
 
-    return anyio.run(run), asked  # each request is bounded by the client's read timeout
+    return anyio.run(run)  # each request is bounded by the client's read timeout
 
 
 @pytest.mark.slow
-def test_a_bridged_tasks_input_requests_reach_the_host_round_after_round(isolated_state: Path) -> None:
-    result, asked = call_pick(2, "accept")
-    assert (text(result), result.is_error) == ("picked t1 t2", False)
+def test_input_requests_reach_the_host_round_after_round_and_an_upstreams_own_pass_untouched(
+    isolated_state: Path,
+) -> None:
+    """One host session over stdio: a bridged task's questions relayed round after round; `pick_now`, which asks
+    by its own `requestState` (sealed by FastMCP), neither taken nor refused; a declined question reaching the
+    task."""
+    (picked, asked), (picked_now, asked_now), (declined, asked_declined) = call_picks(
+        [("pick", 2, "accept"), ("pick_now", 2, "accept"), ("pick", 1, "decline")]
+    )
+    assert (text(picked), picked.is_error) == ("picked t1 t2", False)
     assert asked == ["Which topic (topic1)?", "Which topic (topic2)?"]
+    assert (text(picked_now), picked_now.is_error, len(asked_now)) == ("picked t1 t2", False, 2)
+    assert (text(declined), asked_declined) == ("decline", ["Which topic (topic1)?"])
     log = events(isolated_state)
-    assert len({e.data["task_id"] for e in log if e.kind == "task_created"}) == 1  # one task, every round
+    # One task a call, whatever its rounds: the two rounds of the first `pick` and the declined one.
+    assert len({e.data["task_id"] for e in log if e.kind == "task_created" and e.tool == "pick"}) == 2
     ends = [e.data for e in log if e.kind == "request_end" and e.tool == "pick"]
-    assert [e["task_status"] for e in ends] == ["input_required", "input_required", "completed"]
+    assert [e["task_status"] for e in ends][:3] == ["input_required", "input_required", "completed"]
+    ends_now = [e.data for e in log if e.kind == "request_end" and e.tool == "pick_now"]
+    assert [e["outcome"] for e in ends_now] == ["ok", "ok", "ok"]  # three calls: two questions, then the answer
 
 
 @pytest.mark.slow
-def test_over_the_http_front_too(isolated_state: Path) -> None:
-    with http_front() as url:
-        result, asked = call_pick(2, "accept", url)
+def test_over_the_http_front_too(front: tuple[str, Path]) -> None:
+    ((result, asked),) = call_picks([("pick", 2, "accept")], front[0])
     assert (text(result), result.is_error, len(asked)) == ("picked t1 t2", False, 2)
 
 
-@pytest.mark.slow
-def test_a_declined_elicitation_reaches_the_task(isolated_state: Path) -> None:
-    result, asked = call_pick(1, "decline")
-    assert (text(result), asked) == ("decline", ["Which topic (topic1)?"])
-
-
-@pytest.mark.slow
-def test_a_host_that_cannot_be_asked_gets_the_clear_ending(isolated_state: Path) -> None:
-    result, asked = call_pick(1, None)
+def test_a_host_that_cannot_be_asked_gets_the_clear_ending(front: tuple[str, Path]) -> None:
+    ((result, asked),) = call_picks([("pick", 1, None)], front[0])
     assert result.is_error is True and asked == []
     assert "needs input from the user" in text(result) and "the host did not declare elicitation" in text(result)
 
 
-@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http-sessionless"])
-def test_an_offered_tasks_upstream_question_is_answered_by_its_host(isolated_state: Path, http: bool) -> None:
-    config = isolated_state / "offer.toml"
-    config.write_text('[tasks]\noffer = ["pick_now"]\n')
-    upstream = [fastmcp_tasks_python(), str(SERVER)]
-    answer = run_client("pick_now", {"rounds": 2}, "--config", str(config), http=http, upstream=upstream)
+OFFERED_PICK_STATUSES = ["input_required", "working", "input_required", "working", "completed"]
+
+
+def offered_pick_now(log: list[Any]) -> tuple[list[Any], list[str]]:
+    """The offered `pick_now` tasks' task_created payloads and their statuses in the log."""
+    created = [e.data for e in log if e.kind == "task_created" and e.tool == "pick_now"]
+    return created, [e.data["status"] for e in log if e.kind == "task_status" and e.tool == "pick_now"]
+
+
+def test_an_offered_tasks_upstream_question_is_answered_by_its_host_over_http(front: tuple[str, Path]) -> None:
+    url, state = front
+    (answer,) = run_calls([("pick_now", {"rounds": 2})], url=url)
     assert (answer["text"], answer["is_error"]) == ("picked t1 t2", False)
     assert answer["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
-    log = events(isolated_state)
-    (created,) = [e.data for e in log if e.kind == "task_created"]
+    log = events_when(state, lambda seen: offered_pick_now(seen)[1][-1:] == ["completed"], "the task's end")
+    (created,), statuses = offered_pick_now(log)
     assert (created["era"], created["offered"]) == ("extension", True)  # a task, not the client's own round-trips
-    statuses = [e.data["status"] for e in log if e.kind == "task_status"]
-    assert statuses == ["input_required", "working", "input_required", "working", "completed"]
+    assert statuses == OFFERED_PICK_STATUSES
 
 
-def test_an_offered_tasks_upstream_asking_to_be_called_again_is_called_again(isolated_state: Path) -> None:
+def test_offered_tasks_upstream_questions_are_answered_and_calls_again_made_over_stdio(isolated_state: Path) -> None:
+    """An offered task's questions answered by its host; an offered task whose upstream asks only to be called
+    again (`requestState`) is called again by mcpwatch, one call to the host."""
     config = isolated_state / "offer.toml"
-    config.write_text('[tasks]\noffer = ["settle"]\n')
+    config.write_text('[tasks]\noffer = ["pick_now", "settle"]\n')
     upstream = [fastmcp_tasks_python(), str(SERVER)]
-    answer = run_client("settle", {"times": 3}, "--config", str(config), upstream=upstream)
-    assert (answer["text"], answer["is_error"], answer["asked"]) == ("settled after 3", False, [])
-    ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "settle"]
+    calls = [("pick_now", {"rounds": 2}), ("settle", {"times": 3})]
+    picked, settled = run_calls(calls, "--config", str(config), upstream=upstream)
+    assert (picked["text"], picked["is_error"]) == ("picked t1 t2", False)
+    assert picked["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
+    assert (settled["text"], settled["is_error"], settled["asked"]) == ("settled after 3", False, [])
+    log = events(isolated_state)
+    (created,), statuses = offered_pick_now(log)
+    assert (created["era"], created["offered"]) == ("extension", True)
+    assert statuses == OFFERED_PICK_STATUSES
+    ends = [e.data for e in log if e.kind == "request_end" and e.tool == "settle"]
     assert [e["outcome"] for e in ends] == ["ok"]  # one call to the host, called again three times upstream
-
-
-@pytest.mark.slow
-def test_an_upstreams_own_multi_round_trip_passes_through_untouched(isolated_state: Path) -> None:
-    """`pick_now` asks by its own `requestState` (sealed by FastMCP): mcpwatch neither takes nor refuses it."""
-    result, asked = call_pick(2, "accept", tool="pick_now")
-    assert (text(result), result.is_error, len(asked)) == ("picked t1 t2", False, 2)
-    ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "pick_now"]
-    assert [e["outcome"] for e in ends] == ["ok", "ok", "ok"]  # three calls: two questions, then the answer
