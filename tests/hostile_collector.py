@@ -1,10 +1,10 @@
 """A real local HTTP server that misbehaves as an OTLP collector (or whatever else listens at its address) can.
 
 Modes: `huge` answers 200 with a body of `huge_bytes` (it counts how much it managed to send before the exporter
-closed the connection), `silent` reads the request and never answers, `429` always asks to retry later, `slow`
-answers 200 after `slow_s`, `refuse_metrics` takes traces and answers 405 to metrics (a trace-only engine such as
-Arize Phoenix or MLflow), `refuse_all` answers 405 to everything, `trickle` sends its status line and then headers
-one byte every 0.2 s, never ending them.
+closed the connection), `silent` reads the request and never answers (as a collector slower than any exit bound
+does), `429` always asks to retry later, `refuse_metrics` takes traces and answers 405 to metrics (a trace-only
+engine such as Arize Phoenix or MLflow), `refuse_all` answers 405 to everything, `trickle` sends its status line
+and then headers one byte every 0.2 s, never ending them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ CHUNK = b"\0" * (1024 * 1024)
 
 
 class HostileCollector:
-    def __init__(self, mode: str, *, huge_bytes: int = 300 * 1024 * 1024, slow_s: float = 4.0) -> None:
+    def __init__(self, mode: str, *, huge_bytes: int = 300 * 1024 * 1024) -> None:
         self.mode = mode
         self.requests: list[str] = []  # the paths posted to, in order
         self.sent_per_answer: list[int] = []  # huge: body bytes sent before the exporter hung up
@@ -33,7 +33,7 @@ class HostileCollector:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 collector.requests.append(self.path)
-                if mode == "silent" or (mode == "slow" and collector._release.wait(slow_s)):
+                if mode == "silent":
                     collector._release.wait()
                     return
                 if mode == "trickle":
