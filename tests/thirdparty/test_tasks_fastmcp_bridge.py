@@ -174,81 +174,32 @@ def gated_front(tmp: Path, gate: Path, *wrap_args: str) -> tuple[subprocess.Pope
     return wrapper, url
 
 
-@pytest.mark.slow
-def test_a_fresh_front_answers_discover_before_its_upstream_has_started(isolated_state: Path, tmp_path: Path) -> None:
-    """The Python SDK client probes `server/discover` for 10 s, then falls back to the 2025 handshake, where the
-    task-only tool fails. A front started again answers the probe from the upstream's answer at its last start,
-    while the upstream is still starting; the client stays in the 2026 era and the task-only call then runs."""
-    gate = tmp_path / "gate"
-
-    async def connect(url: str, then: Any = None) -> tuple[str, str]:
-        async with Client(url, read_timeout_seconds=60) as client:
-            version = client.protocol_version
-            if then is not None:
-                then()
-            result = await client.call_tool("crunch", {"seconds": 0.5})
-            return version, text(result)
-
-    gate.touch()  # the first start: the upstream starts at once, and answers the first probe itself
-    wrapper, url = gated_front(tmp_path, gate)
-    try:
-        upstream_ready(url)  # its answer is kept
-        assert anyio.run(connect, url) == ("2026-07-28", "crunched 0.5")
-    finally:
-        wrapper.terminate()
-        wrapper.wait(30)
-    gate.unlink()  # the next start: its upstream waits for the gate, which opens only once the client is connected
-    wrapper, url = gated_front(tmp_path, gate)
-    try:
-        version, answer = anyio.run(connect, url, gate.touch)
-    finally:
-        gate.touch()
-        wrapper.terminate()
-        wrapper.wait(30)
-    assert (version, answer) == ("2026-07-28", "crunched 0.5")
+async def connect(url: str, then: Any = None, mode: str = "auto") -> tuple[str, str, bool | None]:
+    """A Python SDK client at `url` (calling `then()` once connected) calls the task-only `crunch`: the protocol
+    version it settled on, the answer's text and whether it is an error."""
+    async with Client(url, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+        version = client.protocol_version
+        if then is not None:
+            then()
+        result = await client.call_tool("crunch", {"seconds": 0.5})
+        return version, text(result), result.is_error
 
 
 @pytest.mark.slow
-def test_a_2025_era_host_runs_an_extension_only_tool_over_the_http_front(isolated_state: Path) -> None:
-    """Era translation: the Python SDK client in the 2025 era (`mode="legacy"`, as Claude Code connects) calls the
-    task-only `crunch`, which FastMCP refuses on its connection (`-32021`); over the HTTP front mcpwatch runs it on
-    its 2026-era upstream as an extension task and the host gets the result. Over stdio it reads one line why not."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    upstream = [fastmcp_tasks_python(), str(SERVER)]
-    command = [sys.executable, "-m", "mcpwatch", "wrap", "--listen", url, "--", *upstream]
-    wrapper = subprocess.Popen(command, cwd=REPO, stderr=subprocess.DEVNULL)
-
-    async def call(server: Any) -> tuple[str, str, bool | None]:
-        async with Client(server, mode="legacy", read_timeout_seconds=60) as client:
-            try:
-                result = await client.call_tool("crunch", {"seconds": 0.5})
-            except MCPError as refused:
-                return client.protocol_version, str(refused), None
-            return client.protocol_version, text(result), result.is_error
-
-    try:
-        wait_for_port(port)
-        over_http = anyio.run(call, url)
-    finally:
-        wrapper.terminate()
-        wrapper.wait(30)
-    assert over_http == ("2025-11-25", "crunched 0.5", False)
-    version, refused, _ = anyio.run(call, wrapped())
-    assert version == "2025-11-25"
-    assert "runs only as a task of the MCP tasks extension" in refused and "wrap the server with --listen" in refused
-
-
-@pytest.mark.slow
-def test_on_a_first_start_a_client_that_fell_back_still_runs_the_task_only_tool(
+def test_over_the_http_front_every_era_runs_the_task_only_tool_and_a_front_started_again_answers_discover_at_once(
     isolated_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first start ever has no kept answer: an upstream slower to start than the SDK client's probe (the gate
-    opens only once the client has given up and sent `initialize`) leaves the client in the 2025 era. Over the HTTP
-    front the task-only tool still runs there (era translation)."""
+    """The Python SDK client probes `server/discover` (for 10 s), then falls back to the 2025 handshake, where the
+    task-only tool fails on the upstream's own connection. On a first start ever no answer is kept: an upstream
+    slower to start than the probe (the gate opens only once the client has given up and sent `initialize`) leaves
+    the client in the 2025 era, and over the HTTP front the task-only tool still runs there (era translation). A
+    front started again answers the probe from the upstream's answer at its last start, while the upstream is still
+    starting: the client stays in the 2026 era and the task-only call runs; a client in the 2025 era by choice
+    (`mode="legacy"`, as Claude Code connects) runs it too."""
     import mcp.client.session
 
-    # The probe giving up is the point here (the suite's conftest lengthens it with the load): 2 s, not the SDK's 10.
+    patient = mcp.client.session.DISCOVER_TIMEOUT_SECONDS
+    # The probe giving up is the point of the first start (the suite's conftest lengthens it with the load): 2 s.
     monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 2.0)
     gate = tmp_path / "gate"
     wrapper, url = gated_front(tmp_path, gate)
@@ -261,18 +212,48 @@ def test_on_a_first_start_a_client_that_fell_back_still_runs_the_task_only_tool(
             time.sleep(0.1)
         gate.touch()
 
-    async def run() -> tuple[str, str]:
+    async def first_start() -> tuple[str, str, bool | None]:
         async with anyio.create_task_group() as group:
             group.start_soon(anyio.to_thread.run_sync, open_gate_once_the_client_fell_back)
-            async with Client(url, read_timeout_seconds=120) as client:
-                result = await client.call_tool("crunch", {"seconds": 0.5})
-                return client.protocol_version, text(result)
+            return await connect(url)
         raise AssertionError("unreachable")
 
     try:
-        version, answer = anyio.run(run)
+        fell_back = anyio.run(first_start)
+        upstream_ready(url)  # its answer is kept
     finally:
         gate.touch()
         wrapper.terminate()
         wrapper.wait(30)
-    assert (version, answer) == ("2025-11-25", "crunched 0.5")
+    assert fell_back == ("2025-11-25", "crunched 0.5", False)
+
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", patient)
+    gate.unlink()  # the next start: its upstream waits for the gate, which opens only once the client is connected
+    wrapper, url = gated_front(tmp_path, gate)
+    try:
+        again = anyio.run(connect, url, gate.touch)
+        legacy = anyio.run(connect, url, None, "legacy")
+    finally:
+        gate.touch()
+        wrapper.terminate()
+        wrapper.wait(30)
+    assert again == ("2026-07-28", "crunched 0.5", False)
+    assert legacy == ("2025-11-25", "crunched 0.5", False)
+
+
+@pytest.mark.slow
+def test_over_stdio_a_2025_era_host_reads_one_line_why_an_extension_only_tool_does_not_run(
+    isolated_state: Path,
+) -> None:
+    """Era translation needs the HTTP front: the Python SDK client in the 2025 era (`mode="legacy"`) calling the
+    task-only `crunch` through `mcpwatch wrap` over stdio reads one line saying why not and what to do."""
+
+    async def call() -> tuple[str, str]:
+        async with Client(wrapped(), mode="legacy", read_timeout_seconds=60) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("crunch", {"seconds": 0.5})
+            return client.protocol_version, str(refused.value)
+
+    version, refused = anyio.run(call)
+    assert version == "2025-11-25"
+    assert "runs only as a task of the MCP tasks extension" in refused and "wrap the server with --listen" in refused
