@@ -3,7 +3,8 @@ throw-away home directory: each host's config holds a command server with a cust
 council over Streamable HTTP on loopback). Scan reads the right timeouts; after wrapping, each host's own
 `mcp list` shows every server running through mcpwatch (Claude Code and Gemini CLI connect to each); a call made
 as the host makes it reaches the server with the budget from that host's setting, and follows a change at the
-next start; unwrapping leaves each file byte-identical."""
+next start; unwrapping leaves each file byte-identical. Wrapping and unwrapping through Claude Code's own CLI
+(`--via-cli`) restores every value too."""
 
 from __future__ import annotations
 
@@ -132,8 +133,10 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
     def mcp_lists() -> dict[str, str]:
         return {name: run(cli, "mcp", "list") for name, cli in host_clis.items()}
 
-    before_wrap = mcp_lists()  # Claude Code rewrites ~/.claude.json at its first start: compare with it after
-    assert before_wrap["claude"].count("Connected") == 2 and before_wrap["gemini"].count("Connected") == 2
+    # Claude Code rewrites ~/.claude.json at its first start: compare with it after. (Gemini CLI's own start costs
+    # 1.7 s of CPU: it lists its servers once, through mcpwatch.)
+    before_wrap = run(host_clis["claude"], "mcp", "list")
+    assert before_wrap.count("Connected") == 2, before_wrap
     originals = {name: (home / file).read_bytes() for name, (file, *_rest) in HOSTS.items()}
 
     found = json.loads(run(*mcpwatch_cmd("hosts", "scan", "--json")))
@@ -174,37 +177,14 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
     for name, (file, *_rest) in HOSTS.items():
         assert (home / file).read_bytes() == originals[name], name
 
-
-@pytest.mark.slow
-def test_via_cli_claude_code_writes_its_own_file_and_unwrap_restores_every_value(
-    host_clis, council_url, tmp_path, isolated_state
-):
-    home, project = tmp_path / "home", tmp_path / "project"
-    project.mkdir()
-    write_configs(home, project, council_url)
-    claude = host_clis["claude"]
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PATH": f"{claude.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "DISABLE_AUTOUPDATER": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "MCPWATCH_STATE_DIR": str(isolated_state),
-    }
-
-    def run(*command: str | Path) -> str:
-        done = subprocess.run(
-            [str(c) for c in command], capture_output=True, text=True, cwd=project, env=env, timeout=180
-        )
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        return done.stdout + done.stderr
-
-    run(claude, "mcp", "list")  # its first start rewrites ~/.claude.json in its own layout
+    # Through Claude Code's own CLI (`--via-cli`, with `claude` on PATH): it writes its own file, and unwrapping
+    # through it restores every value.
+    env["PATH"] = f"{host_clis['claude'].parent}{os.pathsep}{os.environ.get('PATH', '')}"
     original = jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"]
     out = run(*mcpwatch_cmd("hosts", "wrap", "--all", "--host", "claude-code", "--via-cli"))
     assert "changed by Claude Code's own CLI (claude mcp add-json)" in out
-    listed = run(claude, "mcp", "list")
-    assert listed.count("✔ Connected") == 2 and listed.count("--host-config") == 2, listed
+    listed_via_cli = run(host_clis["claude"], "mcp", "list")
+    assert listed_via_cli.count("✔ Connected") == 2 and listed_via_cli.count("--host-config") == 2, listed_via_cli
     out = run(*mcpwatch_cmd("hosts", "unwrap", "--all", "--host", "claude-code", "--via-cli"))
     assert "changed by Claude Code's own CLI" in out
     assert jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"] == original
