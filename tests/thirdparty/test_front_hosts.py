@@ -78,6 +78,28 @@ def direct(npm_bin: Path) -> Iterator[str]:
             proc.wait(5)
 
 
+@pytest.fixture(scope="module")
+def wrapped_stdio(npm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One front for the module over server-everything over stdio (a server process per host session): every host
+    here opens its own session and ends it, so the tests share the front as they share `direct`."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("front") / "events.db"
+    argv = mcpwatch_cmd("wrap", "--log", str(log), "--listen", f"http://127.0.0.1:{port}/mcp", "--",
+                        str(npm_bin / "mcp-server-everything"))  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for_port(port, 30)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 @asynccontextmanager
 async def everything_wrapped(
     bin_dir: Path, tmp_path: Path, *, over_http: bool, upstream_url: str | None = None
@@ -185,7 +207,7 @@ async def one_host_calls(client: Client, name: str, seen: dict[str, Any]) -> Non
 
 
 @pytest.mark.slow
-async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, direct, tmp_path):
+async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, direct, wrapped_stdio, tmp_path):
     reference = await three_hosts(direct)
     # the direct run is the reference; it must show what the comparison is about
     assert reference["a.asked"] == reference["b.asked"] == sorted(ASKED_OF_CAPABLE)
@@ -194,7 +216,8 @@ async def test_three_sdk_hosts_see_what_they_would_see_directly(npm_bin, direct,
     assert reference["a.got_logs"] and not reference["b.got_logs"] and not reference["c.got_logs"]
     assert reference["a.roots"] == ["a"] and reference["b.roots"] == ["b"]
     for over_http in (False, True):  # the front over a stdio and an HTTP upstream, each against the one direct run
-        async with everything_wrapped(npm_bin, tmp_path, over_http=over_http, upstream_url=direct) as url:
+        front = everything_wrapped(npm_bin, tmp_path, over_http=True, upstream_url=direct) if over_http else None
+        async with front or nullcontext(wrapped_stdio) as url:
             wrapped = await three_hosts(url)
         for key in sorted(reference):
             assert wrapped[key] == reference[key], (over_http, key, wrapped[key], reference[key])
@@ -225,14 +248,11 @@ def parse_reply(reply: httpx2.Response) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-async def test_each_host_gets_its_own_protocol_version(npm_bin, direct, tmp_path):
+async def test_each_host_gets_its_own_protocol_version(direct, wrapped_stdio):
     """A current SDK host first, then a host asking for 2025-03-26: each is answered as the server alone would."""
     results = {}
     for arrangement in ("direct", "wrapped"):
-        context = (
-            nullcontext(direct) if arrangement == "direct" else everything_wrapped(npm_bin, tmp_path, over_http=False)
-        )
-        async with context as url:
+        async with nullcontext(direct if arrangement == "direct" else wrapped_stdio) as url:
             record = HostRecord("a")
             async with host_client(url, record) as modern:
                 old = await raw_initialize(url, "2025-03-26")
@@ -274,15 +294,13 @@ def old_ts_sdk() -> Path:
 
 
 @pytest.mark.slow
-async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, direct, old_ts_sdk, tmp_path):
+async def test_an_older_typescript_host_connects_after_a_current_one(direct, wrapped_stdio, old_ts_sdk):
     """A current SDK host is connected first; then TypeScript SDK 1.12 (which refuses any version newer than
     2025-03-26) connects, lists and calls, as it does directly."""
     seen = {}
     for arrangement in ("direct", "wrapped"):
-        context = (
-            nullcontext(direct) if arrangement == "direct" else everything_wrapped(npm_bin, tmp_path, over_http=False)
-        )
-        async with context as url, host_client(url, HostRecord("a")) as current:
+        url = direct if arrangement == "direct" else wrapped_stdio
+        async with host_client(url, HostRecord("a")) as current:
             assert current.protocol_version == "2025-11-25"
             old = await anyio.run_process(["node", str(OLD_TS_CLIENT), url], env={**os.environ, "NODE_PATH": str(
                 old_ts_sdk)}, check=False)  # fmt: skip
@@ -293,8 +311,8 @@ async def test_an_older_typescript_host_connects_after_a_current_one(npm_bin, di
 
 
 @pytest.mark.slow
-async def test_a_host_that_never_answers_sampling_blocks_no_other_host(npm_bin, tmp_path):
-    async with everything_wrapped(npm_bin, tmp_path, over_http=False) as url:
+async def test_a_host_that_never_answers_sampling_blocks_no_other_host(wrapped_stdio):
+    async with nullcontext(wrapped_stdio) as url:
         answering = HostRecord("b")
         asked = anyio.Event()
         async with host_client(url, answering) as host, anyio.create_task_group() as group:

@@ -177,7 +177,7 @@ def gated_front(tmp: Path, gate: Path, *wrap_args: str) -> tuple[subprocess.Pope
 async def connect(url: str, then: Any = None, mode: str = "auto") -> tuple[str, str, bool | None]:
     """A Python SDK client at `url` (calling `then()` once connected) calls the task-only `crunch`: the protocol
     version it settled on, the answer's text and whether it is an error."""
-    async with Client(url, mode=mode, read_timeout_seconds=120) as client:  # type: ignore[arg-type]
+    async with Client(url, mode=mode, read_timeout_seconds=120) as client:
         version = client.protocol_version
         if then is not None:
             then()
