@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from clirun import run_cli
 
 from mcpwatch.store import EventReader
 
@@ -66,19 +67,10 @@ async def test_deadline_on_a_third_party_long_running_tool(npm_bin):
         assert echo.content[0].text == "Echo: still here"
 
 
-CHECK = [sys.executable, "-m", "mcpwatch", "check"]
-
-
 def test_check_against_server_everything_shows_handshake_tools_ping_and_each_hosts_budget(npm_bin, tmp_path):
     config = tmp_path / "mcpwatch.toml"
     config.write_text("[hosts.codex-mcp-client]\nwall_s = 240\n")
-    done = subprocess.run(
-        [*CHECK, "--config", str(config), "--margin", "15", "--", str(npm_bin / "mcp-server-everything")],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=180,
-    )
+    done = run_cli("check", "--config", str(config), "--margin", "15", "--", str(npm_bin / "mcp-server-everything"))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("ok   handshake") and "everything" in line for line in lines), done.stdout
@@ -93,24 +85,7 @@ def test_check_against_server_everything_shows_handshake_tools_ping_and_each_hos
 
 
 def test_check_reports_a_server_that_will_not_start(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mcpwatch",
-            "check",
-            "--timeout",
-            "20",
-            "--",
-            sys.executable,
-            "-c",
-            "import sys; sys.exit(4)",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-    )
+    done = run_cli("check", "--timeout", "20", "--", sys.executable, "-c", "import sys; sys.exit(4)")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAIL handshake" in done.stdout and "exit code 4" in done.stdout
     assert "Traceback" not in done.stdout + done.stderr

@@ -146,20 +146,25 @@ def test_the_council_offered_as_a_task_shows_its_progress_as_the_status_message(
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_a_python_sdk_client_without_tasks_gets_the_task_only_tools_report_through_the_bridge(npm_bin):
+    """...and, without elicitation, is never asked: server-everything's `ambiguous` query would go `input_required`
+    for a clarification, but it sees the host's own capabilities and goes on without one."""
     progress: list[str] = []
 
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append(message or "")
 
-    async with wrapped_client([str(npm_bin / "mcp-server-everything")], wrap_args=["--no-log"]) as client:
+    upstream = [str(npm_bin / "mcp-server-everything")]
+    async with wrapped_client(upstream, wrap_args=["--no-log"], read_timeout_seconds=60) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert tools["simulate-research-query"].execution is None  # an ordinary tool to this host
         result = await client.call_tool("simulate-research-query", {"topic": "tides"}, progress_callback=on_progress)
+        ambiguous = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True})
     assert not result.is_error, result
     assert (
         "# Research Report: tides" in result.content[0].text and "Stage 4: Generating report" in result.content[0].text
     )
     assert "working: Gathering sources..." in progress and "working: Generating report..." in progress
+    assert not ambiguous.is_error and "# Research Report: tides\n" in ambiguous.content[0].text
 
 
 @pytest.mark.slow
@@ -221,24 +226,20 @@ def test_a_sampling_request_made_during_an_offered_task_is_answered_by_its_host(
 
 @pytest.mark.slow
 @pytest.mark.anyio
-@pytest.mark.parametrize("declared", [True, False], ids=["elicitation", "no-elicitation"])
-async def test_a_bridged_tasks_elicitation_reaches_a_2025_era_host_that_declared_it(npm_bin, declared):
+async def test_a_bridged_tasks_elicitation_reaches_a_2025_era_host_that_declared_it(npm_bin):
     """server-everything's `ambiguous` query goes `input_required` and elicits through `tasks/result`: a host without
-    tasks but with elicitation answers it through the bridge. A host without elicitation is never asked (the server
-    sees the host's own capabilities, and goes on without a clarification)."""
+    tasks but with elicitation answers it through the bridge (a host without elicitation is never asked: above)."""
     asked: list[str] = []
 
     async def on_elicit(context: Any, params: Any) -> mcp_types.ElicitResult:
         asked.append(params.message)
         return mcp_types.ElicitResult(action="accept", content={"interpretation": "ocean tides"})
 
-    callback = {"elicitation_callback": on_elicit} if declared else {}
     upstream = [str(npm_bin / "mcp-server-everything")]
-    async with wrapped_client(upstream, wrap_args=["--no-log"], read_timeout_seconds=60, **callback) as client:
+    async with wrapped_client(
+        upstream, wrap_args=["--no-log"], read_timeout_seconds=60, elicitation_callback=on_elicit
+    ) as client:
         result = await client.call_tool("simulate-research-query", {"topic": "tides", "ambiguous": True})
     text = result.content[0].text
-    if declared:
-        assert not result.is_error and "# Research Report: tides (ocean tides)" in text
-        assert len(asked) == 1 and "could have multiple interpretations" in asked[0]
-    else:
-        assert not result.is_error and "# Research Report: tides\n" in text and asked == []
+    assert not result.is_error and "# Research Report: tides (ocean tides)" in text
+    assert len(asked) == 1 and "could have multiple interpretations" in asked[0]
