@@ -89,6 +89,7 @@ def test_over_the_http_front_too(front: tuple[str, Path]) -> None:
     assert (text(result), result.is_error, len(asked)) == ("picked t1 t2", False, 2)
 
 
+@pytest.mark.slow
 def test_a_host_that_cannot_be_asked_gets_the_clear_ending(front: tuple[str, Path]) -> None:
     ((result, asked),) = call_picks([("pick", 1, None)], front[0])
     assert result.is_error is True and asked == []
@@ -104,6 +105,7 @@ def offered_pick_now(log: list[Any]) -> tuple[list[Any], list[str]]:
     return created, [e.data["status"] for e in log if e.kind == "task_status" and e.tool == "pick_now"]
 
 
+@pytest.mark.slow
 def test_an_offered_tasks_upstream_question_is_answered_by_its_host_over_http(front: tuple[str, Path]) -> None:
     url, state = front
     (answer,) = run_calls([("pick_now", {"rounds": 2})], url=url)
@@ -115,6 +117,7 @@ def test_an_offered_tasks_upstream_question_is_answered_by_its_host_over_http(fr
     assert statuses == OFFERED_PICK_STATUSES
 
 
+@pytest.mark.slow
 def test_offered_tasks_upstream_questions_are_answered_and_calls_again_made_over_stdio(isolated_state: Path) -> None:
     """An offered task's questions answered by its host; an offered task whose upstream asks only to be called
     again (`requestState`) is called again by mcpwatch, one call to the host."""
