@@ -64,12 +64,10 @@ def upstream_ready(url: str) -> None:
 
 @pytest.mark.slow
 def test_a_host_without_the_extension_gets_a_task_only_tools_result(isolated_state: Path) -> None:
-    direct = [fastmcp_tasks_python(), str(SERVER)]
+    """Called without the extension, the server refuses `crunch` (`-32021`: `TaskConfig(mode="required")`); the
+    answer comes because mcpwatch made the task for the host, as its log shows (`bridged`)."""
 
-    async def run() -> tuple[str, str, list[str | None]]:
-        async with Client(StdioServerParameters(command=direct[0], args=direct[1:])) as client:
-            with pytest.raises(MCPError) as refused:  # the peer's own behaviour, unwrapped
-                await client.call_tool("crunch", {"seconds": 0.1})
+    async def run() -> tuple[str, list[str | None]]:
         seen: list[str | None] = []
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -79,10 +77,9 @@ def test_a_host_without_the_extension_gets_a_task_only_tools_result(isolated_sta
             assert client.protocol_version == "2026-07-28"
             result = await client.call_tool("crunch", {"seconds": 1}, progress_callback=on_progress)
             assert result.is_error is not True
-        return str(refused.value), text(result), seen
+        return text(result), seen
 
-    refused, answer, seen = anyio.run(run)  # each request is bounded by the client's read timeout
-    assert "requires the tasks extension" in refused
+    answer, seen = anyio.run(run)  # each request is bounded by the client's read timeout
     assert answer == "crunched 1"
     assert seen and seen[-1] == "completed"  # the task's status changes reached the host as progress
     log = events(isolated_state)
