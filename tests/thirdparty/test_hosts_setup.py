@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from clirun import run_cli
 from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 from npm_cache import installed_bin, npm_fixture
@@ -109,7 +110,7 @@ async def budget_ms(entry: dict, client_name: str, env: dict[str, str], cwd: Pat
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_budget(
-    host_clis, council_url, tmp_path, isolated_state
+    host_clis, council_url, tmp_path, isolated_state, monkeypatch
 ):
     home, project = tmp_path / "home", tmp_path / "project"
     project.mkdir()
@@ -122,6 +123,17 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
         "MCPWATCH_STATE_DIR": str(isolated_state),
     }
     env.pop("MCP_TOOL_TIMEOUT", None)
+    # `mcpwatch hosts …` runs in this process (the same command, without an interpreter start each): in that home
+    # and project, with the hosts' CLIs it starts (--via-cli) seeing what they see when the test starts them.
+    for name in ("HOME", "DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.delenv("MCP_TOOL_TIMEOUT", raising=False)
+    monkeypatch.chdir(project)
+
+    def hosts(*args: str) -> str:
+        done = run_cli("hosts", *args)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout + done.stderr
 
     def run(*command: str | Path) -> str:
         done = subprocess.run(
@@ -139,7 +151,7 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
     assert before_wrap.count("Connected") == 2, before_wrap
     originals = {name: (home / file).read_bytes() for name, (file, *_rest) in HOSTS.items()}
 
-    found = json.loads(run(*mcpwatch_cmd("hosts", "scan", "--json")))
+    found = json.loads(hosts("scan", "--json"))
     timeouts = {(r["host"], r["server"]): r["host_timeout"]["seconds"] for r in found["servers"]}
     assert timeouts == {
         ("claude-code", "raw"): 200.0,
@@ -150,7 +162,7 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
         ("codex", "council"): 60.0,
     }
 
-    run(*mcpwatch_cmd("hosts", "wrap", "--all"))
+    hosts("wrap", "--all")
     listed = mcp_lists()
     mcpwatch_line = "wrap --name {key} --host-config"
     for name, text in listed.items():
@@ -173,18 +185,19 @@ async def test_each_hosts_cli_runs_its_servers_through_mcpwatch_with_the_hosts_b
         assert (2 * seconds - 10) * 1000 - 5000 < got <= (2 * seconds - 10) * 1000, (name, got)
         path.write_text(text)
 
-    run(*mcpwatch_cmd("hosts", "unwrap", "--all"))
+    hosts("unwrap", "--all")
     for name, (file, *_rest) in HOSTS.items():
         assert (home / file).read_bytes() == originals[name], name
 
     # Through Claude Code's own CLI (`--via-cli`, with `claude` on PATH): it writes its own file, and unwrapping
     # through it restores every value.
     env["PATH"] = f"{host_clis['claude'].parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    monkeypatch.setenv("PATH", env["PATH"])
     original = jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"]
-    out = run(*mcpwatch_cmd("hosts", "wrap", "--all", "--host", "claude-code", "--via-cli"))
+    out = hosts("wrap", "--all", "--host", "claude-code", "--via-cli")
     assert "changed by Claude Code's own CLI (claude mcp add-json)" in out
     listed_via_cli = run(host_clis["claude"], "mcp", "list")
     assert listed_via_cli.count("✔ Connected") == 2 and listed_via_cli.count("--host-config") == 2, listed_via_cli
-    out = run(*mcpwatch_cmd("hosts", "unwrap", "--all", "--host", "claude-code", "--via-cli"))
+    out = hosts("unwrap", "--all", "--host", "claude-code", "--via-cli")
     assert "changed by Claude Code's own CLI" in out
     assert jsonc.parse((home / ".claude.json").read_text()).value["mcpServers"] == original
