@@ -10,8 +10,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from shared_front import shared_front, state_env
 
 from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
@@ -67,24 +69,50 @@ def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, 
     return answer
 
 
-@pytest.mark.parametrize("http", [False, True], ids=["stdio", "http-sessionless"])
-def test_fastmcps_client_runs_an_offered_task_past_the_wrappers_deadline(isolated_state, http):
-    config = isolated_state / "offer.toml"
+def slow_calls(tmp_path: Path) -> dict[str, tuple[dict, Path]]:
+    """`slow(seconds=4)` called by one FastMCP client (one interpreter) in three sessions at once, each through a
+    wrapper of its own whose every tools/call is cut at 2 s: offered as a task over stdio and over the HTTP front
+    (sessionless), and not offered over stdio. Per session: the client's answer and the wrapper's state folder."""
+    states = {name: tmp_path / name for name in ("stdio", "http-sessionless", "not-offered")}
+    for state in states.values():
+        state.mkdir()
+    config = states["stdio"] / "offer.toml"
     config.write_text('[tasks]\noffer = ["slow"]\n')
-    answer = run_client("slow", {"seconds": 4}, "--config", str(config), "--deadline", "2", http=http)
-    assert (answer["text"], answer["is_error"]) == ("done", False)
-    assert answer["elapsed_s"] >= 4.0  # the whole call, though every tools/call is cut at 2 s
-    with EventReader(isolated_state / "events.db") as reader:
-        (session,) = reader.sessions()
-        events = list(reader.events(session.id))
-    (created,) = [e.data for e in events if e.kind == "task_created"]
-    assert (created["era"], created["offered"]) == ("extension", True)
-    starts = [e.data["method"] for e in events if e.kind == "request_start"]
-    assert "tasks/get" not in starts  # its polls are the task's, not calls
-    ends = [e.data for e in events if e.kind == "request_end" and e.tool == "slow"]
-    assert [(e["outcome"], e["duration_s"] >= 4.0) for e in ends] == [("ok", True)]
+    offered = ["--config", str(config), "--deadline", "2"]
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap"]
+    with shared_front(states["http-sessionless"], NOOP, *offered) as url:
+
+        def own_state(name: str) -> dict[str, str]:
+            return {"MCPWATCH_STATE_DIR": str(states[name]), "XDG_CONFIG_HOME": str(states[name] / "config")}
+
+        calls = [["slow", {"seconds": 4}]]
+        sessions: list[dict[str, Any]] = [
+            {"server": [*wrap, *offered, "--", *NOOP], "env": own_state("stdio"), "calls": calls},
+            {"server": url, "env": {}, "calls": calls},
+            {"server": [*wrap, "--deadline", "2", "--", *NOOP], "env": own_state("not-offered"), "calls": calls},
+        ]
+        command = [fastmcp_tasks_python(), str(CLIENT), "--sessions", json.dumps(sessions)]
+        env = state_env(states["not-offered"])  # and no setting from outside the test
+        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-3:]]
+    return {name: (answer, states[name]) for name, answer in zip(states, answers, strict=True)}
 
 
-def test_without_the_offer_the_same_call_is_cut_at_the_deadline(isolated_state):
-    answer = run_client("slow", {"seconds": 4}, "--deadline", "2")
+def test_fastmcps_client_runs_an_offered_task_past_the_wrappers_deadline_and_without_the_offer_is_cut(tmp_path):
+    calls = slow_calls(tmp_path)
+    for name in ("stdio", "http-sessionless"):
+        answer, state = calls[name]
+        assert (answer["text"], answer["is_error"]) == ("done", False), name
+        assert answer["elapsed_s"] >= 4.0  # the whole call, though every tools/call is cut at 2 s
+        with EventReader(state / "events.db") as reader:
+            (session,) = reader.sessions()
+            events = list(reader.events(session.id))
+        (created,) = [e.data for e in events if e.kind == "task_created"]
+        assert (created["era"], created["offered"]) == ("extension", True)
+        starts = [e.data["method"] for e in events if e.kind == "request_start"]
+        assert "tasks/get" not in starts  # its polls are the task's, not calls
+        ends = [e.data for e in events if e.kind == "request_end" and e.tool == "slow"]
+        assert [(e["outcome"], e["duration_s"] >= 4.0) for e in ends] == [("ok", True)], name
+    answer, _state = calls["not-offered"]  # the same call without the offer
     assert answer["is_error"] is True and "deadline budget of 2 s" in answer["text"]
