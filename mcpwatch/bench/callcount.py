@@ -31,6 +31,7 @@ from mcpwatch.store.session_counts import batch_counts
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
+from mcpwatch.wrapper.framing import frames
 
 # The budgets the suite holds the plain call to (measured: 83 calls on the loop thread, 4 on the writer's, per
 # call). A change that needs more says why in its commit and raises the figure here.
@@ -39,16 +40,21 @@ WRITER_BUDGET = 4.5  # the fold, one row (one JSON text), the counts (4.1 measur
 
 
 class _Host:
-    """The host's side: keeps the last answer it was sent."""
+    """The host's side, as the stdio front is: a message encoded (`send`), or an answer already encoded in the
+    upstream's bytes (`send_raw`); keeps the last answer's bytes."""
 
     connection = "stdio"
     key_prefix = ""
 
     def __init__(self) -> None:
-        self.last: dict[str, Any] = {}
+        self.last = b""
 
     def send(self, message: dict[str, Any]) -> bool | None:
-        self.last = message
+        self.last = frames.encode(message)
+        return True
+
+    def send_raw(self, frame: bytes, message: dict[str, Any]) -> bool | None:
+        self.last = frame
         return True
 
 
@@ -101,7 +107,7 @@ class _PlainCalls:
         self.core.host_frame(self.host, orjson.dumps(request))
         answer = {"jsonrpc": "2.0", "id": self.upstream.last["id"], "result": {"content": []}}
         self.core.upstream_frame(orjson.dumps(answer))
-        if self.host.last.get("id") != self._next:
+        if b'"id":%d,' % self._next not in self.host.last:  # no call: the count is the core's
             raise RuntimeError(f"plain call {self._next} was not answered: {self.host.last!r}")
 
 

@@ -28,7 +28,7 @@ UPSTREAM_TASKS: dict[str, Any] = {"tasks": {"list": {}, "cancel": {}, "requests"
 
 def full_path_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PlainCalls, "request", lambda self, link, message: False)
-    monkeypatch.setattr(PlainCalls, "answer", lambda self, message: False)
+    monkeypatch.setattr(PlainCalls, "answer", lambda self, message, framed=None: False)
 
 
 def plain_taken(monkeypatch: pytest.MonkeyPatch) -> list[Any]:

@@ -48,8 +48,15 @@ class HostLink(Protocol):
     def key_prefix(self) -> str: ...
 
     def send(self, message: dict[str, Any]) -> bool | None:
-        """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""
+        """False when the message could not be delivered (an HTTP host with no stream open to carry it).
+
+        A link may also have `send_raw(frame, message)`, `send` for a message already encoded as `frame` (its
+        newline included), which it writes as it is, or holds as `message` where it must (a batch's answers): a
+        plain call's answer then goes to it in the upstream's own bytes, only its id replaced (`framing.splice`)."""
         ...
+
+
+RawSend = Callable[[bytes, dict[str, Any]], bool | None]  # a link's `send_raw` (see `HostLink.send`)
 
 
 def request_key(link: HostLink, host_id: Any) -> str:
@@ -268,16 +275,24 @@ class PendingTable:
             **(trace_ids or {}),
         )
 
-    def plain_finish(self, pending: Pending, reply: dict[str, Any], preview: str) -> None:
+    def plain_finish(
+        self,
+        pending: Pending,
+        reply: dict[str, Any],
+        preview: str,
+        frame: bytes | None = None,
+        send_raw: RawSend | None = None,
+    ) -> None:
         """`finish` for a plain call's ordinary answer (`core.plain`, not degraded): the same count, reply and
-        `request_end`, with nothing to look up."""
+        `request_end`, with nothing to look up. `frame`: the reply already encoded, given to the link's `send_raw`."""
         self._remove(pending)
         elapsed = self._scheduler.time() - pending.started
         self._counters.ok += 1
         key = pending.request_key
         emit = self._recorder.emit
         undelivered: dict[str, Any] = {}
-        if pending.link.send(reply) is False:  # as `_end`: the host's request is closed
+        sent = pending.link.send(reply) if frame is None or send_raw is None else send_raw(frame, reply)
+        if sent is False:  # as `_end`: the host's request is closed
             emit(Kind.WARNING, request_id=key, message=UNDELIVERED)
             undelivered["delivered"] = False
         emit(

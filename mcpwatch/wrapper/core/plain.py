@@ -37,6 +37,7 @@ from mcpwatch.wrapper.core.hostwatch import HostDirectory
 from mcpwatch.wrapper.core.late_results import LateResults
 from mcpwatch.wrapper.core.session import UpstreamSession
 from mcpwatch.wrapper.framing.frames import text_of
+from mcpwatch.wrapper.framing.splice import Framed, with_id
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
 
 PLAIN_PARAMS = frozenset(("name", "arguments"))  # a params object with anything else takes the full path
@@ -184,8 +185,10 @@ class PlainCalls:
             self._failures.fail(pending, Outcome.ERROR, session.refusal_text(outcome))
         return True
 
-    def answer(self, message: dict[str, Any]) -> bool:
-        """End a plain call with the upstream's ordinary answer (True); False leaves it to the full path."""
+    def answer(self, message: dict[str, Any], framed: Framed | None = None) -> bool:
+        """End a plain call with the upstream's ordinary answer (True); False leaves it to the full path. `framed`:
+        the answer's bytes, read so that its id can be replaced in them (`framing.splice`): a host link that takes
+        an encoded frame (`HostLink.send`: `send_raw`) is sent those, never encoded again."""
         up_id = message.get("id")
         pending = self._calls.get(up_id) if type(up_id) is int else None
         if pending is None or not pending.plain:
@@ -205,7 +208,15 @@ class PlainCalls:
         reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
         degraded = degraded_of_result(result, preview)
         if degraded is None:
-            self._table.plain_finish(pending, reply, preview)
+            frame = send_raw = None
+            if framed is not None:
+                try:
+                    send_raw = pending.link.send_raw  # type: ignore[attr-defined]  # a link that has it (`HostLink`)
+                except AttributeError:
+                    pass
+                else:
+                    frame = with_id(framed[1], pending.host_id)
+            self._table.plain_finish(pending, reply, preview, frame, send_raw)
         else:
             self._table.finish(pending, _OK, reply, {"result_preview": preview, "degraded": degraded})
         return True

@@ -46,6 +46,7 @@ from mcpwatch.wrapper.core.plain import PlainCalls, Route
 from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.framing.splice import read_response
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.offer import SharedOffers, TaskOffer
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
@@ -406,13 +407,19 @@ class WrapperCore:
     # ------------------------------------------------------------------ upstream side
 
     def upstream_frame(self, line: bytes, fallback: Any = oversize.UNKNOWN) -> None:
-        try:
-            message = frames.decode(line)
-        except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
-            self.unusable.upstream_unreadable(line, str(exc), fallback)
-            return
-        if type(message) is dict and self.plain.answer(message):
-            return  # a plain call's ordinary answer (`plain`)
+        framed = read_response(line)  # a response whose id can be replaced in its bytes (`framing.splice`)
+        if framed is not None:
+            message = framed[0]
+            if self.plain.answer(message, framed):
+                return  # a plain call's ordinary answer (`plain`), forwarded in the upstream's bytes
+        else:
+            try:
+                message = frames.decode(line)
+            except ValueError as exc:  # the request it answers, if its start or its POST shows which, is told at once
+                self.unusable.upstream_unreadable(line, str(exc), fallback)
+                return
+            if type(message) is dict and self.plain.answer(message):
+                return  # a plain call's ordinary answer (`plain`)
         self.plain.heard(message)
         self.inbound.decoded(message)
 

@@ -49,6 +49,7 @@ _decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_float)
 # translation table (one pass, no table built per call, as `translate(None, digits)` builds), a run of 19 zeros.
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _NINETEEN_ZEROS = b"0" * 19
+_LINE_CHECK = bytes.maketrans(b"123456789\r", b"000000000\n")  # the same, and a CR as an LF: one pass finds both
 _BYTES = (bytes, bytearray)  # a tuple made once: `bytes | bytearray` in a call would make a union each time
 
 
@@ -98,11 +99,33 @@ def decode(line: bytes | str) -> Any:
             value = _strict_decode(line)  # a real error, or what only the standard library reads
     else:
         value = _strict_decode(line)
-    if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets
+    if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets (no call: every frame comes here)
         return value
+    return _within_depth(line, value, MAX_DEPTH)
+
+
+def decode_line(line: bytes, max_depth: int = MAX_DEPTH) -> Any:
+    """`decode` for a line orjson alone reads as `decode` would, nested at most `max_depth` levels; a ValueError for
+    anything else too: an integer beyond 64 bits, a lone surrogate, a number beyond a double, and a raw CR or LF
+    (JSON's whitespace, but a line's end to a peer reading lines). A caller wanting only that case (`splice`) leaves
+    the rest to `decode`."""
+    checked = line.translate(_LINE_CHECK)
+    if checked.find(_NINETEEN_ZEROS) >= 0 or checked.find(b"\n") >= 0:
+        raise ValueError("a run of 19 digits or a line's end: the standard library's turn")
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    if len(line) <= max_depth:  # too short to open more than max_depth brackets
+        return value
+    return _within_depth(line, value, max_depth)
+
+
+def _within_depth(line: bytes | bytearray | str, value: Any, max_depth: int) -> Any:
+    """The value, unless nested deeper than `max_depth` (counted only when the line has that many brackets)."""
     opening = (b"[", b"{") if isinstance(line, bytes | bytearray) else ("[", "{")
-    if line.count(opening[0]) + line.count(opening[1]) > MAX_DEPTH and _depth(value) > MAX_DEPTH:  # type: ignore[arg-type]  # value is a parsed list or dict here
-        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if line.count(opening[0]) + line.count(opening[1]) > max_depth and _depth(value) > max_depth:  # type: ignore[arg-type]  # value is a parsed list or dict here
+        raise ValueError(f"JSON nested deeper than {max_depth} levels")
     return value
 
 

@@ -100,6 +100,14 @@ class StdioFront:
                     return
         self._write(frames.encode(message), message)
 
+    def send_raw(self, frame: bytes, message: dict[str, Any]) -> None:
+        """`send` for an answer already encoded as `frame` (a plain call's, in the upstream's bytes): written as it
+        is, unless a batch is waiting for answers (then it may be one of them, held as `message`)."""
+        if self._batches:
+            self.send(message)
+        elif not self.closed:
+            self._write(frame, message)
+
     def _write(self, data: bytes, message: Any = None) -> None:
         writer = self._writer
         if writer is None:

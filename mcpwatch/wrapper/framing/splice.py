@@ -1,0 +1,114 @@
+"""An upstream's response read so that its id can be replaced in its own bytes, without encoding it again.
+
+A plain call's answer (`core.plain`) goes to its host as the upstream wrote it with only the id changed: the
+result is parsed once (the log's preview reads it) and never encoded again, which for a large result is most of
+a call's work. That is only safe when the bytes are known to be exactly one response with three members,
+`"jsonrpc":"2.0"`, an integer `"id"` and `"result"`, each once, so the host cannot read anything but what the
+wrapper read (a duplicate `id` or `result` would let a parser that keeps the first member see another id or
+result than the log). So the line is read by a small grammar: `{`, the members before the result, `"result":`,
+the result, the members after it, `}`, with JSON's whitespace between; the result must then parse alone as one
+JSON value (which proves where it ends). Everything else is left to `frames.decode`, and its answer is encoded
+again as before: escapes in a key, another member, a duplicate, a batch, an id that is not a plain integer
+(`1.0`, `"1"`, `1e0`), a raw CR or LF anywhere (legal JSON whitespace, but a line's end to a host on stdio), and
+what only the standard library reads (lone surrogates, integers beyond 64 bits, numbers beyond a double), nesting
+beyond the cap, bytes that are not UTF-8.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from mcpwatch.wrapper.framing import frames
+
+_W = rb"[ \t]*"  # JSON's whitespace but the line ends (a CR or LF sends the line down the full path)
+_DIGITS = rb"0|[1-9][0-9]{0,17}"  # an id the wrapper gave: a plain integer, well within 64 bits
+_JSONRPC = rb'"jsonrpc"' + _W + rb":" + _W + rb'"2\.0"'
+_ID = rb'"id"' + _W + rb":" + _W
+
+
+def _member(n: int) -> bytes:
+    """`"jsonrpc":"2.0"` or `"id":<int>`; group `j<n>` says the first, `i<n>` holds the second's digits."""
+    return rb"(?:(?P<j%d>" % n + _JSONRPC + rb")|" + _ID + rb"(?P<i%d>" % n + _DIGITS + rb"))"
+
+
+# `{`, up to two members, `"result":` — matched at the line's start
+_HEAD = re.compile(
+    _W + rb"\{" + _W + rb"(?:" + _member(1) + _W + rb"," + _W + rb"(?:" + _member(2) + _W + rb"," + _W + rb")?)?"
+    rb'"result"' + _W + rb":" + _W
+)
+# up to two members, `}` — matched at the line's end
+_TAIL = re.compile(_W + rb"(?:," + _W + _member(3) + _W + rb"(?:," + _W + _member(4) + _W + rb")?)?\}" + _W + rb"\Z")
+# the canonical order, compact: `{"jsonrpc":"2.0","id":N,"result":`
+_CANONICAL = re.compile(rb'\{"jsonrpc":"2\.0","id":(?:' + _DIGITS + rb'),"result":')
+_ID_START = len(b'{"jsonrpc":"2.0","id":')
+_AFTER_ID = len(b',"result":')
+TAIL_BYTES = 256  # where the tail is looked for: two members and some whitespace fit; more padding, the full path
+
+
+# a response read by the grammar: its parsed message (as `frames.decode` gives it, members in their order), and its
+# bytes with where its id's digits are in them
+Framed = tuple[dict[str, Any], tuple[bytes, int, int]]
+
+
+def with_id(where: tuple[bytes, int, int], host_id: Any) -> bytes | None:
+    """The frame for the host (newline included): the upstream's bytes with `host_id` in place of its id; None for an
+    id orjson does not encode as `frames.encode` would (an integer beyond 64 bits, a lone surrogate)."""
+    try:
+        encoded = orjson.dumps(host_id)
+    except orjson.JSONEncodeError:
+        return None
+    line, start, end = where
+    return b"".join((line[:start], encoded, line[end:], b"\n"))
+
+
+def read_response(line: bytes) -> Framed | None:
+    """The line as a response whose id can be spliced, or None: then `frames.decode` reads it, as before."""
+    canonical = _CANONICAL.match(line)
+    if canonical is not None and line[-2:] == b"}}":  # what orjson and pydantic write: one match, no more
+        head_end = canonical.end()
+        id_end = head_end - _AFTER_ID
+        try:
+            result = frames.decode_line(line[head_end:-1], frames.MAX_DEPTH - 1)
+        except ValueError:
+            return None
+        up_id = int(line[_ID_START:id_end])
+        return {"jsonrpc": "2.0", "id": up_id, "result": result}, (line, _ID_START, id_end)
+    return _read_any_order(line)
+
+
+def _read_any_order(line: bytes) -> Framed | None:
+    """`read_response` for the members in any order, with whitespace between them."""
+    head = _HEAD.match(line)
+    if head is None:
+        return None
+    head_end = head.end()
+    tail_from = len(line) - TAIL_BYTES
+    tail = _TAIL.search(line, tail_from if tail_from > head_end else head_end)
+    if tail is None:
+        return None
+    j1, i1, j2, i2 = head.groups()
+    j3, i3, j4, i4 = tail.groups()
+    ids = (i1 is not None) + (i2 is not None) + (i3 is not None) + (i4 is not None)
+    if ids != 1 or (j1 is not None) + (j2 is not None) + (j3 is not None) + (j4 is not None) != 1:
+        return None  # a member missing, or one twice: a parser that keeps the first would read another message
+    if i1 is not None or i2 is not None:
+        id_start, id_end = head.span("i1" if i1 is not None else "i2")
+    else:
+        id_start, id_end = tail.span("i3" if i3 is not None else "i4")
+    up_id = int(line[id_start:id_end])
+    try:
+        result = frames.decode_line(line[head_end : tail.start()], frames.MAX_DEPTH - 1)
+    except ValueError:
+        return None  # not one JSON value, or what only the standard library reads: `frames.decode` says which
+    message: dict[str, Any] = {}  # the members in the order the line has them, as `frames.decode` gives them
+    for jsonrpc, digits in ((j1, i1), (j2, i2), (None, None), (j3, i3), (j4, i4)):
+        if jsonrpc is not None:
+            message["jsonrpc"] = "2.0"
+        elif digits is not None:
+            message["id"] = up_id
+        elif "result" not in message:
+            message["result"] = result
+    return message, (line, id_start, id_end)
