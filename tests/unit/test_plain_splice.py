@@ -226,3 +226,15 @@ def test_a_batchs_plain_calls_are_answered_in_one_array_on_stdio(loop, monkeypat
     answers = [{"jsonrpc": "2.0", "id": n, "result": {"content": [ups[n]]}} for n in (2, 1)]  # as the full path's
     assert written[0] == frames.encode(answers)[:-1]
     assert written[1] == b'{"result":{"content":[%d]}, "jsonrpc":"2.0","id":"lone"}' % ups[0]
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4])
+def test_the_logs_preview_of_a_long_result_decodes_only_its_start_and_is_what_it_was(width: int) -> None:
+    """`text_of` decodes only the bytes the preview keeps (at most 4 per character): the same text as the whole
+    decoded and cut, whatever the characters' widths and wherever one is cut."""
+    wide = {1: "x", 2: "\u00e9", 3: "\u20ac", 4: "\U0001f600"}[width]
+    for lead in range(4):
+        for limit in (10, 4096):
+            value = {"t": "a" * lead + wide * (limit + 50)}
+            whole = orjson.dumps(value).decode()
+            assert frames.text_of(value, limit) == whole[: limit - 1] + "…"

@@ -49,7 +49,8 @@ _decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_float)
 # translation table (one pass, no table built per call, as `translate(None, digits)` builds), a run of 19 zeros.
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _NINETEEN_ZEROS = b"0" * 19
-_LINE_CHECK = bytes.maketrans(b"123456789\r", b"000000000\n")  # the same, and a CR as an LF: one pass finds both
+# the same, a CR as an LF and a `[` as a `{`: one pass, then a find for each, and one count of the brackets
+_LINE_CHECK = bytes.maketrans(b"123456789\r[", b"000000000\n{")
 _BYTES = (bytes, bytearray)  # a tuple made once: `bytes | bytearray` in a call would make a union each time
 
 
@@ -99,33 +100,30 @@ def decode(line: bytes | str) -> Any:
             value = _strict_decode(line)  # a real error, or what only the standard library reads
     else:
         value = _strict_decode(line)
-    if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets (no call: every frame comes here)
+    if len(line) <= MAX_DEPTH:  # too short to open more than MAX_DEPTH brackets
         return value
-    return _within_depth(line, value, MAX_DEPTH)
+    opening = (b"[", b"{") if isinstance(line, bytes | bytearray) else ("[", "{")
+    if line.count(opening[0]) + line.count(opening[1]) > MAX_DEPTH and _depth(value) > MAX_DEPTH:  # type: ignore[arg-type]  # value is a parsed list or dict here
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
-def decode_line(line: bytes, max_depth: int = MAX_DEPTH) -> Any:
-    """`decode` for a line orjson alone reads as `decode` would, nested at most `max_depth` levels; a ValueError for
-    anything else too: an integer beyond 64 bits, a lone surrogate, a number beyond a double, and a raw CR or LF
-    (JSON's whitespace, but a line's end to a peer reading lines). A caller wanting only that case (`splice`) leaves
-    the rest to `decode`."""
+def decode_line(line: bytes, start: int, end: int) -> Any:
+    """The JSON value at `line[start:end]`, a member of the object `line` holds, read as `decode` reads the whole line
+    (so nested at most MAX_DEPTH - 1 levels) when orjson alone reads it so; a ValueError for anything else too (an
+    integer beyond 64 bits, a lone surrogate, a number beyond a double) and for a raw CR or LF anywhere (JSON's
+    whitespace, but a line's end to a peer reading lines). A caller wanting only that case (`splice`) leaves the
+    rest to `decode`. The line's other bytes are checked as well, and the member is read in place."""
     checked = line.translate(_LINE_CHECK)
     if checked.find(_NINETEEN_ZEROS) >= 0 or checked.find(b"\n") >= 0:
         raise ValueError("a run of 19 digits or a line's end: the standard library's turn")
     try:
-        value = orjson.loads(line)
+        value = orjson.loads(memoryview(line)[start:end])
     except orjson.JSONDecodeError as exc:
         raise ValueError(str(exc)) from None
-    if len(line) <= max_depth:  # too short to open more than max_depth brackets
-        return value
-    return _within_depth(line, value, max_depth)
-
-
-def _within_depth(line: bytes | bytearray | str, value: Any, max_depth: int) -> Any:
-    """The value, unless nested deeper than `max_depth` (counted only when the line has that many brackets)."""
-    opening = (b"[", b"{") if isinstance(line, bytes | bytearray) else ("[", "{")
-    if line.count(opening[0]) + line.count(opening[1]) > max_depth and _depth(value) > max_depth:  # type: ignore[arg-type]  # value is a parsed list or dict here
-        raise ValueError(f"JSON nested deeper than {max_depth} levels")
+    # the whole line's brackets (`[` is counted as `{` in `checked`) bound the member's depth, plus one
+    if checked.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH - 1:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
     return value
 
 
@@ -211,9 +209,14 @@ def text_of(value: Any, limit: int = 4096) -> str:
     kind = type(value)
     if kind is dict or kind is list:  # what the log is given nearly always: straight to the encoder
         try:
-            text = orjson.dumps(value).decode()
+            encoded = orjson.dumps(value)
         except (TypeError, orjson.JSONEncodeError):
             text = _log_dumps(value)
+        else:
+            # a character is at most 4 bytes: of a long text only the bytes holding more than `limit` characters
+            # are decoded, never a whole megabyte's result (orjson writes UTF-8: what "ignore" drops is a character
+            # cut at that end, and a short text's slice is the text itself)
+            text = encoded[: 4 * limit + 4].decode("utf-8", "ignore")
         return text if len(text) <= limit else text[: limit - 1] + "…"
     if kind is bytes or kind is bytearray:
         text = bytes(value[: limit * 4]).decode("utf-8", "replace")

@@ -61,7 +61,8 @@ def with_id(where: tuple[bytes, int, int], host_id: Any) -> bytes | None:
     except orjson.JSONEncodeError:
         return None
     line, start, end = where
-    return b"".join((line[:start], encoded, line[end:], b"\n"))
+    view = memoryview(line)  # the slices are not copied before the join
+    return b"".join((view[:start], encoded, view[end:], b"\n"))
 
 
 def read_response(line: bytes) -> Framed | None:
@@ -71,7 +72,7 @@ def read_response(line: bytes) -> Framed | None:
         head_end = canonical.end()
         id_end = head_end - _AFTER_ID
         try:
-            result = frames.decode_line(line[head_end:-1], frames.MAX_DEPTH - 1)
+            result = frames.decode_line(line, head_end, -1)
         except ValueError:
             return None
         up_id = int(line[_ID_START:id_end])
@@ -100,7 +101,7 @@ def _read_any_order(line: bytes) -> Framed | None:
         id_start, id_end = tail.span("i3" if i3 is not None else "i4")
     up_id = int(line[id_start:id_end])
     try:
-        result = frames.decode_line(line[head_end : tail.start()], frames.MAX_DEPTH - 1)
+        result = frames.decode_line(line, head_end, tail.start())
     except ValueError:
         return None  # not one JSON value, or what only the standard library reads: `frames.decode` says which
     message: dict[str, Any] = {}  # the members in the order the line has them, as `frames.decode` gives them
