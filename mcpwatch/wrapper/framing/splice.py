@@ -39,13 +39,12 @@ _HEAD = re.compile(
     _W + rb"\{" + _W + rb"(?:" + _member(1) + _W + rb"," + _W + rb"(?:" + _member(2) + _W + rb"," + _W + rb")?)?"
     rb'"result"' + _W + rb":" + _W
 )
-# up to two members, `}` — matched at the line's end
+# up to two members, `}` — matched at the line's end (`_tail`)
 _TAIL = re.compile(_W + rb"(?:," + _W + _member(3) + _W + rb"(?:," + _W + _member(4) + _W + rb")?)?\}" + _W + rb"\Z")
 # the canonical order, compact: `{"jsonrpc":"2.0","id":N,"result":`
 _CANONICAL = re.compile(rb'\{"jsonrpc":"2\.0","id":(?:' + _DIGITS + rb'),"result":')
 _ID_START = len(b'{"jsonrpc":"2.0","id":')
 _AFTER_ID = len(b',"result":')
-TAIL_BYTES = 256  # where the tail is looked for: two members and some whitespace fit; more padding, the full path
 
 
 # a response read by the grammar: its parsed message (as `frames.decode` gives it, members in their order), and its
@@ -80,14 +79,31 @@ def read_response(line: bytes) -> Framed | None:
     return _read_any_order(line)
 
 
+def _tail(line: bytes, head_end: int) -> re.Match[bytes] | None:
+    """The members after the result and the closing brace, matched where they can only start: at the second last or
+    the last comma (the members hold none), else at the last brace. Anchored matches, each linear in the line: a
+    search ending in `\\Z` would try every position, and whitespace before the end makes that quadratic."""
+    close = len(line.rstrip(b" \t")) - 1
+    if close < head_end or line[close : close + 1] != b"}":
+        return None
+    last = line.rfind(b",", head_end, close)
+    if last >= 0:
+        before = line.rfind(b",", head_end, last)
+        tail = _TAIL.match(line, before) if before >= 0 else None
+        if tail is None:
+            tail = _TAIL.match(line, last)
+        if tail is not None:
+            return tail
+    return _TAIL.match(line, close)
+
+
 def _read_any_order(line: bytes) -> Framed | None:
     """`read_response` for the members in any order, with whitespace between them."""
     head = _HEAD.match(line)
     if head is None:
         return None
     head_end = head.end()
-    tail_from = len(line) - TAIL_BYTES
-    tail = _TAIL.search(line, tail_from if tail_from > head_end else head_end)
+    tail = _tail(line, head_end)
     if tail is None:
         return None
     j1, i1, j2, i2 = head.groups()
