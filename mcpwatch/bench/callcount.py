@@ -35,7 +35,7 @@ from mcpwatch.wrapper.framing import frames
 
 # The budgets the suite holds the plain call to (measured: 88 calls on the loop thread, the host's side counted as
 # the stdio front's, 4 on the writer's, per call). A change that needs more says why in its commit and raises the
-# figure here. The answer's splice (`framing.splice`) made the count 84 → 88 (a regex match and its end, a second
+# figure here. The answer's splice (`framing.splice`) made the count 84 → 88 (a prefix test and a find, a second
 # find, the join) while taking its instructions down (`mcpwatch/docs/benchmarks.md`): C calls differ in size.
 LOOP_BUDGET = 89
 WRITER_BUDGET = 4.5  # the fold, one row (one JSON text), the counts (4.1 measured): was 5, 9 for two rows

@@ -141,6 +141,11 @@ UNPROVEN: list[bytes] = [  # each sent as the full path sends it (or answered as
     b'{"jsonrpc":"2.0","id":%de0,"result":{"content":[]}}',  # 1e0
     b'{"jsonrpc":"2.0","id":"%d","result":{"content":[]}}',  # "1"
     b'{"jsonrpc":"2.0","id":0%d,"result":{"content":[]}}',  # a leading zero: not JSON
+    b'{"jsonrpc":"2.0","id":+%d,"result":{"content":[]}}',  # what int() reads but JSON does not
+    b'{"jsonrpc":"2.0","id":%d_0,"result":{"content":[]}}',
+    b'{"jsonrpc":"2.0","id":-%d,"result":{"content":[]}}',  # another id
+    b'{"jsonrpc":"2.0","id":%d000000000000000000,"result":{"content":[]}}',  # beyond 64 bits
+    b'{"jsonrpc":"2.0","id":,"result":{"content":[]}}',
     b'{"jsonrpc":"2.0","\\u0069d":%d,"result":{"content":[]}}',  # an escape in a key
     b'{"jsonrpc":"2.0","id":%d,"\\u0072esult":{"content":[]}}',
     b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"lone \\ud800"}]}}',
