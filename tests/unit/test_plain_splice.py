@@ -18,9 +18,16 @@ from taskrig import Host, TaskRig
 from test_plain_path import full_path_only
 
 from mcpwatch.events import Event
+from mcpwatch.wrapper.core import pump
 from mcpwatch.wrapper.framing import frames
-from mcpwatch.wrapper.framing.splice import read_response
+from mcpwatch.wrapper.framing.splice import SPLICE_BYTES, read_response
 from mcpwatch.wrapper.fronts import front_stdio
+
+
+@pytest.fixture(autouse=True)
+def splice_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grammar tried on every answer here, however short (the core splices from `SPLICE_BYTES` on)."""
+    monkeypatch.setattr(pump, "SPLICE_BYTES", 0)
 
 
 class RawHost(Host):
@@ -245,3 +252,16 @@ def test_the_logs_preview_of_a_long_result_decodes_only_its_start_and_is_what_it
             value = {"t": "a" * lead + wide * (limit + 50)}
             whole = orjson.dumps(value).decode()
             assert frames.text_of(value, limit) == whole[: limit - 1] + "…"
+
+
+def test_a_short_answer_is_encoded_again_and_a_long_one_spliced(loop, monkeypatch) -> None:
+    """Below `SPLICE_BYTES` reading the shape costs more than the encoding it saves: the full path's bytes."""
+    monkeypatch.setattr(pump, "SPLICE_BYTES", SPLICE_BYTES)
+    head = b'{"result":{"content":[{"type":"text","text":"'
+    tail = b'"}]},"jsonrpc":"2.0","id":%d}'
+    short = head + b"s" * (SPLICE_BYTES - len(head) - len(tail) - 2) + tail  # just short of it
+    answers = [short, head + b"l" * SPLICE_BYTES + tail]
+    rig = answered(loop, answers, ["short", "long"])
+    assert rig.host.raw == 1
+    assert rig.host.frames[0] == frames.encode(rig.host.sent[0])  # encoded again: orjson's order
+    assert rig.host.frames[1].endswith(b',"jsonrpc":"2.0","id":"long"}\n')  # the upstream's order

@@ -46,7 +46,7 @@ from mcpwatch.wrapper.core.plain import PlainCalls, Route
 from mcpwatch.wrapper.core.pressure import Backpressure
 from mcpwatch.wrapper.core.session import UpstreamLink, UpstreamSession
 from mcpwatch.wrapper.framing import frames
-from mcpwatch.wrapper.framing.splice import read_response
+from mcpwatch.wrapper.framing.splice import SPLICE_BYTES, read_response
 from mcpwatch.wrapper.tasks.bridge import TaskBridge
 from mcpwatch.wrapper.tasks.offer import SharedOffers, TaskOffer
 from mcpwatch.wrapper.tasks.shapes import INVALID_PARAMS, POLL_METHODS
@@ -407,7 +407,8 @@ class WrapperCore:
     # ------------------------------------------------------------------ upstream side
 
     def upstream_frame(self, line: bytes, fallback: Any = oversize.UNKNOWN) -> None:
-        framed = read_response(line)  # a response whose id can be replaced in its bytes (`framing.splice`)
+        # a response whose id can be replaced in its bytes (`framing.splice`), when large enough for that to pay
+        framed = read_response(line) if len(line) >= SPLICE_BYTES else None
         if framed is not None:
             message = framed[0]
             if self.plain.answer(message, framed):

@@ -23,6 +23,9 @@ import orjson
 
 from mcpwatch.wrapper.framing import frames
 
+# Below this, reading the line's shape costs more than encoding the answer again (callgrind, a 100-byte answer:
+# about 11,000 instructions more; a 64 KB one: 740,000 fewer): a shorter answer takes `frames.decode`.
+SPLICE_BYTES = 2048
 _W = rb"[ \t]*"  # JSON's whitespace but the line ends (a CR or LF sends the line down the full path)
 _DIGITS = rb"0|[1-9][0-9]{0,17}"  # an id the wrapper gave: a plain integer, well within 64 bits
 _JSONRPC = rb'"jsonrpc"' + _W + rb":" + _W + rb'"2\.0"'
