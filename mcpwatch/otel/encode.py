@@ -16,6 +16,7 @@ from typing import Any
 from mcpwatch.otel.spans import AttributeValue, CallShape, CallSpan, PlainSpan
 
 CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again
+PAIR_BYTES_MAX = 1024  # a longer pair (a host's tool name in megabytes) is encoded each time: 4 MiB kept at most
 PER_CALL = frozenset({"jsonrpc.request.id", "mcpwatch.upstream.request_id"})
 """Attributes whose value is new with every call: encoded each time, never cached (they would only evict)."""
 _KIND_CLIENT = b"\x30\x03"  # Span.kind (6) = SPAN_KIND_CLIENT
@@ -48,7 +49,15 @@ def _field(tag: bytes, payload: bytes) -> bytes:
 
 
 def _text(tag: bytes, text: str) -> bytes:
-    return _field(tag, text.encode("utf-8", "surrogatepass"))
+    try:
+        return _field(tag, text.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate (legal in JSON): as U+FFFD, or the collector refuses the batch
+        return _field(tag, _valid(text).encode("utf-8"))
+
+
+def _valid(text: str) -> str:
+    """`text` with each lone surrogate as U+FFFD (a proto3 string must be UTF-8) and a split pair joined."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def _id(hex_id: str, size: int) -> bytes:
@@ -107,9 +116,11 @@ class SpanEncoder:
             pair = (key, type(value), value)  # the type too: True and 1 are equal keys of a dict
             encoded = pairs.get(pair)
             if encoded is None:
-                if len(pairs) >= CACHE_MAX:
-                    pairs.clear()
-                encoded = pairs[pair] = _field(tag, key_value(key, value))
+                encoded = _field(tag, key_value(key, value))
+                if len(encoded) <= PAIR_BYTES_MAX:
+                    if len(pairs) >= CACHE_MAX:
+                        pairs.clear()
+                    pairs[pair] = encoded
             out.append(encoded)
         return b"".join(out)
 

@@ -152,6 +152,9 @@ class Measure(NamedTuple):
 
 Output = CallSpan | PlainSpan | Measure
 SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
+SHAPE_TEXT_MAX = 1024
+"""Characters of text one shape may hold (its name and attribute values): a longer one (a host naming a tool in
+megabytes) is not kept, its call takes the full path, so the shapes hold at most about a megabyte of text."""
 
 
 def _ns(ts: float) -> int:
@@ -278,10 +281,8 @@ class SpanBuilder:
         up_id = up_id if isinstance(up_id, int) else None
         if self.lean and tool is not None and isinstance(request_id, str):
             key = _shape_key(get("method"), tool, get("budget_s"), get("budget_source"), get("host_session"))
-            if key is not None:
-                shape = self._shapes.get(key)
-                if shape is None:
-                    shape = self._shape(key)
+            shape = None if key is None else self._shapes.get(key) or self._shape(key)
+            if shape is not None:
                 record = PlainSpan(shape, trace_id, span_id, parent, _ns(event.ts), request_id, up_id)
                 self._open.setdefault(request_id, []).append(record)
                 return []
@@ -329,15 +330,21 @@ class SpanBuilder:
             attributes["mcpwatch.upstream.request_id"] = up_id
         return attributes
 
-    def _shape(self, key: tuple[Any, ...]) -> CallShape:
-        """The shape of the calls with this key, made from the attributes a full span of one would have."""
+    def _shape(self, key: tuple[Any, ...]) -> CallShape | None:
+        """The shape of the calls with this key, made from the attributes a full span of one would have (None: its
+        text is past `SHAPE_TEXT_MAX`, the call is not plain)."""
         method, tool, budget, source, host_session = key
+        if len(tool) > SHAPE_TEXT_MAX:  # checked first: the rest would copy it
+            return None
         method = str(method or "?")
         attributes = self._attributes(method, tool, _SPLIT, host_session, budget, source, None)
         keys = list(attributes)
         split = keys.index("jsonrpc.request.id")
         head = {k: attributes[k] for k in keys[:split]}
         middle = {k: attributes[k] for k in keys[split + 1 :]}
+        text = len(method) + sum(len(value) for value in attributes.values() if type(value) is str)
+        if text + len(tool) > SHAPE_TEXT_MAX:
+            return None
         metric = _metric_attributes(attributes)
         if len(self._shapes) >= SHAPES_MAX:
             self._shapes.clear()
@@ -481,6 +488,7 @@ def _shape_key(method: Any, tool: str, budget: Any, source: Any, host_session: A
     (a shape is for the common case; an odd one takes the full path)."""
     if not (
         type(method) is str
+        and type(tool) is str
         and (budget is None or type(budget) in (int, float))
         and (source is None or type(source) is str)
         and (host_session is None or type(host_session) is str)

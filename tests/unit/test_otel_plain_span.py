@@ -161,3 +161,58 @@ def test_the_shapes_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for event in s.events:
         builder.feed(event)
     assert 0 < len(builder._shapes) <= 8
+
+
+def _calls(tools: list[str]) -> list[Event]:
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s.add(Kind.HOST_INFO, protocol_version="2025-06-18")
+    for n, tool in enumerate(tools):
+        s.start(str(n), tool, up_id=n)
+        s.end(str(n), tool)
+    return s.events
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_a_name_that_is_not_unicode_reaches_the_collector_as_utf8(lean: bool) -> None:
+    """A host may name a tool with a lone surrogate (legal JSON): a proto3 string must be UTF-8, or the collector
+    refuses the whole batch, every other call's span with it."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    tools = ["fine", "\ud800", "a\udfffb", "\ud83d\ude00", "nul\x00esc\x1b[31m", "\u202eflip"]
+    spans, _ = _fold(_calls(tools), lean=lean)
+    body = SpanEncoder(RESOURCE, "mcp\udc80watch", "1").request(spans)
+    parsed = ExportTraceServiceRequest()
+    parsed.ParseFromString(body)
+    names = [span.name for span in parsed.resource_spans[0].scope_spans[0].spans]
+    expected = ["fine", "\ufffd", "a\ufffdb", "\U0001f600", "nul\x00esc\x1b[31m", "\u202eflip"]
+    assert names == [f"tools/call {tool}" for tool in expected]
+    assert parsed.resource_spans[0].scope_spans[0].scope.name == "mcp\ufffdwatch"
+
+
+def test_huge_tool_names_fold_alike_and_are_not_kept() -> None:
+    """A host naming a new tool in 128 KiB with every call: the lean fold still matches the full one, and neither
+    the shapes nor the encoder's cache keeps the names (they were 40 and 16 MiB for 48 calls)."""
+    import gc
+    import tracemalloc
+
+    tools = [f"{n:03d}" + "x" * 128 * 1024 for n in range(48)]
+    events = _calls(tools)
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
+    full, _ = _fold(events, lean=False)
+    lean, _ = _fold(events, lean=True)
+    assert encoder.request(lean) == encoder.request(full)
+    del full, lean
+    for lean_fold in (True, False):
+        builder, encoder = SpanBuilder(lean=lean_fold), SpanEncoder(RESOURCE, "mcpwatch", "1")
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for event in events:
+                encoder.request([out for out in builder.feed(event) if not isinstance(out, Measure)])
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        assert kept < 2 * 2**20, (lean_fold, kept)
