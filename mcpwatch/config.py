@@ -31,6 +31,7 @@ from mcpwatch.reliability.setting_checks import (
     setting_table,
     tables,
     text,
+    toml_key,
     whole,
 )
 
@@ -297,14 +298,15 @@ def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> 
             hosts = _parse_hosts(body, where)
             continue
         if section not in SECTIONS:
-            raise _fail(where, f"[{section}]", f"is not a known section (known: {', '.join(SECTIONS)}, hosts)")
+            known = ", ".join(SECTIONS)
+            raise _fail(where, f"[{toml_key(section)}]", f"is not a known section (known: {known}, hosts)")
         if not isinstance(body, dict):
             raise _fail(where, f"[{section}]", "must be a table")
         parsed: dict[str, Any] = {}
         for key, value in body.items():
             if key not in KEYS[section]:
                 known = ", ".join(KEYS[section])
-                raise _fail(where, f"{section}.{key}", f"is not a known key (known in [{section}]: {known})")
+                raise _fail(where, f"{section}.{toml_key(key)}", f"is not a known key (known in [{section}]: {known})")
             try:
                 parsed[key] = CHECKS[section][key](value)
             except Problem as exc:

@@ -7,6 +7,8 @@ table setting, where in the table it is).
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from dataclasses import Field, field
 from typing import Any, TypeVar
@@ -49,6 +51,15 @@ def check_of(f: Field[Any]) -> Check | None:
     return check
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def toml_key(name: str) -> str:
+    """A key as TOML writes it: bare when it can be, else quoted, so a key that looks like another (`"ttl_s "`, one
+    with a dot or a control character) is told apart from it in a message."""
+    return name if _BARE_KEY.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+
+
 def inside(at: str, check: Check, value: Any) -> Any:
     """`check(value)` for an entry of a table setting: its `Problem` names the entry (`at`) after the key."""
     try:
@@ -64,7 +75,7 @@ def seconds_by_name(**rule: bool) -> Check:
     def check(value: Any) -> dict[str, float]:
         if not isinstance(value, dict):
             raise Problem("must be a table of tool name = seconds")
-        return {str(name): inside(f".{name}", each, budget) for name, budget in value.items()}
+        return {str(name): inside(f".{toml_key(str(name))}", each, budget) for name, budget in value.items()}
 
     return check
 
@@ -83,7 +94,8 @@ def tables(header: str, known: tuple[str, ...], required: tuple[str, ...] = (), 
                 raise Problem(f"must be a table, got {item!r}", at)
             unknown = set(item) - set(known)
             if unknown:
-                raise Problem(f"has unknown key(s): {', '.join(sorted(unknown))} (known: {', '.join(known)})", at)
+                shown_keys = ", ".join(toml_key(key) for key in sorted(unknown))
+                raise Problem(f"has unknown key(s): {shown_keys} (known: {', '.join(known)})", at)
             for key in required:
                 if key not in item:
                     raise Problem(f"needs {key}", at)

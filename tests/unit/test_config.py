@@ -96,6 +96,11 @@ HUGE = "1" + "0" * 400
         ("[limits]\nmax_frame_mb = 2.5\n", "limits.max_frame_mb must be a whole number from 1 to 1024, got 2.5"),
         ("[limits]\nmax_frame_mb = 'big'\n", "limits.max_frame_mb must be a whole number from 1 to 1024, got 'big'"),
         ("[deadline\n", "not valid TOML"),
+        # a key that looks like another is quoted as TOML writes it, told apart from the one it mimics
+        ("[[late_results.reuse]]\nmatch = 'a'\n'ttl_s ' = 1\n", 'reuse[0] has unknown key(s): "ttl_s " (known: '),
+        ("[late_results]\n'keep_bytes ' = 2000\n", 'late_results."keep_bytes " is not a known key'),
+        ("['late_results ']\nkeep_bytes = 2000\n", '["late_results "] is not a known section'),
+        ('[deadline.tools]\n"a.b\\u001b" = "x"\n', 'deadline.tools."a.b\\u001b" must be a number of seconds'),
     ],
 )
 def test_each_bad_value_names_the_file_and_the_key(tmp_path: Path, toml: str, message: str) -> None:
