@@ -32,6 +32,7 @@ BASELINE_INSIDE = True  # runs the baseline's wrapper beside its own, window by 
 
 RATES = (5000, 250)
 RATES_ENV = "MCPWATCH_BENCH_RATES"
+RATE_MIN, RATE_MAX = 1.0, 100_000.0  # calls per second a window may ask for
 WINDOW_S = 4.0  # one measured window; a round is one window per side
 ROUNDS = 3  # windows per side and rate (ABBA order across rounds)
 WARMUP_S = 1.0
@@ -322,13 +323,21 @@ def rates_asked(environ: dict[str, str] | os._Environ[str], default: tuple[float
         rates = [float(part) for part in text.split(",")]
     except ValueError:
         rates = []
-    if not rates or any(not 0 < r <= 100_000 for r in rates):
-        raise UserError(f"{RATES_ENV}={text!r}: give calls per second between 0 and 100000, e.g. 5000,250")
+    if not rates or any(not RATE_MIN <= r <= RATE_MAX for r in rates):  # below 1, a call waits 1/rate seconds
+        raise UserError(f"{RATES_ENV}={text[:80]!r}: give calls per second from 1 to 100000, e.g. 5000,250")
     return rates
+
+
+def require_thread_counters() -> None:
+    """Refuse to run where the kernel keeps no per-thread CPU counters in /proc (not Linux): every window would
+    read as no CPU at all, a figure that meets any target and means nothing."""
+    if not thread_cpu(os.getpid()):
+        raise UserError("bench paced reads each thread's CPU time from /proc/PID/task (Linux); this system has none")
 
 
 def run(quick: bool = False) -> dict[str, Any]:
     rates = rates_asked(os.environ)
+    require_thread_counters()
     window_s, rounds = (0.2, 1) if quick else (WINDOW_S, ROUNDS * 2 if os.environ.get(BASELINE_ENV) else ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}

@@ -22,7 +22,7 @@ def test_rates_default_to_5000_and_250_and_are_read_from_the_environment() -> No
     assert rates_asked({"MCPWATCH_BENCH_RATES": " 1000, 50.5 "}) == [1000.0, 50.5]
 
 
-@pytest.mark.parametrize("text", ["fast", "0", "-5", "1000,", "1e9", "nan"])
+@pytest.mark.parametrize("text", ["fast", "0", "-5", "1000,", "1e9", "nan", "0.5", "1e-300", "inf"])
 def test_a_bad_rate_is_one_line_naming_the_variable_and_an_example(text: str) -> None:
     with pytest.raises(UserError) as caught:
         rates_asked({"MCPWATCH_BENCH_RATES": text})
@@ -38,6 +38,26 @@ def test_a_bad_rate_through_the_command_is_one_line_and_no_process(
     assert main(["bench", "paced", "--quick"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "MCPWATCH_BENCH_RATES" in err[0] and "Traceback" not in err[0]
+
+
+def test_a_rate_under_one_call_a_second_is_refused() -> None:
+    """Each call waits 1/rate seconds for its slot: 1e-300 calls/s was a wait nothing ends."""
+    assert rates_asked({"MCPWATCH_BENCH_RATES": "1,100000"}) == [1.0, 100000.0]
+    with pytest.raises(UserError, match="from 1 to 100000"):
+        rates_asked({"MCPWATCH_BENCH_RATES": "1e-300"})
+
+
+def test_a_system_without_thread_counters_is_refused_not_measured_as_free(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without /proc/PID/task every window read as 0 µs a call, under any target; now one line and no process."""
+    monkeypatch.setattr(paced, "thread_cpu", lambda pid: {})
+    monkeypatch.setattr(paced, "open_hosts", None)  # nothing may start before the refusal
+    monkeypatch.setenv("MCPWATCH_BENCH_RATES", "400")
+    monkeypatch.delenv("MCPWATCH_BENCH_BASELINE", raising=False)
+    assert main(["bench", "paced", "--quick"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "/proc/PID/task" in err[0] and "Traceback" not in err[0]
 
 
 def _window(calls: int, *thread_ns: int) -> Window:
