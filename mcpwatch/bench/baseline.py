@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from mcpwatch.errors import UserError
 
 BASELINE_ENV = "MCPWATCH_BENCH_BASELINE"
 ORDER = ("this", "baseline", "baseline", "this")
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 HOW = "point it at another checkout, e.g. `git worktree add --detach /tmp/base HEAD~1`"
 
 
@@ -28,18 +30,69 @@ def _package_root(directory: Path) -> Path:
     """The directory holding the `mcpwatch` package that DIR's Python would import, checked, not assumed."""
     if not (directory / "mcpwatch" / "__init__.py").is_file():
         raise UserError(f"{BASELINE_ENV}={directory}: it holds no mcpwatch package to compare with; {HOW}")
-    probe = subprocess.run(
-        [sys.executable, "-c", "import mcpwatch, os; print(os.path.dirname(os.path.dirname(mcpwatch.__file__)))"],
-        cwd=directory,
-        env={**os.environ, "PYTHONPATH": str(directory)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    _check_owned(directory)
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", "import mcpwatch, os; print(os.path.dirname(os.path.dirname(mcpwatch.__file__)))"],
+            cwd=directory,
+            env={**os.environ, "PYTHONPATH": str(directory)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except subprocess.TimeoutExpired:
+        raise UserError(f"{BASELINE_ENV}={directory}: importing its mcpwatch took over 60 s; {HOW}") from None
     found = Path(probe.stdout.strip() or ".").resolve()
     if probe.returncode != 0 or found != directory.resolve():
         raise UserError(f"{BASELINE_ENV}={directory}: it holds no mcpwatch package to compare with; {HOW}")
     return directory
+
+
+def _check_owned(directory: Path) -> None:
+    """Refuse a checkout that someone else could change before its code runs as this user: DIR and everything in
+    its package must be this user's (or root's) and writable by no one else, and no folder above it may let another
+    user move it (a `/tmp/base` another user made first, and `git worktree add` filled, would let them swap a module
+    under the benchmark)."""
+    me = os.geteuid()
+    for above in reversed(directory.resolve().parents):
+        info = _stat(above)
+        if info is not None and (
+            info.st_uid not in (me, 0) or (info.st_mode & _OTHERS_WRITE and not info.st_mode & stat.S_ISVTX)
+        ):
+            raise UserError(
+                f"{BASELINE_ENV}={directory}: the folder {above} above it is another user's or writable by others, "
+                f"who could swap the checkout run as you; use a checkout of your own: {HOW}"
+            )
+    for path in [directory, *_tree(directory / "mcpwatch")]:
+        info = _stat(path)
+        if info is None:
+            continue  # gone meanwhile, or unreadable: the import tells
+        if info.st_uid not in (me, 0):
+            raise UserError(
+                f"{BASELINE_ENV}={directory}: {path} belongs to another user (uid {info.st_uid}), whose code would "
+                f"run as you; use a checkout of your own: {HOW}"
+            )
+        if info.st_mode & _OTHERS_WRITE:
+            raise UserError(
+                f"{BASELINE_ENV}={directory}: {path} is writable by other users (mode "
+                f"{stat.S_IMODE(info.st_mode):04o}), who could change the code run as you; "
+                f"fix it with `chmod -R go-w {directory}`"
+            )
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _tree(root: Path) -> list[Path]:
+    """`root` and every directory and file under it (a symlink's target is what `stat` checks)."""
+    found = [root]
+    for folder, folders, files in os.walk(root):
+        found += [Path(folder, name) for name in (*folders, *files)]
+    return found
 
 
 def baseline_root() -> str | None:

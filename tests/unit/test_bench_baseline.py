@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.bench.baseline import compare, numbers, ratios
+from mcpwatch.bench.baseline import baseline_root, compare, numbers, ratios
 from mcpwatch.errors import UserError
 
 from checkout import REPO
@@ -76,3 +76,56 @@ def test_a_baseline_that_is_no_checkout_is_refused_in_one_line(tmp_path: Path, w
         f"mcpwatch: MCPWATCH_BENCH_BASELINE={directory}: it holds no mcpwatch package to compare with; "
         "point it at another checkout, e.g. `git worktree add --detach /tmp/base HEAD~1`"
     ]
+
+
+def _marked_checkout(root: Path) -> tuple[Path, Path]:
+    """A checkout whose package, once imported, leaves a mark: the refusal must come before any of its code runs."""
+    mark = root.parent / f"{root.name}-imported"
+    checkout = fake_checkout(root, "")
+    (checkout / "mcpwatch" / "__init__.py").write_text(f"open({str(mark)!r}, 'w').close()\n")
+    return checkout, mark
+
+
+def _refusal(checkout: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MCPWATCH_BENCH_BASELINE", str(checkout))
+    with pytest.raises(UserError) as caught:
+        baseline_root()
+    return str(caught.value)
+
+
+def test_a_baseline_others_can_write_is_refused_before_its_code_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout, mark = _marked_checkout(tmp_path / "base")
+    (checkout / "mcpwatch" / "__main__.py").chmod(0o666)  # anyone may change what runs as this user
+    message = _refusal(checkout, monkeypatch)
+    assert "__main__.py is writable by other users (mode 0666)" in message
+    assert f"chmod -R go-w {checkout}" in message and "\n" not in message and not mark.exists()
+    (checkout / "mcpwatch" / "__main__.py").chmod(0o644)
+    assert baseline_root() == str(checkout) and mark.exists()  # the same checkout, kept to its owner: used
+
+
+def test_a_baseline_another_user_owns_is_refused_before_its_code_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checkout, mark = _marked_checkout(tmp_path / "base")
+    if os.geteuid() == 0:
+        os.chown(checkout, 65534, -1)
+    else:  # the checkout is this user's: seen from another
+        real = os.geteuid()
+        monkeypatch.setattr(os, "geteuid", lambda: real + 1)
+    message = _refusal(checkout, monkeypatch)
+    assert "belongs to another user (uid" in message and "a checkout of your own" in message
+    assert not mark.exists()
+
+
+def test_a_baseline_in_a_folder_anyone_may_rename_in_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    checkout, mark = _marked_checkout(shared / "base")
+    shared.chmod(0o777)  # no sticky bit: anyone may move `base` away and put their own in its place
+    message = _refusal(checkout, monkeypatch)
+    assert f"the folder {shared} above it" in message and not mark.exists()
+    shared.chmod(0o1777)  # sticky, as /tmp: only the owner may move it
+    assert baseline_root() == str(checkout)
