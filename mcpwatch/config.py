@@ -404,6 +404,8 @@ def load_settings(explicit: str | os.PathLike[str] | None = None) -> Settings:
         raise UserError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
         raise UserError(f"{path}: not usable TOML: arrays or tables nested too deeply") from None
+    except ValueError:  # Python reads no integer past 4,300 digits (`sys.get_int_max_str_digits`)
+        raise UserError(f"{path}: not usable TOML: a number too long to read (thousands of digits)") from None
     try:
         return settings_from_mapping(raw, str(path))
     except UserError as exc:

@@ -111,6 +111,15 @@ def test_each_bad_value_names_the_file_and_the_key(tmp_path: Path, toml: str, me
     assert text.startswith(f"{path}: ") and message in text and "\n" not in text
 
 
+def test_a_number_python_will_not_read_is_one_line(tmp_path: Path) -> None:
+    """TOML integers have no length limit; Python reads none past 4,300 digits and raised a ValueError out of the
+    parser, which reached the user as a traceback."""
+    path = write(tmp_path / "long.toml", "[late_results]\nkeep_bytes = " + "9" * 5000 + "\n")
+    with pytest.raises(UserError) as caught:
+        load_settings(path)
+    assert str(caught.value) == f"{path}: not usable TOML: a number too long to read (thousands of digits)"
+
+
 def test_explicit_deadline_may_be_zero_or_negative_to_disable() -> None:
     settings = settings_from_mapping({"deadline": {"explicit_s": -5, "margin_s": 0}})
     assert (settings.deadline.explicit_s, settings.deadline.margin_s) == (-5.0, 0.0)
