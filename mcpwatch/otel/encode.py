@@ -52,10 +52,10 @@ def _text(tag: bytes, text: str) -> bytes:
     try:
         return _field(tag, text.encode("utf-8"))
     except UnicodeEncodeError:  # a lone surrogate (legal in JSON): as U+FFFD, or the collector refuses the batch
-        return _field(tag, _valid(text).encode("utf-8"))
+        return _field(tag, utf8_text(text).encode("utf-8"))
 
 
-def _valid(text: str) -> str:
+def utf8_text(text: str) -> str:
     """`text` with each lone surrogate as U+FFFD (a proto3 string must be UTF-8) and a split pair joined."""
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from math import isfinite
 from typing import NamedTuple
 
+from mcpwatch.otel.encode import utf8_text
 from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Measure
 
 LEVELS = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
@@ -143,15 +144,25 @@ class OtlpMetricFold:
         since = self._last_ns
         self._last_ns = now_ns
         durations = [
-            HistogramPoint(dict(key), since if self.delta else b.start_ns, b if self.delta else b.copy())
+            HistogramPoint(_utf8(key), since if self.delta else b.start_ns, b if self.delta else b.copy())
             for key, b in self.durations.items()
         ]
         counters = [
-            Point(name, dict(key), since if self.delta else start, total)
+            Point(name, _utf8(key), since if self.delta else start, total)
             for (name, key), (start, total) in self.counters.items()
         ]
-        levels = [Point(name, dict(key), self.start_ns, value) for (name, key), value in self.levels.items()]
+        levels = [Point(name, _utf8(key), self.start_ns, value) for (name, key), value in self.levels.items()]
         if self.delta:
             self.durations, self.counters = {}, {}
             self._held = {name: held for name, held in self._held.items() if name in LEVELS}
         return Snapshot(now_ns, durations, counters, levels)
+
+
+def _utf8(key: Attributes) -> dict[str, AttributeValue]:
+    """A series' attributes as a push sends them: a lone surrogate (a host's tool name may hold one, legal JSON) as
+    U+FFFD, since the SDK's encoder raises on it and the series, kept for good, would fail every push after."""
+    attributes = dict(key)
+    for name, value in attributes.items():
+        if type(value) is str and not value.isascii():
+            attributes[name] = utf8_text(value)
+    return attributes

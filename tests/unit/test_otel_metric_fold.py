@@ -221,3 +221,26 @@ def test_a_value_the_sdk_drops_is_dropped() -> None:
     finally:
         ours.shutdown(0.1, push=False)
         theirs.provider.shutdown()
+
+
+def test_a_name_that_is_not_unicode_never_stops_the_pushes() -> None:
+    """A host may call a tool named with a lone surrogate (legal JSON): the SDK's encoder cannot encode it and
+    dropped the attribute (its log is silenced), so the series reached the collector as calls of no tool at all,
+    two such tools as two points alike. It is sent with U+FFFD in its place."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+    ours = MetricRecorder(OtelTarget(traces_url=None, metrics_url=URL, metrics_interval_ms=3_600_000), URL, print)
+    try:
+        ours.record_all(
+            [
+                Measure(DURATION_METRIC, 0.5, {"mcp.method.name": "tools/call", "gen_ai.tool.name": "a\ud800"}),
+                Measure("mcpwatch.deadlines", 1.0, {"gen_ai.tool.name": "\udfff\U0001f600"}),
+            ]
+        )
+        data = ours.metrics_data()
+        assert data is not None
+        body = encode_metrics(data).SerializeToString()
+        names = {value for _, attrs in points(data) for key, value in attrs if key == "gen_ai.tool.name"}
+        assert names == {"a\ufffd", "\ufffd\U0001f600"} and body
+    finally:
+        ours.shutdown(0.1, push=False)
