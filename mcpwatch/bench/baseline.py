@@ -26,11 +26,11 @@ _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 HOW = "point it at another checkout, e.g. `git worktree add --detach /tmp/base HEAD~1`"
 
 
-def _package_root(directory: Path) -> Path:
+def _package_root(directory: Path, env: str = BASELINE_ENV) -> Path:
     """The directory holding the `mcpwatch` package that DIR's Python would import, checked, not assumed."""
     if not (directory / "mcpwatch" / "__init__.py").is_file():
-        raise UserError(f"{BASELINE_ENV}={directory}: it holds no mcpwatch package to compare with; {HOW}")
-    _check_owned(directory)
+        raise UserError(f"{env}={directory}: it holds no mcpwatch package to compare with; {HOW}")
+    _check_owned(directory, env)
     try:
         probe = subprocess.run(
             [sys.executable, "-c", "import mcpwatch, os; print(os.path.dirname(os.path.dirname(mcpwatch.__file__)))"],
@@ -41,14 +41,14 @@ def _package_root(directory: Path) -> Path:
             timeout=60,
         )
     except subprocess.TimeoutExpired:
-        raise UserError(f"{BASELINE_ENV}={directory}: importing its mcpwatch took over 60 s; {HOW}") from None
+        raise UserError(f"{env}={directory}: importing its mcpwatch took over 60 s; {HOW}") from None
     found = Path(probe.stdout.strip() or ".").resolve()
     if probe.returncode != 0 or found != directory.resolve():
-        raise UserError(f"{BASELINE_ENV}={directory}: it holds no mcpwatch package to compare with; {HOW}")
+        raise UserError(f"{env}={directory}: it holds no mcpwatch package to compare with; {HOW}")
     return directory
 
 
-def _check_owned(directory: Path) -> None:
+def _check_owned(directory: Path, env: str) -> None:
     """Refuse a checkout that someone else could change before its code runs as this user: DIR and everything in
     its package must be this user's (or root's) and writable by no one else, and no folder above it may let another
     user move it (a `/tmp/base` another user made first, and `git worktree add` filled, would let them swap a module
@@ -60,7 +60,7 @@ def _check_owned(directory: Path) -> None:
             info.st_uid not in (me, 0) or (info.st_mode & _OTHERS_WRITE and not info.st_mode & stat.S_ISVTX)
         ):
             raise UserError(
-                f"{BASELINE_ENV}={directory}: the folder {above} above it is another user's or writable by others, "
+                f"{env}={directory}: the folder {above} above it is another user's or writable by others, "
                 f"who could swap the checkout run as you; use a checkout of your own: {HOW}"
             )
     for path in [directory, *_tree(directory / "mcpwatch")]:
@@ -69,12 +69,12 @@ def _check_owned(directory: Path) -> None:
             continue  # gone meanwhile, or unreadable: the import tells
         if info.st_uid not in (me, 0):
             raise UserError(
-                f"{BASELINE_ENV}={directory}: {path} belongs to another user (uid {info.st_uid}), whose code would "
+                f"{env}={directory}: {path} belongs to another user (uid {info.st_uid}), whose code would "
                 f"run as you; use a checkout of your own: {HOW}"
             )
         if info.st_mode & _OTHERS_WRITE:
             raise UserError(
-                f"{BASELINE_ENV}={directory}: {path} is writable by other users (mode "
+                f"{env}={directory}: {path} is writable by other users (mode "
                 f"{stat.S_IMODE(info.st_mode):04o}), who could change the code run as you; "
                 f"fix it with `chmod -R go-w {directory}`"
             )
@@ -95,10 +95,11 @@ def _tree(root: Path) -> list[Path]:
     return found
 
 
-def baseline_root() -> str | None:
-    """`MCPWATCH_BENCH_BASELINE`'s directory, checked to hold a package to compare with; None when unset."""
-    directory = os.environ.get(BASELINE_ENV)
-    return str(_package_root(Path(directory).expanduser())) if directory else None
+def baseline_root(env: str = BASELINE_ENV) -> str | None:
+    """The checkout the variable `env` names (`MCPWATCH_BENCH_BASELINE`'s by default), checked to hold a package
+    of this user's to run; None when unset."""
+    directory = os.environ.get(env)
+    return str(_package_root(Path(directory).expanduser(), env)) if directory else None
 
 
 def _run_once(name: str, quick: bool, package_root: Path) -> dict[str, Any]:

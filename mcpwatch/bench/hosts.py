@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench.baseline import baseline_root
+from mcpwatch.bench.paced import require_thread_counters
 from mcpwatch.bench.procstat import machine_cpu_s, preemptions, queued_s
 from mcpwatch.bench.wrap import _cpu_s
 from mcpwatch.ports import free_port, wait_for_port
@@ -301,7 +303,8 @@ def curve(
 def run(quick: bool = False) -> dict[str, Any]:
     counts = (1, 4) if quick else HOSTS
     seconds = 0.5 if quick else 5.0
-    root = os.environ.get(ROOT_ENV)
+    require_thread_counters()  # the counters per call are read from /proc
+    root = baseline_root(ROOT_ENV)  # a checkout whose code runs as this user: checked as a baseline's is
     stages = curve(root, counts, seconds)
     alone = [upstreams_alone(count, 100 if quick else 3200, root) for count in ((1, 4) if quick else (4, 64))]
     by_hosts = {stage["hosts"]: stage for stage in stages["saturation"]}

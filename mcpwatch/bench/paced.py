@@ -332,7 +332,7 @@ def require_thread_counters() -> None:
     """Refuse to run where the kernel keeps no per-thread CPU counters in /proc (not Linux): every window would
     read as no CPU at all, a figure that meets any target and means nothing."""
     if not thread_cpu(os.getpid()):
-        raise UserError("bench paced reads each thread's CPU time from /proc/PID/task (Linux); this system has none")
+        raise UserError("this bench reads each thread's CPU time from /proc/PID/task (Linux); this system has none")
 
 
 def run(quick: bool = False) -> dict[str, Any]:

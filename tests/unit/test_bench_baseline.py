@@ -129,3 +129,23 @@ def test_a_baseline_in_a_folder_anyone_may_rename_in_is_refused(
     assert f"the folder {shared} above it" in message and not mark.exists()
     shared.chmod(0o1777)  # sticky, as /tmp: only the owner may move it
     assert baseline_root() == str(checkout)
+
+
+def test_a_front_root_is_checked_as_a_baseline_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`MCPWATCH_BENCH_FRONT_ROOT=DIR mcpwatch bench hosts` runs DIR's wrapper: a DIR holding no mcpwatch silently
+    measured the installed one under DIR's name, a missing one was a traceback; others' code ran as this user."""
+    from mcpwatch.bench import hosts
+    from mcpwatch.cli import main
+
+    monkeypatch.setattr(hosts, "curve", None)  # nothing may start before the refusal
+    monkeypatch.delenv("MCPWATCH_BENCH_BASELINE", raising=False)
+    checkout, mark = _marked_checkout(tmp_path / "front")
+    (checkout / "mcpwatch").chmod(0o777)
+    for directory, says in [(tmp_path, "holds no mcpwatch package"), (checkout, "writable by other users")]:
+        monkeypatch.setenv("MCPWATCH_BENCH_FRONT_ROOT", str(directory))
+        assert main(["bench", "hosts", "--quick"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"MCPWATCH_BENCH_FRONT_ROOT={directory}: " in err[0] and says in err[0]
+    assert not mark.exists()

@@ -47,15 +47,20 @@ def test_a_rate_under_one_call_a_second_is_refused() -> None:
         rates_asked({"MCPWATCH_BENCH_RATES": "1e-300"})
 
 
+@pytest.mark.parametrize("bench", ["paced", "hosts"])
 def test_a_system_without_thread_counters_is_refused_not_measured_as_free(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    bench: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Without /proc/PID/task every window read as 0 µs a call, under any target; now one line and no process."""
+    from mcpwatch.bench import hosts
+
     monkeypatch.setattr(paced, "thread_cpu", lambda pid: {})
     monkeypatch.setattr(paced, "open_hosts", None)  # nothing may start before the refusal
+    monkeypatch.setattr(hosts, "curve", None)
     monkeypatch.setenv("MCPWATCH_BENCH_RATES", "400")
     monkeypatch.delenv("MCPWATCH_BENCH_BASELINE", raising=False)
-    assert main(["bench", "paced", "--quick"]) != 0
+    monkeypatch.delenv("MCPWATCH_BENCH_FRONT_ROOT", raising=False)
+    assert main(["bench", bench, "--quick"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "/proc/PID/task" in err[0] and "Traceback" not in err[0]
 
