@@ -152,6 +152,9 @@ class Measure(NamedTuple):
 
 Output = CallSpan | PlainSpan | Measure
 SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
+OPEN_MAX = 65_536
+"""Request ids with a call open: a call whose end the export's full queue dropped would stay open for good, one
+more with each slow collector's stall; past this the oldest is forgotten (no wrapper has this many in flight)."""
 SHAPE_TEXT_MAX = 1024
 """Characters of text one shape may hold (its name and attribute values): a longer one (a host naming a tool in
 megabytes) is not kept, its call takes the full path, so the shapes hold at most about a megabyte of text."""
@@ -285,6 +288,8 @@ class SpanBuilder:
             if shape is not None:
                 record = PlainSpan(shape, trace_id, span_id, parent, _ns(event.ts), request_id, up_id)
                 self._open.setdefault(request_id, []).append(record)
+                if len(self._open) > OPEN_MAX:
+                    self._forget_oldest()
                 return []
         method = str(get("method") or "?")
         target = tool if tool is not None else get("prompt")
@@ -294,7 +299,14 @@ class SpanBuilder:
         name = f"{method} {target}" if target else method
         span = CallSpan(name, trace_id, span_id, parent, _ns(event.ts), attributes)
         self._open.setdefault(request_id or "", []).append(span)
+        if len(self._open) > OPEN_MAX:
+            self._forget_oldest()
         return []
+
+    def _forget_oldest(self) -> None:
+        """Drop the call open longest: past `OPEN_MAX`, its end was lost (a full queue drops events while a slow
+        collector holds the thread), and a call open that long would never end here."""
+        del self._open[next(iter(self._open))]
 
     def _attributes(
         self,

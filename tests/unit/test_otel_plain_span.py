@@ -216,3 +216,22 @@ def test_huge_tool_names_fold_alike_and_are_not_kept() -> None:
         finally:
             tracemalloc.stop()
         assert kept < 2 * 2**20, (lean_fold, kept)
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_calls_whose_end_was_dropped_are_not_kept_for_good(lean: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a slow collector holds the export thread the queue fills and drops events, ends among them: each such
+    call stayed open in the fold for the wrapper's life. Past OPEN_MAX the oldest is forgotten; the newest still
+    end as spans."""
+    from mcpwatch.otel import spans
+
+    monkeypatch.setattr(spans, "OPEN_MAX", 8, raising=False)
+    s = Session()
+    for n in range(100):  # no end reached the fold
+        s.start(f"lost{n}", up_id=n)
+    for n in range(96, 100):
+        s.end(f"lost{n}")
+    builder = SpanBuilder(lean=lean)
+    ended = [out for event in s.events for out in builder.feed(event) if not isinstance(out, Measure)]
+    assert len(builder._open) <= 8
+    assert [_full(span).attributes["jsonrpc.request.id"] for span in ended] == [f"lost{n}" for n in range(96, 100)]
