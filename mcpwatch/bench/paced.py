@@ -36,6 +36,7 @@ RATE_MIN, RATE_MAX = 1.0, 100_000.0  # calls per second a window may ask for
 WINDOW_S = 4.0  # one measured window; a round is one window per side
 ROUNDS = 3  # windows per side and rate (ABBA order across rounds)
 WARMUP_S = 1.0
+ANSWER_WAIT_S = 60.0  # after a window's last call: a no-op's answer takes milliseconds, a stuck wrapper forever
 SETTLE_S = 0.3  # after a window's last answer: the log writer's batch (flush_interval 100 ms) written
 TARGETS_US = {5000: 120.0, 250: 200.0}
 UPSTREAM = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
@@ -88,6 +89,7 @@ class RawHost:
         self.process = process
         self.waiting: dict[int, asyncio.Future[None]] = {}
         self.next_id = 0
+        self.gone: str | None = None  # why the wrapper's answers ended, once they have
         self.reader = asyncio.ensure_future(self._read())
 
     @classmethod
@@ -115,15 +117,22 @@ class RawHost:
     async def _read(self) -> None:
         stdout = self.process.stdout
         assert stdout is not None
-        while line := await stdout.readline():
-            message = json.loads(line)
-            request_id = message.get("id") if isinstance(message, dict) else None
-            future = self.waiting.pop(request_id, None) if isinstance(request_id, int) else None
-            if future is not None and not future.done():
-                future.set_result(None)
-        for future in self.waiting.values():
-            if not future.done():
-                future.set_exception(ConnectionError("the wrapper closed its stdout"))
+        problem = "the wrapper closed its stdout"
+        try:
+            while line := await stdout.readline():
+                message = json.loads(line)
+                request_id = message.get("id") if isinstance(message, dict) else None
+                future = self.waiting.pop(request_id, None) if isinstance(request_id, int) else None
+                if future is not None and not future.done():
+                    future.set_result(None)
+        except ValueError as exc:  # a line that is not JSON, or longer than the reader's limit
+            problem = f"the wrapper wrote a line that is not a JSON-RPC message ({type(exc).__name__})"
+        finally:  # every call still waiting fails, and every later one: nothing else would end their wait
+            self.gone = problem
+            self.waiting, waiting = {}, self.waiting
+            for future in waiting.values():
+                if not future.done():
+                    future.set_exception(ConnectionError(problem))
 
     def send(self, message: dict[str, Any]) -> None:
         stdin = self.process.stdin
@@ -133,6 +142,9 @@ class RawHost:
     def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[None]:
         self.next_id += 1
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.gone is not None:
+            future.set_exception(ConnectionError(self.gone))
+            return future
         self.waiting[self.next_id] = future
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return future
@@ -150,7 +162,18 @@ class RawHost:
                 answers.append(self.request("tools/call", {"name": "noop", "arguments": {}}))
                 issued += 1
             await asyncio.sleep(max(0.0, started + issued / rate - time.perf_counter()))
-        await asyncio.gather(*answers)
+        answered, unanswered = await asyncio.wait(answers, timeout=ANSWER_WAIT_S)
+        for future in unanswered:
+            future.cancel()  # their wait ends here, and so does any later word of them
+        failed = [problem for future in answered if (problem := future.exception()) is not None]  # each one read
+        pid = self.process.pid
+        if unanswered:
+            raise UserError(
+                f"the wrapper (pid {pid}) left {len(unanswered)} of {total} calls unanswered {ANSWER_WAIT_S:g} s "
+                "after the last was sent; run it alone to see why"
+            )
+        if failed:
+            raise UserError(f"the wrapper (pid {pid}) stopped answering: {failed[0]}; run it alone to see why")
         return total
 
     async def close(self) -> None:

@@ -120,3 +120,46 @@ def test_a_baseline_without_mcpwatch_is_refused_in_one_line(
     assert main(["bench", "paced", "--quick"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(tmp_path) in err[0] and "git worktree add" in err[0]
+
+
+FAKE_WRAPPER = """
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "tools/call":
+        if sys.argv[1] == "garbage":
+            print("not a JSON-RPC message", flush=True)
+        continue  # "silent": never answers a call
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {}}), flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [("garbage", "stopped answering: the wrapper wrote a line that is not"), ("silent", "calls unanswered")],
+)
+def test_a_wrapper_that_stops_answering_ends_the_window_in_one_line(
+    mode: str, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window waited for every answer with no end: a wrapper (say, an older checkout's) writing a line that is
+    not JSON killed the reader and one that never answered held the bench for good."""
+    import asyncio
+    import sys
+
+    monkeypatch.setattr(paced, "ANSWER_WAIT_S", 0.2, raising=False)  # the silent one never answers: any bound shows it
+    script = tmp_path / "wrapper.py"
+    script.write_text(FAKE_WRAPPER)
+
+    async def window() -> str:
+        host = await paced.RawHost.start([sys.executable, str(script), mode], dict(os.environ))
+        try:
+            with pytest.raises(UserError) as caught:
+                await asyncio.wait_for(host.paced(200, 0.05), 30)
+            return str(caught.value)
+        finally:
+            await host.close()
+
+    message = asyncio.run(window())
+    assert says in message and "\n" not in message
