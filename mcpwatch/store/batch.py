@@ -39,15 +39,35 @@ _INSERT_MANY = {
 }
 
 
+# SQLite copies every text a statement binds until the statement is reset: a chunk whose data texts hold more than
+# this many characters goes in a row a statement, so 64 kept results of 16 MiB each cost one's copy, not a GiB.
+CHUNK_TEXT_MAX = 1 << 20
+
+
 def insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert `rows` in order, a chunk of rows per statement (see CHUNKS)."""
+    """Insert `rows` in order, a chunk of rows per statement (see CHUNKS), large rows one a statement."""
     at, total = 0, len(rows)
     execute = conn.execute
+    one = _INSERT_MANY[1]
     for size in CHUNKS:
         sql = _INSERT_MANY[size]
         while total - at >= size:
-            execute(sql, [value for row in rows[at : at + size] for value in row])
+            chunk = rows[at : at + size]
+            if size == 1 or _small(chunk):
+                execute(sql, [value for row in chunk for value in row])
+            else:
+                for row in chunk:
+                    execute(one, row)
             at += size
+
+
+def _small(chunk: list[tuple[Any, ...]]) -> bool:
+    """Whether the chunk's data texts hold at most CHUNK_TEXT_MAX characters in all (a value that is not text, which
+    only an odd row has, counts as large: its row is bound alone, as any unbindable row is met)."""
+    try:
+        return sum(map(len, [row[8] for row in chunk])) <= CHUNK_TEXT_MAX
+    except TypeError:
+        return False
 
 
 BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from mcpwatch.store.batch import CHUNKS, commit_batch, insert_rows
+from mcpwatch.store.batch import CHUNK_TEXT_MAX, CHUNKS, commit_batch, insert_rows
 from mcpwatch.store.db import connect_writer
 
 SID = "20260101-000000000-aaaaaa"
@@ -54,3 +55,31 @@ def test_an_unbindable_row_in_a_later_chunk_stores_the_batch_once(conn: sqlite3.
     got = conn.execute("SELECT seq, request_id FROM events ORDER BY id").fetchall()
     assert [r[0] for r in got] == list(range(1, 101))
     assert isinstance(got[90][1], str) and got[90][1].startswith("<object object")
+
+
+class _Binds:
+    """A connection that records the characters of text each statement binds (SQLite copies them all until the
+    statement is reset), then runs it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.bound: list[int] = []
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
+        self.bound.append(sum(len(p) for p in params if isinstance(p, str)))
+        return self.conn.execute(sql, params)
+
+
+def test_a_chunk_of_large_rows_binds_one_row_at_a_time(conn: sqlite3.Connection) -> None:
+    """64 kept results of 16 MiB each in one statement held a GiB of copies (1,028 MiB peak against 20 MiB a row a
+    statement): a chunk over CHUNK_TEXT_MAX characters of data goes in a row a statement, small rows still a chunk."""
+    big = '{"x":"' + "a" * (CHUNK_TEXT_MAX // 8) + '"}'
+    rows = [(*row[:8], big if n % 2 else row[8], row[9]) for n, row in enumerate(_rows(64), 1)]
+    rows += _rows(64, first=len(rows) + 1)
+    binds = _Binds(conn)
+    insert_rows(binds, rows)  # type: ignore[arg-type]  # the calls insert_rows makes, recorded
+    assert max(binds.bound) <= CHUNK_TEXT_MAX + len(big) + 100 * 10
+    assert len(binds.bound) == 64 + 1  # the small rows' chunk still one statement
+    got = conn.execute("SELECT seq, length(data) FROM events ORDER BY id").fetchall()
+    assert [r[0] for r in got] == list(range(1, len(rows) + 1))
+    assert [r[1] for r in got] == [len(str(r[8])) for r in rows]
