@@ -279,6 +279,43 @@ def _v7_narrow_request_index(conn: sqlite3.Connection) -> None:
     conn.execute(f"CREATE INDEX events_by_request ON events (session_id, request_id, seq) WHERE {REQUEST_INDEX_KINDS}")
 
 
+# v8: the requests view found each start's end by (session, request) in `events_by_request`, which schema 7 narrowed
+# to progress and task status: each lookup became a walk of the session from the start on, to the end's row or (a
+# start with no end: a wrapper killed mid-call) to the session's last row, so the view cost a session's rows times its
+# unended starts. A folded call's end is its own row; another start's end is the first request_end of its request
+# after it that is not a folded call (a folded row holds its own start), found in an index of those rows alone: a
+# plain call's row still takes no entry.
+REQUESTS_VIEW_BY_END = (
+    REQUESTS_VIEW_FOLDED.replace(
+        "SELECT session_id, request_id, tool, data, seq, ts, mono FROM events WHERE kind = 'request_start'",
+        "SELECT session_id, request_id, tool, data, seq, ts, mono, NULL AS end_id FROM events"
+        " WHERE kind = 'request_start'",
+    )
+    .replace(
+        "json_extract(data, '$.start.mono')\n",
+        "json_extract(data, '$.start.mono'),\n    CASE WHEN kind = 'request_end' AND seq > start_seq THEN id END\n",
+    )
+    .replace(
+        "LEFT JOIN events AS e ON e.id = (\n  SELECT x.id FROM events AS x\n",
+        "LEFT JOIN events AS e ON e.id = coalesce(s.end_id, (\n  SELECT x.id FROM events AS x\n",
+    )
+    .replace(
+        "x.kind = 'request_end' AND x.seq > s.seq\n  ORDER BY x.seq LIMIT 1\n)",
+        "x.kind = 'request_end' AND x.start_seq IS NULL\n    AND x.seq > s.seq\n  ORDER BY x.seq LIMIT 1\n))",
+    )
+)
+
+
+def _v8_requests_view_by_end(conn: sqlite3.Connection) -> None:
+    """The requests view finds a start's end without walking the session: see REQUESTS_VIEW_BY_END."""
+    conn.execute(
+        "CREATE INDEX events_by_request_end ON events (session_id, request_id, seq)"
+        " WHERE kind = 'request_end' AND start_seq IS NULL"
+    )
+    conn.execute("DROP VIEW IF EXISTS requests")
+    conn.execute(f"CREATE VIEW requests AS {REQUESTS_VIEW_BY_END}")
+
+
 # MIGRATIONS[i] moves a log from version i to version i + 1. Append, never edit a released step.
 MIGRATIONS: tuple[Migration, ...] = (
     _v1_base,
@@ -288,6 +325,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     _v5_session_counts,
     _v6_folded_calls,
     _v7_narrow_request_index,
+    _v8_requests_view_by_end,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
