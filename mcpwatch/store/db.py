@@ -150,9 +150,19 @@ def check_header(path: Path) -> bool:
     return True
 
 
-def _tables(conn: sqlite3.Connection) -> list[str]:
-    rows = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").fetchall()
-    return [r[0] for r in rows if not str(r[0]).startswith("sqlite_")]
+# One statement, so one snapshot: read apart, a log made meanwhile by another process showed its tables without the
+# application id its maker set in the same transaction, and was refused as a foreign file.
+_HEADER = (
+    "SELECT v.user_version, a.application_id, m.name FROM pragma_user_version() AS v, pragma_application_id() AS a"
+    " LEFT JOIN sqlite_master AS m ON m.type IN ('table', 'view') ORDER BY m.name"
+)
+
+
+def _header(conn: sqlite3.Connection) -> tuple[int, int, list[str]]:
+    """The schema version, the application id and the tables and views (SQLite's own left out)."""
+    rows = conn.execute(_HEADER).fetchall()
+    names = [str(r[2]) for r in rows if r[2] is not None and not str(r[2]).startswith("sqlite_")]
+    return int(rows[0][0]), int(rows[0][1]), names
 
 
 def _describe_foreign(path: Path, names: list[str]) -> LogError:
@@ -164,9 +174,7 @@ def inspect(path: Path, conn: sqlite3.Connection, known: int | None = None) -> i
     """The log's schema version; LogError for a foreign, newer or unreadable file. 0 means empty (no tables)."""
     known = SCHEMA_VERSION if known is None else known
     with translate_errors(path):
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
-        names = _tables(conn)
+        version, app_id, names = _header(conn)
     if app_id != APPLICATION_ID:
         if app_id == 0 and not names and version == 0:
             return 0
