@@ -17,6 +17,7 @@ from mcpwatch.testing.feed import StaticFeed
 from mcpwatch.testing.sample import SAMPLE_NOW, EventFactory, sample_session, session_start
 
 from pilot_tools import until
+from replay_index import build_index
 
 SIZE = (160, 48)
 
@@ -107,20 +108,27 @@ def generic_session(calls: int = 12) -> tuple[EventFactory, list[Event]]:
     return f, events
 
 
+_COUNCIL_LOG: list[Path] = []  # the generated council log, written once per test process
+
+
 def council_replay_app(tmp_path: Path) -> Any:
-    """A replay console over a generated council session (6,000 events), paused at 80 % of it."""
+    """A replay console over a generated council session (6,000 events), paused at 80 % of it. The log is written
+    and indexed once per test process (the first caller's `tmp_path` holds it; nothing writes to it again)."""
     from mcpwatch.bench.replay import write_session
     from mcpwatch.replay.app import ReplayApp
     from mcpwatch.replay.clock import ReplayClock
-    from mcpwatch.replay.engine import ReplayEngine, ThreadIndexer
+    from mcpwatch.replay.engine import ReplayEngine
     from mcpwatch.replay.feed import ReplayFeed
     from mcpwatch.replay.recording import Recording
 
-    path = tmp_path / "replay.db"
-    write_session(path, 6000, seed=5, rare_every_s=60.0)
+    if not _COUNCIL_LOG:
+        path = tmp_path / "replay.db"
+        write_session(path, 6000, seed=5, rare_every_s=60.0)
+        _COUNCIL_LOG.append(path)
+    path = _COUNCIL_LOG[0]
     recording = Recording(path)
     engine = ReplayEngine(recording, every=250)
-    ThreadIndexer(recording, engine.index).run()
+    build_index(recording, engine.index, path, None)
     clock = ReplayClock(recording.end_mono, wall=lambda: 1000.0, playing=False)
     feed = ReplayFeed(engine, clock, indexer="none", start_at=recording.end_mono * 0.8)
     return ReplayApp(feed, title="council")

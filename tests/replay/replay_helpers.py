@@ -14,11 +14,12 @@ from mcpwatch.console.headless.views import ViewState
 from mcpwatch.events import Event
 from mcpwatch.replay.app import ReplayApp, ReplayMainScreen, TimelineBar
 from mcpwatch.replay.clock import ReplayClock
-from mcpwatch.replay.engine import Index, ReplayEngine, ThreadIndexer
+from mcpwatch.replay.engine import ReplayEngine
 from mcpwatch.replay.feed import ReplayFeed
 from mcpwatch.replay.recording import Recording
 
 from pilot_tools import until
+from replay_index import build_index
 
 SIZE = (160, 48)
 EVENTS = 3000  # about 3.5 minutes of a busy wrapper: deadlines, errors, late drops, a margin change, a restart
@@ -58,30 +59,9 @@ def make_feed(
     recording = Recording(path, session)
     engine = ReplayEngine(recording, every=every)
     if indexed:
-        _index(recording, engine.index, path, session)
+        build_index(recording, engine.index, path, session)
     clock = ReplayClock(recording.end_mono, wall=wall or HandClock(), playing=playing)
     return ReplayFeed(engine, clock, indexer="none", start_at=start)
-
-
-_BUILT: dict[tuple[str, str | None, int, int, int], Index] = {}
-
-
-def _index(recording: Recording, index: Index, path: Path, session: str | None) -> None:
-    """Build the index of this log once per run (most tests replay the same shared log), then hand each feed its
-    own copy: an index is only appended to, so a copy holds exactly what the pass built."""
-    stat = path.stat()  # the log as it is now, up to the session's last event when it was opened
-    key = (str(path), session, index.every, index.last_seq, stat.st_mtime_ns)
-    built = _BUILT.get(key)
-    if built is None:
-        ThreadIndexer(recording, index).run()
-        if index.done and index.error is None:
-            _BUILT[key] = index
-        return
-    assert built.markers is not None
-    index.set_markers(list(built.markers))
-    for checkpoint in built.checkpoints[1:]:  # the first, the empty model, every index starts with
-        index.add(checkpoint)
-    index.finish(built.built_ordinal, built.built_seq, built.built_mono)
 
 
 def fold_until(events: list[Event], mono: float) -> ConsoleModel:
