@@ -21,30 +21,30 @@ from pilot_tools import slow_frames, type_at_once, until
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.parametrize(
-    ("opening", "typed", "expected"),
-    [
-        ("m", ["1", "2", "full_stop", "5"], ("set_margin", 12.5)),
-        ("m", ["2", "9", "full_stop", "9", "9"], ("set_margin", 29.99)),
-        ("t", ["4", "5", "full_stop", "5"], ("set_host_timeout", 45.5)),
-        # `p` would pause the screen behind: typed into the prompt, backspace takes it out again
-        ("d", ["3", "p", "backspace", "5"], ("set_deadline", 35.0)),
-    ],
-)
-async def test_keys_typed_faster_than_the_prompt_mounts_all_reach_it(
-    opening: str, typed: list[str], expected: tuple[str, float]
-) -> None:
+# Each prompt in turn on one app: every value is sent whole, and the prompt closes onto the screen behind.
+TYPED_AHEAD: list[tuple[str, list[str], tuple[str, float]]] = [
+    ("m", ["1", "2", "full_stop", "5"], ("set_margin", 12.5)),
+    ("m", ["2", "9", "full_stop", "9", "9"], ("set_margin", 29.99)),
+    ("t", ["4", "5", "full_stop", "5"], ("set_host_timeout", 45.5)),
+    # `p` would pause the screen behind: typed into the prompt, backspace takes it out again
+    ("d", ["3", "p", "backspace", "5"], ("set_deadline", 35.0)),
+]
+
+
+async def test_keys_typed_faster_than_the_prompt_mounts_all_reach_it() -> None:
     controls = RecordingControls()
     app = sample_app(controls=controls)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         behind = app.screen
         assert isinstance(behind, MainScreen)
-        type_at_once(app, [opening, *typed, "enter"])
-        await until(pilot, lambda: controls.calls, what="the value to be sent")
-        assert controls.calls == [expected]
-        await until(pilot, lambda: app.screen is behind, what="the prompt to close")
-        assert behind.session.paused is False  # nothing typed reached the screen behind
+        for opening, typed, expected in TYPED_AHEAD:
+            controls.calls.clear()
+            type_at_once(app, [opening, *typed, "enter"])
+            await until(pilot, lambda: controls.calls, what="the value to be sent")
+            assert controls.calls == [expected], opening
+            await until(pilot, lambda: app.screen is behind, what="the prompt to close")
+            assert behind.session.paused is False  # nothing typed reached the screen behind
 
 
 async def test_keys_reach_the_prompt_while_it_mounts_slowly(monkeypatch: pytest.MonkeyPatch) -> None:
