@@ -64,11 +64,11 @@ async def test_a_time_reaches_the_prompt_while_it_mounts_slowly(
         await until(pilot, lambda: not isinstance(app.screen, GotoPrompt), what="the prompt to close")
 
 
-@pytest.mark.parametrize("after", [["escape"], ["escape", "escape"], ["g", "1", "0", "escape"]])
 async def test_escape_typed_right_after_a_go_to_never_blanks_the_replay(
-    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, after: list[str]
+    shared_log: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`g25%⏎` then escape in one burst on a slowed loop: the replay goes to 25 % and its screen stays."""
+    """`g25%⏎` then escape in one burst on a slowed loop: the replay goes to 25 % and its screen stays. Each
+    burst goes to a new place on the same app, so each one is seen to have gone where it was typed."""
     slow_frames(monkeypatch)
     feed = make_feed(shared_log[0])
     app = ReplayApp(feed, refresh_s=0.1)
@@ -76,9 +76,16 @@ async def test_escape_typed_right_after_a_go_to_never_blanks_the_replay(
         await ready(pilot)
         behind = app.screen
         depth = len(app.screen_stack)
-        keys = ["g", "2", "5", "percent_sign", "enter", *after]
-        type_at_once(app, keys)
-        await until(pilot, lambda: app.keys.delivered >= len(keys) and app.keys.idle, 60, "the keys to be delivered")
-        await pilot.pause()
-        assert feed.shown == pytest.approx(feed.clock.end * 0.25, abs=1.0)
-        assert app.screen is behind and len(app.screen_stack) == depth
+        delivered = 0
+
+        async def settled(typed: int) -> None:
+            await until(pilot, lambda: app.keys.delivered >= typed and app.keys.idle, 60, "the keys to be delivered")
+            await pilot.pause()
+
+        for percent, after in (("25", ["escape"]), ("50", ["escape", "escape"]), ("75", ["g", "1", "0", "escape"])):
+            keys = ["g", *percent, "percent_sign", "enter", *after]
+            type_at_once(app, keys)
+            delivered += len(keys)
+            await settled(delivered)
+            assert feed.shown == pytest.approx(feed.clock.end * int(percent) / 100, abs=1.0), after
+            assert app.screen is behind and len(app.screen_stack) == depth
