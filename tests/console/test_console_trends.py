@@ -168,7 +168,7 @@ async def _drawn(pilot: Any) -> None:
 
 
 @pytest.mark.anyio
-async def test_t_opens_trends_and_the_keys_switch_windows(logged: tuple[Path, str]) -> None:
+async def test_t_opens_trends_the_keys_switch_windows_and_the_palette_offers_it(logged: tuple[Path, str]) -> None:
     app = _live_app(*logged)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
@@ -187,13 +187,7 @@ async def test_t_opens_trends_and_the_keys_switch_windows(logged: tuple[Path, st
         assert screen.window == "15 min"
         await pilot.press("escape")
         assert not isinstance(app.screen, TrendsScreen)
-
-
-@pytest.mark.anyio
-async def test_the_palette_offers_trends(logged: tuple[Path, str]) -> None:
-    app = _live_app(*logged)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.2)
+        # the palette offers trends too, on the same app
         names = [name for name, _, _ in ConsoleCommands(app.screen)._commands()]
         assert "view: Trends" in names
         callback = next(cb for name, _, cb in ConsoleCommands(app.screen)._commands() if name == "view: Trends")
