@@ -283,26 +283,27 @@ def _visible_through(table: WindowTable, label: str) -> bool:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_models_p95_shows_and_the_other_columns_scroll_sideways(
-    logged: tuple[Path, str], size: tuple[int, int]
-) -> None:
-    """Models cut its columns at 80 (p50 and p95 off screen) and still cut p95 at 120, with no way sideways."""
+async def test_models_p95_shows_and_the_other_columns_scroll_sideways(logged: tuple[Path, str]) -> None:
+    """Models cut its columns at 80 (p50 and p95 off screen) and still cut p95 at 120, with no way sideways.
+    One app: drawn at 120 columns, then the terminal narrowed to 80."""
     app = _live_app(*logged)
-    async with app.run_test(size=size) as pilot:
+    async with app.run_test(size=(120, 40)) as pilot:
         await _models_drawn(pilot)
         table = app.screen.query_one(WindowTable)
         assert _visible_through(table, "p50") and _visible_through(table, "p95")
-        if size[0] == 80:
-            await until(pilot, lambda: table.cut, what="columns beyond the edge")
-            note = app.screen.query_one("#models-note", Line).plain
-            assert "← → scroll to the other columns" in note
-            table.focus()
-            await pilot.press("right")
-            await until(pilot, lambda: table.scroll_x > 0, what="a sideways scroll")
-            await pilot.pause()
-            first = str(table.get_row_at(0)[0]).strip()
-            shown = "".join(segment.text for segment in table.render_line(1))  # the first row, scrolled
-            assert first and first[:20] in shown  # the model's name stays; only the other columns scroll
-            await pilot.press("left")
-            await until(pilot, lambda: table.scroll_x == 0, what="back to the first column")
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: app.screen.size.width == 80, what="the screen narrowed")
+        await pilot.pause()
+        assert _visible_through(table, "p50") and _visible_through(table, "p95")
+        await until(pilot, lambda: table.cut, what="columns beyond the edge")
+        note = app.screen.query_one("#models-note", Line).plain
+        assert "← → scroll to the other columns" in note
+        table.focus()
+        await pilot.press("right")
+        await until(pilot, lambda: table.scroll_x > 0, what="a sideways scroll")
+        await pilot.pause()
+        first = str(table.get_row_at(0)[0]).strip()
+        shown = "".join(segment.text for segment in table.render_line(1))  # the first row, scrolled
+        assert first and first[:20] in shown  # the model's name stays; only the other columns scroll
+        await pilot.press("left")
+        await until(pilot, lambda: table.scroll_x == 0, what="back to the first column")
