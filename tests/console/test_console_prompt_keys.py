@@ -89,39 +89,35 @@ class SlowControls(RecordingControls):
 
 
 @pytest.mark.parametrize("controls_type", [RecordingControls, SlowControls])
-async def test_enter_then_the_next_prompt_in_one_burst_sets_both(
+async def test_enter_then_the_next_prompt_in_one_burst_sets_both_and_escape_never_blanks_the_screen(
     monkeypatch: pytest.MonkeyPatch, controls_type: type[RecordingControls]
 ) -> None:
-    """`m 11 ⏎ m 13 ⏎` typed at once: both margins set, in order (not `13m11` typed into the first prompt)."""
+    """`m 11 ⏎ m 13 ⏎` typed at once: both margins set, in order (not `13m11` typed into the first prompt). Then, on
+    the same app, `m 11 ⏎ m 13 esc` at once: the margin is 11, the second prompt is cancelled, the main screen
+    stays, and more escapes close nothing beneath it."""
     slow_frames(monkeypatch)
     controls = controls_type()
     app = sample_app(controls=controls)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         behind = app.screen
+        depth = len(app.screen_stack)
         keys = ["m", "1", "1", "enter", "m", "1", "3", "enter"]
         type_at_once(app, keys)
         await settled(pilot, app, len(keys))
         assert controls.calls == [("set_margin", 11.0), ("set_margin", 13.0)]
         assert app.screen is behind
 
-
-async def test_escape_after_a_submitted_prompt_never_blanks_the_screen(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`m 11 ⏎ m 13 esc` at once: the margin is 11, the second prompt is cancelled, the main screen stays."""
-    slow_frames(monkeypatch)
-    controls = SlowControls()
-    app = sample_app(controls=controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        behind = app.screen
-        depth = len(app.screen_stack)
+        controls.calls.clear()
+        typed = len(keys)
         keys = ["m", "1", "1", "enter", "m", "1", "3", "escape"]
         type_at_once(app, keys)
-        await settled(pilot, app, len(keys))
+        typed += len(keys)
+        await settled(pilot, app, typed)
         assert controls.calls == [("set_margin", 11.0)]
         assert app.screen is behind and len(app.screen_stack) == depth
         type_at_once(app, ["escape", "escape"])  # more escapes close nothing beneath the main screen
-        await settled(pilot, app, len(keys) + 2)
+        await settled(pilot, app, typed + 2)
         assert app.screen is behind and len(app.screen_stack) == depth
 
 
