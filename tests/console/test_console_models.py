@@ -149,33 +149,6 @@ async def _models_drawn(pilot: Any) -> None:
     await pilot.pause(0.3)
 
 
-@pytest.mark.slow
-@pytest.mark.anyio
-async def test_x_disables_the_selected_model_after_asking(logged: tuple[Path, str]) -> None:
-    controls = CouncilControls()
-    app = _live_app(*logged, controls)
-    async with app.run_test(size=SIZE) as pilot:
-        await _models_drawn(pilot)
-        screen = app.screen
-        assert isinstance(screen, ModelsScreen)
-        assert ("council.models.list", {}) in controls.calls
-        table = screen.query_one(WindowTable)
-        table.focus()
-        await pilot.press("down")  # anthropic, google, openai: the second row
-        await pilot.pause(0.5)
-        selected = screen.selected_model()
-        assert selected is not None and selected.model == "google/gemini-3-pro"
-        await pilot.press("x")
-        await pilot.pause(0.2)
-        await pilot.press("n")  # no: nothing is sent
-        assert not any(name == "council.models.disable" for name, _ in controls.calls)
-        await pilot.press("x")
-        await pilot.pause(0.2)
-        await pilot.press("y")
-        await until(pilot, lambda: ("council.models.disable", {"model": "google/gemini-3-pro"}) in controls.calls)
-        await until(pilot, lambda: screen.enabled == {**dict.fromkeys(MODELS, True), "google/gemini-3-pro": False})
-
-
 def test_models_snapshot_live(snap_compare: Any, logged: tuple[Path, str]) -> None:
     assert snap_compare(_live_app(*logged), terminal_size=SIZE, run_before=_models_drawn)
 
@@ -283,10 +256,13 @@ def _visible_through(table: WindowTable, label: str) -> bool:
 
 
 @pytest.mark.anyio
-async def test_models_p95_shows_and_the_other_columns_scroll_sideways(logged: tuple[Path, str]) -> None:
+async def test_models_p95_shows_the_other_columns_scroll_sideways_and_x_disables_after_asking(
+    logged: tuple[Path, str],
+) -> None:
     """Models cut its columns at 80 (p50 and p95 off screen) and still cut p95 at 120, with no way sideways.
-    One app: drawn at 120 columns, then the terminal narrowed to 80."""
-    app = _live_app(*logged)
+    One app: drawn at 120 columns, then the terminal narrowed to 80, then widened to 150 for `x`."""
+    controls = CouncilControls()
+    app = _live_app(*logged, controls)
     async with app.run_test(size=(120, 40)) as pilot:
         await _models_drawn(pilot)
         table = app.screen.query_one(WindowTable)
@@ -307,3 +283,26 @@ async def test_models_p95_shows_and_the_other_columns_scroll_sideways(logged: tu
         assert first and first[:20] in shown  # the model's name stays; only the other columns scroll
         await pilot.press("left")
         await until(pilot, lambda: table.scroll_x == 0, what="back to the first column")
+
+        # back to 150 columns: x disables the selected model, after asking
+        await pilot.resize_terminal(*SIZE)
+        await until(pilot, lambda: app.screen.size.width == SIZE[0], what="the screen widened")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ModelsScreen)
+        assert ("council.models.list", {}) in controls.calls
+        table = screen.query_one(WindowTable)
+        table.focus()
+        await pilot.press("down")  # anthropic, google, openai: the second row
+        await pilot.pause(0.5)
+        selected = screen.selected_model()
+        assert selected is not None and selected.model == "google/gemini-3-pro"
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        await pilot.press("n")  # no: nothing is sent
+        assert not any(name == "council.models.disable" for name, _ in controls.calls)
+        await pilot.press("x")
+        await pilot.pause(0.2)
+        await pilot.press("y")
+        await until(pilot, lambda: ("council.models.disable", {"model": "google/gemini-3-pro"}) in controls.calls)
+        await until(pilot, lambda: screen.enabled == {**dict.fromkeys(MODELS, True), "google/gemini-3-pro": False})
