@@ -186,6 +186,45 @@ def test_what_the_grammar_does_not_prove_goes_as_the_full_path_sends_it(loop, mo
         frames.decode(frame)
 
 
+DUPLICATE_KEYS: list[bytes] = [  # a key twice inside the result: the wrapper reads the last, a host may not
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"isError":true,"isError":false}}',  # a first-keeper: an error
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"first","text":"last"}]}}',
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"\\u0061":1,"a":2}}',  # the same key, escaped once
+    b'{"result":{"content" :[],"a" : 1,"a"\t:2},"jsonrpc":"2.0","id":%d}',  # whitespace before the colon
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"a\\\\":1,"a\\\\":2}}',  # a key ending in a backslash
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"at 12:00: \\":"}],"x":1,"x":2}}',
+]
+
+
+def test_a_result_with_a_key_twice_goes_as_the_full_path_sends_it(loop, monkeypatch) -> None:
+    """The log keeps the last of a duplicate key, as the full path did; the host is sent the same value, each key
+    once (a host's parser may keep the first, or refuse the frame: a Rust host's typed result does)."""
+    host_ids = list(range(1, len(DUPLICATE_KEYS) + 1))
+    spliced = answered(loop, DUPLICATE_KEYS, host_ids)
+    full = full_path(loop, monkeypatch, DUPLICATE_KEYS, host_ids)
+    assert full.host.raw == 0 and len(full.host.frames) == len(DUPLICATE_KEYS)
+    assert spliced.host.raw == 0
+    assert spliced.host.frames == full.host.frames
+    assert log_rows(spliced) == log_rows(full)
+
+
+KEYS_ONCE: list[bytes] = [  # colons, escaped quotes and backslashes in strings, each key once: still spliced
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"at 12:00: see http://x:80/"}]}}',
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"{\\"a\\":1,\\"a\\": 2}"}]}}',
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"a\\\\":1,"b\\\\\\"":2}}',  # keys `a\` and `b\"`
+    b'{"jsonrpc":"2.0", "id": %d, "result": {"content": [{"type": "text", "text": "x"}], "n": 1}}',  # `": "`
+]
+
+
+def test_a_result_with_each_key_once_is_spliced_whatever_its_strings_hold(loop, monkeypatch) -> None:
+    host_ids = list(range(1, len(KEYS_ONCE) + 1))
+    spliced = answered(loop, KEYS_ONCE, host_ids)
+    full = full_path(loop, monkeypatch, KEYS_ONCE, host_ids)
+    assert spliced.host.raw == len(KEYS_ONCE)
+    assert [orjson.loads(f) for f in spliced.host.frames] == [orjson.loads(f) for f in full.host.frames]
+    assert log_rows(spliced) == log_rows(full)
+
+
 def test_the_deepest_result_the_full_path_takes_is_spliced_and_one_deeper_is_not() -> None:
     for depth, spliceable in ((frames.MAX_DEPTH - 1, True), (frames.MAX_DEPTH, False)):
         line = b'{"jsonrpc":"2.0","id":7,"result":{"a":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}}"

@@ -11,7 +11,8 @@ JSON value (which proves where it ends). Everything else is left to `frames.deco
 again as before: escapes in a key, another member, a duplicate, a batch, an id that is not a plain integer
 (`1.0`, `"1"`, `1e0`), a raw CR or LF anywhere (legal JSON whitespace, but a line's end to a host on stdio), and
 what only the standard library reads (lone surrogates, integers beyond 64 bits, numbers beyond a double), nesting
-beyond the cap, bytes that are not UTF-8.
+beyond the cap, bytes that are not UTF-8, and a key perhaps twice in one object inside the result (the wrapper reads
+the last; a host's parser may read the first, or refuse the frame, where the full path sends each key once).
 """
 
 from __future__ import annotations
