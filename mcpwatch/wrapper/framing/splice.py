@@ -27,7 +27,7 @@ from mcpwatch.wrapper.framing import frames
 # Below this, reading the line's shape costs more than encoding the answer again (callgrind, a 100-byte answer:
 # about 13,000 instructions more; a 64 KB one: 0.7 to 1.4 million fewer): a shorter one takes `frames.decode`.
 SPLICE_BYTES = 2048
-_W = rb"[ \t]*"  # JSON's whitespace but the line ends (a CR or LF sends the line down the full path)
+_W = rb"[ \t]*+"  # JSON's whitespace but the line ends (a CR or LF: the full path); possessive, never tried shorter
 _DIGITS = rb"0|[1-9][0-9]{0,17}"  # an id the wrapper gave: a plain integer, well within 64 bits
 _JSONRPC = rb'"jsonrpc"' + _W + rb":" + _W + rb'"2\.0"'
 _ID = rb'"id"' + _W + rb":" + _W
