@@ -304,3 +304,59 @@ def test_a_short_answer_is_encoded_again_and_a_long_one_spliced(loop, monkeypatc
     assert rig.host.raw == 1
     assert rig.host.frames[0] == frames.encode(rig.host.sent[0])  # encoded again: orjson's order
     assert rig.host.frames[1].endswith(b',"jsonrpc":"2.0","id":"long"}\n')  # the upstream's order
+
+
+LONG = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"' + b"z" * SPLICE_BYTES + b'"}]}}'
+
+
+def _race(loop: asyncio.AbstractEventLoop, scenario: str) -> RawRig:
+    """A host's calls and the upstream's long answers in the order `scenario` names."""
+    rig = RawRig(loop)
+
+    def call(host_id: Any) -> int:
+        return rig.request(host_id, "tools/call", {"name": "echo", "arguments": {}})
+
+    def answer(up_id: int) -> None:
+        rig.core.upstream_frame(LONG.replace(b"%d", b"%d" % up_id))
+
+    if scenario == "after its deadline":
+        up_id = call(1)
+        rig.scheduler.advance(100)
+        answer(up_id)
+    elif scenario == "twice":
+        up_id = call(1)
+        answer(up_id)
+        answer(up_id)
+    elif scenario == "after a cancel":
+        up_id = call(1)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        rig.core.host_message(rig.host, cancel)
+        answer(up_id)
+    elif scenario == "id reused after a cut":
+        first = call(1)
+        rig.scheduler.advance(100)
+        second = call(1)
+        answer(first)
+        answer(second)
+    elif scenario == "ids of every shape":
+        for up_id in reversed([call(h) for h in ["x", 1.5, 0, -7, "\u2028", None, 10**30]]):
+            if up_id is not None:
+                answer(up_id)
+    elif scenario == "no such call":
+        answer(12345)
+    rig.scheduler.advance(100)
+    return rig
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    ["after its deadline", "twice", "after a cancel", "id reused after a cut", "ids of every shape", "no such call"],
+)
+def test_a_long_answer_racing_the_host_gets_what_the_full_path_sent(loop, monkeypatch, scenario: str) -> None:
+    monkeypatch.setattr(pump, "SPLICE_BYTES", SPLICE_BYTES)
+    spliced = _race(loop, scenario)
+    with monkeypatch.context() as patched:
+        full_path_only(patched)
+        full = _race(loop, scenario)
+    assert spliced.host.frames == full.host.frames
+    assert log_rows(spliced) == log_rows(full)
