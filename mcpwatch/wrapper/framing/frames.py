@@ -158,13 +158,13 @@ def _keys(value: Any) -> int:
     stack = [value]
     while stack:
         item = stack.pop()
-        if type(item) is dict:
+        if item.__class__ is dict:
             count += len(item)
             item = item.values()
-        elif type(item) is not list:
+        elif item.__class__ is not list:
             continue
         # the containers among the children, picked without a Python step per child (an array of a million numbers)
-        stack.extend(compress(item, map(_CONTAINER.__contains__, map(type, item))))
+        stack += compress(item, map(_CONTAINER.__contains__, map(type, item)))
     return count
 
 
