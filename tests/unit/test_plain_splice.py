@@ -193,6 +193,8 @@ DUPLICATE_KEYS: list[bytes] = [  # a key twice inside the result: the wrapper re
     b'{"result":{"content" :[],"a" : 1,"a"\t:2},"jsonrpc":"2.0","id":%d}',  # whitespace before the colon
     b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"a\\\\":1,"a\\\\":2}}',  # a key ending in a backslash
     b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"at 12:00: \\":"}],"x":1,"x":2}}',
+    # more brackets than the depth cap: the depth and the keys are counted in one walk
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[' + b'{"a":1},' * 300 + b'{"a":1,"a":2}]}}',
 ]
 
 
@@ -213,6 +215,7 @@ KEYS_ONCE: list[bytes] = [  # colons, escaped quotes and backslashes in strings,
     b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"{\\"a\\":1,\\"a\\": 2}"}]}}',
     b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"a\\\\":1,"b\\\\\\"":2}}',  # keys `a\` and `b\"`
     b'{"jsonrpc":"2.0", "id": %d, "result": {"content": [{"type": "text", "text": "x"}], "n": 1}}',  # `": "`
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[' + b'{"a":1},' * 300 + b'{"a":1,"b":2}]}}',
 ]
 
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 import sys
-from itertools import compress
+from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -129,10 +129,14 @@ def decode_line(line: bytes, start: int, end: int) -> Any:
     except orjson.JSONDecodeError as exc:
         raise ValueError(str(exc)) from None
     # the whole line's brackets (`[` is counted as `{` in `checked`) bound the member's depth, plus one
-    if checked.count(b"{") > MAX_DEPTH and _depth(value) > MAX_DEPTH - 1:
-        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    if checked.count(b"{") > MAX_DEPTH:
+        depth, keys = _depth_and_keys(value)
+        if depth > MAX_DEPTH - 1:
+            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    else:
+        keys = _keys(value)
     end = len(line) + end if end < 0 else end
-    keys = _keys(value)  # each key written has its colon: as many colons as keys proves none twice, at one count
+    # each key written has its colon: as many colons as keys proves none twice, at one count
     if line.count(b":", start, end) != keys and _keys_bound(checked, start, end) != keys:
         # a key perhaps twice (`{"isError":true,"isError":false}`): the value keeps the last, a host's parser may
         # keep the first or refuse the frame; the full path sends the value, each key once
@@ -166,6 +170,23 @@ def _keys(value: Any) -> int:
         # the containers among the children, picked without a Python step per child (an array of a million numbers)
         stack += compress(item, map(_CONTAINER.__contains__, map(type, item)))
     return count
+
+
+def _depth_and_keys(value: Any) -> tuple[int, int]:
+    """`_depth` and `_keys` in one walk, for a value with many brackets (one walk of a large one, not two)."""
+    deepest = count = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if item.__class__ is dict:
+            count += len(item)
+            item = item.values()
+        elif item.__class__ is not list:
+            continue
+        if depth > deepest:
+            deepest = depth
+        stack += zip(compress(item, map(_CONTAINER.__contains__, map(type, item))), repeat(depth + 1))
+    return deepest, count
 
 
 def _strict_decode(line: bytes | bytearray | str) -> Any:
