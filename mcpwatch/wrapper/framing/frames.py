@@ -50,12 +50,9 @@ _decoder = json.JSONDecoder(parse_constant=_not_json, parse_float=_float)
 # translation table (one pass, no table built per call, as `translate(None, digits)` builds), a run of 19 zeros.
 _DIGITS_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _NINETEEN_ZEROS = b"0" * 19
-# the same, a CR as an LF, a `[` as a `{` and a space or tab as a `:`: one pass, then a find for each, one count of
-# the brackets, and three of what can close a key (`_keys_bound`)
-_LINE_CHECK = bytes.maketrans(b"123456789\r[ \t", b"000000000\n{::")
-_KEY_CLOSE = b'":'  # a key's closing quote, whitespace (now `:`) or its colon after it
-_ESCAPED_CLOSE = b'\\":'  # the same quote after a backslash: an escaped quote, unless that backslash is escaped
-_BACKSLASH_CLOSE = b'\\\\":'  # ... after two: at most this many keys end in a backslash
+# the same, a CR as an LF, and a `[` or a `:` as a `{`: one pass, then a find for each, and one count of what opens
+# a container or follows a key (`decode_line`)
+_LINE_CHECK = bytes.maketrans(b"123456789\r[:", b"000000000\n{{")
 _CONTAINER = frozenset((dict, list))
 _BYTES = (bytes, bytearray)  # a tuple made once: `bytes | bytearray` in a call would make a union each time
 
@@ -114,13 +111,13 @@ def decode(line: bytes | str) -> Any:
     return value
 
 
-def decode_line(line: bytes, start: int, end: int) -> Any:
+def decode_line(line: bytes, start: int, end: int) -> tuple[Any, bool]:
     """The JSON value at `line[start:end]`, a member of the object `line` holds, read as `decode` reads the whole line
     (so nested at most MAX_DEPTH - 1 levels) when orjson alone reads it so; a ValueError for anything else too (an
     integer beyond 64 bits, a lone surrogate, a number beyond a double) and for a raw CR or LF anywhere (JSON's
-    whitespace, but a line's end to a peer reading lines) and for a key perhaps written twice in one object (the
-    value keeps the last; a peer given the bytes may not). A caller wanting only that case (`splice`) leaves the
-    rest to `decode`. The line's other bytes are checked as well, and the member is read in place."""
+    whitespace, but a line's end to a peer reading lines). A caller wanting only that case (`splice`) leaves the
+    rest to `decode`. The line's other bytes are checked as well, and the member is read in place. With the value,
+    whether its bytes are proved to hold each key once (its brackets and colons exactly its containers and keys)."""
     checked = line.translate(_LINE_CHECK)
     if checked.find(_NINETEEN_ZEROS) >= 0 or checked.find(b"\n") >= 0:
         raise ValueError("a run of 19 digits or a line's end: the standard library's turn")
@@ -128,65 +125,33 @@ def decode_line(line: bytes, start: int, end: int) -> Any:
         value = orjson.loads(memoryview(line)[start:end])
     except orjson.JSONDecodeError as exc:
         raise ValueError(str(exc)) from None
-    # the whole line's brackets (`[` is counted as `{` in `checked`) bound the member's depth, plus one
-    if checked.count(b"{") > MAX_DEPTH:
-        depth, keys = _depth_and_keys(value)
-        if depth > MAX_DEPTH - 1:
-            raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
-    else:
-        keys = _keys(value)
-    end = len(line) + end if end < 0 else end
-    # each key written has its colon: as many colons as keys proves none twice, at one count
-    if line.count(b":", start, end) != keys and _keys_bound(checked, start, end) != keys:
-        # a key perhaps twice (`{"isError":true,"isError":false}`): the value keeps the last, a host's parser may
-        # keep the first or refuse the frame; the full path sends the value, each key once
-        raise ValueError("a key perhaps twice: the full path's turn")
-    return value
+    depth, written = _depth_and_marks(value)
+    if depth > MAX_DEPTH - 1:
+        raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    # Each container written has its bracket, each key its colon (`{` all in `checked`): as many of them as the
+    # parse kept proves no key was written twice (the value keeps the last; a peer given the bytes may keep the
+    # first, or refuse them). More: a colon or bracket in a string, or a key twice.
+    return value, checked.count(b"{", start, end) == written
 
 
-def _keys_bound(checked: bytes, start: int, end: int) -> int:
-    """At least the number of keys written in `line[start:end]` (`checked`: the line through `_LINE_CHECK`). Each key
-    ends in an unescaped quote with whitespace or its colon after it; an escaped quote is counted too, but taken off
-    again when a backslash precedes it, unless two do (then it may be a key ending in a backslash). Equal to the
-    keys a parse keeps, it proves no key was written twice; a string starting with a space makes it larger."""
-    return (
-        checked.count(_KEY_CLOSE, start, end)
-        - checked.count(_ESCAPED_CLOSE, start, end)
-        + checked.count(_BACKSLASH_CLOSE, start, end)
-    )
-
-
-def _keys(value: Any) -> int:
-    """The keys of every object in a parsed value (the value may be nested deeper than the stack)."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if item.__class__ is dict:
-            count += len(item)
-            item = item.values()
-        elif item.__class__ is not list:
-            continue
-        # the containers among the children, picked without a Python step per child (an array of a million numbers)
-        stack += compress(item, map(_CONTAINER.__contains__, map(type, item)))
-    return count
-
-
-def _depth_and_keys(value: Any) -> tuple[int, int]:
-    """`_depth` and `_keys` in one walk, for a value with many brackets (one walk of a large one, not two)."""
-    deepest = count = 0
+def _depth_and_marks(value: Any) -> tuple[int, int]:
+    """A parsed value's nesting depth, and its containers and keys counted together (the brackets and colons it was
+    written with, were each key written once). Without recursion: the value may be nested deeper than the stack."""
+    deepest = marks = 0
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if item.__class__ is dict:
-            count += len(item)
+            marks += len(item)
             item = item.values()
         elif item.__class__ is not list:
             continue
+        marks += 1
         if depth > deepest:
             deepest = depth
+        # the containers among the children, picked without a Python step per child (an array of a million numbers)
         stack += zip(compress(item, map(_CONTAINER.__contains__, map(type, item))), repeat(depth + 1))
-    return deepest, count
+    return deepest, marks
 
 
 def _strict_decode(line: bytes | bytearray | str) -> Any:

@@ -11,8 +11,9 @@ JSON value (which proves where it ends). Everything else is left to `frames.deco
 again as before: escapes in a key, another member, a duplicate, a batch, an id that is not a plain integer
 (`1.0`, `"1"`, `1e0`), a raw CR or LF anywhere (legal JSON whitespace, but a line's end to a host on stdio), and
 what only the standard library reads (lone surrogates, integers beyond 64 bits, numbers beyond a double), nesting
-beyond the cap, bytes that are not UTF-8, and a key perhaps twice in one object inside the result (the wrapper reads
-the last; a host's parser may read the first, or refuse the frame, where the full path sends each key once).
+beyond the cap, bytes that are not UTF-8. A result whose brackets and colons are not exactly its containers and keys
+(a key perhaps twice in one object: the wrapper reads the last, a host's parser may read the first or refuse the
+frame; or a colon in a string) is read once all the same, and its message encoded again, each key once.
 """
 
 from __future__ import annotations
@@ -53,13 +54,17 @@ _AFTER_ID = len(_AFTER_ID_BYTES)
 
 
 # a response read by the grammar: its parsed message (as `frames.decode` gives it, members in their order), and its
-# bytes with where its id's digits are in them
-Framed = tuple[dict[str, Any], tuple[bytes, int, int]]
+# bytes with where its id's digits are in them; None there when a key of its result may be written twice (then the
+# message is encoded again: a host's parser may keep the first, the message has the last)
+Framed = tuple[dict[str, Any], tuple[bytes, int, int] | None]
 
 
-def with_id(where: tuple[bytes, int, int], host_id: Any) -> bytes | None:
+def with_id(where: tuple[bytes, int, int] | None, host_id: Any) -> bytes | None:
     """The frame for the host (newline included): the upstream's bytes with `host_id` in place of its id; None for an
-    id orjson does not encode as `frames.encode` would (an integer beyond 64 bits, a lone surrogate)."""
+    id orjson does not encode as `frames.encode` would (an integer beyond 64 bits, a lone surrogate), and for bytes
+    not proved to hold each key once (`where` None)."""
+    if where is None:
+        return None
     try:
         encoded = orjson.dumps(host_id)
     except orjson.JSONEncodeError:
@@ -82,10 +87,10 @@ def read_response(line: bytes) -> Framed | None:
                 up_id = -1
             if up_id >= 0 and b"%d" % up_id == digits:  # a plain integer: no sign, space, `_` or leading zero
                 try:
-                    result = frames.decode_line(line, comma + _AFTER_ID, -1)
+                    result, once = frames.decode_line(line, comma + _AFTER_ID, -1)
                 except ValueError:
                     return None
-                return {"jsonrpc": "2.0", "id": up_id, "result": result}, (line, _ID_START, comma)
+                return {"jsonrpc": "2.0", "id": up_id, "result": result}, (line, _ID_START, comma) if once else None
     return _read_any_order(line)
 
 
@@ -127,7 +132,7 @@ def _read_any_order(line: bytes) -> Framed | None:
         id_start, id_end = tail.span("i3" if i3 is not None else "i4")
     up_id = int(line[id_start:id_end])
     try:
-        result = frames.decode_line(line, head_end, tail.start())
+        result, once = frames.decode_line(line, head_end, tail.start())
     except ValueError:
         return None  # not one JSON value, or what only the standard library reads: `frames.decode` says which
     message: dict[str, Any] = {}  # the members in the order the line has them, as `frames.decode` gives them
@@ -138,4 +143,4 @@ def _read_any_order(line: bytes) -> Framed | None:
             message["id"] = up_id
         elif "result" not in message:
             message["result"] = result
-    return message, (line, id_start, id_end)
+    return message, (line, id_start, id_end) if once else None
