@@ -39,8 +39,7 @@ from typing import Any
 
 from mcpwatch.bench.baseline import baseline_root
 from mcpwatch.bench.paced import require_thread_counters
-from mcpwatch.bench.procstat import machine_cpu_s, preemptions, queued_s
-from mcpwatch.bench.wrap import _cpu_s
+from mcpwatch.bench.procstat import cpu_s, machine_cpu_s, preemptions, queued_s
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "HTTP front: calls/s at saturation and latency at a host's pace with 1, 4, 16 and 64 hosts, a session each"
@@ -133,7 +132,7 @@ def descendants(pid: int) -> list[int]:
 
 
 def _cpu_of(pids: list[int]) -> float:
-    return sum(_cpu_s(pid) for pid in pids)
+    return sum(cpu_s(pid) for pid in pids)
 
 
 async def _stage(
@@ -193,7 +192,7 @@ class _Counts:
     @classmethod
     def read(cls, pid: int, upstreams: list[int]) -> _Counts:
         machine_all, machine_idle = machine_cpu_s()
-        own = [_cpu_s(os.getpid()), _cpu_s(pid), _cpu_of(upstreams), float(preemptions(pid)), queued_s(pid)]
+        own = [cpu_s(os.getpid()), cpu_s(pid), _cpu_of(upstreams), float(preemptions(pid)), queued_s(pid)]
         return cls([time.perf_counter(), *own, machine_all - machine_idle, machine_all])
 
     def minus(self, before: _Counts) -> _Counts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 
 def rss_mb(pid: int | None = None) -> tuple[float, float]:
@@ -19,28 +20,9 @@ def rss_mb(pid: int | None = None) -> tuple[float, float]:
     return values["VmRSS"], values["VmHWM"]
 
 
-def preemptions(pid: int) -> int:
-    """How often the scheduler took the CPU from the process's threads while they could still run (involuntary
-    context switches, all threads): each one costs the process its warm caches; 0 once it has gone."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith("nonvoluntary_ctxt_switches:"):
-                        total += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
-    return total
-
-
-def queued_s(pid: int) -> float:
-    """Seconds the process's threads spent ready to run but waiting for a CPU (the scheduler's run-queue delay, all
-    threads): what a machine busy with other work costs a process in time, not in CPU; 0 once it has gone."""
+def _per_thread(pid: int, name: str, value: Callable[[str], float]) -> float:
+    """The sum over the process's threads of `value` read from each thread's /proc file `name`; 0 once the process
+    has gone (a thread that ends meanwhile counts nothing)."""
     total = 0.0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -48,11 +30,34 @@ def queued_s(pid: int) -> float:
         return 0.0
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
-                total += int(stat.read().split()[1]) / 1e9
+            with open(f"/proc/{pid}/task/{task}/{name}", encoding="ascii") as stat:
+                total += value(stat.read())
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
     return total
+
+
+def _involuntary_switches(status: str) -> float:
+    lines = status.splitlines()
+    return next((int(line.split()[1]) for line in lines if line.startswith("nonvoluntary_ctxt_switches:")), 0)
+
+
+def preemptions(pid: int) -> int:
+    """How often the scheduler took the CPU from the process's threads while they could still run (involuntary
+    context switches, all threads): each one costs the process its warm caches; 0 once it has gone."""
+    return int(_per_thread(pid, "status", _involuntary_switches))
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU time a process has run, all its threads (the log's writer too), in seconds (the scheduler's nanosecond
+    counts); 0 when unknown."""
+    return 0.0 if pid is None else _per_thread(pid, "schedstat", lambda stat: int(stat.split()[0]) / 1e9)
+
+
+def queued_s(pid: int) -> float:
+    """Seconds the process's threads spent ready to run but waiting for a CPU (the scheduler's run-queue delay, all
+    threads): what a machine busy with other work costs a process in time, not in CPU; 0 once it has gone."""
+    return _per_thread(pid, "schedstat", lambda stat: int(stat.split()[1]) / 1e9)
 
 
 def machine_cpu_s() -> tuple[float, float]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.bench.baseline import BASELINE_ENV
+from mcpwatch.bench.procstat import cpu_s
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
@@ -65,25 +66,6 @@ def _stdio(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Any:
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
 
 
-def _cpu_s(pid: int | None) -> float:
-    """CPU time a process has run, all its threads (the log's writer too), in seconds (the scheduler's nanosecond
-    counts); 0 when unknown."""
-    if pid is None:
-        return 0.0
-    total = 0.0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0.0
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
-                total += int(stat.read().split()[0]) / 1e9
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
-    return total
-
-
 def _children() -> dict[int, str]:
     """This process's children (pid → command line), where /proc says."""
     found: dict[int, str] = {}
@@ -112,12 +94,12 @@ async def _latency(
     for _ in range(max(1, calls // block)):
         for name, client in clients.items():
             record = samples[name]
-            before = _cpu_s(pids.get(name))
+            before = cpu_s(pids.get(name))
             for _ in range(block):
                 started = time.perf_counter()
                 await client.call_tool("noop", {})
                 record.append(time.perf_counter() - started)
-            cpu[name] += _cpu_s(pids.get(name)) - before
+            cpu[name] += cpu_s(pids.get(name)) - before
     per_call = {name: cpu[name] / len(samples[name]) for name in clients if pids.get(name) and samples[name]}
     return samples, per_call
 
