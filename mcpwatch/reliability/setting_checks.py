@@ -40,11 +40,6 @@ def setting_table(factory: Callable[[], T], check: Check) -> T:
     return field(default_factory=factory, metadata={CHECK: check})
 
 
-def has_check(f: Field[Any]) -> bool:
-    """Whether the field says how it is checked (every field of a settings section must)."""
-    return f.metadata.get(CHECK) is not None
-
-
 def check_of(f: Field[Any]) -> Check | None:
     """The field's check; None for a field declaring none (which `tests/unit/test_one_shape.py` refuses)."""
     check: Check | None = f.metadata.get(CHECK)

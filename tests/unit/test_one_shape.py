@@ -31,7 +31,7 @@ from mcpwatch.events import (
 from mcpwatch.events import HostClock as HostClockBlock
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.hosts import HostClock, HostProfileError, check_override_tables
-from mcpwatch.reliability.setting_checks import has_check
+from mcpwatch.reliability.setting_checks import check_of
 from mcpwatch.reliability.settings import DeadlineSettings, TombstoneSettings
 from mcpwatch.reliability.tombstones import TtlTerms, ttl_terms
 from mcpwatch.wrapper.calls import pending
@@ -107,7 +107,7 @@ def test_settings_keys_are_the_dataclasses_fields_and_each_declares_its_check() 
     for section, cls in config.SECTIONS.items():
         assert tuple(f.name for f in fields(cls)) == config.KEYS[section]
         for f in fields(cls):
-            assert has_check(f), f"{section}.{f.name} declares no check (setting(default, check))"
+            assert check_of(f) is not None, f"{section}.{f.name} declares no check (setting(default, check))"
 
 
 def test_a_check_declared_on_a_field_is_the_one_the_file_meets() -> None:
