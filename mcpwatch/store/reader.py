@@ -25,7 +25,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-from mcpwatch.store.schema import REQUEST_INDEX_KINDS
+from mcpwatch.store.schema import REQUEST_INDEX_KIND_NAMES, REQUEST_INDEX_KINDS
 from mcpwatch.store.unfold import COLUMNS, Row, in_range, number, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
@@ -44,7 +44,6 @@ WHERE session_id = ? AND seq <= ?
 ORDER BY seq
 """
 
-_BY_REQUEST = frozenset({Kind.PROGRESS.value, Kind.TASK_STATUS.value})  # the kinds `events_by_request` holds
 
 EVENTS_PAGE = 2000
 _MAX_ROWID = 2**63 - 1
@@ -405,7 +404,8 @@ class EventReader:
         `report` reads the progress of the few calls it estimates, not of the whole session."""
         starts = kind == Kind.REQUEST_START.value
         # the index holds only the kinds read by request (schema 7): its condition, said here, lets the query use it
-        indexed = f"INDEXED BY events_by_request WHERE {REQUEST_INDEX_KINDS} AND" if kind in _BY_REQUEST else "WHERE"
+        by_request = kind in REQUEST_INDEX_KIND_NAMES
+        indexed = f"INDEXED BY events_by_request WHERE {REQUEST_INDEX_KINDS} AND" if by_request else "WHERE"
         sql = (
             f"SELECT {COLUMNS} FROM events {indexed} session_id = ? AND request_id = ?"
             " AND (kind = ? OR (? AND kind = 'request_end' AND start_seq IS NOT NULL)) ORDER BY seq"

@@ -270,7 +270,8 @@ def _v6_folded_calls(conn: sqlite3.Connection) -> None:
 # v7: the readers look a request up by (session, request) only for its progress (`report`, `whatif`) and a kept
 # task's status (`store/kept_tasks.py`): the index holds those rows alone, not every call's, which cost the writer
 # an entry a row (≈ 8,600 instructions of about 64,000). The name stays, so `INDEXED BY` reads either version.
-REQUEST_INDEX_KINDS = "kind IN ('progress', 'task_status')"
+REQUEST_INDEX_KIND_NAMES = ("progress", "task_status")
+REQUEST_INDEX_KINDS = "kind IN ('" + "', '".join(REQUEST_INDEX_KIND_NAMES) + "')"  # the index's condition
 
 
 def _v7_narrow_request_index(conn: sqlite3.Connection) -> None:
