@@ -23,7 +23,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS, paced
-from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
+from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
@@ -90,11 +90,7 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
             await client.list_tools()  # so the scraped wrapper labels the calls with the tool's name
         wait_for_port(port)
         with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:
-            await _latency(clients, warmup, 50)
-            samples, cpu_per_call = await _latency(clients, calls, BLOCK, pids)
-        figures = _ratios(samples, "direct")
-        for name, seconds in cpu_per_call.items():
-            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+            figures, samples = await _measured(clients, calls, warmup, pids, BLOCK)
         figures["metrics_cost_ratio"] = round(
             figures["wrapped_metrics"]["median_us"] / figures["wrapped"]["median_us"], 3
         )

@@ -23,7 +23,7 @@ from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS, paced
 from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
-from mcpwatch.bench.wrap import SERVER, _latency, _open, _open_tracked, _ratios, _stdio, _wrap
+from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
 
 HELP = "OpenTelemetry export on vs off: CPU per call and latency ratios of the wrapped no-op call (mcpwatch[otel])"
 CPU_RATE = 1000.0  # calls per second of each paced window
@@ -51,11 +51,7 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict
         clients["wrapped"] = await _open_tracked(stack, _stdio(_wrap("--no-log", "--", *SERVER), env), pids, "wrapped")
         exported = _stdio(_wrap("--no-log", "--", *SERVER), exporting)
         clients["wrapped_otel"] = await _open_tracked(stack, exported, pids, "wrapped_otel")
-        await _latency(clients, warmup, 50)
-        samples, cpu_per_call = await _latency(clients, calls, 100, pids)
-        figures = _ratios(samples, "direct")
-        for name, seconds in cpu_per_call.items():
-            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+        figures, _ = await _measured(clients, calls, warmup, pids)
         figures["otel_cost_ratio"] = round(figures["wrapped_otel"]["median_us"] / figures["wrapped"]["median_us"], 3)
         return figures
 

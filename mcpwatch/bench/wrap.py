@@ -117,6 +117,19 @@ async def _throughput(client: Any, calls: int, callers: int) -> float:
     return calls / (time.perf_counter() - started)
 
 
+async def _measured(
+    clients: dict[str, Any], calls: int, warmup: int, pids: dict[str, int | None], block: int = 100
+) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """Each path's latency against the direct one's after `warmup` calls, with the CPU per call of the paths whose
+    process `pids` knows; and the samples themselves."""
+    await _latency(clients, warmup, 50)
+    samples, cpu_per_call = await _latency(clients, calls, block, pids)
+    figures = _ratios(samples, "direct")
+    for name, seconds in cpu_per_call.items():
+        figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+    return figures, samples
+
+
 def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
     out: dict[str, Any] = {name: _summary(values) for name, values in samples.items()}
     for name in samples:
@@ -152,11 +165,7 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
             paths["wrapped_baseline"] = _stdio(argv, baseline_env, cwd=baseline)
         for name, target in paths.items():
             clients[name] = await _open_tracked(stack, target, pids, name)
-        await _latency(clients, warmup, 50)
-        samples, cpu_per_call = await _latency(clients, calls, 100, pids)
-        figures = _ratios(samples, "direct")
-        for name, seconds in cpu_per_call.items():
-            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+        figures, _ = await _measured(clients, calls, warmup, pids)
         figures["log_cost_ratio"] = round(figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3)
         throughput: dict[str, list[float]] = {"direct": [], "wrapped": []}
         for _ in range(3):
@@ -174,11 +183,7 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
 async def _http_figures(calls: int, warmup: int, ports: dict[str, int], pids: dict[str, int]) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
         clients = {name: await _open(stack, f"http://127.0.0.1:{port}/mcp") for name, port in ports.items()}
-        await _latency(clients, warmup, 50)
-        samples, cpu_per_call = await _latency(clients, calls, 100, dict(pids))
-        figures = _ratios(samples, "direct")
-        for name, seconds in cpu_per_call.items():
-            figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
+        figures, _ = await _measured(clients, calls, warmup, dict(pids))
         return figures
 
 
