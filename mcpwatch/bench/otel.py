@@ -68,7 +68,7 @@ async def _cpu(
     from DIR joins the rotation (`baseline`)."""
     plain = (paced.wrapper_argv("--no-log"), env, None)
     exported = (paced.wrapper_argv("--no-log"), exporting, None)
-    others: dict[str, paced.Path] = {}
+    others: dict[str, paced.WrapperCommand] = {}
     baseline = baseline_root()
     if baseline:  # run from that directory: `python -m` looks in the working directory before PYTHONPATH
         others["baseline"] = (paced.wrapper_argv("--no-log"), {**exporting, "PYTHONPATH": baseline}, baseline)

@@ -45,6 +45,7 @@ INIT = {
     "capabilities": {},
     "clientInfo": {"name": "mcpwatch-bench-paced", "version": "1"},
 }
+WrapperCommand = tuple[list[str], dict[str, str], str | None]  # a wrapper's argv, environment and working directory
 
 
 def thread_cpu(pid: int) -> dict[int, tuple[int, int]]:
@@ -225,7 +226,7 @@ def _side(windows: list[Window], pid: int, rate: float) -> dict[str, Any]:
     }
 
 
-async def open_hosts(paths: dict[str, Path]) -> dict[str, RawHost]:
+async def open_hosts(paths: dict[str, WrapperCommand]) -> dict[str, RawHost]:
     """One raw host per path (its wrapper's argv, environment and working directory), each initialised."""
     hosts: dict[str, RawHost] = {}
     try:
@@ -277,17 +278,14 @@ def wrapper_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "mcpwatch", "wrap", *args, "--", *UPSTREAM]
 
 
-Path = tuple[list[str], dict[str, str], str | None]  # a wrapper's argv, environment and working directory
-
-
 async def feature_cost(
-    plain: Path,
-    feature: Path,
+    plain: WrapperCommand,
+    feature: WrapperCommand,
     rate: float,
     window_s: float,
     rounds: int,
     settle_s: float = SETTLE_S,
-    others: dict[str, Path] | None = None,
+    others: dict[str, WrapperCommand] | None = None,
 ) -> dict[str, Any]:
     """What a feature adds to the CPU per call: two plain wrappers and one with the feature, paced windows in
     rotating order; each round's ratio of the feature's over the first plain one's, beside the same ratio for the
@@ -316,7 +314,7 @@ async def feature_cost(
 
 
 async def _drive(rates: list[float], window_s: float, rounds: int, env: dict[str, str], tmp: str) -> dict[str, Any]:
-    paths: dict[str, Path] = {"this": (wrapper_argv("--log", os.path.join(tmp, "this.db")), env, None)}
+    paths: dict[str, WrapperCommand] = {"this": (wrapper_argv("--log", os.path.join(tmp, "this.db")), env, None)}
     baseline = baseline_root()
     if baseline:
         # run from that directory: `python -m` looks in the working directory before PYTHONPATH
