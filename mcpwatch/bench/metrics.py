@@ -23,6 +23,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS, paced
+from mcpwatch.bench.procstat import cpu_s
 from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -134,17 +135,17 @@ async def _scrape_cpu(env: dict[str, str], scrapes: int) -> dict[str, Any]:
         await asyncio.to_thread(scrape)  # the first builds every family
         costs = []
         for _ in range(scrapes):
-            before = sum(ns for ns, _ in paced.thread_cpu(host.process.pid).values())
+            before = cpu_s(host.process.pid)
             size = await asyncio.to_thread(scrape)
             await asyncio.sleep(0.02)  # the connection's close, handled after the answer left
-            costs.append(sum(ns for ns, _ in paced.thread_cpu(host.process.pid).values()) - before)
+            costs.append((cpu_s(host.process.pid) - before) * 1e6)  # µs
     finally:
         await paced.close_hosts(hosts)
-    per_scrape_us = statistics.median(costs) / 1000
+    per_scrape_us = statistics.median(costs)
     return {
         "scrapes": scrapes,
         "cpu_us_per_scrape": round(per_scrape_us, 1),
-        "cpu_us_per_scrape_min": round(min(costs) / 1000, 1),
+        "cpu_us_per_scrape_min": round(min(costs), 1),
         "bytes": size,
         "us_per_call_at_1s_250_calls_per_s": round(per_scrape_us / 250, 2),
     }

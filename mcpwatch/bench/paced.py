@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
+from mcpwatch.bench.procstat import thread_cpu
 from mcpwatch.errors import UserError
 
 HELP = "the wrapper's CPU per call with its log at fixed call rates (5,000 and 250 calls/s), against a baseline"
@@ -46,28 +47,6 @@ INIT = {
     "clientInfo": {"name": "mcpwatch-bench-paced", "version": "1"},
 }
 WrapperCommand = tuple[list[str], dict[str, str], str | None]  # a wrapper's argv, environment and working directory
-
-
-def thread_cpu(pid: int) -> dict[int, tuple[int, int]]:
-    """Each thread of `pid`: (nanoseconds on a CPU, context switches), from /proc; empty once it has gone."""
-    found: dict[int, tuple[int, int]] = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
-                ns = int(stat.read().split()[0])
-            switches = 0
-            with open(f"/proc/{pid}/task/{task}/status", encoding="ascii") as status:
-                for line in status:
-                    if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                        switches += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that ended meanwhile
-        found[int(task)] = (ns, switches)
-    return found
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 def rss_mb(pid: int | None = None) -> tuple[float, float]:
@@ -20,21 +20,51 @@ def rss_mb(pid: int | None = None) -> tuple[float, float]:
     return values["VmRSS"], values["VmHWM"]
 
 
-def _per_thread(pid: int, name: str, value: Callable[[str], float]) -> float:
-    """The sum over the process's threads of `value` read from each thread's /proc file `name`; 0 once the process
-    has gone (a thread that ends meanwhile counts nothing)."""
-    total = 0.0
+def _thread_files(pid: int, *names: str) -> Iterator[tuple[int, list[str]]]:
+    """Each thread of the process with the text of its /proc files `names`; nothing once the process has gone, and
+    nothing of a thread that ends while read."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
+        return
     for task in tasks:
+        texts = []
         try:
-            with open(f"/proc/{pid}/task/{task}/{name}", encoding="ascii") as stat:
-                total += value(stat.read())
-        except (OSError, ValueError, IndexError):
+            for name in names:
+                with open(f"/proc/{pid}/task/{task}/{name}", encoding="ascii") as stat:
+                    texts.append(stat.read())
+        except OSError:
             continue  # a thread that ended meanwhile
+        yield int(task), texts
+
+
+def _per_thread(pid: int, name: str, value: Callable[[str], float]) -> float:
+    """The sum over the process's threads of `value` read from each thread's /proc file `name`; 0 once the process
+    has gone."""
+    total = 0.0
+    for _, (text,) in _thread_files(pid, name):
+        try:
+            total += value(text)
+        except (ValueError, IndexError):
+            continue
     return total
+
+
+def thread_cpu(pid: int) -> dict[int, tuple[int, int]]:
+    """Each thread of `pid`: (nanoseconds on a CPU, context switches), from /proc; empty once it has gone."""
+    found: dict[int, tuple[int, int]] = {}
+    for tid, (schedstat, status) in _thread_files(pid, "schedstat", "status"):
+        try:
+            ns = int(schedstat.split()[0])
+            switches = sum(
+                int(line.split()[1])
+                for line in status.splitlines()
+                if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
+            )
+        except (ValueError, IndexError):
+            continue
+        found[tid] = (ns, switches)
+    return found
 
 
 def _involuntary_switches(status: str) -> float:

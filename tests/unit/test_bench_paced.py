@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from mcpwatch.bench import paced
-from mcpwatch.bench.paced import Window, rates_asked, round_ratios, thread_cpu
+from mcpwatch.bench.paced import Window, rates_asked, round_ratios
+from mcpwatch.bench.procstat import thread_cpu
 from mcpwatch.cli import main
 from mcpwatch.errors import UserError
 
