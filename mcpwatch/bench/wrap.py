@@ -23,7 +23,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS
-from mcpwatch.bench.baseline import BASELINE_ENV
+from mcpwatch.bench.baseline import baseline_root
 from mcpwatch.bench.procstat import cpu_s
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -148,7 +148,9 @@ async def _open_tracked(stack: AsyncExitStack, target: Any, pids: dict[str, int 
     return client
 
 
-async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str) -> dict[str, Any]:
+async def _stdio_figures(
+    calls: int, warmup: int, env: dict[str, str], log: str, baseline: str | None
+) -> dict[str, Any]:
     pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
         clients = {"direct": await _open(stack, _stdio(SERVER, env))}
@@ -157,7 +159,6 @@ async def _stdio_figures(calls: int, warmup: int, env: dict[str, str], log: str)
             "wrapped_no_log": _stdio(_wrap("--no-log", "--", *SERVER), env),
             "line_forwarder": _stdio(FORWARDER + SERVER, env),  # the floor: two hops, no parsing
         }
-        baseline = os.environ.get(BASELINE_ENV)
         if baseline:
             # run from that directory too: `python -m` looks in the working directory before PYTHONPATH
             baseline_env = {**env, "PYTHONPATH": baseline}
@@ -217,11 +218,12 @@ def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
 
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (2000, 200)
+    baseline = baseline_root()  # checked before anything runs, as every bench's baseline is
     env = {**os.environ}
     with tempfile.TemporaryDirectory() as tmp:
         env["MCPWATCH_STATE_DIR"] = tmp
         log = os.path.join(tmp, "bench.db")
-        stdio = asyncio.run(_stdio_figures(calls, warmup, env, log))
+        stdio = asyncio.run(_stdio_figures(calls, warmup, env, log, baseline))
         http = _http_run(calls // 2, warmup, env)
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",

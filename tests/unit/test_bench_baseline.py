@@ -149,3 +149,22 @@ def test_a_front_root_is_checked_as_a_baseline_is(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and f"MCPWATCH_BENCH_FRONT_ROOT={directory}: " in err[0] and says in err[0]
     assert not mark.exists()
+
+
+def test_bench_wrap_checks_its_baseline_as_the_others_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench wrap` runs the baseline's wrapper beside its own paths: it read the variable unchecked, so a folder
+    others could write ran their code as this user, and one holding no mcpwatch measured the installed one."""
+    from mcpwatch.bench import wrap
+    from mcpwatch.cli import main
+
+    monkeypatch.setattr(wrap, "_stdio_figures", None)  # nothing may start before the refusal
+    checkout, mark = _marked_checkout(tmp_path / "base")
+    (checkout / "mcpwatch").chmod(0o777)
+    for directory, says in [(tmp_path, "holds no mcpwatch package"), (checkout, "writable by other users")]:
+        monkeypatch.setenv("MCPWATCH_BENCH_BASELINE", str(directory))
+        assert main(["bench", "wrap", "--quick"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"MCPWATCH_BENCH_BASELINE={directory}: " in err[0] and says in err[0]
+    assert not mark.exists()
