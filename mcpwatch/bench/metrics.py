@@ -30,9 +30,6 @@ from mcpwatch.ports import free_port, wait_for_port
 HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
 SCRAPE_INTERVAL_S = 1.0  # the real-Prometheus tests' interval; Prometheus's default is 15 s
 BLOCK = 100
-CPU_RATE = 1000.0  # calls per second of each paced window
-CPU_WINDOW_S = 3.0
-CPU_ROUNDS = 7
 
 
 def _block_ratio(measured: list[float], base: list[float], block: int) -> dict[str, float]:
@@ -111,7 +108,7 @@ async def _cpu(env: dict[str, str], interval: float, window_s: float, rounds: in
     plain = (paced.wrapper_argv("--no-log"), env, None)
     scraped = (paced.wrapper_argv("--no-log", "--metrics-port", str(port)), env, None)
     with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:  # refused until the wrapper listens
-        figures = await paced.feature_cost(plain, scraped, CPU_RATE, window_s, rounds)
+        figures = await paced.feature_cost(plain, scraped, paced.FEATURE_RATE, window_s, rounds)
     return {**figures, "scrape_interval_s": interval, "scrapes": len(loop.seconds)}
 
 
@@ -198,7 +195,7 @@ def _in_process(calls: int) -> dict[str, float]:
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (4000, 400)
     interval = float(os.environ.get("MCPWATCH_BENCH_SCRAPE_INTERVAL_S", SCRAPE_INTERVAL_S))
-    window_s, rounds = (0.2, 2) if quick else (CPU_WINDOW_S, CPU_ROUNDS)
+    window_s, rounds = paced.FEATURE_QUICK if quick else (paced.FEATURE_WINDOW_S, paced.FEATURE_ROUNDS)
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
         cpu = asyncio.run(_cpu(env, interval, window_s, rounds))

@@ -26,9 +26,6 @@ from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
 from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
 
 HELP = "OpenTelemetry export on vs off: CPU per call and latency ratios of the wrapped no-op call (mcpwatch[otel])"
-CPU_RATE = 1000.0  # calls per second of each paced window
-CPU_WINDOW_S = 3.0
-CPU_ROUNDS = 7
 BASELINE_INSIDE = True  # the baseline's exporting wrapper joins the CPU rotation (the latency paths are this one's)
 SETTLE_S = 1.3  # the export thread sends its batch at least once a second (exporter.EXPORT_INTERVAL_S)
 
@@ -62,7 +59,7 @@ async def _cpu(
     window_s: float,
     rounds: int,
     settle_s: float = SETTLE_S,
-    rate: float = CPU_RATE,
+    rate: float = paced.FEATURE_RATE,
 ) -> dict[str, Any]:
     """CPU per call, exporting against not (see above); with `MCPWATCH_BENCH_BASELINE=DIR` an exporting wrapper run
     from DIR joins the rotation (`baseline`)."""
@@ -77,7 +74,9 @@ async def _cpu(
 
 def run(quick: bool = False) -> dict[str, Any]:
     calls, warmup = QUICK_CALLS if quick else (3000, 300)
-    window_s, rounds, settle_s = (0.2, 2, paced.SETTLE_S) if quick else (CPU_WINDOW_S, CPU_ROUNDS, SETTLE_S)
+    window_s, rounds, settle_s = (
+        (*paced.FEATURE_QUICK, paced.SETTLE_S) if quick else (paced.FEATURE_WINDOW_S, paced.FEATURE_ROUNDS, SETTLE_S)
+    )
     collector = ThreadingHTTPServer(("127.0.0.1", 0), _Accepting)
     threading.Thread(target=collector.serve_forever, daemon=True).start()
     try:
@@ -89,7 +88,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             exporting = {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_address[1]}"}
             cpu = {  # MCPWATCH_BENCH_RATES sets the rates, as for `bench paced`
                 f"{rate:g}_calls_per_s": asyncio.run(_cpu(env, exporting, window_s, rounds, settle_s, rate))
-                for rate in paced.rates_asked(os.environ, (CPU_RATE,))
+                for rate in paced.rates_asked(os.environ, (paced.FEATURE_RATE,))
             }
             figures = asyncio.run(_figures(calls, warmup, env, exporting))
     finally:

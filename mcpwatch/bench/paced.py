@@ -40,6 +40,9 @@ WARMUP_S = 1.0
 ANSWER_WAIT_S = 60.0  # after a window's last call: a no-op's answer takes milliseconds, a stuck wrapper forever
 SETTLE_S = 0.3  # after a window's last answer: the log writer's batch (flush_interval 100 ms) written
 TARGETS_US = {5000: 120.0, 250: 200.0}
+# `feature_cost` as `bench otel` and `bench metrics` run it: the rate, the window and the rounds; a smoke run's
+FEATURE_RATE, FEATURE_WINDOW_S, FEATURE_ROUNDS = 1000.0, 3.0, 7
+FEATURE_QUICK = (0.2, 2)  # window_s, rounds
 UPSTREAM = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
 INIT = {
     "protocolVersion": "2025-06-18",
