@@ -1,3 +1,5 @@
-"""Benchmarks run by `mcpwatch bench NAME`. Each module has `HELP`, `configure(parser)` and `run(args) -> dict`."""
+"""Benchmarks run by `mcpwatch bench NAME`. Each module has `HELP` and `run(quick=False) -> dict` (its figures); one
+that runs a baseline checkout's wrapper beside its own says `BASELINE_INSIDE = True` (else `bench.baseline.compare`
+runs it from both checkouts)."""
 
 QUICK_CALLS = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
