@@ -12,7 +12,6 @@ import os
 import re
 import signal
 import socket
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from front_tools import ACCEPT, INIT, Host, listening_wrapper, post_bytes, rpc, 
 from mcpwatch.events import payload_problems, typed_dict_problems
 from mcpwatch.operator import Status, status_problems
 
-from waiting import patience
+from waiting import eventually
 from wraptools import Operator, registry_entry
 
 pytestmark = pytest.mark.anyio
@@ -44,18 +43,16 @@ def children(pid: int) -> list[int]:
     return sorted(started, key=started.__getitem__)
 
 
-async def wait_until(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + patience(timeout)
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
+async def upstreams(pid: int, count: int, timeout: float = 10.0) -> None:
+    """Until the wrapper `pid` has `count` upstream processes."""
+    await eventually(lambda: len(children(pid)) == count, timeout, f"{count} upstream processes")
 
 
 async def calls_in_flight(operator: Operator, count: int) -> None:
-    deadline = time.monotonic() + patience(15)
-    while len((await operator.tool("status"))["in_flight"]) != count:
-        assert time.monotonic() < deadline, f"never {count} calls in flight"
-        await asyncio.sleep(0.05)
+    async def reached() -> bool:
+        return len((await operator.tool("status"))["in_flight"]) == count
+
+    await eventually(reached, 15, f"{count} calls in flight")
 
 
 async def initialize(front: Any, http: httpx2.AsyncClient) -> httpx2.Response:
@@ -76,7 +73,7 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
                 opened = await initialize(front, http)
                 assert opened.status_code == 200, opened.text
                 abandoned.append(opened.headers["mcp-session-id"])
-            await wait_until(lambda: len(children(pid)) == 3)  # never more upstreams than the cap
+            await upstreams(pid, 3)  # never more upstreams than the cap
             for session_id in abandoned[:-3]:  # the oldest were reclaimed: 404, as after DELETE
                 gone = await http.post(front.url, json=rpc(1, "ping"), headers=ACCEPT | {"Mcp-Session-Id": session_id})
                 assert gone.status_code == 404
@@ -92,7 +89,7 @@ async def test_at_the_cap_the_session_idle_longest_is_reclaimed_and_busy_ones_ne
                     busy_c.http.stream("GET", front.url, headers=busy_c.headers) as stream,
                 ):
                     assert stream.status_code == 200
-                    await wait_until(lambda: len(children(pid)) == 3)
+                    await upstreams(pid, 3)
                     await calls_in_flight(operator, 2)
                     await receiving(operator, 1)
                     refused = await initialize(front, http)
@@ -153,13 +150,12 @@ async def slow_upload(front: Any, host: Host, payload: Any):
 
 async def receiving(operator: Operator, count: int) -> None:
     """Wait until `count` request bodies are arriving (the front has their heads and part of their bodies)."""
-    deadline = time.monotonic() + patience(15)
-    while True:
+
+    async def reached() -> bool:
         rows = (await operator.tool("status"))["wrapper"]["host_sessions"]["sessions"]
-        if sum(row["receiving"] for row in rows) == count:
-            return
-        assert time.monotonic() < deadline, f"never {count} bodies arriving"
-        await asyncio.sleep(0.05)
+        return sum(row["receiving"] for row in rows) == count
+
+    await eventually(reached, 15, f"{count} bodies arriving")
 
 
 @pytest.mark.slow
@@ -196,9 +192,9 @@ async def test_an_idle_session_expires_with_its_upstream_while_a_busy_one_stays(
         pid = front.process.pid
         async with Host(front) as idle, Host(front) as busy:
             await idle.ping()
-            await wait_until(lambda: len(children(pid)) == 2)
+            await upstreams(pid, 2)
             async with served_throughout(busy):
-                await wait_until(lambda: len(children(pid)) == 1, timeout=8)
+                await upstreams(pid, 1, 8)
                 await asyncio.sleep(1.5)  # longer than the idle limit: the pinging host is never idle
             assert (await idle.post(rpc("after", "ping"))).status_code == 404
             await busy.ping()
@@ -211,16 +207,16 @@ async def test_a_dying_upstream_of_one_host_does_not_touch_another_hosts_session
         pid = front.process.pid
         async with Host(front) as victim:
             await victim.ping()
-            await wait_until(lambda: len(children(pid)) == 1)
+            await upstreams(pid, 1)
             victim_upstream = children(pid)[0]
             async with Host(front) as other:
                 await other.ping()
-                await wait_until(lambda: len(children(pid)) == 2)
+                await upstreams(pid, 2)
                 other_upstream = next(child for child in children(pid) if child != victim_upstream)
                 async with served_throughout(other):
                     os.kill(victim_upstream, signal.SIGKILL)
-                    await wait_until(lambda: victim_upstream not in children(pid))
-                    await wait_until(lambda: len(children(pid)) == 2, timeout=15)  # respawned, for the victim only
+                    await eventually(lambda: victim_upstream not in children(pid), 10, "the victim's upstream gone")
+                    await upstreams(pid, 2, 15)  # respawned, for the victim only
                     await asyncio.wait_for(victim.ping(), 15)  # its handshake replayed on the new process
                 assert other_upstream in children(pid)
                 await other.ping()
