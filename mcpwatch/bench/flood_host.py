@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.memory import INIT, LATEST, PipeHost
 from mcpwatch.bench.operator_tool import operator_tool
 
@@ -33,7 +34,7 @@ async def _stdin_closed() -> None:
 async def _drive(rate: float, seconds: float) -> dict[str, Any]:
     state_dir = Path(os.environ["MCPWATCH_STATE_DIR"])
     wrap = ["wrap", "--name", "bench-flood", "--log", str(state_dir / "bench-flood.db")]
-    upstream = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+    upstream = list(RAW_UPSTREAM)
     process = await asyncio.create_subprocess_exec(
         *[sys.executable, "-m", "mcpwatch", *wrap, "--", *upstream],
         stdin=asyncio.subprocess.PIPE,

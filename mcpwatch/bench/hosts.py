@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.baseline import baseline_root
 from mcpwatch.bench.paced import require_thread_counters
 from mcpwatch.bench.procstat import cpu_s, machine_cpu_s, preemptions, queued_s
@@ -249,7 +250,7 @@ def upstreams_alone(count: int, calls: int, root: str | None = None) -> dict[str
     """`count` upstream processes answering `calls` calls in turn over their pipes, no front at all: what a call
     costs the upstreams alone when each is woken once every `count` calls (cold caches with many, warm with few)."""
     env = {**os.environ, **({"PYTHONPATH": root} if root else {})}
-    argv = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+    argv = list(RAW_UPSTREAM)
     pipe = subprocess.PIPE
     processes = [subprocess.Popen(argv, stdin=pipe, stdout=pipe, env=env, cwd=root, bufsize=0) for _ in range(count)]
     try:
@@ -289,7 +290,7 @@ def curve(
         if root:
             env["PYTHONPATH"] = root
         wrap = ["wrap", "--config", str(config), "--log", str(Path(tmp) / "bench.db")]
-        wrap += ["--listen", f"http://127.0.0.1:{port}/mcp", "--", sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+        wrap += ["--listen", f"http://127.0.0.1:{port}/mcp", "--", *RAW_UPSTREAM]
         process = subprocess.Popen([sys.executable, "-m", "mcpwatch", *wrap], env=env, cwd=root or None, stderr=STDERR)
         try:
             wait_for_port(port, 30)

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.operator_tool import operator_tool
 
 HELP = (
@@ -118,7 +119,7 @@ LATEST = 2**53  # an `events(after=…)` past any sequence number (the endpoint'
 async def _drive(calls: int, state_dir: Path) -> dict[str, Any]:
     env = {**os.environ, "MCPWATCH_STATE_DIR": str(state_dir), "MCPWATCH_TOOL_CALL_DEADLINE_SEC": str(BUDGET_S)}
     env.pop("MCPWATCH_CONFIG", None)
-    upstream = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+    upstream = list(RAW_UPSTREAM)
     log = state_dir / "bench-memory.db"
     config = state_dir / "mcpwatch.toml"
     config.write_text(CONFIG)

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
 from mcpwatch.bench.procstat import thread_cpu
 from mcpwatch.errors import UserError
@@ -43,7 +44,6 @@ TARGETS_US = {5000: 120.0, 250: 200.0}
 # `feature_cost` as `bench otel` and `bench metrics` run it: the rate, the window and the rounds; a smoke run's
 FEATURE_RATE, FEATURE_WINDOW_S, FEATURE_ROUNDS = 1000.0, 3.0, 7
 FEATURE_QUICK = (0.2, 2)  # window_s, rounds
-UPSTREAM = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
 INIT = {
     "protocolVersion": "2025-06-18",
     "capabilities": {},
@@ -257,7 +257,7 @@ def round_ratios(windows: dict[str, list[Window]], name: str, base: str) -> dict
 
 
 def wrapper_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mcpwatch", "wrap", *args, "--", *UPSTREAM]
+    return [sys.executable, "-m", "mcpwatch", "wrap", *args, "--", *RAW_UPSTREAM]
 
 
 async def feature_cost(

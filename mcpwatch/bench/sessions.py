@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.memory import rss_mb
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -81,7 +82,7 @@ def _measure(config_text: str, drive: Any) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "mcpwatch.toml"
         config.write_text(config_text)
-        upstream = [sys.executable, "-m", "mcpwatch.bench.raw_upstream"]
+        upstream = list(RAW_UPSTREAM)
         wrap = ["wrap", "--config", str(config), "--log", str(Path(tmp) / "bench.db"), "--listen", url]
         env = {**os.environ, "MCPWATCH_STATE_DIR": tmp}
         process = subprocess.Popen(
