@@ -154,7 +154,7 @@ class RawHost:
     async def wait_until(self, predicate: Callable[[], bool], timeout: float, what: str) -> None:
         """Until `predicate()` holds; `timeout` only bounds a hang (scaled by the load, waiting.patience)."""
         timeout = patience(timeout)
-        deadline = time.monotonic() + patience(timeout)
+        deadline = time.monotonic() + timeout
         while not predicate():
             left = deadline - time.monotonic()
             if left <= 0:
