@@ -27,7 +27,7 @@ from mcpwatch.bench.procstat import cpu_s
 from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
 from mcpwatch.ports import free_port, wait_for_port
 
-HELP = "Prometheus scrape endpoint on vs off, scraped all along: latency ratio of the wrapped no-op call"
+HELP = "Prometheus scrape endpoint on vs off, scraped all along: CPU per call and latency ratios, one scrape's CPU"
 SCRAPE_INTERVAL_S = 1.0  # the real-Prometheus tests' interval; Prometheus's default is 15 s
 BLOCK = 100
 
