@@ -131,40 +131,33 @@ def test_a_baseline_in_a_folder_anyone_may_rename_in_is_refused(
     assert baseline_root() == str(checkout)
 
 
-def test_a_front_root_is_checked_as_a_baseline_is(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("variable", "bench", "first_step"),
+    [("MCPWATCH_BENCH_FRONT_ROOT", "hosts", "curve"), ("MCPWATCH_BENCH_BASELINE", "wrap", "_stdio_figures")],
+)
+def test_a_checkout_a_bench_runs_itself_is_checked_as_a_baseline_is(
+    variable: str,
+    bench: str,
+    first_step: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`MCPWATCH_BENCH_FRONT_ROOT=DIR mcpwatch bench hosts` runs DIR's wrapper: a DIR holding no mcpwatch silently
-    measured the installed one under DIR's name, a missing one was a traceback; others' code ran as this user."""
-    from mcpwatch.bench import hosts
+    """`bench hosts` runs MCPWATCH_BENCH_FRONT_ROOT's wrapper, `bench wrap` the baseline's beside its own paths: a DIR
+    holding no mcpwatch silently measured the installed one under DIR's name, a missing one was a traceback (hosts),
+    and a DIR others could write ran their code as this user."""
+    import importlib
+
     from mcpwatch.cli import main
 
-    monkeypatch.setattr(hosts, "curve", None)  # nothing may start before the refusal
-    monkeypatch.delenv("MCPWATCH_BENCH_BASELINE", raising=False)
-    checkout, mark = _marked_checkout(tmp_path / "front")
+    monkeypatch.setattr(importlib.import_module(f"mcpwatch.bench.{bench}"), first_step, None)  # nothing may start
+    for name in ("MCPWATCH_BENCH_BASELINE", "MCPWATCH_BENCH_FRONT_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    checkout, mark = _marked_checkout(tmp_path / "checkout")
     (checkout / "mcpwatch").chmod(0o777)
     for directory, says in [(tmp_path, "holds no mcpwatch package"), (checkout, "writable by other users")]:
-        monkeypatch.setenv("MCPWATCH_BENCH_FRONT_ROOT", str(directory))
-        assert main(["bench", "hosts", "--quick"]) == 2
+        monkeypatch.setenv(variable, str(directory))
+        assert main(["bench", bench, "--quick"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and f"MCPWATCH_BENCH_FRONT_ROOT={directory}: " in err[0] and says in err[0]
-    assert not mark.exists()
-
-
-def test_bench_wrap_checks_its_baseline_as_the_others_do(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`bench wrap` runs the baseline's wrapper beside its own paths: it read the variable unchecked, so a folder
-    others could write ran their code as this user, and one holding no mcpwatch measured the installed one."""
-    from mcpwatch.bench import wrap
-    from mcpwatch.cli import main
-
-    monkeypatch.setattr(wrap, "_stdio_figures", None)  # nothing may start before the refusal
-    checkout, mark = _marked_checkout(tmp_path / "base")
-    (checkout / "mcpwatch").chmod(0o777)
-    for directory, says in [(tmp_path, "holds no mcpwatch package"), (checkout, "writable by other users")]:
-        monkeypatch.setenv("MCPWATCH_BENCH_BASELINE", str(directory))
-        assert main(["bench", "wrap", "--quick"]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and f"MCPWATCH_BENCH_BASELINE={directory}: " in err[0] and says in err[0]
+        assert len(err) == 1 and f"{variable}={directory}: " in err[0] and says in err[0]
     assert not mark.exists()
