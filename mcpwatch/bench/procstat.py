@@ -1,4 +1,5 @@
-"""What the benchmarks read from /proc: a process's resident memory and preemptions, the machine's busy cores."""
+"""What the benchmarks read from /proc: a process's resident memory, its threads' CPU time, preemptions and waits for
+a CPU (summed, or per thread), and the machine's busy cores."""
 
 from __future__ import annotations
 
