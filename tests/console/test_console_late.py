@@ -163,3 +163,22 @@ async def test_the_detail_shows_the_late_result_and_the_reuse() -> None:
         await until(pilot, lambda: "answered with a stored late result" in screen_text(app), what="the reuse")
         words = " ".join(screen_text(app).split())  # the panel wraps the line where it must
         assert "of #r3: it finished 4.0s after its deadline, 3.0s before this call" in words
+
+
+async def test_on_a_short_terminal_the_prompts_text_scrolls_and_its_buttons_stay_in_view() -> None:
+    """On 20 rows the explanation, the value and a what-if of two lines are taller than the dialog may be (the
+    demo's council prompts are at 24: a longer explanation and what-if): its text scrolls, and Set and Cancel stay
+    inside it (they were drawn below its edge, cut off, with Enter the only way)."""
+    app = sample_app(controls=RecordingControls(), events=late_session(), now=40.0)
+    async with app.run_test(size=(80, 20)) as pilot:
+        await ready(pilot)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
+        prompt = app.screen
+        prompt.query_one("Input", Input).value = "5"
+        await until(pilot, lambda: effect_text(prompt).startswith("budget 25 s"))
+        await pilot.pause()
+        dialog = prompt.query_one(".dialog")
+        for name in ("#ok", "#cancel"):
+            button = prompt.query_one(name)
+            assert dialog.region.contains_region(button.region), (name, button.region, dialog.region)
