@@ -22,25 +22,11 @@ from faults.faultkit import RAW_SERVER, raw_host
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
+from host_budgets import BUDGETS, modern_meta, stamped_budget_s
 from waiting import wait_for_port
 from wraptools import SDK_SERVER
 
 pytestmark = pytest.mark.anyio
-
-MODERN = "2026-07-28"
-# clientInfo.name → (expected budget on the stdio front, on the HTTP front) for a call without a progress token
-BUDGETS = {
-    "claude-code": (1790, 290),
-    "claude-ai": (50, 50),
-    "cursor-vscode": (290, 290),
-    "Visual Studio Code": (110, 110),
-    "codex-mcp-client": (50, 50),
-    "gemini-cli-mcp-client": (590, 590),
-    "Windsurf": (110, 110),
-    "github-copilot-developer": (50, 50),
-    "mcp-inspector": (50, 50),
-    "someone-new": (110, 110),
-}
 
 
 def logged(log) -> list:
@@ -51,17 +37,8 @@ def logged(log) -> list:
         return list(reader.events(reader.latest_session().id))
 
 
-def stamped_budget_s(reply: dict) -> float:
-    """The budget the upstream was told (ms left when the call left the wrapper), in seconds."""
-    return json.loads(reply["result"]["content"][0]["text"])["deadline_ms"] / 1000
-
-
 def assert_budget(got: float, expected: float, who: str) -> None:
     assert expected - 1.0 <= got <= expected, (who, got, expected)
-
-
-def modern_meta(name: str) -> dict:
-    return {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": {"name": name}}
 
 
 def http_post(http: httpx2.AsyncClient, url: str, body: dict, session: str | None = None):

@@ -8,7 +8,6 @@ tests/integration/test_wrap_hosts.py."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -17,35 +16,14 @@ from taskrig import RawRig
 from mcpwatch.config import Settings, settings_from_mapping
 from mcpwatch.events import Kind
 
-MODERN = "2026-07-28"
-# clientInfo.name → (the budget on the stdio front, on the HTTP front) for a call without a progress token
-BUDGETS = {
-    "claude-code": (1790, 290),
-    "claude-ai": (50, 50),
-    "cursor-vscode": (290, 290),
-    "Visual Studio Code": (110, 110),
-    "codex-mcp-client": (50, 50),
-    "gemini-cli-mcp-client": (590, 590),
-    "Windsurf": (110, 110),
-    "github-copilot-developer": (50, 50),
-    "mcp-inspector": (50, 50),
-    "someone-new": (110, 110),
-}
+from host_budgets import BUDGETS, modern_meta, stamped_budget_s
+
 LABELS = {
     "claude-code": "Claude Code",
     "codex-mcp-client": "Codex CLI",
     "gemini-cli-mcp-client": "Gemini CLI",
     "someone-new": "unknown host 'someone-new'",
 }
-
-
-def stamped_budget_s(reply: dict[str, Any]) -> float:
-    """The budget the upstream was told (ms left when the call left the wrapper), in seconds."""
-    return json.loads(reply["result"]["content"][0]["text"])["deadline_ms"] / 1000
-
-
-def modern_meta(name: str) -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientInfo": {"name": name}}
 
 
 def rig_with(loop: asyncio.AbstractEventLoop, config: dict[str, Any] | None = None, **kwargs: Any) -> RawRig:
