@@ -154,6 +154,7 @@ class WrapperCore:
             keep_bytes=settings.late_results.keep_bytes,
             shared=offers,
         )
+        health_tool = settings.upstream.health_tool or DEFAULT_HEALTH_TOOL
         self.inbound = UpstreamInbound(
             tasks=self.tasks,
             bridge=self.bridge,
@@ -164,7 +165,7 @@ class WrapperCore:
             recorder=recorder,
             counters=self.counters,
             state_sync=self.state_sync,
-            health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
+            health_tool=health_tool,
             warn=recorder.warn,
             on_progress=self.heartbeats.touch,
             shared=shared,
@@ -202,7 +203,7 @@ class WrapperCore:
             late_results=self.late_results,
             bridge=self.bridge,
             state_sync=self.state_sync,
-            health_tool=settings.upstream.health_tool or DEFAULT_HEALTH_TOOL,
+            health_tool=health_tool,
             propagate=self._propagate,
             trace=trace_requests,
         )
