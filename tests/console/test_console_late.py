@@ -66,6 +66,13 @@ def late_session() -> list[Event]:
 KEPT = "dropped for the host, kept in the log"
 
 
+async def open_prompt(pilot: Any, key: str) -> Screen[Any]:
+    """The prompt `key` opens (`m` margin, `d` deadline, `t` host timeout), once it is the screen."""
+    await pilot.press(key)
+    await until(pilot, lambda: isinstance(pilot.app.screen, SecondsPrompt))
+    return pilot.app.screen
+
+
 def effect_text(prompt: Screen[Any]) -> str:
     """What a prompt says its value would have done (plain text in a Static, so drawn as Content)."""
     shown = prompt.query_one("#effect", Static).render()
@@ -103,9 +110,7 @@ async def test_the_margin_prompt_shows_what_the_new_budget_would_have_done() -> 
     app = sample_app(controls=controls, events=late_session(), now=40.0)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press("m")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
+        prompt = await open_prompt(pilot, "m")
 
         def effect() -> str:
             return effect_text(prompt)
@@ -131,9 +136,7 @@ async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
     app = sample_app(controls=RecordingControls(), events=late_session(), now=40.0)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press("d")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
+        prompt = await open_prompt(pilot, "d")
         prompt.query_one("Input", Input).value = "0"
         await until(pilot, lambda: effect_text(prompt).startswith("no budget"))
         assert effect_text(prompt) == (
@@ -141,9 +144,7 @@ async def test_the_deadline_and_host_timeout_prompts_show_it_too() -> None:
             " saved)"
         )
         await pilot.press("escape")
-        await pilot.press("t")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
+        prompt = await open_prompt(pilot, "t")
         prompt.query_one("Input", Input).value = "40"
         await until(pilot, lambda: effect_text(prompt).startswith("budget 30 s"))
 
@@ -172,9 +173,7 @@ async def test_on_a_short_terminal_the_prompts_text_scrolls_and_its_buttons_stay
     app = sample_app(controls=RecordingControls(), events=late_session(), now=40.0)
     async with app.run_test(size=(80, 20)) as pilot:
         await ready(pilot)
-        await pilot.press("m")
-        await until(pilot, lambda: isinstance(app.screen, SecondsPrompt))
-        prompt = app.screen
+        prompt = await open_prompt(pilot, "m")
         prompt.query_one("Input", Input).value = "5"
         await until(pilot, lambda: effect_text(prompt).startswith("budget 25 s"))
         await pilot.pause()
