@@ -21,11 +21,14 @@ from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wire import DEADLINE_META
+from mcpwatch.wrapper.calls.pending import RawSend
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
 
 
 class Host:
+    send_raw: RawSend | None = None  # takes messages only, as the HTTP front does (a subclass may take frames)
+
     def __init__(self, connection: str | None = "stdio", key_prefix: str = "") -> None:
         self.sent: list[dict[str, Any]] = []
         self.connection = connection

@@ -41,6 +41,7 @@ def strict_wire(data: bytes) -> Any:
 class FakeHost:
     connection = "stdio"
     key_prefix = ""
+    send_raw = None
 
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []

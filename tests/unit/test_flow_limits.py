@@ -139,6 +139,7 @@ def test_frames_held_while_the_upstream_is_away_are_bounded() -> None:
     class Host:
         connection = "stdio"
         key_prefix = ""
+        send_raw = None
 
         def __init__(self) -> None:
             self.sent: list[dict[str, Any]] = []

@@ -41,6 +41,7 @@ class Link:
     kind = "fake"
     target = "fake upstream"
     key_prefix = ""
+    send_raw = None
 
     def __init__(self, connection: str | None = "host") -> None:
         self.sent: list[dict[str, Any]] = []

@@ -115,6 +115,8 @@ def test_the_operators_cancel_of_a_bridged_extension_task_carries_the_envelope(l
 class SessionlessRequest:
     """One 2026-era POST to the HTTP front: no connection; what it proves is the front's principal."""
 
+    send_raw = None
+
     def __init__(self, principal: str = "local") -> None:
         self.sent: list[dict[str, Any]] = []
         self.connection = None

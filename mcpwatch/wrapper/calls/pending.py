@@ -48,15 +48,17 @@ class HostLink(Protocol):
     def key_prefix(self) -> str: ...
 
     def send(self, message: dict[str, Any]) -> bool | None:
-        """False when the message could not be delivered (an HTTP host with no stream open to carry it).
-
-        A link may also have `send_raw(frame, message)`, `send` for a message already encoded as `frame` (its
-        newline included), which it writes as it is, or holds as `message` where it must (a batch's answers): a
-        plain call's answer then goes to it in the upstream's own bytes, only its id replaced (`framing.splice`)."""
+        """False when the message could not be delivered (an HTTP host with no stream open to carry it)."""
         ...
 
+    # `send` for a message already encoded as `frame` (its newline included), which the link writes as it is, or
+    # holds as `message` where it must (a batch's answers): a plain call's answer then goes to it in the upstream's
+    # own bytes, only its id replaced (`framing.splice`). None for a link that takes messages only.
+    @property
+    def send_raw(self) -> RawSend | None: ...
 
-RawSend = Callable[[bytes, dict[str, Any]], bool | None]  # a link's `send_raw` (see `HostLink.send`)
+
+RawSend = Callable[[bytes, dict[str, Any]], bool | None]  # a link's `send_raw` (see `HostLink`)
 
 
 def request_key(link: HostLink, host_id: Any) -> str:

@@ -189,7 +189,7 @@ class PlainCalls:
     def answer(self, message: dict[str, Any], framed: Framed | None = None) -> bool:
         """End a plain call with the upstream's ordinary answer (True); False leaves it to the full path. `framed`:
         the answer's bytes, read so that its id can be replaced in them (`framing.splice`): a host link that takes
-        an encoded frame (`HostLink.send`: `send_raw`) is sent those, never encoded again."""
+        an encoded frame (`HostLink.send_raw`) is sent those, never encoded again."""
         up_id = message.get("id")
         pending = self._calls.get(up_id) if type(up_id) is int else None
         if pending is None or not pending.plain:
@@ -209,14 +209,8 @@ class PlainCalls:
         reply = {"jsonrpc": "2.0", "id": pending.host_id, "result": result}
         degraded = degraded_of_result(result, preview)
         if degraded is None:
-            frame = send_raw = None
-            if framed is not None:
-                try:
-                    send_raw = pending.link.send_raw  # type: ignore[attr-defined]  # a link that has it (`HostLink`)
-                except AttributeError:
-                    pass
-                else:
-                    frame = with_id(framed[1], pending.host_id)
+            send_raw = pending.link.send_raw if framed is not None else None
+            frame = with_id(framed[1], pending.host_id) if framed is not None and send_raw is not None else None
             self._table.plain_finish(pending, reply, preview, frame, send_raw)
         else:
             self._table.finish(pending, _OK, reply, {"result_preview": preview, "degraded": degraded})

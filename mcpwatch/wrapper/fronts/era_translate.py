@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from mcpwatch.wire import MODERN_CLIENT_META, MODERN_VERSION_META
 from mcpwatch.wrapper.calls.pending import Pending
@@ -36,6 +36,7 @@ class TranslatedCall:
 
     connection: str | None  # the host's session: an identical call of that session alone attaches to the task
     key_prefix: str
+    send_raw: ClassVar[None] = None  # the answer is translated for the host's era, so a message (`HostLink`)
     pending: Pending  # the host's call, waiting in its own session's core
     answered: Answered
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from mcpwatch.errors import UserError
@@ -67,6 +67,8 @@ class _Stream:
 
 class HttpSession:
     """A host session: the link its core answers through."""
+
+    send_raw: ClassVar[None] = None  # its streams carry messages, encoded as they are sent (`HostLink`)
 
     def __init__(
         self, session_id: str, entry: HostSession, key_prefix: str, principal: str | None = None, *, owner: str = LOCAL

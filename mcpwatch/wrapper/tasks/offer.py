@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from mcpwatch.config import TasksSettings
 from mcpwatch.events import KeptTask, Kind, TaskCreatedData, TaskStatusData
@@ -105,6 +105,8 @@ class OfferedTask:
     def key_prefix(self) -> str:
         """The host connection's (`HostLink`): the call is logged under its host's key."""
         return self.link.key_prefix
+
+    send_raw: ClassVar[None] = None  # the answer is the task's, kept as a message (`HostLink`)
 
     def send(self, message: dict[str, Any]) -> bool:
         if self.offer is not None:
@@ -677,6 +679,7 @@ class _Ended:
 
     connection: str | None
     key_prefix: str
+    send_raw: ClassVar[None] = None  # nothing is sent through it (`HostLink`)
 
     def send(self, message: dict[str, Any]) -> bool:
         return False
