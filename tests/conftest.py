@@ -10,16 +10,18 @@ import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
+import bytecode_warmup
 import pytest
 import slow_guard
 from hypothesis import HealthCheck, settings
 
 from waiting import patience
 
-# The suite starts hundreds of Python processes of the same code (wrappers, councils, the CLI) and four workers
-# import every test module: without cached bytecode each one compiles mcpwatch again and re-runs the assertion
-# rewriting (≈ 70 ms of CPU a process, ≈ 6 s a worker). An environment that asks for no bytecode files
-# (PYTHONDONTWRITEBYTECODE) still gets them here, in the checkout's git-ignored __pycache__ folders.
+# The suite starts hundreds of Python processes of the same code (wrappers, councils, the CLI) and every worker
+# imports every test module: without cached bytecode each one compiles mcpwatch again and re-runs the assertion
+# rewriting (≈ 70 ms of CPU a process, ≈ 5 s a worker; xdist's controller makes it once, `bytecode_warmup`). An
+# environment that asks for no bytecode files (PYTHONDONTWRITEBYTECODE) still gets them here, in the checkout's
+# git-ignored __pycache__ folders.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -27,6 +29,12 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # a 0.02 ms example once took 460 ms. The per-test timeout stays the bound on a hang.
 settings.register_profile("any_load", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("any_load")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config) -> None:
+    """In xdist's controller, before any worker starts: the test modules' rewritten bytecode made once."""
+    bytecode_warmup.warm(config, Path(__file__).parent)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
