@@ -10,6 +10,7 @@ import httpx2
 import pytest
 from front_tools import rpc
 from mcp import Client
+from statesync_sample import POLICIES
 
 from mcpwatch.ports import free_port
 
@@ -18,17 +19,6 @@ from waiting import eventually, wait_for_port
 from wraptools import RAW_SERVER, SDK_SERVER, Operator, registry_entry, sdk_server_behind_http_front, wrapped_client
 
 pytestmark = pytest.mark.anyio
-
-POLICIES = """
-[state_sync]
-default_cache_control = "no-store"
-[[state_sync.policies]]
-match = "tasks.update"
-invalidates = ["tasks.*", "sprints.*"]
-[[state_sync.policies]]
-match = "tasks.list"
-cache_control = "immutable"
-"""
 
 
 async def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(tmp_path, isolated_state):

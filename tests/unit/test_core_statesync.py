@@ -6,21 +6,11 @@ from __future__ import annotations
 
 import tomllib
 
+from statesync_sample import POLICIES
 from taskrig import RawRig
 
 from mcpwatch.config import settings_from_mapping
 from mcpwatch.wrapper.operator.actions import OperatorActions
-
-POLICIES = """
-[state_sync]
-default_cache_control = "no-store"
-[[state_sync.policies]]
-match = "tasks.update"
-invalidates = ["tasks.*", "sprints.*"]
-[[state_sync.policies]]
-match = "tasks.list"
-cache_control = "immutable"
-"""
 
 
 def test_state_sync_decorates_lists_and_invalidates_after_successful_mutations(loop) -> None:
