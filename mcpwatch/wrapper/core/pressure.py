@@ -194,8 +194,10 @@ class HostQueue:
     def unsent_bytes(self) -> int:
         return self._outbox.bytes
 
-    def put_nowait(self, message: Any) -> None:
-        data = b"" if message is None else frames.encode(message)
+    def put_nowait(self, message: Any, frame: bytes | None = None) -> None:
+        """Queue `message` encoded once here (the stream sends these bytes, `take`), or as `frame` when it is
+        already encoded (a plain call's answer in the upstream's bytes, `HttpSession.send_raw`)."""
+        data = frame if frame is not None else b"" if message is None else frames.encode(message)
         if self._outbox.push(message, data):
             self._pressure.note_coalesced()
         self._pressure.set_unsent(self, self._outbox.bytes)
@@ -213,16 +215,17 @@ class HostQueue:
         self._pressure.set_unsent(self, self._outbox.bytes)
         return message
 
-    async def get(self) -> Any:
+    async def take(self) -> tuple[Any, bytes]:
+        """The next message and its bytes as queued (its frame, newline included; b"" for the None that ends)."""
         while not self._outbox:
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
-        message, _ = self._outbox.pop()
+        taken = self._outbox.pop()
         self._pressure.set_unsent(self, self._outbox.bytes)
-        return message
+        return taken
 
     def close(self) -> None:
         """The stream is gone: what it held is let go and no longer counts."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from typing import Any, ClassVar
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcpwatch.errors import UserError
@@ -68,8 +68,6 @@ class _Stream:
 class HttpSession:
     """A host session: the link its core answers through."""
 
-    send_raw: ClassVar[None] = None  # its streams carry messages, encoded as they are sent (`HostLink`)
-
     def __init__(
         self, session_id: str, entry: HostSession, key_prefix: str, principal: str | None = None, *, owner: str = LOCAL
     ) -> None:
@@ -88,15 +86,7 @@ class HttpSession:
 
     def send(self, message: dict[str, Any]) -> bool:
         if "method" not in message:  # a response: only its request's POST can carry it
-            key = frames.id_key(message.get("id"))
-            for stream in self.streams:
-                if key in stream.request_ids:
-                    stream.queue.put_nowait(message)
-                    stream.request_ids.discard(key)
-                    if not stream.request_ids:
-                        stream.queue.put_nowait(None)
-                    return True
-            return False
+            return self._answer(message, None)
         elif message.get("method") == "notifications/progress":
             token = (message.get("params") or {}).get("progressToken")
             for stream in self.streams:
@@ -119,6 +109,24 @@ class HttpSession:
                 if stream.request_ids:
                     stream.queue.put_nowait(message)
                     return True
+        return False
+
+    def send_raw(self, frame: bytes, message: dict[str, Any]) -> bool:
+        """`send` for a plain call's answer already encoded as `frame`: the upstream's bytes with the host's id
+        (`framing.splice`), which its POST's stream sends as they are, as the JSON body or an SSE event's data (the
+        grammar let no CR or LF in but the last). A batch answered as one array takes `message` instead."""
+        return self._answer(message, frame)
+
+    def _answer(self, message: dict[str, Any], frame: bytes | None) -> bool:
+        """Queue a response on the stream of the POST that carried its request; False when none is open."""
+        key = frames.id_key(message.get("id"))
+        for stream in self.streams:
+            if key in stream.request_ids:
+                stream.queue.put_nowait(message, frame)
+                stream.request_ids.discard(key)
+                if not stream.request_ids:
+                    stream.queue.put_nowait(None)
+                return True
         return False
 
     def end_streams(self, *, shutdown: bool = False) -> None:
@@ -331,17 +339,19 @@ class HttpFront:
                 port.host_message(session, item)
         watcher = asyncio.ensure_future(self._on_disconnect(session, stream, receive, cancel=ephemeral is not None))
         try:
-            first = await stream.queue.get()
-            if first is None and stream.shutdown:
+            first = await stream.queue.take()
+            message = first[0]
+            if message is None and stream.shutdown:
                 await _plain(send, 503, "Service Unavailable: mcpwatch is shutting down", extra)
-            elif first is None:  # cancelled by the host, or its session ended: an event stream that ends
-                await _sse(send, stream.queue, extra, [None])
-            elif isinstance(payload, list) and "method" not in first:
+            elif message is None:  # cancelled by the host, or its session ended: an event stream that ends
+                await _sse(send, stream.queue, extra, [first])
+            elif isinstance(payload, list) and "method" not in message:
                 await self._answer_batch(send, stream, first, extra)
-            elif "method" not in first and not stream.request_ids:
+            elif "method" not in message and not stream.request_ids:
                 # The POST's only answer, with nothing streamed before it: plain JSON, which every client reads
-                # faster than an event stream (the spec lets the server choose).
-                await respond_json(send, 200, first, [(k.encode(), v.encode()) for k, v in extra.items()])
+                # faster than an event stream (the spec lets the server choose). Its bytes as queued.
+                extra_headers = [(k.encode(), v.encode()) for k, v in extra.items()]
+                await respond(send, 200, first[1], b"application/json", extra_headers)
             else:
                 await _sse(send, stream.queue, extra, [first])
         finally:
@@ -353,14 +363,15 @@ class HttpFront:
             if ephemeral is not None:
                 port.detach_link(ephemeral)
 
-    async def _answer_batch(self, send: Any, stream: _Stream, first: dict[str, Any], extra: dict[str, str]) -> None:
-        """A batch's answers as one JSON array once all are in (JSON-RPC's way); if anything is to be streamed
-        first (progress, a server request), an event stream of everything instead."""
-        ready: list[Any] = [first]
-        while ready[-1] is not None and "method" not in ready[-1]:
-            ready.append(await stream.queue.get())  # None once all are answered (or shutting down, or closed)
-        if ready[-1] is None and not stream.request_ids:
-            body = batch_body(ready[:-1], self.max_body_bytes)
+    async def _answer_batch(self, send: Any, stream: _Stream, first: tuple[Any, bytes], extra: dict[str, str]) -> None:
+        """A batch's answers as one JSON array once all are in (JSON-RPC's way; each encoded again from its message,
+        within the body's cap); if anything is to be streamed first (progress, a server request), an event stream of
+        everything instead."""
+        ready: list[tuple[Any, bytes]] = [first]
+        while ready[-1][0] is not None and "method" not in ready[-1][0]:
+            ready.append(await stream.queue.take())  # None once all are answered (or shutting down, or closed)
+        if ready[-1][0] is None and not stream.request_ids:
+            body = batch_body([message for message, _ in ready[:-1]], self.max_body_bytes)
             await respond(send, 200, body, b"application/json", [(k.encode(), v.encode()) for k, v in extra.items()])
         else:
             await _sse(send, stream.queue, extra, ready)
@@ -477,8 +488,11 @@ async def _plain(
     await respond(send, status, text.encode(), b"text/plain", headers)
 
 
-async def _sse(send: Any, queue: HostQueue, extra: dict[str, str], first: list[Any] | None = None) -> None:
-    """An event stream of the queue's messages (after those in `first`, if given) until None."""
+async def _sse(
+    send: Any, queue: HostQueue, extra: dict[str, str], first: list[tuple[Any, bytes]] | None = None
+) -> None:
+    """An event stream of the queue's messages (after those in `first`, if given) until None, each as the bytes it
+    was queued as: one line of JSON (its newline dropped), so one `data:` line."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -486,10 +500,10 @@ async def _sse(send: Any, queue: HostQueue, extra: dict[str, str], first: list[A
     ready.reverse()
     try:
         while True:
-            message = ready.pop() if ready else await queue.get()
+            message, frame = ready.pop() if ready else await queue.take()
             if message is None:
                 break
-            data = b"event: message\ndata: " + frames.encode(message)[:-1] + b"\n\n"
+            data = b"".join((b"event: message\ndata: ", memoryview(frame)[:-1], b"\n\n"))
             await send({"type": "http.response.body", "body": data, "more_body": True})
     finally:
         with contextlib.suppress(Exception):
