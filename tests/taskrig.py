@@ -27,7 +27,7 @@ from mcpwatch.wrapper.core.pump import WrapperCore
 
 
 class Host:
-    send_raw: RawSend | None = None  # takes messages only, as the HTTP front does (a subclass may take frames)
+    send_raw: RawSend | None = None  # takes messages only (a subclass may take frames, as the fronts do)
 
     def __init__(self, connection: str | None = "stdio", key_prefix: str = "") -> None:
         self.sent: list[dict[str, Any]] = []

@@ -15,7 +15,7 @@ entry in the core's `DeadlineSweep`, stamped once on the frame as it leaves. Wit
 frame carries the wrapper's span as its `traceparent`, as on the full path. Its events are the full path's,
 through the same `PendingTable` (`started`, `finish`): the log cannot tell the two paths apart. An answer that is
 anything but an ordinary result (an error, `isError`, a task's shape, a result that is not an object) takes the
-full path. An ordinary one that `framing.splice` could read goes to a host link with `send_raw` (the stdio front)
+full path. An ordinary one that `framing.splice` could read goes to a host link with `send_raw` (either front)
 as the upstream's own bytes with only the id replaced: parsed once for the log, never encoded again.
 """
 
