@@ -13,7 +13,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from mcpwatch.httpserve.limits import ConnectionLimits, limited_protocol
+from mcpwatch.httpserve.bounds import ConnectionLimits
 
 ASGIApp = Callable[
     [dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
@@ -63,6 +63,8 @@ def quiet_server(
     """A uvicorn server that logs only warnings, speaks plain ASGI 3, leaves signal handling to the wrapper, and
     bounds its connections (see limits)."""
     import uvicorn
+
+    from mcpwatch.httpserve.limits import limited_protocol
 
     class _Server(uvicorn.Server):
         """uvicorn's server without its 10 Hz tick: an idle wrapper is not woken ten times a second per endpoint.

@@ -20,8 +20,8 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
 from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
+from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.httpserve.guard import FrontGuard, new_front_token
-from mcpwatch.httpserve.limits import ConnectionLimits
 from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
 from mcpwatch.prometheus.fold import MetricFold
 

@@ -170,52 +170,54 @@ FROM events WHERE kind = 'late_reuse'
 """.strip()
 
 
-def _v1_base(conn: sqlite3.Connection) -> None:
-    """Sessions, events, their indexes and the query views."""
-    from sqlite_utils import Database
+SESSIONS_TABLE = """
+CREATE TABLE "sessions" (
+   "id" TEXT PRIMARY KEY,
+   "name" TEXT,
+   "upstream" TEXT,
+   "pid" INTEGER,
+   "started_at" REAL,
+   "ended_at" REAL,
+   "end_reason" TEXT,
+   "version" TEXT,
+   "config" TEXT
+)
+""".strip()
 
-    db = Database(conn, recursive_triggers=False, execute_plugins=False)
-    db["sessions"].create(  # type: ignore[union-attr]  # a fresh database: the name is a Table
-        {
-            "id": str,
-            "name": str,
-            "upstream": str,
-            "pid": int,
-            "started_at": float,
-            "ended_at": float,
-            "end_reason": str,
-            "version": str,
-            "config": str,
-        },
-        pk="id",
-    )
-    db["events"].create(  # type: ignore[union-attr]  # a fresh database: the name is a Table
-        {
-            "id": int,
-            "session_id": str,
-            "seq": int,
-            "ts": float,
-            "mono": float,
-            "kind": str,
-            "request_id": str,
-            "tool": str,
-            "model": str,
-            "data": str,
-        },
-        pk="id",
-        not_null=["session_id", "seq", "ts", "mono", "kind", "data"],
-        foreign_keys=[("session_id", "sessions", "id")],
-    )
-    events = db["events"]
-    events.create_index(["session_id", "seq"], index_name="events_by_session_seq")  # type: ignore[union-attr]  # a Table, made just above
-    events.create_index(  # type: ignore[union-attr]  # a Table, made just above
-        ["session_id", "request_id", "seq"], index_name="events_by_request"
-    )
-    events.create_index(["ts"], index_name="events_by_ts")  # type: ignore[union-attr]  # a Table, made just above
-    db["sessions"].create_index(["started_at"], index_name="sessions_by_start")  # type: ignore[union-attr]  # a Table, made just above
-    db.create_view("requests", REQUESTS_VIEW)
-    db.create_view("tombstones", TOMBSTONES_VIEW)
-    db.create_view("invalidations", INVALIDATIONS_VIEW)
+EVENTS_TABLE = """
+CREATE TABLE "events" (
+   "id" INTEGER PRIMARY KEY,
+   "session_id" TEXT NOT NULL REFERENCES "sessions"("id"),
+   "seq" INTEGER NOT NULL,
+   "ts" REAL NOT NULL,
+   "mono" REAL NOT NULL,
+   "kind" TEXT NOT NULL,
+   "request_id" TEXT,
+   "tool" TEXT,
+   "model" TEXT,
+   "data" TEXT NOT NULL
+)
+""".strip()
+
+V1_INDEXES = (
+    ("events_by_session_seq", "events", '"session_id", "seq"'),
+    ("events_by_request", "events", '"session_id", "request_id", "seq"'),
+    ("events_by_ts", "events", '"ts"'),
+    ("sessions_by_start", "sessions", '"started_at"'),
+)
+
+V1_VIEWS = (("requests", REQUESTS_VIEW), ("tombstones", TOMBSTONES_VIEW), ("invalidations", INVALIDATIONS_VIEW))
+
+
+def _v1_base(conn: sqlite3.Connection) -> None:
+    """Sessions, events, their indexes and the query views: the statements sqlite-utils wrote for the first logs,
+    written out (its import, with click and pluggy, cost a new log's writer more than the rest of its start)."""
+    conn.execute(SESSIONS_TABLE)
+    conn.execute(EVENTS_TABLE)
+    for index, table, columns in V1_INDEXES:
+        conn.execute(f'CREATE INDEX "{index}"\n    ON "{table}" ({columns})')
+    for view, select in V1_VIEWS:
+        conn.execute(f'CREATE VIEW "{view}" AS {select}')
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 

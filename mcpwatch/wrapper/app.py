@@ -22,7 +22,7 @@ from mcpwatch import __version__, paths, privacy, registry
 from mcpwatch.config import Settings
 from mcpwatch.errors import UserError
 from mcpwatch.events import HostSessionRefusedData, Kind, SessionEndData, SessionStartData
-from mcpwatch.httpserve.limits import timed_limits, within_descriptors
+from mcpwatch.httpserve.bounds import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps

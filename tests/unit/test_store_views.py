@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,8 @@ import sqlite_utils
 from test_store_sample import write_sample
 
 from mcpwatch.events import Event
-from mcpwatch.store import EventWriter
+from mcpwatch.store import EventWriter, schema
+from mcpwatch.store.db import connect_writer
 
 
 @pytest.fixture
@@ -152,3 +155,47 @@ def test_requests_view_counts_degraded_answers_as_report_does(tmp_path: Path) ->
     assert counted == report["requests"]["by_outcome"] == {"degraded": 3, "ok": 1, "error": 1}
     reasons = [r["degraded"] for r in db.query("select degraded from requests order by start_seq")]
     assert reasons == ["fallback summary", "said by its preview", "said by its preview", None, None]
+
+
+def _v1_by_sqlite_utils(conn: sqlite3.Connection) -> None:
+    """The first schema as sqlite-utils made it, before mcpwatch wrote its statements out."""
+    db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+    columns = {"id": str, "name": str, "upstream": str, "pid": int, "started_at": float, "ended_at": float}
+    db["sessions"].create({**columns, "end_reason": str, "version": str, "config": str}, pk="id")  # type: ignore[union-attr]
+    events = {"id": int, "session_id": str, "seq": int, "ts": float, "mono": float, "kind": str}
+    db["events"].create(  # type: ignore[union-attr]
+        {**events, "request_id": str, "tool": str, "model": str, "data": str},
+        pk="id",
+        not_null=["session_id", "seq", "ts", "mono", "kind", "data"],
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+    db["events"].create_index(["session_id", "seq"], index_name="events_by_session_seq")  # type: ignore[union-attr]
+    db["events"].create_index(["session_id", "request_id", "seq"], index_name="events_by_request")  # type: ignore[union-attr]
+    db["events"].create_index(["ts"], index_name="events_by_ts")  # type: ignore[union-attr]
+    db["sessions"].create_index(["started_at"], index_name="sessions_by_start")  # type: ignore[union-attr]
+    db.create_view("requests", schema.REQUESTS_VIEW)
+    db.create_view("tombstones", schema.TOMBSTONES_VIEW)
+    db.create_view("invalidations", schema.INVALIDATIONS_VIEW)
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+
+
+def test_a_new_log_gets_the_schema_sqlite_utils_made_without_importing_it(tmp_path: Path) -> None:
+    """A new log's first schema is written as plain statements: the same tables, indexes and views, to the byte, as
+    the sqlite-utils calls that made every older log (migrations and readers see no difference)."""
+    made = {}
+    for name, first in (("plain", schema.MIGRATIONS[0]), ("sqlite_utils", _v1_by_sqlite_utils)):
+        conn = sqlite3.connect(tmp_path / f"{name}.db", isolation_level=None)
+        first(conn)
+        rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name").fetchall()
+        made[name] = (rows, conn.execute("PRAGMA application_id").fetchone())
+        conn.close()
+    assert made["plain"] == made["sqlite_utils"]
+    assert len(made["plain"][0]) == 10  # two tables, their five indexes (one automatic), three views
+
+
+def test_a_new_log_is_made_without_sqlite_utils(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its import (with click and pluggy) cost a new log's writer more than the rest of its start."""
+    monkeypatch.setitem(sys.modules, "sqlite_utils", None)  # any import of it now fails
+    conn = connect_writer(tmp_path / "new.db")
+    assert conn.execute("PRAGMA user_version").fetchone() == (len(schema.MIGRATIONS),)
+    conn.close()

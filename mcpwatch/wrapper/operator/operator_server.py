@@ -6,17 +6,20 @@ anything else, so a web page cannot reach it through DNS rebinding.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypedDict
 
 from mcpwatch import __version__
 from mcpwatch import operator as contract
+from mcpwatch.errors import UserError
 from mcpwatch.events import DeadlineBlock, DeadlineKey, HealthCheckData
 from mcpwatch.httpserve.asgi import ASGIApp, quiet_server, stop_server
+from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.httpserve.guard import FrontGuard
-from mcpwatch.httpserve.limits import ConnectionLimits
 from mcpwatch.reliability.seconds import InvalidValue
 from mcpwatch.wrapper.calls.recorder import Recorder
 from mcpwatch.wrapper.framing import frames
@@ -27,6 +30,7 @@ MAX_WAIT_MS = 30_000
 MAX_LIMIT = 10_000
 MAX_WHOLE = 2**53  # beyond it a JSON number is not exact in every client; no count or sequence gets near it
 MAX_DIGITS = 16
+LISTEN_BACKLOG = 2048  # uvicorn's own default
 
 
 class GuardMiddleware:
@@ -323,30 +327,55 @@ def _tool_error(text: str) -> dict[str, Any]:
 
 
 class OperatorServer:
-    """Runs the operator app with uvicorn on the wrapper's own loop, on 127.0.0.1."""
+    """Runs the operator app with uvicorn on the wrapper's own loop, on 127.0.0.1.
+
+    The socket listens from `start` (its address goes in the registry at once), but uvicorn is imported and started
+    only when the first client connects: most wrappers are never looked at, and uvicorn was a third of what a stdio
+    wrapper imported before answering its host. The first client's connection waits in the socket's backlog until
+    then; every request is answered as before."""
 
     def __init__(self, app: ASGIApp, port: int = 0, limits: ConnectionLimits | None = None) -> None:
-        self._server = quiet_server(
-            app, "127.0.0.1", port, limits or ConnectionLimits(max_connections=64), lifespan="on"
-        )
+        self._app = app
+        self._port = port
+        self._limits = limits or ConnectionLimits(max_connections=64)
+        self._socket: socket.socket | None = None
+        self._server: Any = None
         self._task: Any = None
         self.url = ""
 
     async def start(self) -> str:
-        import asyncio
-
-        self._task = asyncio.ensure_future(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-                raise RuntimeError("the operator endpoint did not start")
-            await asyncio.sleep(0.01)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}{contract.OPERATOR_PATH}"
+        try:
+            sock = socket.create_server(("127.0.0.1", self._port), backlog=LISTEN_BACKLOG)
+        except OSError as exc:
+            raise UserError(f"the operator endpoint cannot listen on 127.0.0.1:{self._port} ({exc.strerror})") from None
+        sock.setblocking(False)
+        self._socket = sock
+        asyncio.get_running_loop().add_reader(sock.fileno(), self._serve_now)
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}{contract.OPERATOR_PATH}"
         return self.url
 
+    @property
+    def serving(self) -> bool:
+        """Whether uvicorn has been started (a client has connected)."""
+        return self._server is not None
+
+    def _serve_now(self) -> None:
+        """A client is waiting to be accepted: uvicorn takes the socket over."""
+        sock = self._socket
+        if sock is None or self._server is not None:
+            return
+        asyncio.get_running_loop().remove_reader(sock.fileno())
+        self._server = quiet_server(self._app, "127.0.0.1", self._port, self._limits, lifespan="on")
+        self._task = asyncio.ensure_future(self._server.serve(sockets=[sock]))
+
     async def stop(self) -> None:
-        await stop_server(self._server, self._task)
+        if self._server is not None:
+            await stop_server(self._server, self._task)
+            return
+        if self._socket is not None:
+            asyncio.get_running_loop().remove_reader(self._socket.fileno())
+            self._socket.close()
+            self._socket = None
 
 
 def new_token() -> str:
