@@ -192,10 +192,15 @@ def _configure(conn: sqlite3.Connection) -> None:
 
 
 def _ensure_schema(
-    path: Path, conn: sqlite3.Connection, steps: tuple[Migration, ...], busy_attempts: int = BUSY_ATTEMPTS
+    path: Path,
+    conn: sqlite3.Connection,
+    steps: tuple[Migration, ...],
+    busy_attempts: int = BUSY_ATTEMPTS,
+    seen: int | None = None,
 ) -> None:
-    """Migrate to the latest version under the write lock; another process may have done it meanwhile."""
-    if inspect(path, conn, len(steps)) >= len(steps):
+    """Migrate to the latest version under the write lock; another process may have done it meanwhile. `seen`: the
+    version the caller has just read (a current log is then not read again)."""
+    if (inspect(path, conn, len(steps)) if seen is None else seen) >= len(steps):
         return
     with translate_errors(path), immediate(conn, busy_attempts):
         version = inspect(path, conn, len(steps))
@@ -244,9 +249,9 @@ def connect_writer(
         raise LogError(f"{path}: cannot open the event log ({exc})") from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-        fresh = inspect(path, conn, len(steps)) == 0  # refuse a foreign or newer file before changing it
+        seen = inspect(path, conn, len(steps))  # refuse a foreign or newer file before changing it
         with translate_errors(path):
-            if fresh:
+            if seen == 0:
                 conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # takes effect only on a file with no pages yet
             mode = retry_busy(lambda: conn.execute("PRAGMA journal_mode").fetchone()[0], attempts=busy_attempts)
             if str(mode).lower() != "wal":
@@ -255,7 +260,7 @@ def connect_writer(
             # 4 MB: an append touches few pages and the OS page cache keeps the rest; SQLite's cache is resident
             # memory in every wrapper, whose whole budget is 60 MB (bench memory); 16 MB bought no write speed.
             conn.execute("PRAGMA cache_size = -4000")
-        _ensure_schema(path, conn, steps, busy_attempts)
+        _ensure_schema(path, conn, steps, busy_attempts, seen)
     except sqlite3.Error as exc:
         conn.close()
         raise LogError(problem_text(path, exc)) from None
