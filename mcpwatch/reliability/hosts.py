@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from mcpwatch.events import HostClock as HostClockBlock
@@ -350,8 +350,9 @@ def apply_overrides(
 
 @cache
 def builtin_profiles() -> tuple[HostProfile, ...]:
-    """The profiles shipped with mcpwatch (read once)."""
-    text = resources.files("mcpwatch.reliability").joinpath("host_profiles.toml").read_text(encoding="utf-8")
+    """The profiles shipped with mcpwatch (read once), from the file beside this module (importlib.resources would
+    import zipfile and its readers at every wrapper's start for it)."""
+    text = Path(__file__).with_name("host_profiles.toml").read_text(encoding="utf-8")
     return profiles_from_tables(tomllib.loads(text), "built-in")
 
 

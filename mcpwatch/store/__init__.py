@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from mcpwatch import paths
 from mcpwatch.registry import pid_alive
 from mcpwatch.store.db import LogError
-from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, prune
 from mcpwatch.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from mcpwatch.store.reader import EventReader, PruneCandidate, PruneResult, SessionInfo, prune
     from mcpwatch.store.writer import EventWriter, new_session_id
 
 __all__ = [
@@ -39,11 +39,24 @@ def log_path(given: str | Path | None = None) -> Path:
     return Path(given).expanduser() if given else paths.default_log_path()
 
 
-def __getattr__(name: str) -> Any:
-    """The writer's names, imported on first use: a command that only reads (`sessions`) does not load it."""
-    if name in ("EventWriter", "new_session_id"):
-        from mcpwatch.store import writer
+_LAZY = {
+    "EventWriter": "writer",
+    "new_session_id": "writer",
+    "EventReader": "reader",
+    "PruneCandidate": "reader",
+    "PruneResult": "reader",
+    "SessionInfo": "reader",
+    "prune": "reader",
+}
 
-        value = globals()[name] = getattr(writer, name)
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    """The writer's and the reader's names, imported on first use: a command that only reads (`sessions`) does not
+    load the writer, and a wrapper, which only writes, does not load the reader."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = globals()[name] = getattr(import_module(f"mcpwatch.store.{module}"), name)
+    return value

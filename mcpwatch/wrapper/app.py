@@ -26,8 +26,6 @@ from mcpwatch.httpserve.bounds import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
-from mcpwatch.store.kept_tasks import find_kept_task, read_kept_refs
-from mcpwatch.store.slow_calls import recent_call_ends
 from mcpwatch.terminal import safe_lines
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
@@ -248,6 +246,8 @@ def _kept_log(
     settings: Settings, log_path: Path, upstream_id: str, session_id: str, loop: asyncio.AbstractEventLoop
 ) -> KeptLog:
     """A finished offered task outlives this process (and this session) in the log, keyed to this upstream."""
+    from mcpwatch.store.kept_tasks import find_kept_task, read_kept_refs
+
     since = time.time() - settings.tasks.max_ttl_ms / 1000
     kept = KeptLog(
         partial(read_kept_refs, log_path, upstream_id, since),
@@ -449,6 +449,8 @@ class _Wrapper:
         options, settings, writer, slow = self.options, self.settings, self.writer, self.slow
         self.deadline = DeadlinePolicy(settings.deadline, on_warning=self.on_warning)
         if slow is not None and writer is not None:  # what the log shows of this upstream's calls: bounded, a thread
+            from mcpwatch.store.slow_calls import recent_call_ends
+
             read = partial(recent_call_ends, self.log_path, options.upstream_target, exclude=self.session_id)
             slow.reading(self.loop.run_in_executor(None, read))
         self.state_sync, self.overlaps = _state_sync(settings)
