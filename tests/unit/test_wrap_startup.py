@@ -69,3 +69,13 @@ def test_a_stdio_wrapper_imports_no_http_server_until_its_operator_endpoint_is_u
     assert not top & set(NOT_ON_STDIO), sorted(top & set(NOT_ON_STDIO))
     assert not [name for name in NOT_FOR_A_WRAPPER if name in modules]
     assert ("mcpwatch.store.writer" in modules) is logged
+
+
+def test_the_raw_server_starts_without_asyncio() -> None:
+    """The fault tests' upstream, started by every test that wraps it: asyncio was most of its start."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", RAW_SERVER], input=b"", capture_output=True, timeout=60, check=True
+    )
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line}
+    assert "json" in imported  # the probe saw the server's imports
+    assert "asyncio" not in imported
