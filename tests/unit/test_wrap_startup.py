@@ -71,10 +71,15 @@ def test_a_stdio_wrapper_imports_no_http_server_until_its_operator_endpoint_is_u
     assert ("mcpwatch.store.writer" in modules) is logged
 
 
-def test_the_raw_server_starts_without_asyncio() -> None:
-    """The fault tests' upstream, started by every test that wraps it: asyncio was most of its start."""
+@pytest.mark.parametrize("server", ["raw_server.py", "task_server.py"])
+def test_the_hand_written_servers_start_without_asyncio(server: str) -> None:
+    """The upstreams most tests wrap, started once per wrapper (or host session): asyncio was most of their start."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", RAW_SERVER], input=b"", capture_output=True, timeout=60, check=True
+        [sys.executable, "-X", "importtime", str(REPO / "tests" / "fixtures" / server)],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=True,
     )
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.decode().splitlines() if "|" in line}
     assert "json" in imported  # the probe saw the server's imports
