@@ -63,6 +63,18 @@ def run_calls(
     return answers
 
 
+def run_sessions(sessions: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[dict]:
+    """The client's answer to every call of `sessions` (`{"server": COMMAND list or URL, "env": {…}, "calls": […]}`),
+    the sessions run at once by one client interpreter (FastMCP's import alone costs about 1.5 CPU-s), in order."""
+    command = [fastmcp_tasks_python(), str(CLIENT), "--sessions", json.dumps(sessions)]
+    run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env or os.environ, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    count = sum(len(session["calls"]) for session in sessions)
+    answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-count:]]
+    assert len(answers) == count, run.stdout[-2000:]
+    return answers
+
+
 def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, upstream: list[str] = NOOP) -> dict:
     """The client's answer to one call (as `run_calls`)."""
     (answer,) = run_calls([(tool, arguments)], *wrap_args, http=http, upstream=upstream)
@@ -91,11 +103,7 @@ def slow_calls(tmp_path: Path) -> dict[str, tuple[dict, Path]]:
             {"server": url, "env": {}, "calls": calls},
             {"server": [*wrap, "--deadline", "2", "--", *NOOP], "env": own_state("not-offered"), "calls": calls},
         ]
-        command = [fastmcp_tasks_python(), str(CLIENT), "--sessions", json.dumps(sessions)]
-        env = state_env(states["not-offered"])  # and no setting from outside the test
-        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-3:]]
+        answers = run_sessions(sessions, state_env(states["not-offered"]))  # and no setting from outside the test
     return {name: (answer, states[name]) for name, answer in zip(states, answers, strict=True)}
 
 

@@ -9,6 +9,7 @@ task goes `input_required`, the client answers by `tasks/update`, and mcpwatch m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import mcp_types
 import pytest
 from mcp import Client
 from shared_front import events_when, shared_front
-from test_tasks_fastmcp import fastmcp_tasks_python, run_calls
+from test_tasks_fastmcp import fastmcp_tasks_python, run_sessions
 from test_tasks_fastmcp_bridge import SERVER, events, text, wrapped
 
 
@@ -106,32 +107,31 @@ def offered_pick_now(log: list[Any]) -> tuple[list[Any], list[str]]:
 
 
 @pytest.mark.slow
-def test_an_offered_tasks_upstream_question_is_answered_by_its_host_over_http(front: tuple[str, Path]) -> None:
+def test_an_offered_tasks_upstream_questions_are_answered_by_its_host_and_calls_again_made(
+    front: tuple[str, Path], isolated_state: Path
+) -> None:
+    """Over the HTTP front and over stdio (one client, two sessions at once): an offered task's questions answered by
+    its host; over stdio, an offered task whose upstream asks only to be called again (`requestState`) is called
+    again by mcpwatch, one call to the host."""
     url, state = front
-    (answer,) = run_calls([("pick_now", {"rounds": 2})], url=url)
-    assert (answer["text"], answer["is_error"]) == ("picked t1 t2", False)
-    assert answer["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
-    log = events_when(state, lambda seen: offered_pick_now(seen)[1][-1:] == ["completed"], "the task's end")
-    (created,), statuses = offered_pick_now(log)
-    assert (created["era"], created["offered"]) == ("extension", True)  # a task, not the client's own round-trips
-    assert statuses == OFFERED_PICK_STATUSES
-
-
-@pytest.mark.slow
-def test_offered_tasks_upstream_questions_are_answered_and_calls_again_made_over_stdio(isolated_state: Path) -> None:
-    """An offered task's questions answered by its host; an offered task whose upstream asks only to be called
-    again (`requestState`) is called again by mcpwatch, one call to the host."""
     config = isolated_state / "offer.toml"
     config.write_text('[tasks]\noffer = ["pick_now", "settle"]\n')
     upstream = [fastmcp_tasks_python(), str(SERVER)]
-    calls = [("pick_now", {"rounds": 2}), ("settle", {"times": 3})]
-    picked, settled = run_calls(calls, "--config", str(config), upstream=upstream)
-    assert (picked["text"], picked["is_error"]) == ("picked t1 t2", False)
-    assert picked["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
+    wrap = [sys.executable, "-m", "mcpwatch", "wrap", "--config", str(config), "--", *upstream]
+    over_http, picked, settled = run_sessions(
+        [
+            {"server": url, "env": {}, "calls": [["pick_now", {"rounds": 2}]]},
+            {"server": wrap, "env": {}, "calls": [["pick_now", {"rounds": 2}], ["settle", {"times": 3}]]},
+        ]
+    )
+    for answer in (over_http, picked):
+        assert (answer["text"], answer["is_error"]) == ("picked t1 t2", False)
+        assert answer["asked"] == ["Which topic (topic1)?", "Which topic (topic2)?"]
     assert (settled["text"], settled["is_error"], settled["asked"]) == ("settled after 3", False, [])
-    log = events(isolated_state)
-    (created,), statuses = offered_pick_now(log)
-    assert (created["era"], created["offered"]) == ("extension", True)
-    assert statuses == OFFERED_PICK_STATUSES
-    ends = [e.data for e in log if e.kind == "request_end" and e.tool == "settle"]
+    front_log = events_when(state, lambda seen: offered_pick_now(seen)[1][-1:] == ["completed"], "the task's end")
+    for log in (front_log, events(isolated_state)):
+        (created,), statuses = offered_pick_now(log)
+        assert (created["era"], created["offered"]) == ("extension", True)  # a task, not the client's own round-trips
+        assert statuses == OFFERED_PICK_STATUSES
+    ends = [e.data for e in events(isolated_state) if e.kind == "request_end" and e.tool == "settle"]
     assert [e["outcome"] for e in ends] == ["ok"]  # one call to the host, called again three times upstream
