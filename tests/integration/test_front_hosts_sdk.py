@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -41,22 +41,37 @@ async def running(argv: list[str], port: int) -> AsyncIterator[str]:
             proc.wait(5)
 
 
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """The fixture server serving Streamable HTTP itself, started once for the module: every test's direct run and
+    the front's HTTP upstream (each host session is a session of its own there, as with any HTTP server)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, SDK_SERVER, "http", str(port)], cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    try:
+        wait_for_port(port, 30)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 @asynccontextmanager
-async def arrangement(name: str, tmp_path: Path) -> AsyncIterator[str]:
+async def arrangement(name: str, tmp_path: Path, direct: str) -> AsyncIterator[str]:
     """ "direct": the fixture server over HTTP; "stdio"/"http": the wrapper's front over it, by either upstream."""
-    async with AsyncExitStack() as stack:
-        server_port = free_port()
-        if name != "stdio":
-            direct = await stack.enter_async_context(
-                running([sys.executable, SDK_SERVER, "http", str(server_port)], server_port)
-            )
-            if name == "direct":
-                yield direct
-                return
-        port = free_port()
-        wrap = ["--log", str(tmp_path / f"{name}.db"), "--listen", f"http://127.0.0.1:{port}/mcp"]
-        upstream = ["--url", direct] if name == "http" else ["--", sys.executable, SDK_SERVER]
-        yield await stack.enter_async_context(running(mcpwatch_cmd("wrap", *wrap, *upstream), port))
+    if name == "direct":
+        yield direct
+        return
+    port = free_port()
+    wrap = ["--log", str(tmp_path / f"{name}.db"), "--listen", f"http://127.0.0.1:{port}/mcp"]
+    upstream = ["--url", direct] if name == "http" else ["--", sys.executable, SDK_SERVER]
+    async with running(mcpwatch_cmd("wrap", *wrap, *upstream), port) as url:
+        yield url
 
 
 async def host_observes(client: Client, name: str, seen: dict[str, Any], notes: list[str]) -> None:
@@ -102,25 +117,25 @@ async def hosts_on(url: str, names: str, mode: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
-async def test_sdk_hosts_see_only_their_own_notifications(tmp_path):
+async def test_sdk_hosts_see_only_their_own_notifications(tmp_path, server_url):
     """Three hosts: what each of two sees is checked as well (a run with two hosts alone, its own test before,
     asserted the same of a and b)."""
     names = "abc"
-    async with arrangement("direct", tmp_path) as url:
+    async with arrangement("direct", tmp_path, server_url) as url:
         direct = await hosts_on(url, names, "legacy")
     assert direct["a.resource_updates"] == ["fixture://state"] and direct["b.resource_updates"] == []
     assert direct["b.progress"] == [1, 2, 3, 4]
     for wrapped in ("stdio", "http"):  # the front over either upstream, each against the one direct run
-        async with arrangement(wrapped, tmp_path) as url:
+        async with arrangement(wrapped, tmp_path, server_url) as url:
             through = await hosts_on(url, names, "legacy")
         assert through == direct, wrapped
 
 
 @pytest.mark.slow
-async def test_sessionless_hosts_share_an_upstream_but_get_only_their_own_progress(tmp_path):
-    async with arrangement("direct", tmp_path) as url:
+async def test_sessionless_hosts_share_an_upstream_but_get_only_their_own_progress(tmp_path, server_url):
+    async with arrangement("direct", tmp_path, server_url) as url:
         direct = await hosts_on(url, "abc", "auto")
-    async with arrangement("stdio", tmp_path) as url:
+    async with arrangement("stdio", tmp_path, server_url) as url:
         through = await hosts_on(url, "abc", "auto")
     assert direct["a.protocol"] == "2026-07-28" and direct["c.progress"] == [1, 2, 3, 4]
     assert {k: v for k, v in through.items() if "resource_updates" not in k} == {
