@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 from shared_front import shared_front, state_env
 
-from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader
 
 from checkout import REPO
-from waiting import wait_for_port
 
 # Each test waits for a call cut at 2 s or run for 4 s, after FastMCP has started: 3 s or more alone.
 pytestmark = pytest.mark.slow
@@ -35,34 +33,6 @@ def fastmcp_tasks_python() -> str:
     return str(candidate)
 
 
-def run_calls(
-    calls: list[tuple[str, dict]], *wrap_args: str, http: bool = False, upstream: list[str] = NOOP, url: str = ""
-) -> list[dict]:
-    """The client's answer to each call, made in turn in one session: through `mcpwatch wrap [wrap_args]` over
-    stdio, over its HTTP front (sessionless), or over the front already listening at `url`."""
-    python = fastmcp_tasks_python()
-    wrap = [sys.executable, "-m", "mcpwatch", "wrap", *wrap_args]
-    wrapper = None
-    if http and not url:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}/mcp"
-        wrapper = subprocess.Popen([*wrap, "--listen", url, "--", *upstream], cwd=REPO, stderr=subprocess.DEVNULL)
-        wait_for_port(port)
-    server = [url] if url else [*wrap, "--", *upstream]
-    try:
-        named = [part for tool, arguments in calls for part in (tool, json.dumps(arguments))]
-        command = [python, str(CLIENT), *named, "--", *server]
-        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=os.environ, timeout=120)
-    finally:
-        if wrapper is not None:
-            wrapper.terminate()
-            wrapper.wait(30)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-len(calls) :]]
-    assert len(answers) == len(calls), run.stdout[-2000:]
-    return answers
-
-
 def run_sessions(sessions: list[dict[str, Any]], env: dict[str, str] | None = None) -> list[dict]:
     """The client's answer to every call of `sessions` (`{"server": COMMAND list or URL, "env": {…}, "calls": […]}`),
     the sessions run at once by one client interpreter (FastMCP's import alone costs about 1.5 CPU-s), in order."""
@@ -73,12 +43,6 @@ def run_sessions(sessions: list[dict[str, Any]], env: dict[str, str] | None = No
     answers = [json.loads(line) for line in run.stdout.strip().splitlines()[-count:]]
     assert len(answers) == count, run.stdout[-2000:]
     return answers
-
-
-def run_client(tool: str, arguments: dict, *wrap_args: str, http: bool = False, upstream: list[str] = NOOP) -> dict:
-    """The client's answer to one call (as `run_calls`)."""
-    (answer,) = run_calls([(tool, arguments)], *wrap_args, http=http, upstream=upstream)
-    return answer
 
 
 def slow_calls(tmp_path: Path) -> dict[str, tuple[dict, Path]]:
