@@ -10,7 +10,7 @@ task goes `input_required`, the client answers by `tasks/update`, and mcpwatch m
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,14 @@ def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]
         yield url, state
 
 
-def call_picks(calls: list[tuple[str, int, str | None]], url: str | None = None) -> list[tuple[Any, list[str]]]:
+def call_picks(
+    calls: list[tuple[str, int, str | None]],
+    url: str | None = None,
+    before: Callable[[Client], Awaitable[None]] | None = None,
+) -> list[tuple[Any, list[str]]]:
     """Each `(tool, rounds, action)` called in turn in one session through the wrapper (over stdio, or its HTTP
-    front at `url`): its result and the questions the host was asked. `action` is what the host's user does; a
-    session whose first action is None declares no elicitation (the host cannot be asked)."""
+    front at `url`), after `before(client)`: its result and the questions the host was asked. `action` is what the
+    host's user does; a session whose first action is None declares no elicitation (the host cannot be asked)."""
     asked: list[str] = []
     actions: list[str | None] = []  # the current call's action last
 
@@ -52,6 +56,8 @@ def call_picks(calls: list[tuple[str, int, str | None]], url: str | None = None)
         callback = on_elicit if calls[0][2] is not None else None  # None: the client cannot be asked
         answers = []
         async with Client(url or wrapped(), read_timeout_seconds=60, elicitation_callback=callback) as client:
+            if before is not None:
+                await before(client)
             for tool, rounds, action in calls:
                 asked.clear()
                 actions.append(action)
@@ -65,12 +71,26 @@ def call_picks(calls: list[tuple[str, int, str | None]], url: str | None = None)
 def test_input_requests_reach_the_host_round_after_round_and_an_upstreams_own_pass_untouched(
     isolated_state: Path,
 ) -> None:
-    """One host session over stdio: a bridged task's questions relayed round after round; `pick_now`, which asks
-    by its own `requestState` (sealed by FastMCP), neither taken nor refused; a declined question reaching the
-    task."""
+    """One host session over stdio (2026 era, without the tasks extension): `crunch`, which the server refuses
+    without the extension (`-32021`: `TaskConfig(mode="required")`), answered because mcpwatch made the task for the
+    host, its status changes reaching the host as progress; a bridged task's questions relayed round after round;
+    `pick_now`, which asks by its own `requestState` (sealed by FastMCP), neither taken nor refused; a declined
+    question reaching the task."""
+    crunched: list[Any] = []
+    messages: list[str | None] = []
+
+    async def crunch(client: Client) -> None:
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            messages.append(message)
+
+        assert client.protocol_version == "2026-07-28"
+        crunched.append(await client.call_tool("crunch", {"seconds": 1}, progress_callback=on_progress))
+
     (picked, asked), (picked_now, asked_now), (declined, asked_declined) = call_picks(
-        [("pick", 2, "accept"), ("pick_now", 2, "accept"), ("pick", 1, "decline")]
+        [("pick", 2, "accept"), ("pick_now", 2, "accept"), ("pick", 1, "decline")], before=crunch
     )
+    assert (text(crunched[0]), crunched[0].is_error) == ("crunched 1", False)
+    assert messages and messages[-1] == "completed"  # the task's status changes reached the host as progress
     assert (text(picked), picked.is_error) == ("picked t1 t2", False)
     assert asked == ["Which topic (topic1)?", "Which topic (topic2)?"]
     assert (text(picked_now), picked_now.is_error, len(asked_now)) == ("picked t1 t2", False, 2)
@@ -82,6 +102,9 @@ def test_input_requests_reach_the_host_round_after_round_and_an_upstreams_own_pa
     assert [e["task_status"] for e in ends][:3] == ["input_required", "input_required", "completed"]
     ends_now = [e.data for e in log if e.kind == "request_end" and e.tool == "pick_now"]
     assert [e["outcome"] for e in ends_now] == ["ok", "ok", "ok"]  # three calls: two questions, then the answer
+    (created,) = [e.data for e in log if e.kind == "task_created" and e.tool == "crunch"]
+    assert (created["era"], created["bridged"]) == ("extension", True)
+    assert [e.data["outcome"] for e in log if e.kind == "request_end" and e.tool == "crunch"] == ["ok"]
 
 
 @pytest.mark.slow
