@@ -325,14 +325,7 @@ class OtelSink:
         return taken
 
     def _fold(self, events: Iterable[Event]) -> list[CallSpan | PlainSpan]:
-        spans: list[CallSpan | PlainSpan] = []
-        measures: list[Measure] = []
-        for event in events:
-            for output in self._builder.feed(event):
-                if isinstance(output, Measure):
-                    measures.append(output)
-                else:
-                    spans.append(output)
+        spans, measures = self._builder.fold_round(events)
         if measures and self._metrics is not None:
             self._metrics.record_all(measures)
         return spans

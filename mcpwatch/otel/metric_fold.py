@@ -16,7 +16,7 @@ from math import isfinite
 from typing import NamedTuple
 
 from mcpwatch.otel.encode import utf8_text
-from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Measure
+from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Measure, SharedAttributes
 
 LEVELS = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
 """Up-down counters: always cumulative (what is in flight now), whatever the temporality asked for."""
@@ -112,7 +112,7 @@ class OtlpMetricFold:
         name, value, attributes = measure
         if not isfinite(value) or (value < 0 and name not in LEVELS):
             return  # as the SDK's instruments: one NaN would make a cumulative sum NaN for good
-        key = frozenset(attributes.items())
+        key = attributes.key if type(attributes) is SharedAttributes else frozenset(attributes.items())
         if name == DURATION_METRIC:
             buckets = self.durations.get(key)
             if buckets is None:

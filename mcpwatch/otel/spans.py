@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -31,6 +31,7 @@ __all__ = [
     "CallSpan",
     "Measure",
     "PlainSpan",
+    "SharedAttributes",
     "SpanBuilder",
     "session_spans",
 ]
@@ -60,6 +61,7 @@ KINDS = frozenset(
 )
 """The event kinds the export reads; the recorder hands over only these."""
 
+_START, _END, _OK = Kind.REQUEST_START, Kind.REQUEST_END, Outcome.OK
 _CUT = frozenset({Outcome.DEADLINE, Outcome.CANCELLED, Outcome.UPSTREAM_LOST})
 _NUMBER = (int, float)
 _METRIC_ATTRIBUTES = (
@@ -141,6 +143,18 @@ class PlainSpan:
         return span
 
 
+class SharedAttributes(dict[str, AttributeValue]):
+    """A measurement's attributes shared by many measurements (a call shape's duration attributes, a method's
+    in-flight level) and never changed once made: the metric fold finds their series by `key`, made here once,
+    instead of a frozenset of the attributes per measurement."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, attributes: dict[str, AttributeValue]) -> None:
+        super().__init__(attributes)
+        self.key = frozenset(attributes.items())
+
+
 class Measure(NamedTuple):
     """One metric observation: a histogram value or a counter/up-down-counter delta (a tuple: a few are made for
     every call, and a tuple is made in half the time of a frozen dataclass)."""
@@ -195,6 +209,7 @@ class SpanBuilder:
         self._held: list[CallSpan] = []
         self._metrics = MetricEvents()
         self._ended: CallSpan | PlainSpan | None = None  # the span the event being fed ended
+        self._levels: dict[str, SharedAttributes] = {}  # the in-flight level's attributes, by method
 
     # ------------------------------------------------------------------ feeding
 
@@ -205,6 +220,79 @@ class SpanBuilder:
         for seen in self._metrics.observe(event):
             outputs.append(_MEASURE[seen[0]](self, seen))  # seen[0]: its metric (a tuple index is the quickest read)
         return outputs
+
+    def fold_round(self, events: Iterable[Event]) -> tuple[list[CallSpan | PlainSpan], list[Measure]]:
+        """What `feed` gives for these events, in order, as spans and measurements; the in-flight level's moves of one
+        method added up into one measurement where its first move was. A round's measurements are added to the
+        metrics at once (`exporter.MetricRecorder.record_all`), so every push reads the same levels, the same series
+        in the same order. A plain call's end is folded here with no observation in between: its span as it is, its
+        duration under its shape's attributes (`tests/unit/test_otel_round_fold.py` compares both ways)."""
+        spans: list[CallSpan | PlainSpan] = []
+        measures: list[Any] = []
+        levels: dict[str, list[Any]] = {}  # method → [its measurement's index, the round's total]
+        opened = self._open
+        for event in events:
+            kind, data = event.kind, event.data
+            if kind == _START:  # as `feed`: no output but the level's +1
+                self._ended = None
+                self._request_start(event, data)
+                delta = 1.0
+            elif kind == _END and type(record := _first(opened.get(event.request_id or ""))) is PlainSpan:
+                duration = data.get("duration_s")
+                if not (data.get("outcome") == _OK and type(duration) is float and not data.get("partial")):
+                    self._fold_outputs(self.feed(event), spans, measures, levels)
+                    continue
+                waiting = opened[event.request_id or ""]  # as `_request_end`'s plain branch, and its observations
+                del waiting[0]
+                if not waiting:
+                    del opened[event.request_id or ""]
+                record.end_ns = max(record.start_ns, _ns(event.ts))
+                self._ended = record
+                spans.append(record)
+                measures.append(_new(Measure, (DURATION_METRIC, duration, record.shape.metric)))
+                delta = -1.0
+            else:
+                self._fold_outputs(self.feed(event), spans, measures, levels)
+                continue
+            method = data.get("method")
+            method = (method if isinstance(method, str) else None) or "?"
+            slot = levels.get(method)
+            if slot is None:
+                levels[method] = [len(measures), delta]
+                measures.append(None)
+            else:
+                slot[1] += delta
+        for method, (at, total) in levels.items():
+            measures[at] = _new(Measure, (_IN_FLIGHT, total, self._in_flight(method)))
+        return spans, measures
+
+    @staticmethod
+    def _fold_outputs(
+        outputs: list[Output], spans: list[CallSpan | PlainSpan], measures: list[Any], levels: dict[str, list[Any]]
+    ) -> None:
+        """One event's outputs into a round's (`fold_round`), its in-flight move added to its method's."""
+        for output in outputs:
+            if type(output) is not Measure:
+                spans.append(output)  # type: ignore[arg-type]  # a span
+            elif output[0] == _IN_FLIGHT:
+                method = output[2]["mcp.method.name"]
+                slot = levels.get(method)  # type: ignore[arg-type]  # the level's attribute is its method
+                if slot is None:
+                    levels[method] = [len(measures), output[1]]  # type: ignore[index]
+                    measures.append(None)
+                else:
+                    slot[1] += output[1]
+            else:
+                measures.append(output)
+
+    def _in_flight(self, method: str) -> SharedAttributes:
+        """The in-flight level's attributes for a method, made once (a host names the method: bounded)."""
+        attributes = self._levels.get(method)
+        if attributes is None:
+            if len(self._levels) >= SHAPES_MAX:
+                self._levels.clear()
+            attributes = self._levels[method] = SharedAttributes({"mcp.method.name": method})
+        return attributes
 
     def _duration_attributes(self, seen: Observation) -> dict[str, AttributeValue]:
         span = self._ended
@@ -357,7 +445,7 @@ class SpanBuilder:
         text = len(method) + sum(len(value) for value in attributes.values() if type(value) is str)
         if text + len(tool) > SHAPE_TEXT_MAX:
             return None
-        metric = _metric_attributes(attributes)
+        metric = SharedAttributes(_metric_attributes(attributes))
         if len(self._shapes) >= SHAPES_MAX:
             self._shapes.clear()
         shape = self._shapes[key] = CallShape(f"{method} {tool}" if tool else method, head, middle, metric)
@@ -509,6 +597,10 @@ def _shape_key(method: Any, tool: str, budget: Any, source: Any, host_session: A
     return (method, tool, budget, source, host_session)
 
 
+def _first(records: list[CallSpan | PlainSpan] | None) -> CallSpan | PlainSpan | None:
+    return records[0] if records else None
+
+
 def _metric_attributes(attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:
     return {k: attributes[k] for k in _METRIC_ATTRIBUTES if k in attributes}
 
@@ -523,7 +615,7 @@ _RESTARTS, _HEARTBEATS, _TOMBSTONES = Metric.UPSTREAM_RESTARTS.value, Metric.HEA
 _new = tuple.__new__  # a Measure from a whole tuple, without NamedTuple's Python-level __new__ (each call's two)
 _MEASURE: dict[Metric, Callable[[SpanBuilder, Observation], Measure]] = {
     Metric.DURATION: lambda b, seen: _new(Measure, (DURATION_METRIC, seen[1], b._duration_attributes(seen))),
-    Metric.IN_FLIGHT: lambda _, seen: _new(Measure, (_IN_FLIGHT, seen[1], {"mcp.method.name": seen[2] or "?"})),
+    Metric.IN_FLIGHT: lambda b, seen: _new(Measure, (_IN_FLIGHT, seen[1], b._in_flight(seen[2] or "?"))),
     Metric.DEADLINES: lambda _, seen: Measure(_DEADLINES, seen.value, _tool(seen)),
     Metric.LATE_ANSWERS: lambda _, seen: Measure(
         _LATE_ANSWERS, seen.value, {**_tool(seen), "mcpwatch.late.what": seen.what or "response"}

@@ -1,0 +1,98 @@
+"""A gathering round folded at once (`SpanBuilder.fold_round`: a plain call's end with no observation in between,
+the in-flight level's moves of a method added up) gives the collector what folding its events one by one gave: the
+same spans and request bytes, and after every round the same metric points (values, buckets, series and their
+order), cumulative and delta."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from test_otel_plain_span import RESOURCE, Session, _mixed
+
+from mcpwatch.events import Event, Kind
+from mcpwatch.otel.encode import SpanEncoder
+from mcpwatch.otel.metric_fold import OtlpMetricFold, Snapshot
+from mcpwatch.otel.spans import CallSpan, Measure, PlainSpan, SpanBuilder
+
+
+def _one_by_one(builder: SpanBuilder, events: list[Event]) -> tuple[list[CallSpan | PlainSpan], list[Measure]]:
+    """The export thread's round before: each event fed, its outputs kept in order."""
+    spans: list[CallSpan | PlainSpan] = []
+    measures: list[Measure] = []
+    for event in events:
+        for output in builder.feed(event):
+            (measures if isinstance(output, Measure) else spans).append(output)  # type: ignore[arg-type]
+    return spans, measures
+
+
+def _rounds(events: list[Event], cuts: list[int], at_once: bool, delta: bool) -> list[tuple[bytes, Snapshot]]:
+    """Each round's request bytes and the metrics' snapshot after it."""
+    builder, encoder, fold = SpanBuilder(lean=True), SpanEncoder(RESOURCE, "mcpwatch", "1"), OtlpMetricFold(0, delta)
+    seen: list[tuple[bytes, Snapshot]] = []
+    for n, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(events)], strict=True)):
+        chunk = events[start:end]
+        spans, measures = builder.fold_round(chunk) if at_once else _one_by_one(builder, chunk)
+        fold.now_ns = 1000 * (n + 1)
+        for measure in measures:
+            fold.record(measure)
+        seen.append((encoder.request(spans), fold.snapshot(1000 * (n + 1) + 1)))
+    return seen
+
+
+def _random_session(rng: random.Random, calls: int = 400) -> list[Event]:
+    """Calls open at once, ids reused, odd values, state changing: everything a round may hold."""
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    open_ids: list[str] = []
+    for n in range(calls):
+        roll = rng.random()
+        if roll < 0.45 or not open_ids:
+            rid = str(rng.randrange(15))
+            method = rng.choice(["tools/call", "tools/call", "tools/call", "resources/read", 7, ""])
+            s.start(rid, rng.choice(["a", "b", None]), up_id=n, method=method, host_session=rng.choice([None, "h"]))
+            open_ids.append(rid)
+        elif roll < 0.9:
+            rid = open_ids.pop(rng.randrange(len(open_ids)))
+            outcome = rng.choice(["ok", "ok", "ok", "error", "deadline", "tool_error"])
+            extra: dict[str, Any] = {"partial": True} if rng.random() < 0.05 else {}
+            duration = rng.choice([0.001, 0.5, 2, True, "x", float("nan"), -1.0, 400.0])
+            method = rng.choice(["tools/call", "tools/call", "prompts/get", None])
+            s.add(Kind.REQUEST_END, rid, "a", outcome=outcome, duration_s=duration, method=method, **extra)
+        elif roll < 0.93:
+            s.add(Kind.PROGRESS, rng.choice(open_ids), None, progress=n)
+        elif roll < 0.96:
+            s.add(Kind.TOMBSTONE_ADD, rng.choice(open_ids), "a", reason="deadline", ttl_s=1.0, up_id=n)
+        elif roll < 0.98:
+            s.add(Kind.TOMBSTONE_EXPIRE, None, "a")
+        else:
+            s.add(Kind.HOST_INFO, protocol_version=rng.choice(["2025-06-18", "2025-11-25"]))
+    return s.events
+
+
+@pytest.mark.parametrize("delta", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_rounds_folded_at_once_give_the_same_spans_and_points(seed: int, delta: bool) -> None:
+    rng = random.Random(seed)
+    events = _mixed() + _random_session(rng)
+    cuts = sorted(rng.sample(range(1, len(events)), rng.randrange(1, 40)))
+    before = _rounds(events, cuts, at_once=False, delta=delta)
+    after = _rounds(events, cuts, at_once=True, delta=delta)
+    assert sum(len(body) for body, _ in after) > 10_000  # spans were sent: the comparison means something
+    assert any(len(snapshot.levels) >= 2 for _, snapshot in after)  # two methods' levels, tombstones
+    assert after == before
+
+
+def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    for n in range(50):
+        s.start(f"r{n}", up_id=n)
+        s.end(f"r{n}")
+    spans, measures = SpanBuilder(lean=True).fold_round(s.events)
+    assert len(spans) == 50 and all(isinstance(span, PlainSpan) for span in spans)
+    assert [m.name for m in measures].count("mcpwatch.calls.in_flight") == 1
+    assert [m.value for m in measures if m.name == "mcpwatch.calls.in_flight"] == [0.0]  # the series still made
+    assert len(measures) == 51
+
