@@ -34,6 +34,8 @@ _ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # every length under 128: most f
 def _varint(value: int) -> bytes:
     if 0 <= value < 0x80:
         return _ONE_BYTE[value]
+    if 0 < value < 0x4000:  # two bytes: a span's length, most of a batch's fields
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     value &= (1 << 64) - 1  # int64: a negative is its two's complement in ten bytes
     out = bytearray()
     while value > 0x7F:
@@ -95,6 +97,49 @@ def _per_call(tag: bytes, key: str, value: AttributeValue) -> bytes:
     encoded_value = b"\x18" + _ONE_BYTE[value] if small else any_value(value)  # type: ignore[index]  # small: an int
     kv = _PER_CALL_KEYS[key] + _varint(len(encoded_value)) + encoded_value
     return tag + _varint(len(kv)) + kv
+
+
+_ID_SHORT = 100  # a request id's UTF-8 bytes under this: its whole field's head is one of `_REQUEST_ID_HEADS`
+_REQUEST_ID_HEADS = [
+    b"\x4a"
+    + _varint(len(_PER_CALL_KEYS["jsonrpc.request.id"]) + 3 + n)  # attributes (9): the KeyValue's length
+    + _PER_CALL_KEYS["jsonrpc.request.id"]  # its key, and the value's tag
+    + _varint(2 + n)  # the AnyValue's length
+    + b"\x0a"  # string_value (1)
+    + _varint(n)
+    for n in range(_ID_SHORT)
+]
+_UP_ID_HEADS = [  # by the varint's length (1 to 10 bytes): the field's head up to the AnyValue's int_value tag
+    b"\x4a"
+    + _varint(len(_PER_CALL_KEYS["mcpwatch.upstream.request_id"]) + 2 + n)
+    + _PER_CALL_KEYS["mcpwatch.upstream.request_id"]
+    + _varint(1 + n)
+    + b"\x18"  # int_value (3)
+    for n in range(11)
+]
+_PLAIN_TAIL = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_LOCAL
+_PLAIN_TAIL_REMOTE = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_REMOTE_PARENT
+
+
+def _request_id_field(request_id: str) -> bytes:
+    """`_per_call(b"\x4a", "jsonrpc.request.id", request_id)`, its head taken ready-made for a short id."""
+    try:
+        raw = request_id.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: the general way replaces it
+        return _per_call(b"\x4a", "jsonrpc.request.id", request_id)
+    if len(raw) < _ID_SHORT:
+        return _REQUEST_ID_HEADS[len(raw)] + raw
+    return _per_call(b"\x4a", "jsonrpc.request.id", request_id)
+
+
+def _up_id_field(up_id: int | None) -> bytes:
+    """`_per_call(b"\x4a", "mcpwatch.upstream.request_id", up_id)` for an int (b"" for None)."""
+    if up_id is None:
+        return b""
+    if type(up_id) is not int:  # a bool is an int to `isinstance`, but a bool value to OTLP
+        return _per_call(b"\x4a", "mcpwatch.upstream.request_id", up_id)
+    value = _varint(up_id)
+    return _UP_ID_HEADS[len(value)] + value
 
 
 class SpanEncoder:
@@ -173,6 +218,33 @@ class SpanEncoder:
         parts += [_OUTCOME_OK, _STATUS_UNSET, _FLAGS_REMOTE_PARENT if span.parent_span_id else _FLAGS_LOCAL]
         return b"".join(parts)
 
+    def _plain_field(self, span: PlainSpan) -> bytes:
+        """`plain(span)` as a ScopeSpans.spans field (2), in one join: what a batch holds per plain call."""
+        shape = span.shape
+        name, head, middle = shape.encoded or self._shape(shape)
+        parent = span.parent_span_id
+        body = b"".join(
+            (
+                b"\x0a\x10",
+                _id(span.trace_id, 16),
+                b"\x12\x08",
+                _id(span.span_id, 8),
+                b"\x22\x08" + _id(parent, 8) if parent else b"",
+                name,
+                _KIND_CLIENT,
+                b"\x39",
+                _fixed64(span.start_ns),
+                b"\x41",
+                _fixed64(span.end_ns),
+                head,
+                _request_id_field(span.request_id),
+                middle,
+                _up_id_field(span.up_id),
+                _PLAIN_TAIL_REMOTE if parent else _PLAIN_TAIL,
+            )
+        )
+        return b"\x12" + _varint(len(body)) + body
+
     def _shape(self, shape: CallShape) -> tuple[bytes, bytes, bytes]:
         encoded = shape.encoded = (
             _text(b"\x2a", shape.name),
@@ -183,9 +255,9 @@ class SpanEncoder:
 
     def request(self, spans: Iterable[CallSpan | PlainSpan]) -> bytes:
         """The serialized ExportTraceServiceRequest for these spans."""
-        plain, full = self.plain, self.span
+        plain, full = self._plain_field, self.span
         scope_spans = self.scope + b"".join(
-            _field(b"\x12", plain(span) if type(span) is PlainSpan else full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
+            plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
             for span in spans
         )
         resource_spans = self.resource + _field(b"\x12", scope_spans)

@@ -96,3 +96,30 @@ def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
     assert [m.value for m in measures if m.name == "mcpwatch.calls.in_flight"] == [0.0]  # the series still made
     assert len(measures) == 51
 
+
+@pytest.mark.parametrize(
+    "request_id",
+    ["", "7", "s:" + "x" * 97, "x" * 99, "x" * 100, "x" * 126, "x" * 127, "é" * 50, "\ud800", "a\udfffb", "x" * 5000],
+)
+@pytest.mark.parametrize("up_id", [None, 0, 1, 127, 128, 16383, 16384, 2**40, 2**63 - 1, -1, True])
+@pytest.mark.parametrize("parent", [None, "00f067aa0ba902b7"])
+def test_a_plain_span_s_field_is_the_full_span_s(request_id: str, up_id: Any, parent: str | None) -> None:
+    """A plain span's field made in one join, whatever a host's id or the upstream's id: the full span's bytes."""
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s.start(request_id, up_id=up_id, **({"parent_span_id": parent} if parent else {}))
+    s.end(request_id)
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    assert len(spans) == 1 and isinstance(spans[0], PlainSpan)
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
+    assert encoder.request(spans) == encoder.request([spans[0].full()])
+
+
+def test_varints_are_protobuf_s() -> None:
+    from google.protobuf.internal.encoder import _VarintBytes  # type: ignore[import-untyped]
+
+    from mcpwatch.otel.encode import _varint
+
+    values = [*range(0, 1 << 15), (1 << 21) - 1, 1 << 21, 2**40, 2**63 - 1]
+    assert all(_varint(v) == _VarintBytes(v) for v in values)
+    assert _varint(-1) == _VarintBytes((1 << 64) - 1)  # int64: ten bytes
