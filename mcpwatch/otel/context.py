@@ -47,3 +47,17 @@ def stamp(params: dict[str, Any]) -> dict[str, str]:
         ids = {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent_id}
     params["_meta"] = {**(meta if isinstance(meta, dict) else {}), TRACEPARENT: f"00-{trace_id}-{span_id}-{flags}"}
     return ids
+
+
+def stamp_own(meta: dict[str, Any]) -> dict[str, str]:
+    """`stamp` for a request whose `_meta` the wrapper has just made itself (a plain call's: no host `traceparent`):
+    the span's ids drawn as `stamp` draws them, the `traceparent` added to `meta` in place, with no copy."""
+    span_bits = random.getrandbits(64)
+    while not span_bits:  # all-zero ids are invalid
+        span_bits = random.getrandbits(64)
+    trace_bits = random.getrandbits(128)
+    while not trace_bits:
+        trace_bits = random.getrandbits(128)
+    span_id, trace_id = f"{span_bits:016x}", f"{trace_bits:032x}"
+    meta[TRACEPARENT] = f"00-{trace_id}-{span_id}-01"
+    return {"trace_id": trace_id, "span_id": span_id}

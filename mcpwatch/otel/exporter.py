@@ -253,6 +253,7 @@ class OtelSink:
         self.target = target
         self._on_warning = on_warning
         self._queue: deque[Event] = deque()
+        self._queue_max = target.queue_max
         self._builder = SpanBuilder(target.late_window_s, lean=True)  # plain calls' spans as `PlainSpan`s
         self._spans = SpanSender(target, target.traces_url) if target.traces_url else None
         self._metrics = MetricRecorder(target, target.metrics_url, self._pushed) if target.metrics_url else None
@@ -273,7 +274,7 @@ class OtelSink:
     # on the message pump: nothing but a bounded append
     def emit(self, event: Event) -> None:
         if event.kind in KINDS:
-            if len(self._queue) < self.target.queue_max:
+            if len(self._queue) < self._queue_max:
                 self._queue.append(event)
                 if self._sleeping:
                     self._sleeping = False

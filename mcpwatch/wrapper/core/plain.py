@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpwatch.events import Outcome, UpstreamState
-from mcpwatch.otel.context import stamp as stamp_trace
+from mcpwatch.otel.context import stamp_own
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.degraded import degraded_of_result
 from mcpwatch.reliability.statesync import StateSync
@@ -166,9 +166,9 @@ class PlainCalls:
                 meta = {"progressToken": up_id, DEADLINE_META: deadline_ms(seconds)}
             else:
                 meta = {"progressToken": up_id}
+        trace_ids = stamp_own(meta) if self._trace else None  # its span's `traceparent`, after the rest
         forwarded_params = dict(params)
         forwarded_params["_meta"] = meta
-        trace_ids = stamp_trace(forwarded_params) if self._trace else None
         pending.message = forwarded = {
             "jsonrpc": "2.0",
             "id": up_id,
