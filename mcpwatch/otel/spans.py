@@ -169,6 +169,9 @@ SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
 OPEN_MAX = 65_536
 """Request ids with a call open: a call whose end the export's full queue dropped would stay open for good, one
 more with each slow collector's stall; past this the oldest is forgotten (no wrapper has this many in flight)."""
+METHOD_KEPT_MAX = 128
+"""A method name's characters for its in-flight attributes to be kept (MCP's methods are short; a host may send
+megabytes, and 1,024 of them kept would be a gigabyte)."""
 SHAPE_TEXT_MAX = 1024
 """Characters of text one shape may hold (its name and attribute values): a longer one (a host naming a tool in
 megabytes) is not kept, its call takes the full path, so the shapes hold at most about a megabyte of text."""
@@ -286,12 +289,15 @@ class SpanBuilder:
                 measures.append(output)
 
     def _in_flight(self, method: str) -> SharedAttributes:
-        """The in-flight level's attributes for a method, made once (a host names the method: bounded)."""
+        """The in-flight level's attributes for a method, made once. A host names the method: they are kept for at
+        most `SHAPES_MAX` methods of at most `METHOD_KEPT_MAX` characters (a longer one is made each time)."""
         attributes = self._levels.get(method)
         if attributes is None:
-            if len(self._levels) >= SHAPES_MAX:
-                self._levels.clear()
-            attributes = self._levels[method] = SharedAttributes({"mcp.method.name": method})
+            attributes = SharedAttributes({"mcp.method.name": method})
+            if len(method) <= METHOD_KEPT_MAX:
+                if len(self._levels) >= SHAPES_MAX:
+                    self._levels.clear()
+                self._levels[method] = attributes
         return attributes
 
     def _duration_attributes(self, seen: Observation) -> dict[str, AttributeValue]:
