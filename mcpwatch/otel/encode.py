@@ -25,6 +25,7 @@ _FLAGS_REMOTE_PARENT = b"\x85\x01" + struct.pack("<I", 0x300)  # HAS_IS_REMOTE |
 _STATUS_UNSET = b"\x7a\x00"  # status (15): an empty Status, as the SDK sends for an unset one
 _STATUS_ERROR_CODE = b"\x18\x02"  # Status.code (3) = STATUS_CODE_ERROR
 _fixed64 = struct.Struct("<Q").pack
+fromhex = bytes.fromhex
 _double = struct.Struct("<d").pack
 
 
@@ -223,12 +224,18 @@ class SpanEncoder:
         shape = span.shape
         name, head, middle = shape.encoded or self._shape(shape)
         parent = span.parent_span_id
+        try:  # `_id`, inline for the usual ids
+            trace_id, span_id = fromhex(span.trace_id), fromhex(span.span_id)
+        except ValueError:
+            trace_id = span_id = b""
+        if len(trace_id) != 16 or len(span_id) != 8:
+            trace_id, span_id = _id(span.trace_id, 16), _id(span.span_id, 8)
         body = b"".join(
             (
                 b"\x0a\x10",
-                _id(span.trace_id, 16),
+                trace_id,
                 b"\x12\x08",
-                _id(span.span_id, 8),
+                span_id,
                 b"\x22\x08" + _id(parent, 8) if parent else b"",
                 name,
                 _KIND_CLIENT,

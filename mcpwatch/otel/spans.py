@@ -240,16 +240,15 @@ class SpanBuilder:
                 self._ended = None
                 self._request_start(event, data)
                 delta = 1.0
-            elif kind == _END and type(record := _first(opened.get(event.request_id or ""))) is PlainSpan:
+            elif kind == _END and (waiting := opened.get(event.request_id or "")) and type(waiting[0]) is PlainSpan:
                 duration = data.get("duration_s")
                 if not (data.get("outcome") == _OK and type(duration) is float and not data.get("partial")):
                     self._fold_outputs(self.feed(event), spans, measures, levels)
                     continue
-                waiting = opened[event.request_id or ""]  # as `_request_end`'s plain branch, and its observations
-                del waiting[0]
+                record: PlainSpan = waiting.pop(0)  # type: ignore[assignment]  # checked above
                 if not waiting:
                     del opened[event.request_id or ""]
-                record.end_ns = max(record.start_ns, _ns(event.ts))
+                record.end_ns = max(record.start_ns, round(event.ts * 1e9))  # `_ns`, inline
                 self._ended = record
                 spans.append(record)
                 measures.append(_new(Measure, (DURATION_METRIC, duration, record.shape.metric)))
@@ -380,7 +379,7 @@ class SpanBuilder:
             key = _shape_key(get("method"), tool, get("budget_s"), get("budget_source"), get("host_session"))
             shape = None if key is None else self._shapes.get(key) or self._shape(key)
             if shape is not None:
-                record = PlainSpan(shape, trace_id, span_id, parent, _ns(event.ts), request_id, up_id)
+                record = PlainSpan(shape, trace_id, span_id, parent, round(event.ts * 1e9), request_id, up_id)
                 self._open.setdefault(request_id, []).append(record)
                 if len(self._open) > OPEN_MAX:
                     self._forget_oldest()
@@ -601,10 +600,6 @@ def _shape_key(method: Any, tool: str, budget: Any, source: Any, host_session: A
     ):
         return None
     return (method, tool, budget, source, host_session)
-
-
-def _first(records: list[CallSpan | PlainSpan] | None) -> CallSpan | PlainSpan | None:
-    return records[0] if records else None
 
 
 def _metric_attributes(attributes: dict[str, AttributeValue]) -> dict[str, AttributeValue]:

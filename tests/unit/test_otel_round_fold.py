@@ -5,6 +5,7 @@ order), cumulative and delta."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import Any
 
@@ -99,22 +100,26 @@ def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
     assert len(measures) == 51
 
 
-@pytest.mark.parametrize(
-    "request_id",
-    ["", "7", "s:" + "x" * 97, "x" * 99, "x" * 100, "x" * 126, "x" * 127, "é" * 50, "\ud800", "a\udfffb", "x" * 5000],
-)
-@pytest.mark.parametrize("up_id", [None, 0, 1, 127, 128, 16383, 16384, 2**40, 2**63 - 1, -1, True])
-@pytest.mark.parametrize("parent", [None, "00f067aa0ba902b7"])
-def test_a_plain_span_s_field_is_the_full_span_s(request_id: str, up_id: Any, parent: str | None) -> None:
-    """A plain span's field made in one join, whatever a host's id or the upstream's id: the full span's bytes."""
+REQUEST_IDS = ["", "7", "s:" + "x" * 97, "x" * 99, "x" * 100, "x" * 126, "x" * 127, "é" * 50, "\ud800", "a\udfffb"]
+UP_IDS = [None, 0, 1, 127, 128, 16383, 16384, 2**40, 2**63 - 1, -1, True]
+
+
+def test_a_plain_span_s_field_is_the_full_span_s() -> None:
+    """A plain span's field made in one join, whatever a host's id, the upstream's, the parent's or the trace's: the
+    full span's bytes."""
     s = Session()
     s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
-    s.start(request_id, up_id=up_id, **({"parent_span_id": parent} if parent else {}))
-    s.end(request_id)
+    for request_id, up_id, parent, trace_id in itertools.product(
+        [*REQUEST_IDS, "x" * 5000], UP_IDS, [None, "00f067aa0ba902b7"], [None, "A" * 32, "1" * 31]
+    ):
+        ids = {"trace_id": trace_id, "span_id": trace_id[:16]} if trace_id else {}
+        s.start(request_id, up_id=up_id, **({"parent_span_id": parent} if parent else {}), **ids)
+        s.end(request_id)
     spans, _ = SpanBuilder(lean=True).fold_round(s.events)
-    assert len(spans) == 1 and isinstance(spans[0], PlainSpan)
+    assert len(spans) == 11 * 11 * 2 * 3 and all(isinstance(span, PlainSpan) for span in spans)
     encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
-    assert encoder.request(spans) == encoder.request([spans[0].full()])
+    for span in spans:
+        assert encoder.request([span]) == encoder.request([span.full()]), span  # type: ignore[union-attr]
 
 
 def test_varints_are_protobuf_s() -> None:
