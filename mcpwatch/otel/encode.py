@@ -263,9 +263,12 @@ class SpanEncoder:
     def request(self, spans: Iterable[CallSpan | PlainSpan]) -> bytes:
         """The serialized ExportTraceServiceRequest for these spans."""
         plain, full = self._plain_field, self.span
-        scope_spans = self.scope + b"".join(
+        fields = b"".join(
             plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
             for span in spans
         )
-        resource_spans = self.resource + _field(b"\x12", scope_spans)
-        return _field(b"\x0a", resource_spans)
+        scope_size = len(self.scope) + len(fields)  # ScopeSpans: its scope, then the spans
+        scope_head = b"\x12" + _varint(scope_size)  # ResourceSpans.scope_spans (2)
+        resource_size = len(self.resource) + len(scope_head) + scope_size
+        # one copy of the spans' bytes, not one per enclosing message
+        return b"".join((b"\x0a", _varint(resource_size), self.resource, scope_head, self.scope, fields))

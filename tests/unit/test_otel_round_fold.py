@@ -158,3 +158,23 @@ def test_a_host_naming_methods_in_megabytes_leaves_nothing_held() -> None:
     finally:
         tracemalloc.stop()
     assert held < 1 << 20, held
+
+
+def test_a_large_batch_parses_as_one_request_holding_every_span() -> None:
+    """A batch past 16 KiB (three-byte lengths for its enclosing messages) is still one well-formed request."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    for n in range(1000):
+        s.start(f"r{n}", up_id=n)
+        s.end(f"r{n}")
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    body = SpanEncoder(RESOURCE, "mcpwatch", "1").request(spans)
+    assert len(body) > 1 << 18
+    request = ExportTraceServiceRequest.FromString(body)
+    (resource_spans,) = request.resource_spans
+    assert {a.key for a in resource_spans.resource.attributes} == set(RESOURCE)
+    (scope_spans,) = resource_spans.scope_spans
+    assert scope_spans.scope.name == "mcpwatch"
+    assert [span.span_id.hex() for span in scope_spans.spans] == [span.span_id for span in spans]
