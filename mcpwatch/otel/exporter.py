@@ -52,7 +52,10 @@ _SDK_LOG = logging.getLogger("opentelemetry")
 _SDK_LOG.addHandler(logging.NullHandler())
 _SDK_LOG.propagate = False
 
-BATCH_MAX = 512
+BATCH_MAX = 2048
+"""A request's spans by weight (`request_chunks`): a plain span weighs 1, a full one 1 and its events, so a request
+holds about 2,048 plain spans' bytes at most (600 KB); at 1,000 calls/s a second's spans go in one request, where
+chunks of 512 spans took two or three, each about 0.8 ms of the wrapper's CPU."""
 EXPORT_INTERVAL_S = 1.0
 GATHER_S = 0.25
 """A round's gathering once events come: each round has a fixed cost (a wakeup, the held calls' check, the lock of
@@ -243,6 +246,23 @@ class MetricRecorder:
         self.exporter.shutdown()
 
 
+def request_chunks(spans: list[CallSpan | PlainSpan], limit: int = BATCH_MAX) -> list[list[CallSpan | PlainSpan]]:
+    """Spans in order, cut into requests of at most `limit` by weight (`BATCH_MAX`)."""
+    chunks: list[list[CallSpan | PlainSpan]] = []
+    chunk: list[CallSpan | PlainSpan] = []
+    weight = 0
+    for span in spans:
+        size = 1 if type(span) is PlainSpan else 1 + len(span.events)  # type: ignore[union-attr]  # a CallSpan
+        if chunk and weight + size > limit:
+            chunks.append(chunk)
+            chunk, weight = [], 0
+        chunk.append(span)
+        weight += size
+    if chunk:
+        chunks.append(chunk)
+    return chunks
+
+
 class OtelSink:
     """An event sink for the recorder: queues the events export needs; a thread does the rest. With nothing queued,
     held or unsent, the thread waits with no timeout until the next event (an idle wrapper is not woken)."""
@@ -334,8 +354,7 @@ class OtelSink:
     def _send(self, spans: list[CallSpan | PlainSpan]) -> None:
         if self._spans is None:
             return
-        for start in range(0, len(spans), BATCH_MAX):
-            chunk = spans[start : start + BATCH_MAX]
+        for chunk in request_chunks(spans):
             problem = None
             try:
                 ok = self._spans.send(chunk)

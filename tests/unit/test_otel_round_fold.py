@@ -178,3 +178,29 @@ def test_a_large_batch_parses_as_one_request_holding_every_span() -> None:
     (scope_spans,) = resource_spans.scope_spans
     assert scope_spans.scope.name == "mcpwatch"
     assert [span.span_id.hex() for span in scope_spans.spans] == [span.span_id for span in spans]
+
+
+def test_a_second_s_spans_are_one_request_and_heavy_spans_are_bounded_ones() -> None:
+    """At 1,000 calls/s a second's plain spans go in one request (chunks of 512 took two or three POSTs); spans with
+    many events weigh more, so a request's bytes stay bounded whatever the spans hold."""
+    from mcpwatch.otel.exporter import BATCH_MAX, request_chunks
+
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    for n in range(3000):
+        s.start(f"r{n}", up_id=n)
+        s.end(f"r{n}")
+    for n in range(100):  # each with 64 progress messages of 256 characters: a full span of about 20 KB
+        s.start(f"p{n}", up_id=n)
+        for k in range(64):
+            s.add(Kind.PROGRESS, f"p{n}", "noop", progress=k, message="m" * 300)
+        s.end(f"p{n}")
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    plain, heavy = spans[:3000], spans[3000:]
+    assert [len(chunk) for chunk in request_chunks(plain[:1000])] == [1000]
+    assert [len(chunk) for chunk in request_chunks(plain)] == [BATCH_MAX, 3000 - BATCH_MAX]
+    chunks = request_chunks(heavy)
+    assert len(chunks) == 4 and [span for chunk in chunks for span in chunk] == heavy
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
+    sizes = [len(encoder.request(chunk)) for chunk in [*chunks, *request_chunks(plain)]]
+    assert max(sizes) < 1 << 20, sizes
