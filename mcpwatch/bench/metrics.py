@@ -24,7 +24,7 @@ from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS, paced
 from mcpwatch.bench.procstat import cpu_s
-from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
+from mcpwatch.bench.sdk_paths import SERVER, measured, open_client, open_tracked, stdio_path, wrap_argv
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "Prometheus scrape endpoint on vs off, scraped all along: CPU per call and latency ratios, one scrape's CPU"
@@ -80,15 +80,17 @@ async def _figures(calls: int, warmup: int, env: dict[str, str], interval: float
     pids: dict[str, int | None] = {}
     port = free_port()
     async with AsyncExitStack() as stack:
-        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
-        clients["wrapped"] = await _open_tracked(stack, _stdio(_wrap("--no-log", "--", *SERVER), env), pids, "wrapped")
-        scraped = _stdio(_wrap("--no-log", "--metrics-port", str(port), "--", *SERVER), env)
-        clients["wrapped_metrics"] = await _open_tracked(stack, scraped, pids, "wrapped_metrics")
+        clients = {"direct": await open_client(stack, stdio_path(SERVER, env))}
+        clients["wrapped"] = await open_tracked(
+            stack, stdio_path(wrap_argv("--no-log", "--", *SERVER), env), pids, "wrapped"
+        )
+        scraped = stdio_path(wrap_argv("--no-log", "--metrics-port", str(port), "--", *SERVER), env)
+        clients["wrapped_metrics"] = await open_tracked(stack, scraped, pids, "wrapped_metrics")
         for client in clients.values():
             await client.list_tools()  # so the scraped wrapper labels the calls with the tool's name
         wait_for_port(port)
         with ScrapeLoop(f"http://127.0.0.1:{port}/metrics", interval) as loop:
-            figures, samples = await _measured(clients, calls, warmup, pids, BLOCK)
+            figures, samples = await measured(clients, calls, warmup, pids, BLOCK)
         figures["metrics_cost_ratio"] = round(
             figures["wrapped_metrics"]["median_us"] / figures["wrapped"]["median_us"], 3
         )

@@ -23,7 +23,7 @@ from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS, paced
 from mcpwatch.bench.baseline import BASELINE_ENV, baseline_root
-from mcpwatch.bench.wrap import SERVER, _measured, _open, _open_tracked, _stdio, _wrap
+from mcpwatch.bench.sdk_paths import SERVER, measured, open_client, open_tracked, stdio_path, wrap_argv
 
 HELP = "OpenTelemetry export on vs off: CPU per call and latency ratios of the wrapped no-op call (mcpwatch[otel])"
 BASELINE_INSIDE = True  # the baseline's exporting wrapper joins the CPU rotation (the latency paths are this one's)
@@ -44,11 +44,13 @@ class _Accepting(BaseHTTPRequestHandler):
 async def _figures(calls: int, warmup: int, env: dict[str, str], exporting: dict[str, str]) -> dict[str, Any]:
     pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
-        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
-        clients["wrapped"] = await _open_tracked(stack, _stdio(_wrap("--no-log", "--", *SERVER), env), pids, "wrapped")
-        exported = _stdio(_wrap("--no-log", "--", *SERVER), exporting)
-        clients["wrapped_otel"] = await _open_tracked(stack, exported, pids, "wrapped_otel")
-        figures, _ = await _measured(clients, calls, warmup, pids)
+        clients = {"direct": await open_client(stack, stdio_path(SERVER, env))}
+        clients["wrapped"] = await open_tracked(
+            stack, stdio_path(wrap_argv("--no-log", "--", *SERVER), env), pids, "wrapped"
+        )
+        exported = stdio_path(wrap_argv("--no-log", "--", *SERVER), exporting)
+        clients["wrapped_otel"] = await open_tracked(stack, exported, pids, "wrapped_otel")
+        figures, _ = await measured(clients, calls, warmup, pids)
         figures["otel_cost_ratio"] = round(figures["wrapped_otel"]["median_us"] / figures["wrapped"]["median_us"], 3)
         return figures
 

@@ -24,84 +24,14 @@ from typing import Any
 
 from mcpwatch.bench import QUICK_CALLS
 from mcpwatch.bench.baseline import baseline_root
-from mcpwatch.bench.procstat import cpu_s
+from mcpwatch.bench.sdk_paths import SERVER, measured, open_client, open_tracked, stdio_path, wrap_argv
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
 BASELINE_INSIDE = True  # the baseline's wrapper is one more path beside the others, call by call
 
-SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]
 HTTPX2_WRAP = [sys.executable, "-m", "mcpwatch.bench.httpx2_upstream"]
-
-
-def _wrap(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mcpwatch", "wrap", *args]
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def _summary(latencies: list[float]) -> dict[str, float]:
-    return {
-        "median_us": round(statistics.median(latencies) * 1e6, 1),
-        "p99_us": round(_percentile(latencies, 0.99) * 1e6, 1),
-        "calls": len(latencies),
-    }
-
-
-async def _open(stack: AsyncExitStack, target: Any) -> Any:
-    from mcp import Client
-
-    client = await stack.enter_async_context(Client(target, mode="legacy"))
-    await client.list_tools()
-    return client
-
-
-def _stdio(argv: list[str], env: dict[str, str], cwd: str | None = None) -> Any:
-    from mcp import StdioServerParameters
-
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-
-
-def _children() -> dict[int, str]:
-    """This process's children (pid → command line), where /proc says."""
-    found: dict[int, str] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            if parent == os.getpid():
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    found[int(entry)] = cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-async def _latency(
-    clients: dict[str, Any], calls: int, block: int, pids: dict[str, int | None] | None = None
-) -> tuple[dict[str, list[float]], dict[str, float]]:
-    """Latency samples per path and, for the paths whose middle process is known, its CPU seconds per call."""
-    block = min(block, calls)  # a smoke run's few calls are one block, not a whole one
-    samples: dict[str, list[float]] = {name: [] for name in clients}
-    cpu = dict.fromkeys(clients, 0.0)
-    pids = pids or {}
-    for _ in range(max(1, calls // block)):
-        for name, client in clients.items():
-            record = samples[name]
-            before = cpu_s(pids.get(name))
-            for _ in range(block):
-                started = time.perf_counter()
-                await client.call_tool("noop", {})
-                record.append(time.perf_counter() - started)
-            cpu[name] += cpu_s(pids.get(name)) - before
-    per_call = {name: cpu[name] / len(samples[name]) for name in clients if pids.get(name) and samples[name]}
-    return samples, per_call
 
 
 async def _throughput(client: Any, calls: int, callers: int) -> float:
@@ -117,56 +47,25 @@ async def _throughput(client: Any, calls: int, callers: int) -> float:
     return calls / (time.perf_counter() - started)
 
 
-async def _measured(
-    clients: dict[str, Any], calls: int, warmup: int, pids: dict[str, int | None], block: int = 100
-) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """Each path's latency against the direct one's after `warmup` calls, with the CPU per call of the paths whose
-    process `pids` knows; and the samples themselves."""
-    await _latency(clients, warmup, 50)
-    samples, cpu_per_call = await _latency(clients, calls, block, pids)
-    figures = _ratios(samples, "direct")
-    for name, seconds in cpu_per_call.items():
-        figures[name]["cpu_us_per_call"] = round(seconds * 1e6, 1)
-    return figures, samples
-
-
-def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
-    out: dict[str, Any] = {name: _summary(values) for name, values in samples.items()}
-    for name in samples:
-        if name != base:
-            out[name]["median_ratio"] = round(out[name]["median_us"] / out[base]["median_us"], 3)
-            out[name]["p99_ratio"] = round(out[name]["p99_us"] / out[base]["p99_us"], 3)
-    return out
-
-
-async def _open_tracked(stack: AsyncExitStack, target: Any, pids: dict[str, int | None], name: str) -> Any:
-    """Open a stdio path and note the pid of the process it started (the process in the middle)."""
-    known = set(_children())
-    client = await _open(stack, target)
-    started = [pid for pid in _children() if pid not in known]
-    pids[name] = started[0] if len(started) == 1 else None
-    return client
-
-
 async def _stdio_figures(
     calls: int, warmup: int, env: dict[str, str], log: str, baseline: str | None
 ) -> dict[str, Any]:
     pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
-        clients = {"direct": await _open(stack, _stdio(SERVER, env))}
+        clients = {"direct": await open_client(stack, stdio_path(SERVER, env))}
         paths = {
-            "wrapped": _stdio(_wrap("--log", log, "--", *SERVER), env),
-            "wrapped_no_log": _stdio(_wrap("--no-log", "--", *SERVER), env),
-            "line_forwarder": _stdio(FORWARDER + SERVER, env),  # the floor: two hops, no parsing
+            "wrapped": stdio_path(wrap_argv("--log", log, "--", *SERVER), env),
+            "wrapped_no_log": stdio_path(wrap_argv("--no-log", "--", *SERVER), env),
+            "line_forwarder": stdio_path(FORWARDER + SERVER, env),  # the floor: two hops, no parsing
         }
         if baseline:
             # run from that directory too: `python -m` looks in the working directory before PYTHONPATH
             baseline_env = {**env, "PYTHONPATH": baseline}
-            argv = _wrap("--log", log + ".baseline", "--", *SERVER)
-            paths["wrapped_baseline"] = _stdio(argv, baseline_env, cwd=baseline)
+            argv = wrap_argv("--log", log + ".baseline", "--", *SERVER)
+            paths["wrapped_baseline"] = stdio_path(argv, baseline_env, cwd=baseline)
         for name, target in paths.items():
-            clients[name] = await _open_tracked(stack, target, pids, name)
-        figures, _ = await _measured(clients, calls, warmup, pids)
+            clients[name] = await open_tracked(stack, target, pids, name)
+        figures, _ = await measured(clients, calls, warmup, pids)
         figures["log_cost_ratio"] = round(figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3)
         throughput: dict[str, list[float]] = {"direct": [], "wrapped": []}
         for _ in range(3):
@@ -183,8 +82,8 @@ async def _stdio_figures(
 
 async def _http_figures(calls: int, warmup: int, ports: dict[str, int], pids: dict[str, int]) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
-        clients = {name: await _open(stack, f"http://127.0.0.1:{port}/mcp") for name, port in ports.items()}
-        figures, _ = await _measured(clients, calls, warmup, dict(pids))
+        clients = {name: await open_client(stack, f"http://127.0.0.1:{port}/mcp") for name, port in ports.items()}
+        figures, _ = await measured(clients, calls, warmup, dict(pids))
         return figures
 
 
@@ -198,7 +97,7 @@ def _http_run(calls: int, warmup: int, env: dict[str, str]) -> dict[str, Any]:
     try:
         wait_for_port(up_port)
         upstream = f"http://127.0.0.1:{up_port}/mcp"
-        for name, launcher in (("wrapped", _wrap()), ("wrapped_httpx2", HTTPX2_WRAP)):
+        for name, launcher in (("wrapped", wrap_argv()), ("wrapped_httpx2", HTTPX2_WRAP)):
             front = f"http://127.0.0.1:{ports[name]}/mcp"
             argv = [*launcher, "--no-log", "--listen", front, "--url", upstream]
             process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
