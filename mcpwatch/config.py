@@ -41,6 +41,78 @@ from mcpwatch.reliability.settings import ReusePolicy as ReusePolicy
 from mcpwatch.reliability.settings import StateSyncSettings as StateSyncSettings
 from mcpwatch.reliability.settings import TombstoneSettings as TombstoneSettings
 
+# --- the checks of values no generic check covers (declared before the settings that use them) ------------
+
+
+def _keymap(value: Any) -> dict[str, str]:
+    """[console.keys]: binding id = "key" or "key1,key2" (Textual key names)."""
+    if not isinstance(value, dict):
+        raise Problem('must be a table of binding id = "keys" (e.g. "main.set_margin" = "M")')
+    keys: dict[str, str] = {}
+    for binding_id, spec in value.items():
+        if not isinstance(spec, str) or not spec.strip() or any(not k.strip() for k in spec.split(",")):
+            raise Problem(f"{binding_id} must be a key name or comma-separated key names, got {spec!r}")
+        keys[str(binding_id)] = spec.replace(" ", "")
+    return keys
+
+
+def _http_url(value: Any) -> str:
+    from urllib.parse import urlsplit
+
+    if isinstance(value, str):
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises on a port out of range)
+        except ValueError:  # also "http://[::1": an unclosed IPv6 address
+            parts = None
+        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
+            return value
+    raise Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
+
+
+def _headers(value: Any) -> dict[str, str]:
+    """HTTP headers for the OTLP exporter: a name that is a token, a value without a line break or a control
+    character (the HTTP client refuses such a header only when it sends, on the exporter's thread)."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise Problem("must be a table of header name = text")
+    for name, header in value.items():
+        if not _HEADER_NAME.fullmatch(name):
+            raise Problem(f"has a header name that is not one (letters, digits and !#$%&'*+.^_`|~-), got {name!r}")
+        if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in header):
+            raise Problem(f"{name} must be text without line breaks or control characters")
+    return dict(value)
+
+
+def _globs(value: Any) -> tuple[str, ...]:
+    """A list of State Sync style tool globs (`docs.*`, `consult_council`)."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Problem(f"must be a list of tool name globs, got {value!r}")
+    return tuple(inside(f"[{index}]", _glob, pattern) for index, pattern in enumerate(value))
+
+
+def _glob(value: Any) -> str:
+    """A State Sync style tool glob (`docs.*`, `consult_council`)."""
+    from mcpwatch.reliability.statesync.validate import pattern_problem
+
+    pattern = text(value)
+    problem = pattern_problem(pattern)
+    if problem is not None:
+        raise Problem(f"{pattern!r} {problem}")
+    return pattern
+
+
+def _reuse_policy(item: dict[str, Any]) -> ReusePolicy:
+    """One `[[late_results.reuse]]` table: a State Sync style glob and a TTL in seconds."""
+    return ReusePolicy(
+        inside(".match", _glob, item["match"]), inside(".ttl_s", seconds(allow_zero=False), item["ttl_s"])
+    )
+
+
+_REUSE: Check = tables("late_results.reuse", ("match", "ttl_s"), required=("match", "ttl_s"), build=_reuse_policy)
+
 
 @dataclass(frozen=True)
 class UpstreamSettings:
@@ -54,7 +126,7 @@ class UpstreamSettings:
 class LateResultSettings:
     # a late result up to this size is logged whole; beyond it, a preview
     keep_bytes: int = setting(65_536, whole(1024, 16 * 1024 * 1024))
-    reuse: tuple[ReusePolicy, ...] = setting((), lambda v: _REUSE(v))  # off unless policies are given
+    reuse: tuple[ReusePolicy, ...] = setting((), _REUSE)  # off unless policies are given
 
 
 BRIDGE_MODES = ("required", "optional", "off")
@@ -71,7 +143,7 @@ class TasksSettings:
     # a cut bridged call's task: an identical call this long after attaches or takes its result
     reuse_s: float = setting(600.0, seconds())
     # tools (State Sync globs) offered as tasks to hosts that declared tasks
-    offer: tuple[str, ...] = setting((), lambda v: _globs(v))
+    offer: tuple[str, ...] = setting((), _globs)
     # also offer the tools the log shows outrunning the budget (`wrapper.tasks.slow_tools`)
     offer_slow: bool = setting(False, flag)
     # an offered task's call runs this long at most (instead of the tools/call budget)
@@ -144,7 +216,7 @@ class ConsoleSettings:
     # `watch --serve`: consoles (each a process) at once; the next browser gets 503
     serve_max_consoles: int = setting(8, whole(1, 1000))
     # binding id -> keys, e.g. "main.set_margin" = "M"
-    keys: dict[str, str] = setting_table(dict, lambda v: _keymap(v))
+    keys: dict[str, str] = setting_table(dict, _keymap)
 
 
 @dataclass(frozen=True)
@@ -152,8 +224,8 @@ class OtelSettings:
     """`[otel]`: OpenTelemetry export; the standard OTEL_* variables win over these."""
 
     enabled: bool | None = setting(None, flag)  # None: on when an endpoint is given
-    endpoint: str | None = setting(None, lambda v: _http_url(v))  # OTLP/HTTP base URL, e.g. http://collector:4318
-    headers: dict[str, str] = setting_table(dict, lambda v: _headers(v))
+    endpoint: str | None = setting(None, _http_url)  # OTLP/HTTP base URL, e.g. http://collector:4318
+    headers: dict[str, str] = setting_table(dict, _headers)
     service_name: str | None = setting(None, text)
     # events waiting for the exporter; overflow is counted as dropped
     queue_max: int = setting(10_000, whole(1, 1_000_000))
@@ -199,51 +271,6 @@ class Settings:
         return snapshot
 
 
-# --- validation -------------------------------------------------------------------------------------------
-
-
-def _keymap(value: Any) -> dict[str, str]:
-    """[console.keys]: binding id = "key" or "key1,key2" (Textual key names)."""
-    if not isinstance(value, dict):
-        raise Problem('must be a table of binding id = "keys" (e.g. "main.set_margin" = "M")')
-    keys: dict[str, str] = {}
-    for binding_id, spec in value.items():
-        if not isinstance(spec, str) or not spec.strip() or any(not k.strip() for k in spec.split(",")):
-            raise Problem(f"{binding_id} must be a key name or comma-separated key names, got {spec!r}")
-        keys[str(binding_id)] = spec.replace(" ", "")
-    return keys
-
-
-def _http_url(value: Any) -> str:
-    from urllib.parse import urlsplit
-
-    if isinstance(value, str):
-        try:
-            parts = urlsplit(value)
-            parts.port  # noqa: B018  (raises on a port out of range)
-        except ValueError:  # also "http://[::1": an unclosed IPv6 address
-            parts = None
-        if parts is not None and parts.scheme in ("http", "https") and parts.hostname:
-            return value
-    raise Problem(f"must be an http:// or https:// URL with a host, got {value!r}")
-
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token (RFC 9110)
-
-
-def _headers(value: Any) -> dict[str, str]:
-    """HTTP headers for the OTLP exporter: a name that is a token, a value without a line break or a control
-    character (the HTTP client refuses such a header only when it sends, on the exporter's thread)."""
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise Problem("must be a table of header name = text")
-    for name, header in value.items():
-        if not _HEADER_NAME.fullmatch(name):
-            raise Problem(f"has a header name that is not one (letters, digits and !#$%&'*+.^_`|~-), got {name!r}")
-        if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in header):
-            raise Problem(f"{name} must be text without line breaks or control characters")
-    return dict(value)
-
-
 # The sections are `Settings`' dataclass fields; their keys are each section's fields, and each field says how its
 # value is checked (`reliability.setting_checks.setting`). One declaration, read back.
 SECTIONS: dict[str, type[Any]] = {
@@ -257,36 +284,8 @@ CHECKS: dict[str, dict[str, Check]] = {
 KEYS: dict[str, tuple[str, ...]] = {name: tuple(checks) for name, checks in CHECKS.items()}
 
 
-def _globs(value: Any) -> tuple[str, ...]:
-    """A list of State Sync style tool globs (`docs.*`, `consult_council`)."""
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise Problem(f"must be a list of tool name globs, got {value!r}")
-    return tuple(inside(f"[{index}]", _glob, pattern) for index, pattern in enumerate(value))
-
-
 def _fail(where: str, key: str, problem: str) -> UserError:
     return UserError(f"{where}: {key} {problem}")
-
-
-def _glob(value: Any) -> str:
-    """A State Sync style tool glob (`docs.*`, `consult_council`)."""
-    from mcpwatch.reliability.statesync.validate import pattern_problem
-
-    pattern = text(value)
-    problem = pattern_problem(pattern)
-    if problem is not None:
-        raise Problem(f"{pattern!r} {problem}")
-    return pattern
-
-
-def _reuse_policy(item: dict[str, Any]) -> ReusePolicy:
-    """One `[[late_results.reuse]]` table: a State Sync style glob and a TTL in seconds."""
-    return ReusePolicy(
-        inside(".match", _glob, item["match"]), inside(".ttl_s", seconds(allow_zero=False), item["ttl_s"])
-    )
-
-
-_REUSE: Check = tables("late_results.reuse", ("match", "ttl_s"), required=("match", "ttl_s"), build=_reuse_policy)
 
 
 def settings_from_mapping(raw: dict[str, Any], where: str = "mcpwatch.toml") -> Settings:
