@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -374,7 +375,7 @@ def _batch(ping: bool) -> Callable[[Rig], Any]:
 
 
 def test_a_batch_answered_as_one_array_is_encoded_again_and_a_streamed_one_is_spliced(monkeypatch, raw_sends) -> None:
-    """A batch's answers joined in one JSON array are its messages encoded (within the body's cap, `batch_body`),
+    """A batch's answers joined in one JSON array are its messages encoded (within the body's cap, `BatchAnswers`),
     as before; once a server request makes the POST an event stream, each answer is its own event, spliced."""
     script = [OTHER_ORDERS[0], OTHER_ORDERS[1]]
     (array, array_log), (full_array, full_array_log) = _both(monkeypatch, script, _batch(ping=False))
@@ -438,3 +439,77 @@ def test_an_answer_after_the_host_left_is_logged_as_not_delivered_as_before(monk
     assert spliced == full
     assert spliced_log == full_log
     assert any(row[0] == "warning" and b"not delivered" in row[6] for row in spliced_log)
+
+
+BIG_TEXT = b"B" * 32 * 1024
+BIG = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"' + BIG_TEXT + b'"}]}}'
+BATCH_CAP = 64 * 1024
+
+
+def _batch_answered_one_by_one(held_bytes: list[int]) -> Callable[[Rig], Any]:
+    """A batch of 20 calls whose 32 KiB answers arrive one at a time, under a 64 KiB body cap: what the front holds
+    (traced allocations) once all but the last are in, and the body."""
+
+    async def scenario(rig: Rig) -> tuple[str, bytes]:
+        rig.front.max_body_bytes = BATCH_CAP
+        session = await rig.open()
+        upstream = rig.front.pool.sessions[session].upstream
+        assert isinstance(upstream, ScriptUpstream)
+        calls = [_call(n, 0, hold=True) for n in range(1, 21)]
+        post = asyncio.ensure_future(_post(rig.front, cast(Any, calls), session))
+        while len(upstream.held) < len(calls):
+            await asyncio.sleep(0)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            while len(upstream.held) > 1:
+                upstream.core.upstream_frame(upstream.held.pop(0))
+                for _ in range(3):
+                    await asyncio.sleep(0)
+            held_bytes.append(tracemalloc.get_traced_memory()[0] - before)
+        finally:
+            tracemalloc.stop()
+        upstream.release()
+        status, headers, body = await asyncio.wait_for(post, 10)
+        assert status == 200
+        return headers["content-type"], body
+
+    return scenario
+
+
+def test_a_batch_waiting_for_its_last_answer_holds_no_more_than_its_body_can_carry(monkeypatch) -> None:
+    """A batch's answers wait outside the stream's queue (whose bytes the backpressure counts) until the last one:
+    each was held whole, and with its spliced frame beside it, so a batch of many large answers held them all.
+    Only what the JSON array can carry is kept now (each answer's encoding within the body's cap, an error past it),
+    and the body is the one the full path sent."""
+    held: list[int] = []
+    (spliced, _), (full, _) = _both(monkeypatch, [BIG], _batch_answered_one_by_one(held))
+    assert spliced == full and spliced[0] == "application/json"
+    answers = orjson.loads(spliced[1])
+    assert [a["id"] for a in answers] == list(range(1, 21))
+    whole = [a for a in answers if "result" in a]
+    assert len(whole) == 1 and all("max_body_mb" in a["error"]["message"] for a in answers[1:])
+    # 19 answers of 32 KiB, each held parsed and as bytes, were well over a megabyte; now the array's cap, the
+    # answer in hand and the one in the queue, and the log's previews (bounded by the log)
+    assert all(size < BATCH_CAP + 10 * len(BIG_TEXT) for size in held), held
+
+
+def test_a_batch_that_turns_into_an_event_stream_sends_what_it_gathered_first(monkeypatch, raw_sends) -> None:
+    """A server request after the batch's first answer makes the POST an event stream: the answer gathered before it
+    is its event first (as the array would have carried it, the full path's bytes), then the request, then the
+    second answer in the upstream's bytes."""
+
+    async def scenario(rig: Rig) -> tuple[str, bytes]:
+        session = await rig.open()
+        status, headers, body = await _post(rig.front, cast(Any, [_call(1, 0), _call(2, 1, ping=True)]), session)
+        assert status == 200
+        return headers["content-type"], body
+
+    script = [OTHER_ORDERS[0], OTHER_ORDERS[1]]
+    (streamed, streamed_log), (full, full_log) = _both(monkeypatch, script, scenario)
+    assert streamed[0] == full[0] == "text/event-stream" and streamed_log == full_log
+    events, full_events = _events(streamed[1]), _events(full[1])
+    assert [orjson.loads(e).get("method") for e in events] == [None, "ping", None]
+    assert events[:2] == full_events[:2]
+    assert events[2] == _upstream_bytes_with(script[1], 3, 2)
+    assert _values(streamed[1], True) == _values(full[1], True)

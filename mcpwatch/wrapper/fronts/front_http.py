@@ -364,17 +364,20 @@ class HttpFront:
                 port.detach_link(ephemeral)
 
     async def _answer_batch(self, send: Any, stream: _Stream, first: tuple[Any, bytes], extra: dict[str, str]) -> None:
-        """A batch's answers as one JSON array once all are in (JSON-RPC's way; each encoded again from its message,
-        within the body's cap); if anything is to be streamed first (progress, a server request), an event stream of
-        everything instead."""
-        ready: list[tuple[Any, bytes]] = [first]
-        while ready[-1][0] is not None and "method" not in ready[-1][0]:
-            ready.append(await stream.queue.take())  # None once all are answered (or shutting down, or closed)
-        if ready[-1][0] is None and not stream.request_ids:
-            body = batch_body([message for message, _ in ready[:-1]], self.max_body_bytes)
-            await respond(send, 200, body, b"application/json", [(k.encode(), v.encode()) for k, v in extra.items()])
+        """A batch's answers as one JSON array once all are in (JSON-RPC's way); if anything is to be streamed first
+        (progress, a server request), an event stream instead: the answers gathered so far, then everything else.
+        Until then the answers wait outside the stream's queue, so only what the array can carry is held
+        (`BatchAnswers`), never the answers themselves."""
+        gathered = BatchAnswers(self.max_body_bytes)
+        message, frame = first
+        while message is not None and "method" not in message:
+            gathered.add(message)
+            message, frame = await stream.queue.take()  # None once all are answered (or shutting down, or closed)
+        if message is None and not stream.request_ids:
+            headers = [(k.encode(), v.encode()) for k, v in extra.items()]
+            await respond(send, 200, gathered.body(), b"application/json", headers)
         else:
-            await _sse(send, stream.queue, extra, ready)
+            await _sse(send, stream.queue, extra, [*gathered.events(), (message, frame)])
 
     async def _on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any, *, cancel: bool) -> None:
         """The host closed its POST before every answer went out: the answers it still waits for, or that wait in
@@ -425,26 +428,40 @@ def _client(scope: dict[str, Any]) -> str:
     return f"{client[0]}:{client[1]}" if isinstance(client, list | tuple) and len(client) == 2 else ""
 
 
-def batch_body(answers: list[dict[str, Any]], cap: int) -> bytes:
-    """A batch's answers as one JSON array of at most `cap` bytes (as a body may be) and an error per answer left out:
-    answers served from memory (an offered task's result, once per `tasks/result` of it) would otherwise make a
-    small body's answer any size. Once one does not fit, the rest are not even encoded."""
-    parts: list[bytes] = []
-    total = 2
-    for answer in answers:
-        if total <= cap:
+class BatchAnswers:
+    """A batch's answers gathered for one JSON array of at most `cap` bytes (as a body may be), each as it will be
+    sent: its encoding while the array has room, else an error saying so. Answers served from memory (an offered
+    task's result, once per `tasks/result` of it) would otherwise make a small body's answer any size, and a batch of
+    many large answers would hold them all until its last; past the cap an answer is not even encoded."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[bytes] = []
+        self.total = 2  # the brackets
+
+    def add(self, answer: dict[str, Any]) -> None:
+        if self.total <= self.cap:
             encoded = frames.encode(answer)[:-1]  # without its newline
-            if total + len(encoded) + 1 <= cap:
-                parts.append(encoded)
-                total += len(encoded) + 1
-                continue
-            total = cap + 1  # the rest are not encoded at all
+            if self.total + len(encoded) + 1 <= self.cap:
+                self.parts.append(encoded)
+                self.total += len(encoded) + 1
+                return
+            self.total = self.cap + 1  # the rest are not encoded at all
         text = (
-            f"the batch's answers passed {cap / 1048576:g} MiB ([front] max_body_mb), so this one was left out; "
+            f"the batch's answers passed {self.cap / 1048576:g} MiB ([front] max_body_mb), so this one was left out; "
             "send fewer requests in one batch"
         )
-        parts.append(frames.encode(frames.error_response(answer.get("id"), frames.INTERNAL_ERROR, text))[:-1])
-    return b"[" + b",".join(parts) + b"]\n"
+        self.parts.append(frames.encode(frames.error_response(answer.get("id"), frames.INTERNAL_ERROR, text))[:-1])
+
+    def body(self) -> bytes:
+        return b"[" + b",".join(self.parts) + b"]\n"
+
+    def events(self) -> list[tuple[Any, bytes]]:
+        """The parts as an event stream's messages (`_sse`): each is one line of JSON."""
+        return [(_GATHERED, part + b"\n") for part in self.parts]
+
+
+_GATHERED = object()  # an answer of a batch held as its bytes only (`BatchAnswers.events`)
 
 
 def _subscription_id(message: dict[str, Any]) -> Any:
