@@ -513,3 +513,62 @@ def test_a_batch_that_turns_into_an_event_stream_sends_what_it_gathered_first(mo
     assert events[:2] == full_events[:2]
     assert events[2] == _upstream_bytes_with(script[1], 3, 2)
     assert _values(streamed[1], True) == _values(full[1], True)
+
+
+def _reads_nothing_then_leaves(rig: Rig) -> Any:
+    """40 calls in one POST made an event stream by a server request; the host reads the stream's start and nothing
+    more while the 40 answers (32 KiB each) come, then leaves: the backpressure's state then, and once it left."""
+
+    async def scenario() -> tuple[tuple[int, bool], tuple[int, bool], bool]:
+        session = await rig.open()
+        upstream = rig.front.pool.sessions[session].upstream
+        assert isinstance(upstream, ScriptUpstream)
+        pressure = upstream.core.pressure
+        pressure.high_water, pressure.low_water = 256 * 1024, 64 * 1024
+        calls = [_call(1, 0, ping=True, hold=True)] + [_call(n, 0, hold=True) for n in range(2, 41)]
+        body = json.dumps(calls).encode()
+        headers = [(b"host", b"127.0.0.1:1"), (b"content-type", b"application/json")]
+        headers += [(b"mcp-session-id", session.encode()), (b"accept", b"application/json, text/event-stream")]
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "client": ("127.0.0.1", 5)}
+        parts = [{"type": "http.request", "body": body, "more_body": False}]
+        gone = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if parts:
+                return parts.pop()
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        streamed: list[bytes] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                streamed.append(message["body"])
+                await gone.wait()  # the host reads nothing after the stream's first event
+
+        post = asyncio.ensure_future(rig.front.app(scope, receive, send))
+        while len(upstream.held) < len(calls):
+            await asyncio.sleep(0)
+        while not streamed:  # the server request first: the POST is an event stream
+            await asyncio.sleep(0)
+        assert b'"method":"ping"' in streamed[0]
+        upstream.release()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        unread = (pressure.total, pressure.paused)
+        gone.set()
+        await asyncio.wait_for(post, 5)
+        return unread, (pressure.total, pressure.paused), post.done()
+
+    return scenario()
+
+
+def test_spliced_answers_a_host_does_not_read_hold_the_upstream_until_it_leaves(monkeypatch, raw_sends) -> None:
+    """Each spliced frame counts in full as unsent: above the high-water mark the upstream is not read, and a host
+    that leaves lets what waited for it go (the count back to nothing, the upstream read again)."""
+    (spliced, _), (full, _) = _both(monkeypatch, [BIG], _reads_nothing_then_leaves)
+    assert len(raw_sends) == 40
+    (unsent, paused), after, ended = spliced
+    assert paused and unsent >= 39 * len(BIG_TEXT)  # the first is in the host's hands, the rest wait
+    assert after == (0, False) and ended
+    assert spliced == full  # the full path's frames are the same bytes here: counted alike
