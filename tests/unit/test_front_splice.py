@@ -572,3 +572,24 @@ def test_spliced_answers_a_host_does_not_read_hold_the_upstream_until_it_leaves(
     assert paused and unsent >= 39 * len(BIG_TEXT)  # the first is in the host's hands, the rest wait
     assert after == (0, False) and ended
     assert spliced == full  # the full path's frames are the same bytes here: counted alike
+
+
+def test_a_batch_past_its_cap_that_turns_into_an_event_stream_keeps_the_caps_errors(monkeypatch) -> None:
+    """What a batch gathered past the body's cap was never held: when a server request then makes the POST an event
+    stream, those answers are the array's errors, and what comes after is streamed whole."""
+
+    async def scenario(rig: Rig) -> tuple[str, bytes]:
+        rig.front.max_body_bytes = BATCH_CAP
+        session = await rig.open()
+        calls = [_call(1, 0), _call(2, 0), _call(3, 0, ping=True)]
+        status, headers, body = await _post(rig.front, cast(Any, calls), session)
+        assert status == 200
+        return headers["content-type"], body
+
+    (streamed, _), (full, _) = _both(monkeypatch, [BIG], scenario)
+    assert streamed == full and streamed[0] == "text/event-stream"
+    events = [orjson.loads(e) for e in _events(streamed[1])]
+    assert [e.get("id") for e in events] == [1, 2, "up-ping", 3]
+    assert len(events[0]["result"]["content"][0]["text"]) == len(BIG_TEXT)
+    assert "max_body_mb" in events[1]["error"]["message"] and events[2]["method"] == "ping"
+    assert len(events[3]["result"]["content"][0]["text"]) == len(BIG_TEXT)
