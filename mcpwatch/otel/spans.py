@@ -280,7 +280,7 @@ class SpanBuilder:
                 method = output[2]["mcp.method.name"]
                 slot = levels.get(method)  # type: ignore[arg-type]  # the level's attribute is its method
                 if slot is None:
-                    levels[method] = [len(measures), output[1]]  # type: ignore[index]
+                    levels[method] = [len(measures), output[1]]  # type: ignore[index]  # the method is the text just read
                     measures.append(None)
                 else:
                     slot[1] += output[1]
