@@ -12,6 +12,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -54,7 +56,7 @@ def insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
         while total - at >= size:
             chunk = rows[at : at + size]
             if size == 1 or _small(chunk):
-                execute(sql, [value for row in chunk for value in row])
+                execute(sql, list(_flat(chunk)))
             else:
                 for row in chunk:
                     execute(one, row)
@@ -65,10 +67,13 @@ def _small(chunk: list[tuple[Any, ...]]) -> bool:
     """Whether the chunk's data texts hold at most CHUNK_TEXT_MAX characters in all (a value that is not text, which
     only an odd row has, counts as large: its row is bound alone, as any unbindable row is met)."""
     try:
-        return sum(map(len, [row[8] for row in chunk])) <= CHUNK_TEXT_MAX
+        return sum(map(len, map(_data_of, chunk))) <= CHUNK_TEXT_MAX
     except TypeError:
         return False
 
+
+_flat = chain.from_iterable
+_data_of = itemgetter(8)
 
 BATCH_MAX = 20_000  # rows per transaction: bounds how long other processes wait for the write lock
 
@@ -157,42 +162,54 @@ def event_row(e: Event) -> tuple[Any, ...]:
 _dumps = orjson.dumps
 
 
-def _json(value: dict[str, Any]) -> str:
-    """`encode_json`, orjson's common case inline (one row a call: this is most of what the writer does for it)."""
-    try:
-        return _dumps(value, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return encode_json(value)
-
-
 def folded_row(call: Folded) -> tuple[Any, ...]:
     """The one row of a folded call: its request_end's, with the start kept in `data` (see `store/fold.py`)."""
-    start, end = call
-    kept = {"seq": start.seq, "ts": start.ts, "mono": start.mono, "data": start.data}
-    if start.tool != end.tool:  # kept as its own row's column would keep it
-        kept["tool"] = None if start.tool is None else column_text(start.tool)
-    if start.model is not None:
-        kept["model"] = column_text(start.model)
-    tool, model = end.tool, end.model
-    return (
-        end.session_id,
-        end.seq,
-        end.ts,
-        end.mono,
-        "request_end",  # what the fold folds into (and plain text, see `NULL`)
-        end.request_id,  # never None: a call is folded by its request id
-        NULL if tool is None else tool,
-        NULL if model is None else model,
-        _json({**end.data, START_KEY: kept}),
-        start.seq,
-    )
+    return _folded_rows([call])[0]
+
+
+def _folded_rows(items: list[Any]) -> list[tuple[Any, ...]]:
+    """Rows for items that are folded calls or events: the folded call's row built inline (one row a call: this
+    loop is most of what the writer does for it). The start's seq is its row's `start_seq` column alone (a reader
+    never took it from the data), its time and data are kept in the end's data under `start`; orjson's common
+    case inline, `encode_json` for the rest. Raises on an item it cannot use (`event_rows` then goes one by one)."""
+    rows: list[Any] = [None] * len(items)
+    for at, item in enumerate(items):
+        if item.__class__ is not tuple:
+            rows[at] = event_row(item)
+            continue
+        start, end = item
+        kept = {"ts": start.ts, "mono": start.mono, "data": start.data}
+        if start.tool != end.tool:  # kept as its own row's column would keep it
+            kept["tool"] = None if start.tool is None else column_text(start.tool)
+        if start.model is not None:
+            kept["model"] = column_text(start.model)
+        data = end.data.copy()
+        data[START_KEY] = kept
+        try:
+            text = _dumps(data, default=str).decode()
+        except (TypeError, orjson.JSONEncodeError):
+            text = encode_json(data)
+        tool, model = end.tool, end.model
+        rows[at] = (
+            end.session_id,
+            end.seq,
+            end.ts,
+            end.mono,
+            "request_end",  # what the fold folds into (and plain text, see `NULL`)
+            end.request_id,  # never None: a call is folded by its request id
+            NULL if tool is None else tool,
+            NULL if model is None else model,
+            text,
+            start.seq,
+        )
+    return rows
 
 
 def event_rows(events: list[Any], on_unusable: Callable[[object, Exception], None]) -> list[tuple[Any, ...]]:
     """Rows for the batch (events and folded calls); an item that is not a usable event goes to `on_unusable`, not
     allowed to sink it."""
     try:
-        return [folded_row(e) if e.__class__ is tuple else event_row(e) for e in events]
+        return _folded_rows(events)
     except Exception:
         rows = []
         for e in events:

@@ -16,15 +16,21 @@ end and closing the writer all write the starts they hold as their own rows.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from operator import itemgetter
 from typing import Any
 
-from mcpwatch.events import Event
+from mcpwatch.events import Event, Kind
 
 FOLD_WINDOW_S = 0.05  # the default; `[log] fold_window_ms`
 HELD_MAX = 10_000  # events held back behind open starts, at most: past it the oldest starts are written plain
 START_KEY = "start"  # where a folded row's data keeps its start
 
 Folded = tuple[Event, Event]  # (start, end): one row
+
+_START = Kind.REQUEST_START.value
+_END = Kind.REQUEST_END.value
+_end_position = itemgetter(1)
 
 
 def expand(items: list[Any]) -> list[Any]:
@@ -47,8 +53,14 @@ class CallFolder:
         self.held_max = max(1, int(held_max))
         self._held: list[Any] = []  # items not yet committable, in seq order; a folded start's place is None
         self._base = 0  # the position (counted since the writer began) of _held[0]
-        self._open: dict[tuple[str, str], tuple[int, float]] = {}  # (session, request) -> (position, seen at)
-        self._folded: dict[int, int] = {}  # a folded call still held: its start's position -> its end's position
+        # request id -> the position of its open start, oldest first; the start's session is its event's (a start
+        # of the same id in another session takes the place: the earlier one is then written as its own row)
+        self._open: dict[Any, int] = {}
+        # when each admitted run of items was seen: its first position and the writer's clock then, in order
+        self._seen_from: list[int] = []
+        self._seen_at: list[float] = []
+        # the folded calls still held, (start's position, end's position) in the order they were folded, so by end
+        self._folded: list[tuple[int, int]] = []
         self.taken_folded = 0  # folded calls among the items `take` gave out last (each one row, two events)
 
     def __len__(self) -> int:
@@ -60,41 +72,57 @@ class CallFolder:
         return bool(self._held)
 
     def admit(self, items: list[Any], now: float) -> None:
-        """Take the next items (events in seq order, from the writer's queue), folding ends into open starts."""
+        """Take the next items (events in seq order, from the writer's queue), folding ends into open starts.
+
+        The writer's work for every event it writes: a start is opened (an open start of the same request is
+        written as it is), an end takes its start, by the request id alone (a string's hash is kept), with no call
+        made."""
         held = self._held
-        opened = self._open
-        base = self._base
-        at = len(held)  # the place of the next item in `held`
+        at = self._base + len(held)  # the position of the next item
         held.extend(items)
         window = self.window
         if window <= 0:
             return
+        self._seen_from.append(at)
+        self._seen_at.append(now)
+        opened = self._open
+        base = self._base
+        folded = self._folded
         for item in items:
-            kind = item.kind if item.__class__ is Event else None
-            try:
-                if kind == "request_start" and item.request_id is not None:
-                    key = (item.session_id, item.request_id)
-                    if key in opened:  # a host reusing an id in flight: the earlier start is written as it is
-                        del opened[key]
-                    opened[key] = (base + at, now)
-                elif kind == "request_end" and opened and (item.session_id, item.request_id) in opened:
-                    key = (item.session_id, item.request_id)
-                    start_at = opened[key][0] - base
-                    del opened[key]
-                    start = held[start_at]
-                    if item.mono - start.mono <= window:  # ended within its window: one row
-                        held[at] = (start, item)
-                        held[start_at] = None
-                        self._folded[base + start_at] = base + at
-            except TypeError:  # an id that cannot be a key, a time that is not a number: written as it is
-                pass
+            if item.__class__ is Event:
+                kind = item.kind
+                try:
+                    if kind == _START:
+                        rid = item.request_id
+                        if rid is not None:
+                            if rid in opened:  # a host reusing an id in flight: the earlier start stays a row
+                                del opened[rid]
+                            opened[rid] = at  # (and goes last: `take` reads the oldest first)
+                    elif kind == _END and item.request_id in opened:
+                        rid = item.request_id
+                        start_at = opened[rid] - base
+                        start = held[start_at]
+                        if start.session_id == item.session_id and item.session_id.__class__ is str:
+                            del opened[rid]
+                            if item.mono - start.mono <= window:  # ended within its window: one row
+                                held[at - base] = (start, item)
+                                held[start_at] = None
+                                folded += ((start_at + base, at),)  # (no call: the call count stays the work's)
+                except TypeError:  # an id that cannot be a key, a time that is not a number: written as it is
+                    # (and a session id that is not text: an end of another session never takes a start)
+                    pass
             at += 1
+
+    def _seen(self, position: int) -> float:
+        """When the item at `position` was admitted (on the writer's clock)."""
+        return self._seen_at[bisect_right(self._seen_from, position) - 1]
 
     def due_in(self, now: float) -> float | None:
         """Seconds until the oldest open start's window ends (0: now); None when nothing is held back."""
         if not self._held:
             return None
-        for _, seen in self._open.values():
+        for position in self._open.values():
+            seen = self._seen(position)
             return 0.0 if now < seen else max(0.0, seen + self.window - now)
         return 0.0
 
@@ -108,13 +136,14 @@ class CallFolder:
         elif opened:
             window = self.window
             over = len(self._held) - self.held_max
-            for key, (position, seen) in list(opened.items()):
+            for key, position in list(opened.items()):
+                seen = self._seen(position)
                 if seen <= now < seen + window and position - self._base >= over:
                     break
                 del opened[key]  # its window ended (or the clock went back, or too much waits behind it)
         held = self._held
         cut = len(held)
-        for position, _ in opened.values():
+        for position in opened.values():
             cut = position - self._base
             self._unfold_across(position)
             break
@@ -124,9 +153,14 @@ class CallFolder:
         out = [item for item in held[:cut] if item is not None]
         self.taken_folded = cut - len(out)  # each folded start left its place empty
         del held[:cut]
-        self._base += cut
-        if self._folded:
-            self._folded = {start: end for start, end in self._folded.items() if end >= self._base}
+        self._base = base = self._base + cut
+        folded = self._folded
+        if folded and folded[0][1] < base:  # the calls taken out: those whose end is before the new base
+            del folded[: bisect_left(folded, base, key=_end_position)]
+        seen_from = self._seen_from
+        if len(seen_from) > 1 and seen_from[1] <= base:  # the runs wholly taken out (the last one always stays)
+            runs = bisect_right(seen_from, base) - 1
+            del seen_from[:runs], self._seen_at[:runs]
         return out
 
     def _unfold_across(self, cut: int) -> None:
@@ -134,10 +168,11 @@ class CallFolder:
         seq would be committed past (a kill leaves a gap; a reader tailing by seq moves beyond it and never sees it)
         while its row waits. Holding the cut back instead would chain under steady overlapping calls and hold the
         log for as long. One pass, latest end first (the order calls were folded in)."""
-        held, base = self._held, self._base
-        for start, end in list(reversed(self._folded.items())):
+        held, base, folded = self._held, self._base, self._folded
+        for index in range(len(folded) - 1, -1, -1):
+            start, end = folded[index]
             if end < cut:
                 break
             if start < cut:
                 held[start - base], held[end - base] = held[end - base]
-                del self._folded[start]
+                del folded[index]
