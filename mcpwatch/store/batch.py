@@ -32,9 +32,9 @@ END_SESSION = "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?"
 
 # Rows go in by statements of CHUNKS rows each (largest first): one statement's program opens the table's and every
 # index's cursor once for all its rows, where one statement a row opens and closes them for each (with its step,
-# reset and halt): about a fifth of the writer's work per plain call. A few fixed sizes keep the prepared
+# reset and halt): about a fifth of the writer's work per plain call. Seven fixed sizes keep the prepared
 # statements few (sqlite3's statement cache holds them).
-CHUNKS = (64, 16, 4, 1)
+CHUNKS = (64, 32, 16, 8, 4, 2, 1)  # a batch's rest below 64 in at most six statements
 _INSERT_MANY = {
     n: INSERT_EVENT.replace(" VALUES (?,?,?,?,?,?,?,?,?,?)", " VALUES " + ",".join(["(?,?,?,?,?,?,?,?,?,?)"] * n))
     for n in CHUNKS

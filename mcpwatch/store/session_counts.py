@@ -68,6 +68,10 @@ SET_MARK = f"""
 INSERT INTO {TABLE} (session_id, events, requests, timeouts, late_drops, last_ts) VALUES ('', ?, 0, 0, 0, NULL)
 ON CONFLICT(session_id) DO UPDATE SET events = max(events, excluded.events)
 """.strip()
+# the mark and the highest event id in one statement (the writer asks both before each batch)
+READ_MARK_AND_TOP = f"SELECT ({READ_MARK}), ({TOP})"
+# the mark moved to the highest event id, read inside the statement (one statement after each batch)
+SET_MARK_TO_TOP = SET_MARK.replace("VALUES ('', ?,", f"VALUES ('', coalesce(({TOP}), 0),")
 UNCOUNTED = AGGREGATE.format(where="WHERE id > ?")
 CATCH_UP = UPSERT.split(" VALUES ", 1)[0] + " " + UNCOUNTED + " " + UPSERT.split("\n", 1)[1]
 
@@ -132,11 +136,10 @@ def uncounted_from(conn: sqlite3.Connection) -> int | None:
     """The first event id the table does not count, when events above its mark exist (written by an mcpwatch
     that keeps no counts); None when the table counts every event (or keeps no mark: a log not upgraded by this
     version, whose table is trusted as it is)."""
-    mark = conn.execute(READ_MARK).fetchone()
-    top = conn.execute(TOP).fetchone()[0]
-    if mark is None or not isinstance(mark[0], int) or not isinstance(top, int) or top <= mark[0]:
+    mark, top = conn.execute(READ_MARK_AND_TOP).fetchone()
+    if not isinstance(mark, int) or not isinstance(top, int) or top <= mark:
         return None
-    return mark[0]
+    return mark
 
 
 def added(counted: tuple[Any, ...] | None, uncounted: list[Any]) -> tuple[Any, ...]:
@@ -159,7 +162,7 @@ def catch_up(conn: sqlite3.Connection) -> None:
 def add_batch(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     """Inside the batch's transaction, after its rows are inserted (and `catch_up` before them)."""
     conn.executemany(UPSERT, batch_counts(rows))
-    conn.execute(SET_MARK, (conn.execute(TOP).fetchone()[0] or 0,))
+    conn.execute(SET_MARK_TO_TOP)
 
 
 def create(conn: sqlite3.Connection) -> None:
