@@ -3,7 +3,7 @@ at most `window` seconds (by the events' own times), so the log holds one row wh
 the row back (see `store/unfold.py`), so every reader sees the same event stream whether or not a call was folded.
 
 The folded row is the `request_end` row itself, at the end's place (seq) and with the end's columns; its `data`
-carries the start under the key `start` (`{"seq", "ts", "mono", "data"}`, plus `tool` where it differs from
+carries the start under the key `start` (`{"ts", "mono", "data"}`, plus `tool` where it differs from
 the end's and `model` where the start has one), and its `start_seq` column the start's seq, which the partial
 index `events_by_start` orders, so a reader finds the starts a range of seqs holds without reading the rows after
 it.

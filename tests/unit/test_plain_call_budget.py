@@ -4,10 +4,13 @@ the commit that adds it; raising a budget is a decision its commit explains."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mcpwatch.bench import callcount
 from mcpwatch.bench.callcount import LOOP_BUDGET, WRITER_BUDGET, plain_call_counts
+from mcpwatch.store import EventReader
 from mcpwatch.wrapper.core.plain import PlainCalls
 
 
@@ -55,3 +58,28 @@ def test_the_guard_measures_the_plain_path(monkeypatch: pytest.MonkeyPatch) -> N
     assert plain_call_counts()["loop_calls_per_call"] >= plain + 10
     monkeypatch.setattr(path, "request", lambda self, link, message: False)
     assert plain_call_counts()["loop_calls_per_call"] > LOOP_BUDGET
+
+
+def test_the_writer_guard_sees_work_added_to_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The writer's count is the fold's, the rows' and the counts': a call more a row shows in it.
+    plain = plain_call_counts()["writer_calls_per_call"]
+    original = callcount.batch_counts
+
+    def heavier(rows: list[tuple[object, ...]]) -> list[tuple[object, ...]]:
+        for row in rows:
+            len(row)
+        return original(rows)
+
+    monkeypatch.setattr(callcount, "batch_counts", heavier)
+    assert plain_call_counts()["writer_calls_per_call"] >= plain + 1
+
+
+def test_the_writers_instruction_harness_writes_a_row_a_call(tmp_path: Path) -> None:
+    # What callgrind counts per thread for the writer's instructions a call (`docs/event-log.md`): the calls' rows,
+    # one each, committed into a real log that reads back as their two events each.
+    log = tmp_path / "count.db"
+    assert callcount.writer_work(30, log, per_batch=7) == 30
+    with EventReader(log) as reader:
+        (session,) = reader.sessions()
+        kinds = [event.kind for event in reader.events(session.id)]
+    assert kinds == ["request_start", "request_end"] * 30
