@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpwatch.store.batch import CHUNK_TEXT_MAX, CHUNKS, commit_batch, insert_rows
+from mcpwatch.events import Kind
+from mcpwatch.store.batch import CHUNK_TEXT_MAX, CHUNKS, INSERT_EVENT, commit_batch, insert_rows
 from mcpwatch.store.db import connect_writer
 
 SID = "20260101-000000000-aaaaaa"
@@ -83,3 +84,51 @@ def test_a_chunk_of_large_rows_binds_one_row_at_a_time(conn: sqlite3.Connection)
     got = conn.execute("SELECT seq, length(data) FROM events ORDER BY id").fetchall()
     assert [r[0] for r in got] == list(range(1, len(rows) + 1))
     assert [r[1] for r in got] == [len(str(r[8])) for r in rows]
+
+
+def _folded(count: int, first: int = 1, sid: object = SID) -> list[tuple[object, ...]]:
+    return [
+        (sid, s + 1, 1e9 + s, float(s), "request_end", f"r{s}", "t", math.nan, f'{{"n":{s}}}', s)
+        for s in range(first, first + 2 * count, 2)
+    ]
+
+
+def _stored(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    columns = "session_id, seq, ts, mono, kind, request_id, tool, model, data, start_seq"
+    typed = ", ".join(f"typeof({c})" for c in columns.split(", "))
+    return conn.execute(f"SELECT id, {columns}, {typed} FROM events ORDER BY id").fetchall()
+
+
+FOLDED_CHUNKS = {
+    "folded calls of one session": lambda: _folded(64) + _folded(50, 200),
+    "one with a model": lambda: [*_folded(31), (SID, 99, 1e9, 1.0, "request_end", "m", "t", "a model", "{}", 98)],
+    "two sessions": lambda: _folded(16) + _folded(16, 100, "20260101-000000000-bbbbbb"),
+    "the kind as the enum": lambda: [(*r[:4], Kind.REQUEST_END, *r[5:]) for r in _folded(16)],
+    "another NaN as the model": lambda: [(*r[:7], float("nan"), *r[8:]) for r in _folded(16)],
+    "odd starts' seqs and ids": lambda: [(*r[:5], None, None, r[7], r[8], "7") for r in _folded(8)],
+    "an event among them": lambda: [*_folded(7), *_rows(1, 900)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED_CHUNKS))
+def test_folded_calls_bound_a_column_at_a_time_are_stored_as_a_row_at_a_time(tmp_path: Path, name: str) -> None:
+    # The chunk of one session's folded calls binds its session once and writes the kind and the model in the
+    # statement (`batch._FOLDED_CALLS`): what it stores is what the row-by-row statement stores, value and type.
+    rows = FOLDED_CHUNKS[name]()
+    stored = []
+    for path, insert in (("chunked", insert_rows), ("one by one", _one_by_one)):
+        conn = connect_writer(tmp_path / f"{path}.db")
+        for sid in {r[0] for r in rows}:
+            conn.execute(
+                "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)",
+                (sid, "x", "u", 1, 1e9, "0", "{}"),
+            )
+        insert(conn, rows)
+        stored.append(_stored(conn))
+        conn.close()
+    assert stored[0] == stored[1] and len(stored[0]) == len(rows)
+
+
+def _one_by_one(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    for row in rows:
+        conn.execute(INSERT_EVENT, row)
