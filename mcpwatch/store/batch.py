@@ -44,7 +44,8 @@ _INSERT_MANY = {
 def _folded_calls_sql(n: int) -> str:
     """The insert of n folded calls' rows of one session (no model): the session bound once, the kind and the model
     written in the statement, each other column's n values bound as one run (a column after another, so the values
-    are the rows' columns sliced, not rows taken apart): three texts fewer bound a row, of five."""
+    are the rows' columns sliced, not rows taken apart): of a row's five texts and ten values, two texts and a value
+    fewer bound, each text bound being a copy SQLite makes."""
     per_column = (1, 2, 3, 5, 6, 8, 9)  # seq, ts, mono, request_id, tool, data, start_seq: bound a row each
     rows = []
     for i in range(n):
