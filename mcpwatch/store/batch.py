@@ -57,13 +57,18 @@ def _folded_calls_sql(n: int) -> str:
 _FOLDED_CALLS = {n: _folded_calls_sql(n) for n in CHUNKS if n > 1}
 
 
-def _folded_calls_values(flat: list[Any], n: int) -> list[Any] | None:
-    """What `_FOLDED_CALLS[n]` binds for the rows whose values `flat` holds (a row's ten after another), when they
-    are n rows of one session, each a request_end with no model (the writer's batch of plain calls); None else."""
-    session = flat[0]
-    if flat[0::10].count(session) != n or flat[4::10].count("request_end") != n or flat[7::10].count(NULL) != n:
+def _folded_calls_values(chunk: list[tuple[Any, ...]]) -> list[Any] | None:
+    """What `_FOLDED_CALLS[n]` binds for a chunk of n rows, when they are rows of ten values of one session, each a
+    request_end with no model (the writer's batch of plain calls); None else. The chunk is read a column at a time
+    (`zip`), so no row is taken apart in Python."""
+    n = len(chunk)
+    columns = list(zip(*chunk, strict=False))
+    if len(columns) != 10 or sum(map(len, chunk)) != 10 * n:  # a row of another width: bound as it is
         return None
-    return [session, *flat[1::10], *flat[2::10], *flat[3::10], *flat[5::10], *flat[6::10], *flat[8::10], *flat[9::10]]
+    session = columns[0][0]
+    if columns[0].count(session) != n or columns[4].count("request_end") != n or columns[7].count(NULL) != n:
+        return None
+    return [session, *columns[1], *columns[2], *columns[3], *columns[5], *columns[6], *columns[8], *columns[9]]
 
 
 # SQLite copies every text a statement binds until the statement is reset: a chunk whose data texts hold more than
@@ -83,10 +88,9 @@ def insert_rows(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
             if size == 1:
                 execute(sql, chunk[0])
             elif _small(chunk):
-                flat = list(_flat(chunk))
-                folded = _folded_calls_values(flat, size) if len(flat) == 10 * size else None
+                folded = _folded_calls_values(chunk)
                 if folded is None:
-                    execute(sql, flat)
+                    execute(sql, list(_flat(chunk)))
                 else:
                     execute(_FOLDED_CALLS[size], folded)
             else:
