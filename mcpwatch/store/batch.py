@@ -62,8 +62,11 @@ def _folded_calls_values(chunk: list[tuple[Any, ...]]) -> list[Any] | None:
     request_end with no model (the writer's batch of plain calls); None else. The chunk is read a column at a time
     (`zip`), so no row is taken apart in Python."""
     n = len(chunk)
-    columns = list(zip(*chunk, strict=False))
-    if len(columns) != 10 or sum(map(len, chunk)) != 10 * n:  # a row of another width: bound as it is
+    try:
+        columns = list(zip(*chunk, strict=True))
+    except ValueError:  # rows of different widths: bound as they are
+        return None
+    if len(columns) != 10:
         return None
     session = columns[0][0]
     if columns[0].count(session) != n or columns[4].count("request_end") != n or columns[7].count(NULL) != n:

@@ -129,8 +129,11 @@ def _folded_calls(rows: list[tuple[Any, ...]]) -> tuple[Any, ...] | None:
     numbers and whose data is text never mentioning a deadline (the writer's batch of plain calls): counted by
     C-level passes over the columns (`zip`), no Python step a row. None for any other batch."""
     n = len(rows)
-    columns = list(zip(*rows, strict=False))
-    if not n or len(columns) != 10 or sum(map(len, rows)) != 10 * n:
+    try:
+        columns = list(zip(*rows, strict=True))
+    except ValueError:  # rows of different widths
+        return None
+    if not n or len(columns) != 10:
         return None
     sessions, ts, kinds, data, start_seqs = columns[0], columns[2], columns[4], columns[8], columns[9]
     if sessions.count(sessions[0]) != n or kinds.count("request_end") != n:
