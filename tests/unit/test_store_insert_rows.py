@@ -132,3 +132,16 @@ def test_folded_calls_bound_a_column_at_a_time_are_stored_as_a_row_at_a_time(tmp
 def _one_by_one(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
     for row in rows:
         conn.execute(INSERT_EVENT, row)
+
+
+def test_folded_calls_with_a_host_id_sqlite_cannot_take_are_stored_once(conn: sqlite3.Connection) -> None:
+    # A host's request id with a lone surrogate (legal JSON) sinks the folded calls' chunk as it sank a row: the batch
+    # is undone and stored once, the surrogate replaced, every row of it in order.
+    rows = _folded(20)
+    rows[13] = (*rows[13][:5], "r\ud800", *rows[13][6:])
+    errors: list[BaseException] = []
+    error = commit_batch(conn, threading.Lock(), rows, [], write_attempts=1, busy_attempts=1, note_error=errors.append)
+    assert error is None and not errors
+    got = conn.execute("SELECT seq, request_id, start_seq FROM events ORDER BY id").fetchall()
+    assert [(seq, start) for seq, _, start in got] == [(s + 1, s) for s in range(1, 41, 2)]
+    assert got[13][1] == "r?" and got[12][1] == "r25"  # as `coerce_row` makes it, the batch's odd text
