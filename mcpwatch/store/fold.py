@@ -28,8 +28,9 @@ START_KEY = "start"  # where a folded row's data keeps its start
 
 Folded = tuple[Event, Event]  # (start, end): one row
 
-_START = Kind.REQUEST_START.value
-_END = Kind.REQUEST_END.value
+_START_KIND, _END_KIND = Kind.REQUEST_START, Kind.REQUEST_END  # what the wrapper emits: told apart by identity
+_START = _START_KIND.value  # … and what another emitter may give: by value
+_END = _END_KIND.value
 _end_position = itemgetter(1)
 
 
@@ -92,13 +93,13 @@ class CallFolder:
             if item.__class__ is Event:
                 kind = item.kind
                 try:
-                    if kind == _START:
+                    if kind is _START_KIND or (kind is not _END_KIND and kind == _START):  # the enum's own first
                         rid = item.request_id
                         if rid is not None:
                             if rid in opened:  # a host reusing an id in flight: the earlier start stays a row
                                 del opened[rid]
                             opened[rid] = at  # (and goes last: `take` reads the oldest first)
-                    elif kind == _END and item.request_id in opened:
+                    elif (kind is _END_KIND or kind == _END) and item.request_id in opened:
                         rid = item.request_id
                         start_at = opened[rid] - base
                         start = held[start_at]

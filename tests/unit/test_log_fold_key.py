@@ -106,3 +106,16 @@ def test_a_folded_row_written_with_its_starts_seq_in_the_data_reads_alike(tmp_pa
             conn.execute("UPDATE events SET data = ? WHERE id = ?", (json.dumps(decoded), row_id))
     with EventReader(log) as reader:
         assert [_plain(e) for e in reader.events(events["a"][0].session_id)] == before
+
+
+def test_kinds_given_as_text_fold_as_the_wrappers_own_kinds_do() -> None:
+    # The wrapper's events carry `Kind` members (told apart by identity); events read back or made elsewhere carry
+    # the kind's text, and fold all the same.
+    as_text = [_start("a", 1, "r"), _end("a", 2, "r")]
+    for event in as_text:
+        event.kind = str(event.kind.value) if isinstance(event.kind, Kind) else event.kind
+    folder = CallFolder(window=1.0)
+    folder.admit([*as_text, _start("a", 3, "s"), _end("a", 4, "s")], now=0.0)
+    out = folder.take(now=0.0, everything=True)
+    assert [item.__class__ is tuple for item in out] == [True, True]
+    assert out[0][0].kind.__class__ is str and out[1][0].kind is Kind.REQUEST_START
