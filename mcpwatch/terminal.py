@@ -11,6 +11,7 @@ keeping only its own line ends and tabs.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, TextIO
 
 # bidi and line-breaking controls, and lone surrogates (legal in JSON text, not encodable as UTF-8)
@@ -33,6 +34,13 @@ def safe(text: Any) -> str:
 def safe_lines(text: str) -> str:
     """Multi-line output: as `safe`, but line ends (LF, CR LF) and tabs stay what they are."""
     return _CONTROL_BUT_LINES.sub(_visible, text)
+
+
+def say_line(text: str) -> None:
+    """One line on stderr in one write. A wrapper's threads (the loop, the log writer, the exporters) all say things,
+    and `print` writes a line's text and its end apart: two threads' lines could run together into one."""
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
 
 
 class SafeStream:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import math
 import socket
-import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.httpserve.guard import FrontGuard, new_front_token
 from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
 from mcpwatch.prometheus.fold import MetricFold
+from mcpwatch.terminal import say_line
 
 PATH = "/metrics"
 MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s
@@ -218,4 +218,4 @@ async def start_metrics(
 
 
 def say(message: str) -> None:
-    print(f"mcpwatch: {message}", file=sys.stderr, flush=True)
+    say_line(f"mcpwatch: {message}")

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from mcpwatch.httpserve.bounds import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
-from mcpwatch.terminal import safe_lines
+from mcpwatch.terminal import safe_lines, say_line
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
 from mcpwatch.wrapper.core.pump import WrapperCore
@@ -89,7 +88,7 @@ def startup_line(options: WrapOptions, log_path: Path | None) -> str:
 
 
 def warn(message: str) -> None:
-    print(f"mcpwatch: warning: {safe_lines(message)}", file=sys.stderr, flush=True)
+    say_line(f"mcpwatch: warning: {safe_lines(message)}")
 
 
 INSTALL_OTEL = "pip install 'mcpwatch[otel]'"
@@ -143,7 +142,7 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
     token = options.front_token
     if token is None and options.allow_remote:
         token = new_front_token()
-        print(f"mcpwatch: hosts must send the header 'Authorization: Bearer {token}'", file=sys.stderr, flush=True)
+        say_line(f"mcpwatch: hosts must send the header 'Authorization: Bearer {token}'")
     if options.token_file and not token_file_is_private(options.token_file):
         on_warning(f"--token-file {options.token_file} can be read by other users (chmod 600 it)")
     limits = within_descriptors(timed_limits(settings, max_head_bytes=settings.max_header_kb * 1024), share=1 / 2)
@@ -152,7 +151,7 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
 
 
 def note(message: str) -> None:
-    print(f"mcpwatch: {safe_lines(message)}", file=sys.stderr, flush=True)
+    say_line(f"mcpwatch: {safe_lines(message)}")
 
 
 EXIT_WAIT_S = 3.0  # at exit, what the export and the log may take together before the wrapper goes anyway
@@ -582,7 +581,7 @@ class _Wrapper:
         if self.state_problem is None:
             _register(entry)
         log_path = None if self.writer is None else self.log_path
-        print(safe_lines(startup_line(options, log_path)), file=sys.stderr, flush=True)
+        say_line(safe_lines(startup_line(options, log_path)))
 
     def on_signal(self, signum: int, stop: asyncio.Event) -> None:
         self.stop_reason = f"received {signal.Signals(signum).name}"

@@ -14,13 +14,13 @@ import contextlib
 import os
 import shutil
 import signal
-import sys
 from collections import deque
 from typing import Any
 
 from mcpwatch.config import Settings
 from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.backoff import Backoff, Reconnect
+from mcpwatch.terminal import say_line
 from mcpwatch.wrapper.core.port import UpstreamPort, retrieve_exception
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.framing.lines import LineSplitter
@@ -316,4 +316,4 @@ class StdioUpstream:
             if self._stopped.is_set():
                 break
         if not self._stopped.is_set():
-            print("mcpwatch: the upstream did not stop", file=sys.stderr)
+            say_line("mcpwatch: the upstream did not stop")
