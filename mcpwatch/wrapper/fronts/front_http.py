@@ -65,6 +65,27 @@ class _Stream:
                 self.queue.put_nowait(None)
 
 
+ID_IN_FLIGHT = (
+    "Invalid Request: this id is already used by a request of this session still waiting for its answer; give each "
+    "request in flight an id of its own (nothing was forwarded)"
+)
+
+
+def _reused_id(requests: list[dict[str, Any]], session: HttpSession) -> Any:
+    """The first request id this POST shares with a request of its session still waiting for its answer, or with
+    another of its own requests; None when every id is its own. Answers find their POST by id: two requests in flight
+    under one id would each be sent the other's answer when the upstream answers them the other way round."""
+    seen: set[Any] = set()
+    for stream in session.streams:
+        seen.update(stream.request_ids)
+    for request in requests:
+        key = frames.id_key(request["id"])
+        if key in seen:
+            return request["id"]
+        seen.add(key)
+    return None
+
+
 class HttpSession:
     """A host session: the link its core answers through."""
 
@@ -128,6 +149,13 @@ class HttpSession:
                     stream.queue.put_nowait(None)
                 return True
         return False
+
+    def release_cancelled(self, items: list[dict[str, Any]]) -> None:
+        """The host cancelled these requests (`notifications/cancelled` among `items`): their POSTs owe no answer."""
+        for item in items:
+            if item.get("method") == "notifications/cancelled" and isinstance(item.get("params"), dict):
+                for stream in list(self.streams):
+                    stream.release(item["params"].get("requestId"))
 
     def end_streams(self, *, shutdown: bool = False) -> None:
         """End every open stream: cleanly when only the session ends, with 503 when the wrapper stops."""
@@ -313,10 +341,7 @@ class HttpFront:
             )
             return
         self.pool.touch(session.entry)
-        for item in items:
-            if item.get("method") == "notifications/cancelled" and isinstance(item.get("params"), dict):
-                for open_stream in list(session.streams):
-                    open_stream.release(item["params"].get("requestId"))
+        session.release_cancelled(items)
         requests = [i for i in items if frames.kind_of(i) == frames.REQUEST]
         extra = {SESSION_HEADER: session.session_id} if session.session_id else {}
         port = session.port
@@ -324,6 +349,10 @@ class HttpFront:
             for item in items:
                 port.host_message(session, item)
             await _plain(send, 202, "", extra)
+            return
+        reused = _reused_id(requests, session)
+        if reused is not None:
+            await respond_json(send, 400, frames.error_response(reused, frames.INVALID_REQUEST, ID_IN_FLIGHT))
             return
         tokens = {_progress_token(i) for i in requests} - {None, _BAD_TOKEN}
         stream = _Stream({frames.id_key(i["id"]) for i in requests}, tokens, session.port.pressure)
