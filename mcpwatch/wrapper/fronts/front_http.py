@@ -25,6 +25,7 @@ from mcpwatch.wire import SUBSCRIPTION_ID_META, modern_version
 from mcpwatch.wrapper.core.port import HostPort
 from mcpwatch.wrapper.core.pressure import Backpressure, HostQueue
 from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.framing.batch_answers import BatchAnswers
 from mcpwatch.wrapper.framing.json_reply import respond_json
 from mcpwatch.wrapper.fronts.front_sessions import HostSession, SessionPool
 from mcpwatch.wrapper.tasks.owners import LOCAL, token_principal
@@ -397,7 +398,7 @@ class HttpFront:
         (progress, a server request), an event stream instead: the answers gathered so far, then everything else.
         Until then the answers wait outside the stream's queue, so only what the array can carry is held
         (`BatchAnswers`), never the answers themselves."""
-        gathered = BatchAnswers(self.max_body_bytes)
+        gathered = BatchAnswers(self.max_body_bytes, "[front] max_body_mb")
         message, frame = first
         while message is not None and "method" not in message:
             gathered.add(message)
@@ -406,7 +407,7 @@ class HttpFront:
             headers = [(k.encode(), v.encode()) for k, v in extra.items()]
             await respond(send, 200, gathered.body(), b"application/json", headers)
         else:
-            await _sse(send, stream.queue, extra, [*gathered.events(), (message, frame)])
+            await _sse(send, stream.queue, extra, [*((_GATHERED, line) for line in gathered.lines()), (message, frame)])
 
     async def _on_disconnect(self, session: HttpSession, stream: _Stream, receive: Any, *, cancel: bool) -> None:
         """The host closed its POST before every answer went out: the answers it still waits for, or that wait in
@@ -457,40 +458,7 @@ def _client(scope: dict[str, Any]) -> str:
     return f"{client[0]}:{client[1]}" if isinstance(client, list | tuple) and len(client) == 2 else ""
 
 
-class BatchAnswers:
-    """A batch's answers gathered for one JSON array of at most `cap` bytes (as a body may be), each as it will be
-    sent: its encoding while the array has room, else an error saying so. Answers served from memory (an offered
-    task's result, once per `tasks/result` of it) would otherwise make a small body's answer any size, and a batch of
-    many large answers would hold them all until its last; past the cap an answer is not even encoded."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.parts: list[bytes] = []
-        self.total = 2  # the brackets
-
-    def add(self, answer: dict[str, Any]) -> None:
-        if self.total <= self.cap:
-            encoded = frames.encode(answer)[:-1]  # without its newline
-            if self.total + len(encoded) + 1 <= self.cap:
-                self.parts.append(encoded)
-                self.total += len(encoded) + 1
-                return
-            self.total = self.cap + 1  # the rest are not encoded at all
-        text = (
-            f"the batch's answers passed {self.cap / 1048576:g} MiB ([front] max_body_mb), so this one was left out; "
-            "send fewer requests in one batch"
-        )
-        self.parts.append(frames.encode(frames.error_response(answer.get("id"), frames.INTERNAL_ERROR, text))[:-1])
-
-    def body(self) -> bytes:
-        return b"[" + b",".join(self.parts) + b"]\n"
-
-    def events(self) -> list[tuple[Any, bytes]]:
-        """The parts as an event stream's messages (`_sse`): each is one line of JSON."""
-        return [(_GATHERED, part + b"\n") for part in self.parts]
-
-
-_GATHERED = object()  # an answer of a batch held as its bytes only (`BatchAnswers.events`)
+_GATHERED = object()  # an answer of a batch held as its bytes only (`BatchAnswers.lines`)
 
 
 def _subscription_id(message: dict[str, Any]) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 from mcpwatch.wrapper.core.port import HostPort
 from mcpwatch.wrapper.core.pressure import LOW_WATER_BYTES, Outbox
 from mcpwatch.wrapper.framing import frames
+from mcpwatch.wrapper.framing.batch_answers import BatchAnswers
 from mcpwatch.wrapper.framing.lines import LineSplitter
 
 
@@ -96,7 +97,7 @@ class StdioFront:
                     batch.take(key, message)
                     if batch.complete:
                         self._batches.remove(batch)
-                        self._write(frames.encode(batch.answers))
+                        self._write(batch.answers.body())
                     return
         self._write(frames.encode(message), message)
 
@@ -202,7 +203,7 @@ class StdioFront:
             except ValueError:
                 items = None
             if isinstance(items, list) and items:
-                batch = _Batch(items)
+                batch = _Batch(items, self.core.frame_limit())
                 if not batch.complete:
                     self._batches.append(batch)
                 for item in items:
@@ -219,7 +220,7 @@ class StdioFront:
 class _Batch:
     """The answers a batch is owed (one per request, and one per invalid item, as JSON-RPC says) and those in."""
 
-    def __init__(self, items: list[Any]) -> None:
+    def __init__(self, items: list[Any], frame_limit: int) -> None:
         self.expected: Counter[Any] = Counter()
         for item in items:
             kind = frames.kind_of(item)
@@ -229,12 +230,12 @@ class _Batch:
                 request_id = item.get("id") if isinstance(item, dict) else None
                 self.expected[frames.id_key(request_id if frames.valid_id(request_id) else None)] += 1
         self.missing = sum(self.expected.values())
-        self.answers: list[dict[str, Any]] = []
+        self.answers = BatchAnswers(frame_limit, "[limits] max_frame_mb")  # one line a host reads: one frame
 
     def take(self, key: Any, message: dict[str, Any]) -> None:
         self.expected[key] -= 1
         self.missing -= 1
-        self.answers.append(message)
+        self.answers.add(message)
 
     @property
     def complete(self) -> bool:
