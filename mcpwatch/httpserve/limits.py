@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from mcpwatch.httpserve.bounds import ConnectionLimits as ConnectionLimits
+from mcpwatch.httpserve.bounds import ConnectionLimits
 
 RECHECK_S = 1.0  # while reading is paused by us (the app has not taken the body yet), the rate is not the client's
 

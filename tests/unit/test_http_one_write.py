@@ -13,7 +13,8 @@ from uvicorn.config import Config
 from uvicorn.server import ServerState
 
 from mcpwatch.httpserve.asgi import respond
-from mcpwatch.httpserve.limits import ConnectionLimits, limited_protocol
+from mcpwatch.httpserve.bounds import ConnectionLimits
+from mcpwatch.httpserve.limits import limited_protocol
 
 
 async def _answer(scope: Any, receive: Any, send: Any) -> None:

@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
-from mcpwatch.httpserve.limits import ConnectionLimits
+from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.ports import free_port
 
 

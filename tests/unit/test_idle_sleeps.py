@@ -16,7 +16,7 @@ from writer_wake import CountingWake, warning
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
 from mcpwatch.httpserve.asgi import quiet_server, respond, stop_server
-from mcpwatch.httpserve.limits import ConnectionLimits
+from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.ports import free_port
 from mcpwatch.store import EventReader, EventWriter
 

@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from mcpwatch.errors import UserError
 from mcpwatch.httpserve.asgi import quiet_server, respond
+from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.httpserve.guard import FrontGuard
-from mcpwatch.httpserve.limits import ConnectionLimits
 from mcpwatch.wire import SUBSCRIPTION_ID_META, modern_version
 from mcpwatch.wrapper.core.port import HostPort
 from mcpwatch.wrapper.core.pressure import Backpressure, HostQueue
