@@ -25,8 +25,8 @@ _FLAGS_REMOTE_PARENT = b"\x85\x01" + struct.pack("<I", 0x300)  # HAS_IS_REMOTE |
 _STATUS_UNSET = b"\x7a\x00"  # status (15): an empty Status, as the SDK sends for an unset one
 _STATUS_ERROR_CODE = b"\x18\x02"  # Status.code (3) = STATUS_CODE_ERROR
 _fixed64 = struct.Struct("<Q").pack
-fromhex = bytes.fromhex
 _double = struct.Struct("<d").pack
+_fromhex = bytes.fromhex  # bound once: read for every plain span's two ids (`SpanEncoder._plain_field`)
 
 
 _ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # every length under 128: most fields of a span
@@ -64,9 +64,9 @@ def utf8_text(text: str) -> str:
 
 
 def _id(hex_id: str, size: int) -> bytes:
-    """A trace or span id's bytes: `fromhex` for the usual lowercase hex of its size, else as an int (as before)."""
+    """A trace or span id's bytes: the usual hex of its size as it is, any other (a shorter one) read as a number."""
     try:
-        raw = bytes.fromhex(hex_id)
+        raw = _fromhex(hex_id)
     except ValueError:
         raw = b""
     return raw if len(raw) == size else int(hex_id, 16).to_bytes(size, "big")
@@ -225,7 +225,7 @@ class SpanEncoder:
         name, head, middle = shape.encoded or self._shape(shape)
         parent = span.parent_span_id
         try:  # `_id`, inline for the usual ids
-            trace_id, span_id = fromhex(span.trace_id), fromhex(span.span_id)
+            trace_id, span_id = _fromhex(span.trace_id), _fromhex(span.span_id)
         except ValueError:
             trace_id = span_id = b""
         if len(trace_id) != 16 or len(span_id) != 8:
