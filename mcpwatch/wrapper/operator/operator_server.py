@@ -330,9 +330,9 @@ class OperatorServer:
     """Runs the operator app with uvicorn on the wrapper's own loop, on 127.0.0.1.
 
     The socket listens from `start` (its address goes in the registry at once), but uvicorn is imported and started
-    only when the first client connects: most wrappers are never looked at, and uvicorn was a third of what a stdio
-    wrapper imported before answering its host. The first client's connection waits in the socket's backlog until
-    then; every request is answered as before."""
+    only when the first client connects: most wrappers are never looked at, and uvicorn would be a third of what a
+    stdio wrapper imports before answering its host. The first client's connection waits in the socket's backlog
+    until then, and every request is answered as if uvicorn had listened from the start."""
 
     def __init__(self, app: ASGIApp, port: int = 0, limits: ConnectionLimits | None = None) -> None:
         self._app = app
