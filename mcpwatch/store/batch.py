@@ -21,7 +21,7 @@ import orjson
 from mcpwatch.events import Event, Kind
 from mcpwatch.store.db import immediate, is_busy
 from mcpwatch.store.encoding import NULL, coerce_row, column_text, encode_json
-from mcpwatch.store.fold import START_KEY, Folded
+from mcpwatch.store.fold import START_KEY
 from mcpwatch.store.session_counts import add_batch, catch_up
 
 INSERT_EVENT = (
@@ -201,16 +201,12 @@ def event_row(e: Event) -> tuple[Any, ...]:
 _dumps = orjson.dumps
 
 
-def folded_row(call: Folded) -> tuple[Any, ...]:
-    """The one row of a folded call: its request_end's, with the start kept in `data` (see `store/fold.py`)."""
-    return _folded_rows([call])[0]
-
-
-def _folded_rows(items: list[Any]) -> list[tuple[Any, ...]]:
-    """Rows for items that are folded calls or events: the folded call's row built inline (one row a call: this
-    loop is most of what the writer does for it). The start's seq is its row's `start_seq` column alone (a reader
-    never took it from the data), its time and data are kept in the end's data under `start`; orjson's common
-    case inline, `encode_json` for the rest. Raises on an item it cannot use (`event_rows` then goes one by one)."""
+def _rows_or_raise(items: list[Any]) -> list[tuple[Any, ...]]:
+    """Rows for items that are events or folded calls, raising on an item it cannot use (`event_rows` then goes one
+    by one). A folded call is one row, its request_end's with the start kept in `data` (see `store/fold.py`), built
+    inline: one row a call, so this loop is most of what the writer does for it. The start's seq is its row's
+    `start_seq` column alone (no reader takes it from the data), its time and data are kept in the end's data under
+    `start`; orjson's common case inline, `encode_json` for the rest."""
     rows: list[Any] = [None] * len(items)
     for at, item in enumerate(items):
         if item.__class__ is not tuple:
@@ -248,12 +244,12 @@ def event_rows(events: list[Any], on_unusable: Callable[[object, Exception], Non
     """Rows for the batch (events and folded calls); an item that is not a usable event goes to `on_unusable`, not
     allowed to sink it."""
     try:
-        return _folded_rows(events)
+        return _rows_or_raise(events)
     except Exception:
         rows = []
         for e in events:
             try:
-                rows.append(folded_row(e) if e.__class__ is tuple else event_row(e))
+                rows += _rows_or_raise([e])
             except Exception as exc:
                 on_unusable(e, exc)
         return rows

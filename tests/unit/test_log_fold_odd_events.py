@@ -11,6 +11,7 @@ import pytest
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.store import EventReader, EventWriter
+from mcpwatch.store.batch import event_rows
 from mcpwatch.store.fold import CallFolder, expand
 
 SID = "20260101-000000000-eeeeee"
@@ -74,3 +75,18 @@ def test_a_folded_start_keeps_an_odd_name_as_its_own_row_would(tmp_path: Path, f
             read[window] = next(reader.events(sid))
             assert reader.count_by_kind(sid) == {"request_start": 1, "request_end": 1}
     assert getattr(read[1.0], field) == getattr(read[0.0], field)
+
+
+def test_an_unusable_item_among_folded_calls_costs_only_its_own_row() -> None:
+    """`event_rows` makes a batch's rows at once; an item it cannot use sends it one item at a time, so the folded
+    calls and events beside it keep their rows, in order, and only that item is reported."""
+    folder = CallFolder(window=1.0)
+    folder.admit([*_call(1, "a", 0.0), *_call(3, "b", 0.02)], now=0.0)
+    folded = folder.take(now=0.0, everything=True)
+    assert [type(item) for item in folded] == [tuple, tuple]
+    lone = _call(5, "c", 0.03)[0]
+    reported: list[object] = []
+    rows = event_rows([folded[0], object(), lone, folded[1]], lambda item, exc: reported.append(item))
+    assert [(row[1], row[4]) for row in rows] == [(2, "request_end"), (5, "request_start"), (4, "request_end")]
+    assert (rows[0][9], rows[2][9]) == (1, 3)  # each folded row's start_seq
+    assert len(reported) == 1 and type(reported[0]) is object
