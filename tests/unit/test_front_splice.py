@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import json
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, cast
 
 import orjson
@@ -391,6 +391,31 @@ def test_a_batch_answered_as_one_array_is_encoded_again_and_a_streamed_one_is_sp
     assert _values(streamed[1], True) == _values(full_streamed[1], True)
 
 
+def _post_then_leave(
+    session: str, body: bytes
+) -> tuple[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], asyncio.Event]:
+    """An ASGI POST of `body` on `session` from a host that sends it whole and then leaves: the scope, the
+    `receive` (the body, then `http.disconnect` once the returned event is set) and that event."""
+    headers = [
+        (b"host", b"127.0.0.1:1"),
+        (b"content-type", b"application/json"),
+        (b"mcp-session-id", session.encode()),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "client": ("127.0.0.1", 5)}
+    parts = [{"type": "http.request", "body": body, "more_body": False}]
+    gone = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if parts:
+            return parts.pop()
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    return scope, receive, gone
+
+
 def _host_leaves(rig: Rig) -> Any:
     """The host closes its POST before the upstream answers: the answer cannot reach it, and the log says so."""
 
@@ -398,23 +423,7 @@ def _host_leaves(rig: Rig) -> Any:
         session = await rig.open()
         upstream = rig.front.pool.sessions[session].upstream
         assert isinstance(upstream, ScriptUpstream)
-        body = json.dumps(_call(1, 0, hold=True)).encode()
-        headers = [
-            (b"host", b"127.0.0.1:1"),
-            (b"content-type", b"application/json"),
-            (b"mcp-session-id", session.encode()),
-        ]
-        headers += [(b"accept", b"application/json, text/event-stream"), (b"content-length", str(len(body)).encode())]
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "client": ("127.0.0.1", 5)}
-        parts = [{"type": "http.request", "body": body, "more_body": False}]
-        gone = asyncio.Event()
-
-        async def receive() -> dict[str, Any]:
-            if parts:
-                return parts.pop()
-            await gone.wait()
-            return {"type": "http.disconnect"}
-
+        scope, receive, gone = _post_then_leave(session, json.dumps(_call(1, 0, hold=True)).encode())
         sent: list[bytes] = []
 
         async def send(message: dict[str, Any]) -> None:
@@ -526,19 +535,7 @@ def _reads_nothing_then_leaves(rig: Rig) -> Any:
         pressure = upstream.core.pressure
         pressure.high_water, pressure.low_water = 256 * 1024, 64 * 1024
         calls = [_call(1, 0, ping=True, hold=True)] + [_call(n, 0, hold=True) for n in range(2, 41)]
-        body = json.dumps(calls).encode()
-        headers = [(b"host", b"127.0.0.1:1"), (b"content-type", b"application/json")]
-        headers += [(b"mcp-session-id", session.encode()), (b"accept", b"application/json, text/event-stream")]
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers, "client": ("127.0.0.1", 5)}
-        parts = [{"type": "http.request", "body": body, "more_body": False}]
-        gone = asyncio.Event()
-
-        async def receive() -> dict[str, Any]:
-            if parts:
-                return parts.pop()
-            await gone.wait()
-            return {"type": "http.disconnect"}
-
+        scope, receive, gone = _post_then_leave(session, json.dumps(calls).encode())
         streamed: list[bytes] = []
 
         async def send(message: dict[str, Any]) -> None:
