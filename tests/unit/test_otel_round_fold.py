@@ -42,10 +42,25 @@ def _rounds(events: list[Event], cuts: list[int], at_once: bool, delta: bool) ->
     return seen
 
 
-def _random_session(rng: random.Random, calls: int = 400) -> list[Event]:
-    """Calls open at once, ids reused, odd values, state changing: everything a round may hold."""
+def _started() -> Session:
+    """A stdio wrapper's session, begun."""
     s = Session()
     s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    return s
+
+
+def _plain_calls(calls: int) -> Session:
+    """A session of `calls` plain calls, each ended before the next starts (`r0`, `r1`, …)."""
+    s = _started()
+    for n in range(calls):
+        s.start(f"r{n}", up_id=n)
+        s.end(f"r{n}")
+    return s
+
+
+def _random_session(rng: random.Random, calls: int = 400) -> list[Event]:
+    """Calls open at once, ids reused, odd values, state changing: everything a round may hold."""
+    s = _started()
     open_ids: list[str] = []
     for n in range(calls):
         roll = rng.random()
@@ -88,11 +103,7 @@ def test_rounds_folded_at_once_give_the_same_spans_and_points(seed: int, delta: 
 
 
 def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
-    for n in range(50):
-        s.start(f"r{n}", up_id=n)
-        s.end(f"r{n}")
+    s = _plain_calls(50)
     spans, measures = SpanBuilder(lean=True).fold_round(s.events)
     assert len(spans) == 50 and all(isinstance(span, PlainSpan) for span in spans)
     assert [m.name for m in measures].count("mcpwatch.calls.in_flight") == 1
@@ -107,8 +118,7 @@ UP_IDS = [None, 0, 1, 127, 128, 16383, 16384, 2**40, 2**63 - 1, -1, True]
 def test_a_plain_span_s_field_is_the_full_span_s() -> None:
     """A plain span's field made in one join, whatever a host's id, the upstream's, the parent's or the trace's: the
     full span's bytes."""
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = _started()
     for request_id, up_id, parent, trace_id in itertools.product(
         [*REQUEST_IDS, "x" * 5000], UP_IDS, [None, "00f067aa0ba902b7"], [None, "A" * 32, "1" * 31]
     ):
@@ -138,8 +148,7 @@ def test_a_host_naming_methods_in_megabytes_leaves_nothing_held() -> None:
     import gc
     import tracemalloc
 
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = _started()
     builder = SpanBuilder(lean=True)
     builder.fold_round(s.events)
     tracemalloc.start()
@@ -164,11 +173,7 @@ def test_a_large_batch_parses_as_one_request_holding_every_span() -> None:
     """A batch past 16 KiB (three-byte lengths for its enclosing messages) is still one well-formed request."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
-    for n in range(1000):
-        s.start(f"r{n}", up_id=n)
-        s.end(f"r{n}")
+    s = _plain_calls(1000)
     spans, _ = SpanBuilder(lean=True).fold_round(s.events)
     body = SpanEncoder(RESOURCE, "mcpwatch", "1").request(spans)
     assert len(body) > 1 << 18
@@ -185,11 +190,7 @@ def test_a_second_s_spans_are_one_request_and_heavy_spans_are_bounded_ones() -> 
     many events weigh more, so a request's bytes stay bounded whatever the spans hold."""
     from mcpwatch.otel.exporter import BATCH_MAX, request_chunks
 
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
-    for n in range(3000):
-        s.start(f"r{n}", up_id=n)
-        s.end(f"r{n}")
+    s = _plain_calls(3000)
     for n in range(100):  # each with 64 progress messages of 256 characters: a full span of about 20 KB
         s.start(f"p{n}", up_id=n)
         for k in range(64):
