@@ -26,6 +26,16 @@ from wraptools import SDK_SERVER, first_text
 pytestmark = pytest.mark.anyio
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ask the process to end; kill it if it has not within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 @asynccontextmanager
 async def running(argv: list[str], port: int) -> AsyncIterator[str]:
     proc = subprocess.Popen(argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
@@ -33,12 +43,7 @@ async def running(argv: list[str], port: int) -> AsyncIterator[str]:
         await anyio.to_thread.run_sync(wait_for_port, port, 30)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        _stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +58,7 @@ def server_url() -> Iterator[str]:
         wait_for_port(port, 30)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        _stop(proc)
 
 
 @asynccontextmanager
