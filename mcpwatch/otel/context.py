@@ -51,7 +51,9 @@ def stamp(params: dict[str, Any]) -> dict[str, str]:
 
 def stamp_own(meta: dict[str, Any]) -> dict[str, str]:
     """`stamp` for a request whose `_meta` the wrapper has just made itself (a plain call's: no host `traceparent`):
-    the span's ids drawn as `stamp` draws them, the `traceparent` added to `meta` in place, with no copy."""
+    the span's ids drawn as `stamp` draws them (the span's first, so a seeded run gives the same ids either way), the
+    `traceparent` added to `meta` in place, with no copy. `_random_hex` is written out here, not called: this runs
+    on the loop for every exported plain call (`docs/benchmarks.md`, the loop's extra with export)."""
     span_bits = random.getrandbits(64)
     while not span_bits:  # all-zero ids are invalid
         span_bits = random.getrandbits(64)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Any
 
 import pytest
@@ -89,6 +90,18 @@ def test_without_a_valid_host_traceparent_the_wrapper_starts_the_trace(meta):
     ids = context.stamp(params)
     assert "parent_span_id" not in ids and len(ids["trace_id"]) == 32 and ids["trace_id"] != "0" * 32
     assert params["_meta"]["traceparent"] == f"00-{ids['trace_id']}-{ids['span_id']}-01"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_plain_calls_stamp_draws_the_ids_and_traceparent_the_general_stamp_draws(seed: int) -> None:
+    """`stamp_own` writes `_random_hex` out for the plain call's loop: the same draws, the same `traceparent`."""
+    random.seed(seed)
+    general: dict[str, Any] = {"_meta": {"progressToken": 7}}
+    ids = context.stamp(general)
+    random.seed(seed)
+    own: dict[str, Any] = {"progressToken": 7}
+    assert context.stamp_own(own) == ids
+    assert own == general["_meta"] and list(own) == list(general["_meta"])
 
 
 # ---------------------------------------------------------------------------------------------- events → spans
