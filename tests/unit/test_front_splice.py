@@ -17,14 +17,13 @@ from typing import Any, cast
 
 import orjson
 import pytest
-from test_front_scaling import INIT, SERVER, _post
+from test_front_scaling import INIT, SERVER, EchoUpstream, _post
 from test_plain_path import full_path_only
 from test_plain_splice import CANONICAL, CANONICAL_IDS, DUPLICATE_KEYS, OTHER_ORDERS, UNPROVEN
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.config import Settings
 from mcpwatch.events import Event
-from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.testing.scheduler import ManualScheduler
 from mcpwatch.wrapper.calls.recorder import Recorder
@@ -40,28 +39,18 @@ LONG = b'{"result":{"content":[{"type":"text","text":"' + LONG_TEXT + b'"}]},"js
 LONG_ORJSON = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"' + LONG_TEXT + b'"}]}}'
 
 
-class ScriptUpstream:
+class ScriptUpstream(EchoUpstream):
     """An upstream in memory answering a `tools/call` with the bytes `script[arguments.answer]` (`%d`: its id), as an
     upstream link hands a line to the core; with `arguments.ping`, a server request first (which the front sends on
     the call's POST, so as an event stream); with `arguments.hold`, only when the test releases it."""
 
-    kind = "fake"
     target = "script"
 
     def __init__(self, core: WrapperCore, script: list[bytes]) -> None:
-        self.core = core
+        super().__init__(core)
         self.script = script
-        self.closed = asyncio.Event()
         self.held: list[bytes] = []
         self.call_ids: list[int] = []
-
-    async def run(self) -> None:
-        self.core.upstream_connecting()
-        await self.core.upstream_started()
-        await self.closed.wait()
-
-    async def close(self) -> None:
-        self.closed.set()
 
     def send(self, message: dict[str, Any]) -> str:
         if "id" not in message or "method" not in message:
@@ -86,9 +75,6 @@ class ScriptUpstream:
         for line in self.held:
             self.core.upstream_frame(line)
         self.held.clear()
-
-    def describe(self) -> UpstreamDetail:
-        return {"unsent_bytes": 0}
 
     def pause_reading(self) -> None:
         """Nothing to stop reading: its answers are already in memory."""
