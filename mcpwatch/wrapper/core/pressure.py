@@ -197,8 +197,9 @@ class HostQueue:
     def put_nowait(self, message: Any, frame: bytes | None = None) -> None:
         """Queue `message` encoded once here (the stream sends these bytes, `take`), or as `frame` when it is
         already encoded (a plain call's answer in the upstream's bytes, `HttpSession.send_raw`)."""
-        data = frame if frame is not None else b"" if message is None else frames.encode(message)
-        if self._outbox.push(message, data):
+        if frame is None:
+            frame = b"" if message is None else frames.encode(message)  # None: the end of the stream, no bytes
+        if self._outbox.push(message, frame):
             self._pressure.note_coalesced()
         self._pressure.set_unsent(self, self._outbox.bytes)
         waiter = self._waiter
