@@ -428,7 +428,7 @@ def _host_leaves(rig: Rig) -> Any:
     return scenario()
 
 
-def test_an_answer_after_the_host_left_is_logged_as_not_delivered_as_before(monkeypatch, raw_sends) -> None:
+def test_a_spliced_answer_after_the_host_left_is_logged_as_the_full_path_logs_it(monkeypatch, raw_sends) -> None:
     (spliced, spliced_log), (full, full_log) = _both(monkeypatch, [LONG], _host_leaves)
     assert len(raw_sends) == 1  # handed to the front, which had no stream for it
     assert spliced == full
