@@ -1,4 +1,5 @@
-"""Connection-level bounds for mcpwatch's HTTP servers (the front, the operator endpoint, the scrape endpoint).
+"""The connection bounds of mcpwatch's HTTP servers (the front, the operator endpoint, the scrape endpoint),
+enforced in uvicorn's protocol; the bounds themselves are settings in `httpserve/bounds.py`.
 
 uvicorn's httptools protocol keeps any header however long (its parser joins the pieces), keeps a connection that
 never sends a request open forever, and waits for a body however slowly it comes. A peer could hold memory or file
