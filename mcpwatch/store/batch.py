@@ -273,6 +273,7 @@ def commit_batch(
     for attempt in range(write_attempts):
         try:
             with conn_lock, immediate(conn, busy_attempts):
+                stored = rows  # (odd values made text, when the rows cannot be bound as they are)
                 catch_up(conn)  # events an mcpwatch that keeps no counts wrote since the last batch
                 conn.execute("SAVEPOINT batch")
                 try:
@@ -288,9 +289,10 @@ def commit_batch(
                     # timestamp): undo the rows inserted before it, then store the whole batch with odd values
                     # made text
                     conn.execute("ROLLBACK TO batch")
-                    insert_rows(conn, [coerce_row(r) for r in rows])
+                    stored = [coerce_row(r) for r in rows]
+                    insert_rows(conn, stored)
                 conn.execute("RELEASE batch")
-                add_batch(conn, rows)  # the sessions' counts, in the same transaction as their events
+                add_batch(conn, stored)  # the sessions' counts of the rows as stored, in their transaction
                 for end in ends:
                     conn.execute(END_SESSION, (end.ended_at, end.reason, end.session_id))
             return None

@@ -32,6 +32,7 @@ _START_KIND, _END_KIND = Kind.REQUEST_START, Kind.REQUEST_END  # what the wrappe
 _START = _START_KIND.value  # … and what another emitter may give: by value
 _END = _END_KIND.value
 _end_position = itemgetter(1)
+_INF = float("inf")
 
 
 def expand(items: list[Any]) -> list[Any]:
@@ -103,9 +104,15 @@ class CallFolder:
                         rid = item.request_id
                         start_at = opened[rid] - base
                         start = held[start_at]
-                        if start.session_id == item.session_id and item.session_id.__class__ is str:
+                        if (
+                            start.session_id == item.session_id
+                            and item.session_id.__class__ is str
+                            and start.request_id.__class__ is rid.__class__  # 1, 1.0 and True are one key
+                        ):
                             del opened[rid]
-                            if item.mono - start.mono <= window:  # ended within its window: one row
+                            # ended within its window: one row; a start whose times JSON cannot keep (inf, NaN),
+                            # or a row's time could not stand for (its end's wall time earlier), stays a row
+                            if -window <= item.mono - start.mono <= window and 0.0 <= item.ts - start.ts < _INF:
                                 held[at - base] = (start, item)
                                 held[start_at] = None
                                 folded += ((start_at + base, at),)  # (no call: the call count stays the work's)
