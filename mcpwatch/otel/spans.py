@@ -94,6 +94,8 @@ class CallSpan:
     error: str | None = None  # the status description when the call failed
     release_ns: int = 0  # a cut call is exported once this passes (or its late answer came)
     dropped_events: int = 0
+    # the text its start made, held while it is open (`SpanBuilder`'s OPEN_TEXT_MAX): bookkeeping, not the span's
+    held_text: int = field(default=0, compare=False, repr=False)
 
     def add_event(self, name: str, ts: float, attributes: dict[str, AttributeValue]) -> None:
         if len(self.events) < MAX_SPAN_EVENTS:
@@ -167,8 +169,12 @@ class Measure(NamedTuple):
 Output = CallSpan | PlainSpan | Measure
 SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
 OPEN_MAX = 65_536
-"""Request ids with a call open: a call whose end the export's full queue dropped would stay open for good, one
-more with each slow collector's stall; past this the oldest is forgotten (no wrapper has this many in flight)."""
+"""Calls open: a call whose end the export's full queue dropped would stay open for good, one more with each slow
+collector's stall; past this the oldest request id's are forgotten (no wrapper has this many in flight). Counted by
+call, not by request id: a host may reuse one id for every call."""
+OPEN_TEXT_MAX = 8 << 20
+"""Characters the open calls' full spans hold (a plain call's record holds its shape's, bounded by SHAPE_TEXT_MAX):
+a host naming its tools or methods in tens of kilobytes, each call's end dropped, is held by bytes, not by count."""
 METHOD_KEPT_MAX = 128
 """A method name's characters for its in-flight attributes to be kept (MCP's methods are short; a host may send
 megabytes, and 1,024 of them kept would be a gigabyte)."""
@@ -208,6 +214,8 @@ class SpanBuilder:
         self.host_profile: str | None = None
         self.generation = 0
         self._open: dict[str, list[CallSpan | PlainSpan]] = {}  # by host request id (two hosts may reuse one)
+        self._open_calls = 0  # the calls `_open` holds (OPEN_MAX)
+        self._open_text = 0  # the text their full spans hold (OPEN_TEXT_MAX)
         self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
         self._held: list[CallSpan] = []
         self._metrics = MetricEvents()
@@ -248,6 +256,7 @@ class SpanBuilder:
                 record: PlainSpan = waiting.pop(0)  # type: ignore[assignment]  # checked above
                 if not waiting:
                     del opened[event.request_id or ""]
+                self._open_calls -= 1
                 record.end_ns = max(record.start_ns, round(event.ts * 1e9))  # `_ns`, inline
                 self._ended = record
                 spans.append(record)
@@ -381,7 +390,8 @@ class SpanBuilder:
             if shape is not None:
                 record = PlainSpan(shape, trace_id, span_id, parent, round(event.ts * 1e9), request_id, up_id)
                 self._open.setdefault(request_id, []).append(record)
-                if len(self._open) > OPEN_MAX:
+                self._open_calls += 1
+                if self._open_calls > OPEN_MAX:
                     self._forget_oldest()
                 return []
         method = str(get("method") or "?")
@@ -391,15 +401,21 @@ class SpanBuilder:
         )
         name = f"{method} {target}" if target else method
         span = CallSpan(name, trace_id, span_id, parent, _ns(event.ts), attributes)
+        span.held_text = len(name) + sum(len(value) for value in attributes.values() if type(value) is str)
         self._open.setdefault(request_id or "", []).append(span)
-        if len(self._open) > OPEN_MAX:
+        self._open_calls += 1
+        self._open_text += span.held_text
+        while self._open and (self._open_calls > OPEN_MAX or self._open_text > OPEN_TEXT_MAX):
             self._forget_oldest()
         return []
 
     def _forget_oldest(self) -> None:
-        """Drop the call open longest: past `OPEN_MAX`, its end was lost (a full queue drops events while a slow
-        collector holds the thread), and a call open that long would never end here."""
-        del self._open[next(iter(self._open))]
+        """Drop the calls of the request id open longest: past `OPEN_MAX` (or `OPEN_TEXT_MAX`), their ends were lost
+        (a full queue drops events while a slow collector holds the thread), and calls open that long would never
+        end here."""
+        forgotten = self._open.pop(next(iter(self._open)))
+        self._open_calls -= len(forgotten)
+        self._open_text -= sum(span.held_text for span in forgotten if type(span) is CallSpan)
 
     def _attributes(
         self,
@@ -527,6 +543,9 @@ class SpanBuilder:
         record = spans.pop(0)
         if not spans:
             del self._open[event.request_id or ""]
+        self._open_calls -= 1
+        if type(record) is CallSpan:
+            self._open_text -= record.held_text
         outcome = data.get("outcome")
         if type(record) is PlainSpan:
             record.end_ns = max(record.start_ns, _ns(event.ts))

@@ -1,0 +1,54 @@
+"""The calls the export holds open (`SpanBuilder`), attacked while a stalled collector makes the export's full queue
+drop events: a call whose end was dropped stays open until it is forgotten. Held by bytes, not by request ids: a
+host reusing one id for every call, or naming its tools in tens of kilobytes, must not grow what the export keeps
+for as long as the wrapper runs."""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+import pytest
+from test_otel_plain_span import Session
+
+from mcpwatch.events import Kind
+from mcpwatch.otel import spans
+from mcpwatch.otel.spans import SpanBuilder
+
+
+def test_a_host_reusing_one_id_whose_ends_were_dropped_leaves_a_bounded_number_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every call reuses the id "1" (as a host may once its previous call ended); the ends of all but the last were
+    # dropped. The open calls were one id, so the bound by ids never held.
+    monkeypatch.setattr(spans, "OPEN_MAX", 100)
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    builder = SpanBuilder(lean=True)
+    for n in range(1000):
+        s.start("1", up_id=n)
+        if n % 2:  # a call whose start was full (an odd method): the full path holds it too
+            s.add(Kind.REQUEST_START, "1", None, method=7, up_id=n)
+    builder.fold_round(s.events)
+    assert sum(map(len, builder._open.values())) <= 100
+
+
+def test_open_calls_with_tool_names_in_tens_of_kilobytes_are_held_by_bytes() -> None:
+    """600 calls naming 32 KiB tools, none ended: held were 600 spans of twice that (the name and the attribute)."""
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    builder = SpanBuilder(lean=True)
+    builder.fold_round(s.events)
+    tracemalloc.start()
+    try:
+        for n in range(600):
+            s.events.clear()
+            s.start(f"r{n}", f"{n:05d}" + "t" * (1 << 15), up_id=n)
+            builder.fold_round(s.events)
+        s.events.clear()
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 12 << 20, held  # OPEN_TEXT_MAX and what a round makes
+    assert len(builder._open) > 10  # the recent calls are still held (their ends would still make spans)
