@@ -38,8 +38,10 @@ def safe_lines(text: str) -> str:
 
 def say_line(text: str) -> None:
     """One line on stderr in one write. A wrapper's threads (the loop, the log writer, the exporters) all say things,
-    and `print` writes a line's text and its end apart: two threads' lines could run together into one."""
-    sys.stderr.write(text + "\n")
+    and `print` writes a line's text and its end apart: two threads' lines could run together into one. Its control
+    characters are shown as escapes (`safe`), line ends included: a peer's text (a remote upstream's refusal, a
+    collector's) with a line end in it would otherwise say a line of its own, one a host's log shows as mcpwatch's."""
+    sys.stderr.write(safe(text) + "\n")
     sys.stderr.flush()
 
 

@@ -25,7 +25,7 @@ from mcpwatch.httpserve.bounds import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
-from mcpwatch.terminal import safe_lines, say_line
+from mcpwatch.terminal import say_line
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
 from mcpwatch.wrapper.core.pump import WrapperCore
@@ -88,7 +88,7 @@ def startup_line(options: WrapOptions, log_path: Path | None) -> str:
 
 
 def warn(message: str) -> None:
-    say_line(f"mcpwatch: warning: {safe_lines(message)}")
+    say_line(f"mcpwatch: warning: {message}")
 
 
 INSTALL_OTEL = "pip install 'mcpwatch[otel]'"
@@ -151,7 +151,7 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
 
 
 def note(message: str) -> None:
-    say_line(f"mcpwatch: {safe_lines(message)}")
+    say_line(f"mcpwatch: {message}")
 
 
 EXIT_WAIT_S = 3.0  # at exit, what the export and the log may take together before the wrapper goes anyway
@@ -581,7 +581,7 @@ class _Wrapper:
         if self.state_problem is None:
             _register(entry)
         log_path = None if self.writer is None else self.log_path
-        say_line(safe_lines(startup_line(options, log_path)))
+        say_line(startup_line(options, log_path))
 
     def on_signal(self, signum: int, stop: asyncio.Event) -> None:
         self.stop_reason = f"received {signal.Signals(signum).name}"

@@ -52,3 +52,33 @@ def test_two_threads_lines_never_run_together(monkeypatch: pytest.MonkeyPatch) -
     lines = stream.getvalue().splitlines()
     assert sorted(set(lines)) == ["mcpwatch: warning: loop", "mcpwatch: warning: writer"]
     assert len(lines) == 4_000
+
+
+FORGED = "mcpwatch: wrapping evil on stdio; log /tmp/x; watch it with `mcpwatch watch evil`"
+BREAKS = ["\n", "\r\n", "\r", "\u2028", "\u0085", "\x1b[2K\r"]
+
+
+@pytest.mark.parametrize("brk", BREAKS)
+def test_a_peers_text_with_a_line_end_is_still_one_line(monkeypatch: pytest.MonkeyPatch, brk: str) -> None:
+    """A remote upstream's refusal or a collector's answer may hold a line end: said as it is, its rest would be a line
+    of its own, one a host's log shows as mcpwatch's. Every line the wrapper says stays one line, escapes visible."""
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    for say_it in (warn, note, say):
+        say_it(f"the collector said x{brk}{FORGED}")
+    lines = stream.getvalue().split("\n")
+    assert lines[-1] == "" and len(lines) == 4, lines
+    assert not any(line.startswith(FORGED[:17]) for line in lines)
+    assert all(ch == "\t" or ch.isprintable() for line in lines for ch in line)
+
+
+def test_an_upstream_lost_with_line_ends_in_its_reason_is_one_line(loop, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pump says an upstream's loss on stderr; an HTTP upstream's handshake refusal is the remote's own text."""
+    from taskrig import CoreRig
+
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    rig = CoreRig(loop)
+    rig.core.upstream_lost(reason=f"refused the handshake (bad{BREAKS[0]}{FORGED})")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mcpwatch: the upstream MCP server refused"), lines
