@@ -53,9 +53,13 @@ _SDK_LOG.addHandler(logging.NullHandler())
 _SDK_LOG.propagate = False
 
 BATCH_MAX = 2048
-"""A request's spans by weight (`request_chunks`): a plain span weighs 1, a full one 1 and its events, so a request
-holds about 2,048 plain spans' bytes at most (600 KB); at 1,000 calls/s a second's spans go in one request, where
-chunks of 512 spans took two or three, each about 0.8 ms of the wrapper's CPU."""
+"""A request's spans by weight (`request_chunks`): a plain span weighs 1, a full one 1, its events and its start's
+text by `TEXT_PER_WEIGHT` characters, so a request holds about 2,048 plain spans' bytes at most (600 KB), whatever
+the spans hold (but one span alone); at 1,000 calls/s a second's spans go in one request, where chunks of 512 spans
+took two or three, each about 0.8 ms of the wrapper's CPU."""
+TEXT_PER_WEIGHT = 256
+"""Characters of a full span's name and attributes that weigh as much as a plain span: a host naming its tools in
+tens of kilobytes would otherwise put 2,048 of them, a gigabyte, in one request."""
 EXPORT_INTERVAL_S = 1.0
 GATHER_S = 0.25
 """A round's gathering once events come: each round has a fixed cost (a wakeup, the held calls' check, the lock of
@@ -252,7 +256,8 @@ def request_chunks(spans: list[CallSpan | PlainSpan], limit: int = BATCH_MAX) ->
     chunk: list[CallSpan | PlainSpan] = []
     weight = 0
     for span in spans:
-        size = 1 if type(span) is PlainSpan else 1 + len(span.events)  # type: ignore[union-attr]  # a CallSpan
+        full: CallSpan | None = None if type(span) is PlainSpan else span  # type: ignore[assignment]  # a CallSpan
+        size = 1 if full is None else 1 + len(full.events) + full.held_text // TEXT_PER_WEIGHT
         if chunk and weight + size > limit:
             chunks.append(chunk)
             chunk, weight = [], 0

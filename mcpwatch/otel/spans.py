@@ -94,7 +94,8 @@ class CallSpan:
     error: str | None = None  # the status description when the call failed
     release_ns: int = 0  # a cut call is exported once this passes (or its late answer came)
     dropped_events: int = 0
-    # the text its start made, held while it is open (`SpanBuilder`'s OPEN_TEXT_MAX): bookkeeping, not the span's
+    # the text its start made: held while it is open (`SpanBuilder`'s OPEN_TEXT_MAX), and its request's weight
+    # (`exporter.request_chunks`); bookkeeping, not the span's
     held_text: int = field(default=0, compare=False, repr=False)
 
     def add_event(self, name: str, ts: float, attributes: dict[str, AttributeValue]) -> None:

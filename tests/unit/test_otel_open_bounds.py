@@ -52,3 +52,25 @@ def test_open_calls_with_tool_names_in_tens_of_kilobytes_are_held_by_bytes() -> 
         tracemalloc.stop()
     assert held < 12 << 20, held  # OPEN_TEXT_MAX and what a round makes
     assert len(builder._open) > 10  # the recent calls are still held (their ends would still make spans)
+
+
+def test_spans_with_tool_names_in_tens_of_kilobytes_go_in_bounded_requests() -> None:
+    """A request is cut by weight: 60 calls naming 64 KiB tools (the full path: past a shape's text) were one request
+    of 8 MB, as 2,048 of them would be a gigabyte. Each request now holds about what 2,048 plain spans would."""
+    from test_otel_plain_span import RESOURCE
+
+    from mcpwatch.otel.encode import SpanEncoder
+    from mcpwatch.otel.exporter import request_chunks
+
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    for n in range(60):
+        tool = f"{n:05d}" + "t" * (1 << 16)
+        s.start(f"r{n}", tool, up_id=n)
+        s.end(f"r{n}", tool)
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    chunks = request_chunks(spans)
+    assert [span for chunk in chunks for span in chunk] == spans
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
+    sizes = [len(encoder.request(chunk)) for chunk in chunks]
+    assert max(sizes) < 1 << 20, sizes
