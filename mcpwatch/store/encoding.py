@@ -68,6 +68,8 @@ def _int64(value: Any) -> int:
 
 
 def _real(value: Any) -> float:
+    if value.__class__ is float and not math.isnan(value):
+        return value  # bound as it is (an infinite time too): as a batch with nothing odd stores it
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
@@ -84,12 +86,22 @@ def coerce_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
         _real(ts),
         _real(mono),
         _text(kind),
-        None if _missing(request_id) else _text(request_id),
-        None if _missing(tool) else _text(tool),
-        None if _missing(model) else _text(model),
+        None if _missing(request_id) else _column(request_id),
+        None if _missing(tool) else _column(tool),
+        None if _missing(model) else _column(model),
         _text(data, "backslashreplace"),  # inside JSON strings, `\udc80` is a valid escape: nothing is lost
         None if _missing(start_seq) else _int64(start_seq),
     )
+
+
+def _column(value: Any) -> Any:
+    """A text column's value made bindable as SQLite would have stored it bound as it was: a number SQLite takes is
+    kept (the column renders it as text itself, `1.0e+308` where Python says `1e+308`; True as 1), so a value reads
+    back the same whether or not something odd shared its batch."""
+    kind = value.__class__
+    if kind is float or kind is bool or (kind is int and -(2**63) <= value < 2**63):
+        return value
+    return _text(value)
 
 
 def _missing(value: Any) -> bool:

@@ -70,3 +70,20 @@ def test_a_folded_log_reads_and_counts_as_the_unfolded_one(tmp_path: Path, name:
     assert folded[0] == plain[0]  # the events, each value of its type
     assert folded[1] == folded[2] == plain[2]  # the session's counts: the aggregate over the events
     assert plain[1] == plain[2]
+
+
+def test_values_read_back_alike_whether_or_not_something_odd_shared_their_batch(tmp_path: Path) -> None:
+    """A batch holding a value SQLite cannot bind (a lone surrogate in an id) is stored with its odd values made
+    bindable; every other value must be stored as a batch with nothing odd stores it (a float id's text is SQLite's,
+    `1.0e+308`, not Python's; True is 1; an infinite time stays one)."""
+    values: list[Emitted] = [
+        (S, 1e308, 1e9, 0.0, {}),
+        (S, True, INF, 0.1, {}),
+        (S, 0.1 + 0.2, 1e9, 0.2, {}),
+        (S, 2**62, 1e9, 0.3, {}),
+        (E, 7, -INF, 0.4, {}),
+    ]
+    alone = _read(tmp_path, values, window=0.0)[0]
+    (tmp_path / "beside").mkdir()
+    beside = _read(tmp_path / "beside", [(S, "\ud800", 1e9, 0.0, {}), *values], window=0.0)[0]
+    assert [event[2:] for event in beside[1:]] == [event[2:] for event in alone]  # (their seqs are one further)
