@@ -79,8 +79,21 @@ def any_value(value: AttributeValue) -> bytes:
     if isinstance(value, str):
         return _text(b"\x0a", value)
     if isinstance(value, int):
-        return b"\x18" + _varint(value)
+        if -_INT64 <= value < _INT64:
+            return b"\x18" + _varint(value)
+        return b"\x21" + _double(_as_float(value))  # an upstream's progress of 10**30: as a number, not wrapped
     return b"\x21" + _double(float(value))
+
+
+_INT64 = 1 << 63
+
+
+def _as_float(value: int) -> float:
+    """An int past int64 as OTLP's double (int_value would wrap it into another number), infinite past a double."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def key_value(key: str, value: AttributeValue) -> bytes:

@@ -1,7 +1,8 @@
-"""The calls the export holds open (`SpanBuilder`), attacked while a stalled collector makes the export's full queue
-drop events: a call whose end was dropped stays open until it is forgotten. Held by bytes, not by request ids: a
-host reusing one id for every call, or naming its tools in tens of kilobytes, must not grow what the export keeps
-for as long as the wrapper runs."""
+"""The calls the export holds open (`SpanBuilder`) and the requests it sends, attacked by hosts and upstreams while a
+stalled collector makes the export's full queue drop events: a call whose end was dropped stays open until it is
+forgotten. Held by bytes, not by request ids: a host reusing one id for every call, or naming its tools in tens of
+kilobytes, must not grow what the export keeps for as long as the wrapper runs, nor what one request holds; an
+upstream's number must reach the collector as that number."""
 
 from __future__ import annotations
 
@@ -74,3 +75,31 @@ def test_spans_with_tool_names_in_tens_of_kilobytes_go_in_bounded_requests() -> 
     encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
     sizes = [len(encoder.request(chunk)) for chunk in chunks]
     assert max(sizes) < 1 << 20, sizes
+
+
+def test_an_upstreams_progress_past_int64_reaches_the_collector_as_its_number() -> None:
+    """An upstream's progress is any JSON number; one past int64 was sent wrapped into another (10**30 as
+    5076944270305263616). It now goes as a double; the numbers int64 holds go as before."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from test_otel_plain_span import RESOURCE
+
+    from mcpwatch.otel.encode import SpanEncoder
+
+    values = [10**30, -(10**30), 2**64, 2**63, 10**400, -(10**400), 2**63 - 1, -(2**63), 7]
+    s = Session()
+    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    for n, value in enumerate(values):
+        s.start(f"r{n}", up_id=n)
+        s.add(Kind.PROGRESS, f"r{n}", "noop", progress=value)
+        s.end(f"r{n}")
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    request = ExportTraceServiceRequest.FromString(SpanEncoder(RESOURCE, "mcpwatch", "1").request(spans))
+    sent = [span.events[0].attributes[0].value for span in request.resource_spans[0].scope_spans[0].spans]
+    for value, got in zip(values, sent, strict=True):
+        if -(2**63) <= value < 2**63:
+            assert got.WhichOneof("value") == "int_value" and got.int_value == value
+        else:
+            assert got.WhichOneof("value") == "double_value"
+            assert got.double_value == (
+                float(value) if abs(value) < 10**300 else float("inf") * (1 if value > 0 else -1)
+            )
