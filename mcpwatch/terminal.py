@@ -41,8 +41,11 @@ def say_line(text: str) -> None:
     and `print` writes a line's text and its end apart: two threads' lines could run together into one. Its control
     characters are shown as escapes (`safe`), line ends included: a peer's text (a remote upstream's refusal, a
     collector's) with a line end in it would otherwise say a line of its own, one a host's log shows as mcpwatch's."""
-    sys.stderr.write(safe(text) + "\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(safe(text) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # a stderr closed (a host gone), or none: the line is lost, never
+        pass  # the thread that said it (the log writer's, an exporter's) with it
 
 
 class SafeStream:

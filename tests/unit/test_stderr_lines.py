@@ -82,3 +82,26 @@ def test_an_upstream_lost_with_line_ends_in_its_reason_is_one_line(loop, monkeyp
     rig.core.upstream_lost(reason=f"refused the handshake (bad{BREAKS[0]}{FORGED})")
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith("mcpwatch: the upstream MCP server refused"), lines
+
+
+class _Closed(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("stream", [_Closed(), None], ids=["closed", "none"])
+def test_a_stderr_that_cannot_be_written_never_stops_the_thread_saying_a_line(
+    monkeypatch: pytest.MonkeyPatch, stream: io.StringIO | None
+) -> None:
+    """A host that closed the wrapper's stderr (or a process started with none) must not turn a line the log writer's
+    thread (whose `on_error` is `warn`) or an exporter's says into an exception that ends that thread."""
+    monkeypatch.setattr(sys, "stderr", stream)
+    warn("the log cannot be written")
+    note("the log is written again")
+    say("metrics on port 9464")
+    said: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: said.append(args.exc_value))
+    thread = threading.Thread(target=warn, args=("from another thread",))
+    thread.start()
+    thread.join()
+    assert said == []
