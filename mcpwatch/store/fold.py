@@ -108,6 +108,7 @@ class CallFolder:
                             start.session_id == item.session_id
                             and item.session_id.__class__ is str
                             and start.request_id.__class__ is rid.__class__  # 1, 1.0 and True are one key
+                            and start.seq.__class__ is int  # a row's start_seq, which a reader takes as an int only
                         ):
                             del opened[rid]
                             # ended within its window: one row; a start whose times JSON cannot keep (inf, NaN),

@@ -87,3 +87,25 @@ def test_values_read_back_alike_whether_or_not_something_odd_shared_their_batch(
     (tmp_path / "beside").mkdir()
     beside = _read(tmp_path / "beside", [(S, "\ud800", 1e9, 0.0, {}), *values], window=0.0)[0]
     assert [event[2:] for event in beside[1:]] == [event[2:] for event in alone]  # (their seqs are one further)
+
+
+@pytest.mark.parametrize("seq", [2.5, True, 2**70], ids=["float", "bool", "huge"])
+def test_a_start_whose_seq_is_not_an_int_reads_and_counts_as_unfolded(tmp_path: Path, seq: Any) -> None:
+    """A folded row keeps its start's seq in `start_seq`, which readers and the counts take as an int only: a start
+    at another seq read back at its end's and went uncounted."""
+    read = []
+    for window in (0.0, 1.0):
+        log = tmp_path / f"events-{window}.db"
+        writer = EventWriter(log, fold_window=window)
+        sid = writer.start_session(name="s", upstream="u", pid=1, config={})
+        writer.emit(Event(S, sid, 1e9, 0.0, seq, "a", "t", None, {}))
+        writer.emit(Event(E, sid, 1e9, 0.001, 3, "a", "t", None, {}))
+        writer.close()
+        with EventReader(log) as reader:
+            events = [_strict(e) for e in reader.events(sid)]
+        with sqlite3.connect(log) as conn:
+            counts = [row[1:] for row in conn.execute(READ)]
+            aggregate = [row[1:] for row in conn.execute(AGGREGATE.format(where=""))]
+        assert counts == aggregate
+        read.append((events, counts))
+    assert read[1] == read[0]
