@@ -90,6 +90,7 @@ class CallFolder:
         opened = self._open
         base = self._base
         folded = self._folded
+        early, inf = -window, _INF  # (locals: read for every call)
         for item in items:
             if item.__class__ is Event:
                 kind = item.kind
@@ -113,7 +114,7 @@ class CallFolder:
                             del opened[rid]
                             # ended within its window: one row; a start whose times JSON cannot keep (inf, NaN),
                             # or a row's time could not stand for (its end's wall time earlier), stays a row
-                            if -window <= item.mono - start.mono <= window and 0.0 <= item.ts - start.ts < _INF:
+                            if early <= item.mono - start.mono <= window and 0.0 <= item.ts - start.ts < inf:
                                 held[at - base] = (start, item)
                                 held[start_at] = None
                                 folded += ((start_at + base, at),)  # (no call: the call count stays the work's)
