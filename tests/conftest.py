@@ -3,6 +3,7 @@ and a quiet Textual. Each folder's conftest.py adds what only its tests use."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sys
@@ -35,6 +36,15 @@ settings.load_profile("any_load")
 def pytest_xdist_setupnodes(config: pytest.Config) -> None:
     """In xdist's controller, before any worker starts: the test modules' rewritten bytecode made once."""
     bytecode_warmup.warm(config, Path(__file__).parent)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A worker's garbage collector spared the ≈ 200,000 objects its imports and collection made (they live until
+    it exits) and run less often: with Python's default thresholds, collections took about a fifth of the console
+    and replay tests' CPU (106 → 84 CPU-s on four workers). The tests that measure memory hold under it."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
