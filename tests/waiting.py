@@ -85,3 +85,14 @@ def sooner_than(slow_s: float, idle_s: float) -> float:
     """The bound for "this ended on its event, not after `slow_s`" (a budget, a host's timeout): what an idle machine
     needs (`idle_s`), scaled by the load, but kept under `slow_s` so the test still tells the two apart."""
     return max(idle_s, min(patience(idle_s), 0.8 * slow_s))
+
+
+def stop_process(process: subprocess.Popen[Any], grace_s: float = 10.0) -> None:
+    """Ask a process a test started to end (SIGTERM, so it finishes its log), and kill it if it has not within
+    `grace_s`."""
+    process.terminate()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)

@@ -19,7 +19,7 @@ import pytest
 
 from mcpwatch.ports import free_port
 
-from waiting import patience
+from waiting import patience, stop_process
 
 pytestmark = [
     pytest.mark.anyio,
@@ -41,12 +41,7 @@ async def served(tmp_path: Path, config: str) -> AsyncIterator[tuple[subprocess.
         assert first.startswith(f"mcpwatch console on http://127.0.0.1:{port}/?token="), first
         yield server, first.split(" on ", 1)[1].strip(), port
     finally:
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
+        stop_process(server, 15)
 
 
 def consoles(pid: int) -> int:

@@ -18,7 +18,7 @@ import httpx2
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import eventually, patience
+from waiting import eventually, patience, stop_process
 from wraptools import RAW_SERVER
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -79,12 +79,7 @@ async def listening_wrapper(
         _wait_for(process, "127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
         yield Front(url, host, port, process, log, stderr_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(patience(10))  # it writes the end of its log first: a test may read it next
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        stop_process(process, patience(10))  # it writes the end of its log first: a test may read it next
 
 
 def _wait_for(process: subprocess.Popen[bytes], host: str, port: int, timeout: float = 20) -> None:

@@ -20,20 +20,10 @@ from mcp import Client, types
 from mcpwatch.ports import free_port
 
 from checkout import REPO, mcpwatch_cmd
-from waiting import eventually, wait_for_port
+from waiting import eventually, stop_process, wait_for_port
 from wraptools import SDK_SERVER, first_text
 
 pytestmark = pytest.mark.anyio
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Ask the process to end; kill it if it has not within 10 s."""
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(5)
 
 
 @asynccontextmanager
@@ -43,7 +33,7 @@ async def running(argv: list[str], port: int) -> AsyncIterator[str]:
         await anyio.to_thread.run_sync(wait_for_port, port, 30)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +48,7 @@ def server_url() -> Iterator[str]:
         wait_for_port(port, 30)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @asynccontextmanager

@@ -19,7 +19,7 @@ import pytest
 from mcpwatch.ports import free_port
 
 from checkout import REPO
-from waiting import patience
+from waiting import patience, stop_process
 
 INSTALL = "apt-get install prometheus (Debian; .ci/run installs it when it runs as root)"
 
@@ -84,12 +84,7 @@ class PrometheusServer:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
+            stop_process(self.process, 15)
         self.log.close()
 
     def _get(self, path: str, raw: bool = False) -> Any:
