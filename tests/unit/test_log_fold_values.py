@@ -26,12 +26,15 @@ def _strict(event: Event) -> tuple[Any, ...]:
     return (str(event.kind), *((type(v).__name__, repr(v)) for v in values))
 
 
-def _read(tmp_path: Path, plan: list[Emitted], window: float) -> tuple[list[Any], list[Any], list[Any]]:
-    """The events read back, the session's counts and the aggregate over its rows, written with `window`."""
+def _read(
+    tmp_path: Path, plan: list[Emitted], window: float, seqs: list[Any] | None = None
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """The events read back, the session's counts and the aggregate over its rows, written with `window` (the
+    events numbered 1, 2, … unless `seqs` says otherwise)."""
     log = tmp_path / f"events-{window}.db"
     writer = EventWriter(log, fold_window=window)
     sid = writer.start_session(name="s", upstream="u", pid=1, config={})
-    for seq, (kind, rid, ts, mono, data) in enumerate(plan, 1):
+    for seq, (kind, rid, ts, mono, data) in zip(seqs or range(1, len(plan) + 1), plan, strict=True):
         writer.emit(Event(kind, sid, ts, mono, seq, rid, "t", None, dict(data)))
     writer.close()
     with EventReader(log) as reader:
@@ -93,19 +96,10 @@ def test_values_read_back_alike_whether_or_not_something_odd_shared_their_batch(
 def test_a_start_whose_seq_is_not_an_int_reads_and_counts_as_unfolded(tmp_path: Path, seq: Any) -> None:
     """A folded row keeps its start's seq in `start_seq`, which readers and the counts take as an int only: a start
     at another seq read back at its end's and went uncounted."""
+    plan: list[Emitted] = [(S, "a", 1e9, 0.0, {}), (E, "a", 1e9, 0.001, {})]
     read = []
     for window in (0.0, 1.0):
-        log = tmp_path / f"events-{window}.db"
-        writer = EventWriter(log, fold_window=window)
-        sid = writer.start_session(name="s", upstream="u", pid=1, config={})
-        writer.emit(Event(S, sid, 1e9, 0.0, seq, "a", "t", None, {}))
-        writer.emit(Event(E, sid, 1e9, 0.001, 3, "a", "t", None, {}))
-        writer.close()
-        with EventReader(log) as reader:
-            events = [_strict(e) for e in reader.events(sid)]
-        with sqlite3.connect(log) as conn:
-            counts = [row[1:] for row in conn.execute(READ)]
-            aggregate = [row[1:] for row in conn.execute(AGGREGATE.format(where=""))]
+        events, counts, aggregate = _read(tmp_path, plan, window, seqs=[seq, 3])
         assert counts == aggregate
         read.append((events, counts))
     assert read[1] == read[0]
