@@ -6,10 +6,8 @@ upstream's number must reach the collector as that number."""
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-
 import pytest
+from heap import bytes_held
 from test_otel_plain_span import Session
 
 from mcpwatch.events import Kind
@@ -23,8 +21,7 @@ def test_a_host_reusing_one_id_whose_ends_were_dropped_leaves_a_bounded_number_o
     # Every call reuses the id "1" (as a host may once its previous call ended); the ends of all but the last were
     # dropped. The open calls were one id, so the bound by ids never held.
     monkeypatch.setattr(spans, "OPEN_MAX", 100)
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     builder = SpanBuilder(lean=True)
     for n in range(1000):
         s.start("1", up_id=n)
@@ -36,21 +33,18 @@ def test_a_host_reusing_one_id_whose_ends_were_dropped_leaves_a_bounded_number_o
 
 def test_open_calls_with_tool_names_in_tens_of_kilobytes_are_held_by_bytes() -> None:
     """600 calls naming 32 KiB tools, none ended: held were 600 spans of twice that (the name and the attribute)."""
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     builder = SpanBuilder(lean=True)
     builder.fold_round(s.events)
-    tracemalloc.start()
-    try:
+
+    def calls() -> None:
         for n in range(600):
             s.events.clear()
             s.start(f"r{n}", f"{n:05d}" + "t" * (1 << 15), up_id=n)
             builder.fold_round(s.events)
         s.events.clear()
-        gc.collect()
-        held, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+
+    held = bytes_held(calls)
     assert held < 12 << 20, held  # OPEN_TEXT_MAX and what a round makes
     assert len(builder._open) > 10  # the recent calls are still held (their ends would still make spans)
 
@@ -63,8 +57,7 @@ def test_spans_with_tool_names_in_tens_of_kilobytes_go_in_bounded_requests() -> 
     from mcpwatch.otel.encode import SpanEncoder
     from mcpwatch.otel.exporter import request_chunks
 
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     for n in range(60):
         tool = f"{n:05d}" + "t" * (1 << 16)
         s.start(f"r{n}", tool, up_id=n)
@@ -86,8 +79,7 @@ def test_an_upstreams_progress_past_int64_reaches_the_collector_as_its_number() 
     from mcpwatch.otel.encode import SpanEncoder
 
     values = [10**30, -(10**30), 2**64, 2**63, 10**400, -(10**400), 2**63 - 1, -(2**63), 7]
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     for n, value in enumerate(values):
         s.start(f"r{n}", up_id=n)
         s.add(Kind.PROGRESS, f"r{n}", "noop", progress=value)

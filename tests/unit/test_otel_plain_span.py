@@ -8,6 +8,7 @@ import random
 from typing import Any
 
 import pytest
+from heap import bytes_held
 
 from mcpwatch.events import Event, Kind
 from mcpwatch.otel.encode import SpanEncoder
@@ -27,6 +28,13 @@ class Session:
         self.ts += 0.001
         self.events.append(Event(kind, "s1", self.ts, self.ts, len(self.events) + 1, rid, tool, None, data))
 
+    @classmethod
+    def begun(cls) -> Session:
+        """A stdio wrapper's session, begun."""
+        session = cls()
+        session.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+        return session
+
     def start(self, rid: str, tool: str | None = "noop", **data: Any) -> None:
         ids = {"trace_id": f"{len(self.events) + 1:032x}", "span_id": f"{len(self.events) + 1:016x}"}
         self.add(Kind.REQUEST_START, rid, tool, **{"method": "tools/call", "budget_s": 55.0, **ids, **data})
@@ -36,8 +44,7 @@ class Session:
 
 
 def _mixed() -> list[Event]:
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     s.add(Kind.HOST_INFO, protocol_version="2025-06-18", profile={"name": "claude-code"})
     for n in range(3):  # plain calls, two tools, one budget source
         s.start(f"p{n}", "noop" if n % 2 else "echo", up_id=n, budget_source="default")
@@ -121,8 +128,7 @@ def test_the_lean_fold_gives_the_full_folds_spans_measures_and_bytes() -> None:
 def test_interleaved_calls_in_any_order_fold_alike(seed: int) -> None:
     """Many calls open at once, ids reused, state changing in between: the lean fold still matches."""
     rng = random.Random(seed)
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     open_ids: list[str] = []
     for n in range(300):
         roll = rng.random()
@@ -164,8 +170,7 @@ def test_the_shapes_kept_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _calls(tools: list[str]) -> list[Event]:
-    s = Session()
-    s.add(Kind.SESSION_START, name="w", upstream={"kind": "stdio"})
+    s = Session.begun()
     s.add(Kind.HOST_INFO, protocol_version="2025-06-18")
     for n, tool in enumerate(tools):
         s.start(str(n), tool, up_id=n)
@@ -193,9 +198,6 @@ def test_a_name_that_is_not_unicode_reaches_the_collector_as_utf8(lean: bool) ->
 def test_huge_tool_names_fold_alike_and_are_not_kept() -> None:
     """A host naming a new tool in 128 KiB with every call: the lean fold still matches the full one, and neither
     the shapes nor the encoder's cache keeps the names (they were 40 and 16 MiB for 48 calls)."""
-    import gc
-    import tracemalloc
-
     tools = [f"{n:03d}" + "x" * 128 * 1024 for n in range(48)]
     events = _calls(tools)
     encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
@@ -205,16 +207,12 @@ def test_huge_tool_names_fold_alike_and_are_not_kept() -> None:
     del full, lean
     for lean_fold in (True, False):
         builder, encoder = SpanBuilder(lean=lean_fold), SpanEncoder(RESOURCE, "mcpwatch", "1")
-        gc.collect()
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
+
+        def encoded(builder: SpanBuilder = builder, encoder: SpanEncoder = encoder) -> None:
             for event in events:
                 encoder.request([out for out in builder.feed(event) if not isinstance(out, Measure)])
-            gc.collect()
-            kept = tracemalloc.get_traced_memory()[0] - before
-        finally:
-            tracemalloc.stop()
+
+        kept = bytes_held(encoded)
         assert kept < 2 * 2**20, (lean_fold, kept)
 
 

@@ -6,11 +6,11 @@ ids, tool names and client names of 256 KiB; what stays held afterwards is measu
 from __future__ import annotations
 
 import gc
-import tracemalloc
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from heap import bytes_held
 from taskrig import Host, TaskRig, Upstream
 from test_tasks_offer import CALL, SLOW, TASK_HOST, offering
 from test_tasks_offer_owners import same_name_host
@@ -29,18 +29,14 @@ META_2026 = {
 
 def held_after(rig: TaskRig, run: Callable[[int], None], times: int) -> int:
     """Bytes still held once `run` ran `times` times and what was sent on each side was read."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def runs() -> None:
         for n in range(times):
             run(n)
         rig.host.sent.clear()
         rig.upstream.sent.clear()
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+
+    return bytes_held(runs)
 
 
 def test_huge_request_ids_and_tool_names_are_not_held_whole_in_the_events(loop) -> None:
