@@ -380,8 +380,7 @@ class HttpFront:
             elif "method" not in message and not stream.request_ids:
                 # The POST's only answer, with nothing streamed before it: plain JSON, which every client reads
                 # faster than an event stream (the spec lets the server choose). Its bytes as queued.
-                extra_headers = [(k.encode(), v.encode()) for k, v in extra.items()]
-                await respond(send, 200, first[1], b"application/json", extra_headers)
+                await respond(send, 200, first[1], b"application/json", _encoded(extra))
             else:
                 await _sse(send, stream.queue, extra, [first])
         finally:
@@ -404,8 +403,7 @@ class HttpFront:
             gathered.add(message)
             message, frame = await stream.queue.take()  # None once all are answered (or shutting down, or closed)
         if message is None and not stream.request_ids:
-            headers = [(k.encode(), v.encode()) for k, v in extra.items()]
-            await respond(send, 200, gathered.body(), b"application/json", headers)
+            await respond(send, 200, gathered.body(), b"application/json", _encoded(extra))
         else:
             await _sse(send, stream.queue, extra, [*((_GATHERED, line) for line in gathered.lines()), (message, frame)])
 
@@ -487,6 +485,11 @@ def _progress_token(request: dict[str, Any]) -> Any:
     return _BAD_TOKEN
 
 
+def _encoded(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """Response headers as ASGI sends them."""
+    return [(name.encode(), value.encode()) for name, value in headers.items()]
+
+
 async def _plain(
     send: Any,
     status: int,
@@ -496,7 +499,7 @@ async def _plain(
     close: bool = False,
     raw: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
-    headers = [(k.encode(), v.encode()) for k, v in (extra or {}).items()] + (raw or [])
+    headers = _encoded(extra or {}) + (raw or [])
     if close:  # a refused request's connection is not reused (nor is the rest of its body read)
         headers.append((b"connection", b"close"))
     await respond(send, status, text.encode(), b"text/plain", headers)
@@ -508,7 +511,7 @@ async def _sse(
     """An event stream of the queue's messages (after those in `first`, if given) until None, each as the bytes it
     was queued as: one line of JSON (its newline dropped), so one `data:` line."""
     headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
-    headers += [(k.encode(), v.encode()) for k, v in extra.items()]
+    headers += _encoded(extra)
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     ready = list(first or [])
     ready.reverse()
