@@ -36,13 +36,14 @@ def safe_lines(text: str) -> str:
     return _CONTROL_BUT_LINES.sub(_visible, text)
 
 
-def say_line(text: str) -> None:
-    """One line on stderr in one write. A wrapper's threads (the loop, the log writer, the exporters) all say things,
-    and `print` writes a line's text and its end apart: two threads' lines could run together into one. Its control
-    characters are shown as escapes (`safe`), line ends included: a peer's text (a remote upstream's refusal, a
-    collector's) with a line end in it would otherwise say a line of its own, one a host's log shows as mcpwatch's."""
+def say(text: str) -> None:
+    """One line from mcpwatch on stderr (`mcpwatch: …`), in one write. A wrapper's threads (the loop, the log writer,
+    the exporters) all say things, and `print` writes a line's text and its end apart: two threads' lines could run
+    together into one. Its control characters are shown as escapes (`safe`), line ends included: a peer's text (a
+    remote upstream's refusal, a collector's) with a line end in it would otherwise say a line of its own, one a
+    host's log shows as mcpwatch's."""
     try:
-        sys.stderr.write(safe(text) + "\n")
+        sys.stderr.write(f"mcpwatch: {safe(text)}\n")
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):  # a stderr closed (a host gone), or none: the line is lost, never
         pass  # the thread that said it (the log writer's, an exporter's) with it

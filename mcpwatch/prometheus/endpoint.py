@@ -23,7 +23,7 @@ from mcpwatch.httpserve.bounds import ConnectionLimits
 from mcpwatch.httpserve.guard import FrontGuard, new_front_token
 from mcpwatch.prometheus.collector import StatusReader, WrapperCollector
 from mcpwatch.prometheus.fold import MetricFold
-from mcpwatch.terminal import say_line
+from mcpwatch.terminal import say
 
 PATH = "/metrics"
 MIN_INTERVAL_S = 0.25  # Prometheus scrapes every 15 s by default; the tests here every 1 s
@@ -215,7 +215,3 @@ async def start_metrics(
         return None
     say(f"Prometheus metrics at {url}")
     return server
-
-
-def say(message: str) -> None:
-    say_line(f"mcpwatch: {message}")

@@ -25,7 +25,7 @@ from mcpwatch.httpserve.bounds import timed_limits, within_descriptors
 from mcpwatch.operator import LogStatus
 from mcpwatch.reliability.deadline import DeadlinePolicy
 from mcpwatch.reliability.statesync import StateSync, detect_overlaps
-from mcpwatch.terminal import say_line
+from mcpwatch.terminal import say
 from mcpwatch.wrapper.calls.recorder import HostSessionRecorder, Recorder, Tee
 from mcpwatch.wrapper.core.discover_memo import DiscoverMemo, memo_path
 from mcpwatch.wrapper.core.pump import WrapperCore
@@ -81,14 +81,11 @@ def startup_line(options: WrapOptions, log_path: Path | None) -> str:
     """One line for the person setting mcpwatch up (hosts keep a server's stderr as its log)."""
     front = f"listening on {options.listen}" if options.listen else "on stdio"
     log = f"log {log_path}" if log_path is not None else "no log"
-    return (
-        f"mcpwatch: wrapping {options.upstream_target} {front}; {log}; "
-        f"watch it with `mcpwatch watch {options.display_name}`"
-    )
+    return f"wrapping {options.upstream_target} {front}; {log}; watch it with `mcpwatch watch {options.display_name}`"
 
 
 def warn(message: str) -> None:
-    say_line(f"mcpwatch: warning: {message}")
+    say(f"warning: {message}")
 
 
 INSTALL_OTEL = "pip install 'mcpwatch[otel]'"
@@ -142,16 +139,12 @@ def _http_front(pool: Any, options: WrapOptions, on_warning: Callable[[str], Non
     token = options.front_token
     if token is None and options.allow_remote:
         token = new_front_token()
-        say_line(f"mcpwatch: hosts must send the header 'Authorization: Bearer {token}'")
+        say(f"hosts must send the header 'Authorization: Bearer {token}'")
     if options.token_file and not token_file_is_private(options.token_file):
         on_warning(f"--token-file {options.token_file} can be read by other users (chmod 600 it)")
     limits = within_descriptors(timed_limits(settings, max_head_bytes=settings.max_header_kb * 1024), share=1 / 2)
     guard = FrontGuard.for_listen(host, remote=options.allow_remote, token=token)
     return HttpFront(pool, options.listen or "", guard, limits, int(settings.max_body_mb * 1024 * 1024))
-
-
-def note(message: str) -> None:
-    say_line(f"mcpwatch: {message}")
 
 
 EXIT_WAIT_S = 3.0  # at exit, what the export and the log may take together before the wrapper goes anyway
@@ -185,7 +178,7 @@ def _open_log(options: WrapOptions, log_path: Path, state_problem: str | None) -
         flush_interval=settings.log.flush_interval_ms / 1000,
         fold_window=settings.log.fold_window_ms / 1000,
         on_error=warn,
-        on_notice=note,
+        on_notice=say,
         open_now=False,
     )
 
@@ -581,7 +574,7 @@ class _Wrapper:
         if self.state_problem is None:
             _register(entry)
         log_path = None if self.writer is None else self.log_path
-        say_line(startup_line(options, log_path))
+        say(startup_line(options, log_path))
 
     def on_signal(self, signum: int, stop: asyncio.Event) -> None:
         self.stop_reason = f"received {signal.Signals(signum).name}"

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from mcpwatch.prometheus.endpoint import say
-from mcpwatch.wrapper.app import note, warn
+from mcpwatch.terminal import say
+from mcpwatch.wrapper.app import warn
 
 
 class _Writes(io.StringIO):
@@ -28,9 +28,8 @@ def test_every_line_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
     stream = _Writes()
     monkeypatch.setattr(sys, "stderr", stream)
     warn("the log cannot be written\nsecond line")
-    note("the upstream restarted")
     say("metrics on port 9464")
-    assert len(stream.calls) == 3
+    assert len(stream.calls) == 2
     assert all(text.endswith("\n") for text in stream.calls), stream.calls
 
 
@@ -64,10 +63,10 @@ def test_a_peers_text_with_a_line_end_is_still_one_line(monkeypatch: pytest.Monk
     of its own, one a host's log shows as mcpwatch's. Every line the wrapper says stays one line, escapes visible."""
     stream = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stream)
-    for say_it in (warn, note, say):
+    for say_it in (warn, say):
         say_it(f"the collector said x{brk}{FORGED}")
     lines = stream.getvalue().split("\n")
-    assert lines[-1] == "" and len(lines) == 4, lines
+    assert lines[-1] == "" and len(lines) == 3, lines
     assert not any(line.startswith(FORGED[:17]) for line in lines)
     assert all(ch == "\t" or ch.isprintable() for line in lines for ch in line)
 
@@ -97,7 +96,7 @@ def test_a_stderr_that_cannot_be_written_never_stops_the_thread_saying_a_line(
     thread (whose `on_error` is `warn`) or an exporter's says into an exception that ends that thread."""
     monkeypatch.setattr(sys, "stderr", stream)
     warn("the log cannot be written")
-    note("the log is written again")
+    say("the log is written again")
     say("metrics on port 9464")
     said: list[BaseException] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: said.append(args.exc_value))

@@ -28,7 +28,7 @@ from mcpwatch.reliability.statesync import StateSync
 from mcpwatch.reliability.sweep import DeadlineSweep, Timed
 from mcpwatch.reliability.tombstones import TtlTerms
 from mcpwatch.scheduler import LoopScheduler, Scheduler
-from mcpwatch.terminal import say_line
+from mcpwatch.terminal import say
 from mcpwatch.wire import DEADLINE_META, DEFAULT_HEALTH_TOOL, MODERN_VERSION_META, deadline_ms
 from mcpwatch.wrapper.calls.pending import Counters, HostLink, Pending, PendingTable
 from mcpwatch.wrapper.calls.progress import own_token
@@ -495,7 +495,7 @@ class WrapperCore:
             self.session.start_failure = text
         if not self.closing:
             # the host keeps this as the server's log; the upstream's text in it may hold escapes and line ends
-            say_line(f"mcpwatch: {text}")
+            say(text)
         for pending in [p for p in self.table if p.sent or fail_queued]:
             self.failures.fail(pending, Outcome.UPSTREAM_LOST, text)
         self.tasks.end_all(Outcome.UPSTREAM_LOST, text)

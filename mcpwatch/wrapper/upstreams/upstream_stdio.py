@@ -20,7 +20,7 @@ from typing import Any
 from mcpwatch.config import Settings
 from mcpwatch.operator import UpstreamDetail
 from mcpwatch.reliability.backoff import Backoff, Reconnect
-from mcpwatch.terminal import say_line
+from mcpwatch.terminal import say
 from mcpwatch.wrapper.core.port import UpstreamPort, retrieve_exception
 from mcpwatch.wrapper.framing import frames
 from mcpwatch.wrapper.framing.lines import LineSplitter
@@ -316,4 +316,4 @@ class StdioUpstream:
             if self._stopped.is_set():
                 break
         if not self._stopped.is_set():
-            say_line("mcpwatch: the upstream did not stop")
+            say("the upstream did not stop")
