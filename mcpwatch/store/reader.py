@@ -185,7 +185,7 @@ class EventReader:
         with translate_errors(self.path):
             mark = session_counts.uncounted_from(self._conn)
         if mark is not None:  # events written by an mcpwatch that keeps no counts: added as the writer will
-            where = "WHERE id > ?" + (" AND session_id = ?" if session_id is not None else "")
+            where = "NOT INDEXED WHERE id > ?" + (" AND session_id = ?" if session_id is not None else "")
             for sid, *more in self._query(session_counts.AGGREGATE.format(where=where), (mark, *params)):
                 counts[sid] = session_counts.added(counts.get(sid), more)
         return counts

@@ -72,7 +72,9 @@ ON CONFLICT(session_id) DO UPDATE SET events = max(events, excluded.events)
 READ_MARK_AND_TOP = f"SELECT ({READ_MARK}), ({TOP})"
 # the mark moved to the highest event id, read inside the statement (one statement after each batch)
 SET_MARK_TO_TOP = SET_MARK.replace("VALUES ('', ?,", f"VALUES ('', coalesce(({TOP}), 0),")
-UNCOUNTED = AGGREGATE.format(where="WHERE id > ?")
+# the rows above the mark by the primary key alone: left to the planner, the GROUP BY chose the session index and
+# read the whole log, for every batch while an older writer shared it and for every `sessions`
+UNCOUNTED = AGGREGATE.format(where="NOT INDEXED WHERE id > ?")
 CATCH_UP = UPSERT.split(" VALUES ", 1)[0] + " " + UNCOUNTED + " " + UPSERT.split("\n", 1)[1]
 
 

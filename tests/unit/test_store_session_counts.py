@@ -7,11 +7,13 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from mcpwatch.clock import ManualClock
 from mcpwatch.events import Event, Kind
 from mcpwatch.store import EventReader, EventWriter, prune
+from mcpwatch.store.batch import commit_batch
 from mcpwatch.store.db import connect_writer
 from mcpwatch.store.schema import MIGRATIONS
 from mcpwatch.store.session_counts import AGGREGATE, READ, TABLE, batch_counts
@@ -205,6 +207,43 @@ def test_events_an_older_writer_adds_after_the_upgrade_are_counted_all_the_same(
     _calls(writer, writer.start_session(name="again", upstream="stdio: x", pid=1, config={}), 1)
     writer.close()
     assert _table(path) == _aggregate(path)  # the table itself caught up with the older writer's events
+
+
+def _steps_counting_an_older_writer(path: Path, calls: int) -> int:
+    """SQLite steps (per 100) of one listing and one batch's commit on a log of `calls` counted calls, beside three
+    events an older writer added."""
+    writer = EventWriter(path, clock=ManualClock())
+    _calls(writer, writer.start_session(name="n", upstream="stdio: x", pid=1, config={}), calls)
+    writer.close()
+    old_writer = sqlite3.connect(path, isolation_level=None)
+    old_writer.execute("INSERT INTO sessions (id, name, started_at) VALUES ('old', 'before', 1.0)")
+    old_writer.executemany(
+        INSERT_EVENT, [("old", n, 10.0 + n, n, "request_start", str(n), "t", None, "{}") for n in (1, 2, 3)]
+    )
+    old_writer.close()
+    steps = [0]
+    with EventReader(path) as reader:
+        reader._conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
+        assert reader.session("old").events == 3
+    conn = connect_writer(path)
+    conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1), 100)
+    row = ("old", 4, 20.0, 4.0, "tombstone_hit", "1", "t", None, "{}", None)
+    assert commit_batch(conn, threading.Lock(), [row], [], write_attempts=1, busy_attempts=1, note_error=print) is None
+    conn.close()
+    assert _table(path) == _aggregate(path)
+    return steps[0]
+
+
+def test_counting_an_older_writers_events_reads_those_events_alone(tmp_path: Path) -> None:
+    """While an older wrapper (which counts nothing) shares the log, every batch of a newer writer and every
+    `sessions` adds up the events above the mark. The planner read them through the session index, so each batch
+    and each listing read the whole log: about 800 times more SQLite steps on a log of 5,000 calls than on one of
+    10. Counted in the steps of one batch's commit and one listing, which load does not change."""
+    steps = {
+        label: _steps_counting_an_older_writer(tmp_path / f"{label}.db", calls)
+        for label, calls in (("small", 10), ("large", 5000))
+    }
+    assert steps["large"] <= steps["small"] + 5
 
 
 WRITER_PROCESS = """
