@@ -235,6 +235,10 @@ def bench_call_counts(quick: bool) -> dict[str, Any]:
     }
 
 
-if __name__ == "__main__":  # python -m mcpwatch.bench.callcount CALLS: `writer_work` into a log in a new temp folder
+if __name__ == "__main__":  # python -m mcpwatch.bench.callcount CALLS [PER_BATCH]: `writer_work` into a new temp log
+    import gc
+
+    gc.disable()  # the collector's work follows the heap of the process it runs in, not the writer's: left out
+    per_batch = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     with tempfile.TemporaryDirectory() as folder:
-        print(writer_work(int(sys.argv[1]), Path(folder) / "count.db"))
+        print(writer_work(int(sys.argv[1]), Path(folder) / "count.db", per_batch))
