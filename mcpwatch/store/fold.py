@@ -4,9 +4,9 @@ the row back (see `store/unfold.py`), so every reader sees the same event stream
 
 The folded row is the `request_end` row itself, at the end's place (seq) and with the end's columns; its `data`
 carries the start under the key `start` (`{"ts", "mono", "data"}`, plus `tool` where it differs from
-the end's and `model` where the start has one), and its `start_seq` column the start's seq, which the partial
-index `events_by_start` orders, so a reader finds the starts a range of seqs holds without reading the rows after
-it.
+the end's and `model` where the start has one), and its `start_seq` column the start's seq. A reader finds the starts
+a range of seqs holds in the rows at most `schema.FOLD_NEAR` seqs past it (a plain call's row is that near its start)
+and, for any row farther from its start, in the partial index `events_by_start`.
 
 The rows are committed in seq order, so a reader that has seen seq N has seen every start up to N: a start still
 open holds back the events after it (at most `window` on the writer's clock, or `held_max` events: past either the

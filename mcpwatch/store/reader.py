@@ -12,6 +12,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,8 +26,9 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-from mcpwatch.store.schema import REQUEST_INDEX_KIND_NAMES, REQUEST_INDEX_KINDS
-from mcpwatch.store.unfold import COLUMNS, Row, in_range, number, row_event, start_event
+from mcpwatch.store.folded_starts import MAX_ROWID, FoldedStarts, sql_order
+from mcpwatch.store.schema import FAR_START, FOLD_NEAR, NEAR_START, REQUEST_INDEX_KIND_NAMES, REQUEST_INDEX_KINDS
+from mcpwatch.store.unfold import COLUMNS, Bounds, Row, in_range, number, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 
@@ -46,7 +48,6 @@ ORDER BY seq
 
 
 EVENTS_PAGE = 2000
-_MAX_ROWID = 2**63 - 1
 
 _SESSION_COLUMNS = "id, name, upstream, pid, started_at, ended_at, end_reason, version, config"
 
@@ -273,15 +274,16 @@ class EventReader:
         sql = f"SELECT {COLUMNS} FROM events WHERE {' AND '.join(where)} ORDER BY seq, id LIMIT ?"
         bounds = (start_mono, end_mono, start_ts, end_ts)
         remaining = None if limit is None else max(0, int(limit))
-        last_seq, last_id = int(after_seq), _MAX_ROWID  # (seq, id) > (after_seq, max) <=> seq > after_seq
+        last_seq, last_id = int(after_seq), MAX_ROWID  # (seq, id) > (after_seq, max) <=> seq > after_seq
         while remaining is None or remaining > 0:
             size = EVENTS_PAGE if remaining is None else min(EVENTS_PAGE, remaining)
             rows = self._query(sql, [*params, last_seq, last_id, *filters, size])
             full = len(rows) == size
-            starts: Iterator[Event] = iter(())
+            starts = None
             if wants_starts:  # the starts of folded calls in this page's range of seqs, each in its place
-                starts = self._folded_starts(session_id, last_seq, rows[-1][2] if full else None, bounds)
-            for item in _merged(rows, starts):
+                upto = rows[-1][2] if full else None
+                starts = FoldedStarts(self._query, session_id, last_seq, upto, EVENTS_PAGE)
+            for item in _merged(rows, starts, bounds):
                 yield item if isinstance(item, Event) else row_event(item)
                 if remaining is not None:
                     remaining -= 1
@@ -290,32 +292,6 @@ class EventReader:
             if not full:
                 return
             last_seq, last_id = rows[-1][2], rows[-1][0]
-
-    def _folded_starts(
-        self,
-        session_id: str,
-        after_seq: int,
-        upto_seq: int | None,
-        bounds: tuple[float | None, float | None, float | None, float | None],
-    ) -> Iterator[Event]:
-        """The starts folded calls keep whose seq is in (after_seq, upto_seq], in seq order, a page at a time."""
-        sql = (
-            f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start"
-            " WHERE session_id = ? AND start_seq IS NOT NULL AND start_seq > ?"
-            + ("" if upto_seq is None else " AND start_seq <= ?")
-            + " ORDER BY start_seq LIMIT ?"
-        )
-        last = int(after_seq)
-        while True:
-            params: list[Any] = [session_id, last] + ([] if upto_seq is None else [upto_seq]) + [EVENTS_PAGE]
-            rows = self._query(sql, params)
-            for row in rows:
-                start = start_event(row)
-                if in_range(start, bounds):
-                    yield start
-            if len(rows) < EVENTS_PAGE:
-                return
-            last = rows[-1][10]
 
     def trend_rows(
         self, session_id: str, *, after_seq: int = 0, limit: int = 20_000
@@ -426,24 +402,32 @@ class EventReader:
 
     def event_at_offset(self, session_id: str, after_seq: int, last_seq: int, offset: int) -> tuple[int, float] | None:
         """(seq, mono) of the `offset`-th event after `after_seq` (1 = the next one, up to `last_seq`); None past
-        the end. Short walks of the (session, seq) index and of `events_by_start`, at most `offset` entries each
-        (never the rest of the session): how a seek tells whether a time lies within a few thousand events."""
+        the end. Short walks of the (session, seq) index, for the rows and the starts near them, and of
+        `events_by_start`, at most `offset` events each (never the rest of the session): how a seek tells whether a
+        time lies within a few thousand events."""
         wanted = max(1, offset)  # the offset-th of the merge is among the first `offset` of each side
         rows = self._query(
-            "SELECT seq, mono FROM ("
-            " SELECT * FROM (SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ?"
-            " ORDER BY seq LIMIT ?)"
-            " UNION ALL SELECT * FROM ("
-            "SELECT start_seq, CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
-            " FROM events INDEXED BY events_by_start"
-            " WHERE session_id = ? AND start_seq IS NOT NULL AND start_seq > ? AND start_seq <= ?"
-            " AND typeof(start_seq) = 'integer' ORDER BY start_seq LIMIT ?)"
-            ") ORDER BY seq LIMIT 1 OFFSET ?",
-            (session_id, after_seq, last_seq, wanted, session_id, after_seq, last_seq, wanted, wanted - 1),
+            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+            (session_id, after_seq, last_seq, wanted),
         )
-        if not rows:
+        reach = rows[-1][0] if len(rows) == wanted else last_seq  # no later event is among the first `wanted`
+        kept_mono = "CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
+        rows += self._query(
+            f"SELECT start_seq, {kept_mono} FROM events INDEXED BY events_by_session_seq"
+            f" WHERE session_id = ? AND seq > ? AND seq <= ? + {FOLD_NEAR} AND {NEAR_START}"
+            " AND start_seq > ? AND start_seq <= ? ORDER BY start_seq LIMIT ?",
+            (session_id, after_seq, reach, after_seq, reach, wanted),
+        )
+        rows += self._query(
+            f"SELECT start_seq, {kept_mono} FROM events INDEXED BY events_by_start"
+            f" WHERE session_id = ? AND {FAR_START} AND start_seq > ? AND start_seq <= ?"
+            " AND typeof(start_seq) = 'integer' ORDER BY start_seq LIMIT ?",
+            (session_id, after_seq, last_seq, wanted),
+        )
+        if len(rows) < wanted:
             return None
-        seq, mono = rows[0]
+        rows.sort(key=_first)
+        seq, mono = rows[wanted - 1]
         return int(seq), number(mono, 0.0)
 
     def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
@@ -563,30 +547,51 @@ def prune(
     return plan
 
 
-def _sql_order(value: Any) -> tuple[int, Any]:
-    """SQLite's order of values of mixed types (numbers, then text, then bytes): how a hand-edited seq compares."""
-    if value is None:
-        return (-1, 0)
-    if isinstance(value, int | float):
-        return (0, value)
-    return (1, value) if isinstance(value, str) else (2, bytes(value))
+_first = itemgetter(0)
 
 
-def _merged(rows: list[Row], starts: Iterator[Event]) -> Iterator[Row | Event]:
-    """A page of rows and the folded starts in its range, in seq order (a start before a row of its own seq)."""
-    start = next(starts, None)
+def _merged(rows: list[Row], starts: FoldedStarts | None, bounds: Bounds) -> Iterator[Row | Event]:
+    """A page of rows and the folded starts in its range within `bounds`, in seq order (a start before a row of
+    its own seq). The starts come a stretch at a time: the next is read only when a row lies past what the last
+    one made sure of."""
+    if starts is None:
+        yield from rows
+        return
+    ready, sure = starts.next_stretch()
+    at, count = 0, len(ready)
     for row in rows:
         seq = row[2]
-        while start is not None:
-            try:
-                first = start.seq <= seq
-            except TypeError:  # a row whose seq was made text or bytes by hand
-                first = _sql_order(start.seq) <= _sql_order(seq)
-            if not first:
+        while True:
+            if at < count:  # the next start read: before this row?
+                try:
+                    before = ready[at][0] <= seq
+                except TypeError:  # a seq made text or bytes by hand
+                    before = sql_order(ready[at][0]) <= sql_order(seq)
+                if not before:
+                    break
+                start = start_event(ready[at][1])
+                if in_range(start, bounds):
+                    yield start
+                at += 1
+            elif sure is None or _not_after(seq, sure):  # every start up to this row read
                 break
-            yield start
-            start = next(starts, None)
+            else:
+                ready, sure = starts.next_stretch()
+                at, count = 0, len(ready)
         yield row
-    while start is not None:
-        yield start
-        start = next(starts, None)
+    while True:
+        for _, folded in ready[at:]:
+            start = start_event(folded)
+            if in_range(start, bounds):
+                yield start
+        if sure is None:
+            return
+        (ready, sure), at = starts.next_stretch(), 0
+
+
+def _not_after(seq: Any, other: Any) -> bool:
+    """seq <= other, in SQLite's order when either was made text or bytes by hand."""
+    try:
+        return bool(seq <= other)
+    except TypeError:
+        return sql_order(seq) <= sql_order(other)

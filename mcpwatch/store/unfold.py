@@ -73,7 +73,10 @@ def start_event(row: Row) -> Event:
     )
 
 
-def in_range(event: Event, bounds: tuple[float | None, float | None, float | None, float | None]) -> bool:
+Bounds = tuple[float | None, float | None, float | None, float | None]  # `events()`'s start/end mono, start/end ts
+
+
+def in_range(event: Event, bounds: Bounds) -> bool:
     """Whether a start read from a folded row lies within `events()`'s (start_mono, end_mono, start_ts, end_ts)."""
     start_mono, end_mono, start_ts, end_ts = bounds
     return (

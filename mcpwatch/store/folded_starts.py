@@ -1,0 +1,124 @@
+"""Where the starts folded calls keep (`store/fold.py`) go among a page of rows: their seqs and rows, in order.
+
+A folded row is its call's end; its start lies before it, at `start_seq`. Most lie at most `FOLD_NEAR` seqs before
+their row (`schema.NEAR_START`): those come from the session's seq index, read from the page's start up to
+`FOLD_NEAR` past its end; the rest (`schema.FAR_START`) from `events_by_start`. The rows are read only as far as
+the page's rows given out so far need: a start before a row at seq s can only be in a row up to s + FOLD_NEAR, so
+the rows past the page are read for the page's last `FOLD_NEAR` seqs alone (and a damaged page beyond it stops
+the reading there, not at the page's start).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from heapq import merge
+from operator import itemgetter
+from typing import Any
+
+from mcpwatch.store.schema import FAR_START, FOLD_NEAR, NEAR_START
+from mcpwatch.store.unfold import COLUMNS, Row
+
+Query = Callable[[str, list[Any]], list[Row]]
+
+MAX_ROWID = 2**63 - 1
+_LAST = (3, b"")  # after every value in SQLite's order
+
+_NEAR_ROWS = (
+    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_session_seq"
+    f" WHERE session_id = ? AND (seq, id) > (?, ?) AND seq <= ? AND {NEAR_START}"
+    " AND start_seq > ? AND start_seq <= ? ORDER BY seq, id LIMIT ?"
+)
+_FAR_ROWS = (  # (to the session's end, a start_seq made text by hand included: after every number)
+    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start"
+    f" WHERE session_id = ? AND {FAR_START} AND start_seq > ? ORDER BY start_seq LIMIT ?"
+)
+_FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
+
+
+def sql_order(value: Any) -> tuple[int, Any]:
+    """SQLite's order of values of mixed types (numbers, then text, then bytes): how a hand-edited seq compares."""
+    if value is None:
+        return (-1, 0)
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, value) if isinstance(value, str) else (2, bytes(value))
+
+
+_START_SEQ = itemgetter(10)  # a row's start_seq (COLUMNS)
+Placed = tuple[Any, Row]  # a folded start's seq and its row
+
+
+def _placed_order(placed: Placed) -> tuple[int, Any]:
+    return sql_order(placed[0])
+
+
+class FoldedStarts:
+    """The folded starts in (after_seq, upto_seq] (upto None: to the session's end), in seq order, a stretch at a
+    time (`next_stretch`), each stretch one more page of rows read."""
+
+    def __init__(self, query: Query, session_id: str, after_seq: int, upto_seq: int | None, page: int) -> None:
+        self._query, self._session_id, self._page = query, session_id, page
+        self._after, self._upto_seq = int(after_seq), upto_seq
+        self._near_pages = self._near_rows(upto_seq)
+        self._reached: int | None = self._after  # the near rows are read up to this seq (None: all of them)
+        self._waiting: list[Row] = []  # the rows read whose starts are not given out, by start (then as read)
+        self._far = self._far_rows()
+        self._far_next: Placed | None = None
+        self._far_read = False
+
+    def next_stretch(self) -> tuple[list[Placed], int | None]:
+        """Reads the next page of rows; gives the starts it makes sure of, in order, as (the start's seq, its row),
+        and the seq up to which every start is now given (None: all of them). `start_event` makes the start: each
+        only as it is given out, so a reader holds a page of rows, not of decoded events."""
+        if not self._far_read:
+            self._far_next, self._far_read = next(self._far, None), True
+        if self._reached is not None:
+            rows, self._reached = next(self._near_pages)
+            self._waiting += rows
+            self._waiting.sort(key=_START_SEQ)  # (those held over are in order, the page's nearly: two runs)
+        sure = None if self._reached is None else self._reached - FOLD_NEAR  # no unread row has a start up to it
+        cut = len(self._waiting) if sure is None else bisect_right(self._waiting, sure, key=_START_SEQ)
+        near = [(row[10], row) for row in self._waiting[:cut]]
+        del self._waiting[:cut]
+        far = self._far_until(_LAST if sure is None else (0, sure))
+        return (list(merge(near, far, key=_placed_order)) if far else near), sure
+
+    def _far_until(self, order: tuple[int, Any]) -> list[Placed]:
+        taken = []
+        while self._far_next is not None and _placed_order(self._far_next) <= order:
+            taken.append(self._far_next)
+            self._far_next = next(self._far, None)
+        return taken
+
+    def _near_rows(self, upto_seq: int | None) -> Iterator[tuple[list[Row], int | None]]:
+        """The rows holding a near start, in seq order, a page at a time, each with the seq the reading reached
+        (None: all read): those up to `upto_seq` first, then the FOLD_NEAR seqs past it."""
+        spans = [(upto_seq, upto_seq), (upto_seq + FOLD_NEAR, None)] if upto_seq is not None else [(MAX_ROWID, None)]
+        last_seq, last_id = self._after, MAX_ROWID  # (seq, id) > (after, max) <=> seq > after
+        for until, reached_at_end in spans:
+            while True:
+                upto = MAX_ROWID if upto_seq is None else upto_seq
+                params = [self._session_id, last_seq, last_id, until, self._after, upto, self._page]
+                rows = self._query(_NEAR_ROWS, params)
+                if len(rows) < self._page:
+                    yield rows, reached_at_end
+                    break
+                last_seq, last_id = rows[-1][2], rows[-1][0]
+                yield rows, last_seq
+            last_seq, last_id = until, MAX_ROWID  # the next span: the rows past this one
+
+    def _far_rows(self) -> Iterator[Placed]:
+        """The rows `events_by_start` holds, by start, a page at a time (usually none); a start_seq that is not an
+        integer places its start at its row's seq, as `start_event` does."""
+        last, upto = self._after, self._upto_seq
+        while True:
+            if upto is None:
+                rows = self._query(_FAR_ROWS, [self._session_id, last, self._page])
+            else:
+                rows = self._query(_FAR_ROWS_UPTO, [self._session_id, last, upto, self._page])
+            for row in rows:
+                yield (row[10] if row[10].__class__ is int else row[2]), row
+            if len(rows) < self._page:
+                return
+            last = rows[-1][10]
