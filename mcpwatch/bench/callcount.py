@@ -34,7 +34,7 @@ from mcpwatch.store.fold import CallFolder
 from mcpwatch.store.session_counts import batch_counts
 from mcpwatch.store.writer import INSERT_SESSION
 from mcpwatch.testing.scheduler import ManualScheduler
-from mcpwatch.wrapper.calls.recorder import Recorder
+from mcpwatch.wrapper.calls.recorder import EventSink, Recorder
 from mcpwatch.wrapper.core.pump import WrapperCore
 from mcpwatch.wrapper.framing import frames
 
@@ -94,19 +94,23 @@ class _Upstream:
 class _PlainCalls:
     """A core between two counting links, making plain calls one at a time."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, result_bytes: int = 0) -> None:
-        """`result_bytes`: the answer's result holds a text block about that long (0: no content at all)."""
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, result_bytes: int = 0, sink: EventSink | None = None, trace: bool = False
+    ) -> None:
+        """`result_bytes`: the answer's result holds a text block about that long (0: no content at all); `sink`: the
+        recorder's (`bench/otelcount.py`: an export's queue), `trace`: each call stamped with its span's ids."""
         content = [{"type": "text", "text": "x" * (result_bytes - 40)}] if result_bytes > 40 else []
         self._result = orjson.dumps({"content": content})  # encoded once, as an upstream would have
         settings = replace(Settings(), deadline=DeadlineSettings(host_timeout_s=60.0, margin_s=5.0))
         scheduler = ManualScheduler(ManualClock())
-        self.recorder = Recorder("count", None, clock=scheduler.clock)
+        self.recorder = Recorder("count", sink, clock=scheduler.clock)
         self.core = WrapperCore(
             settings=settings,
             deadline=DeadlinePolicy(settings.deadline, environ={}),
             recorder=self.recorder,
             loop=loop,
             scheduler=scheduler,
+            trace_requests=trace,
         )
         self.host, self.upstream = _Host(), _Upstream()
         self.core.attach_upstream(self.upstream)

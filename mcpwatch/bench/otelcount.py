@@ -1,0 +1,182 @@
+"""Instructions per exported plain call, by thread: what OTLP export adds to a call, counted where load cannot change
+the count.
+
+`bench otel` measures export's CPU against a plain wrapper's in wall-clock rounds, which two busy cores make noisy;
+this counts the same work in process. The loop thread's part runs plain calls through the core of
+`bench/callcount.py` with trace stamping on and the events queued as `exporter.OtelSink.emit` queues them (or, for
+the base, with neither); the export thread's part folds those events as the sink's thread does, in gathering rounds
+of `ROUND_CALLS` calls (`SpanBuilder.fold_round`), adds the measurements up (`OtlpMetricFold`) and encodes requests
+of `SEND_CALLS` spans (`SpanEncoder.request`), with no I/O. Each part runs on a thread of its own, so callgrind
+(`--separate-threads=yes`) counts them apart; the difference of two runs of `WARM_UP` + `SHORT` and `WARM_UP` +
+`LONG` calls, over `LONG - SHORT`, is the instructions per call (the imports, the caches' first fill and the threads'
+start cancel out). `python -m mcpwatch.bench.otelcount` runs valgrind and prints the figures
+(`docs/benchmarks.md`, "OTLP export's cost"); `python -m mcpwatch.bench.otelcount run CALLS [--no-export]` is one
+measured process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from mcpwatch.bench.callcount import _PlainCalls
+from mcpwatch.events import Event
+
+WARM_UP = 300
+SHORT, LONG = 1000, 3000
+ROUND_CALLS = 250  # a round of 0.25 s (`exporter.GATHER_S`) at 1,000 calls/s
+SEND_CALLS = 1000  # a request a second (`exporter.EXPORT_INTERVAL_S`) at 1,000 calls/s
+LOOP_THREAD, EXPORT_THREAD = "otelcount-loop", "otelcount-export"
+RESOURCE = {"service.name": "mcpwatch", "service.version": "0"}
+
+
+class _Queue:
+    """The export's queue as `OtelSink.emit` fills it: the kinds export reads, appended to a deque."""
+
+    def __init__(self) -> None:
+        from mcpwatch.otel.spans import KINDS
+
+        self.kinds = KINDS
+        self.queue: deque[Event] = deque()
+        self.dropped = 0
+        self._sleeping = False
+
+    def emit(self, event: Event) -> None:  # `OtelSink.emit`, its bound check and wake flag included
+        if event.kind in self.kinds:
+            if len(self.queue) < 1_000_000:
+                self.queue.append(event)
+                if self._sleeping:
+                    self._sleeping = False
+            else:
+                self.dropped += 1
+
+
+def loop_part(calls: int, export: bool) -> list[Event]:
+    """`WARM_UP` + `calls` plain calls on the loop's thread; the events the export's queue received (none without
+    export)."""
+    loop = asyncio.new_event_loop()
+    try:
+        queue = _Queue() if export else None
+        rig = _PlainCalls(loop, sink=queue, trace=export)
+        for _ in range(WARM_UP + calls):
+            rig.call()
+    finally:
+        loop.close()
+    return list(queue.queue) if queue is not None else []
+
+
+def export_part(events: list[Event], per_round: int = ROUND_CALLS, per_send: int = SEND_CALLS) -> list[bytes]:
+    """The export thread's work for these events, as `OtelSink._run` does it: rounds of `per_round` calls' events
+    folded at once, their measurements added up, a request encoded every `per_send` calls. Returns the requests."""
+    from mcpwatch.otel.encode import SpanEncoder
+    from mcpwatch.otel.exporter import request_chunks
+    from mcpwatch.otel.metric_fold import OtlpMetricFold
+    from mcpwatch.otel.spans import CallSpan, PlainSpan, SpanBuilder
+
+    builder = SpanBuilder(lean=True)
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "0")
+    fold, lock = OtlpMetricFold(0), threading.Lock()
+    batch: list[CallSpan | PlainSpan] = []
+    requests: list[bytes] = []
+    since_send = 0
+    for at in range(0, len(events), 2 * per_round):
+        spans, measures = builder.fold_round(events[at : at + 2 * per_round])
+        with lock:  # `MetricRecorder.record_all`
+            fold.now_ns = at
+            for measure in measures:
+                fold.record(measure)
+        batch.extend(spans)
+        since_send += per_round
+        if since_send >= per_send:
+            requests.extend(encoder.request(chunk) for chunk in request_chunks(batch))
+            batch, since_send = [], 0
+    if batch:
+        requests.extend(encoder.request(chunk) for chunk in request_chunks(batch))
+    return requests
+
+
+def run(calls: int, export: bool) -> None:
+    """One measured process: the loop's part on `LOOP_THREAD`, then the export's on `EXPORT_THREAD`."""
+    events: list[Event] = []
+    requests: list[bytes] = []
+    _on_thread(LOOP_THREAD, lambda: events.extend(loop_part(calls, export)))
+    if export:
+        _on_thread(EXPORT_THREAD, lambda: requests.extend(export_part(events)))
+        if len(events) < 2 * (WARM_UP + calls) or not requests:
+            raise RuntimeError(f"{len(events)} events queued, {len(requests)} requests for {WARM_UP + calls} calls")
+
+
+def _on_thread(name: str, work: Callable[[], None]) -> None:
+    thread = threading.Thread(target=work, name=name)
+    thread.start()
+    thread.join()
+
+
+_TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
+
+
+def _thread_counts(calls: int, export: bool, folder: Path) -> list[int]:
+    """Instructions of each thread of one run under callgrind, in the order the threads started (the main thread,
+    the loop's, the export's)."""
+    out = folder / f"cg-{calls}-{int(export)}"
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--separate-threads=yes",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        "-m",
+        "mcpwatch.bench.otelcount",
+        "run",
+        str(calls),
+        *([] if export else ["--no-export"]),
+    ]
+    subprocess.run(command, check=True, capture_output=True)
+    files = sorted(folder.glob(f"{out.name}-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    counts = []
+    for file in files:
+        match = _TOTALS.search(file.read_text(errors="replace"))
+        counts.append(int(match[1]) if match else 0)
+    return counts
+
+
+def callgrind_counts() -> dict[str, float]:
+    """Instructions per call: the loop thread without export and with it, and the export thread."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed: apt-get install valgrind")
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        per_call: dict[str, float] = {}
+        for export in (False, True):
+            short, long = _thread_counts(SHORT, export, folder), _thread_counts(LONG, export, folder)
+            if len(short) != len(long) or len(long) < (3 if export else 2):
+                raise RuntimeError(f"unexpected threads under callgrind: {short} and {long}")
+            per_thread = [(b - a) / (LONG - SHORT) for a, b in zip(short, long, strict=True)]
+            if export:
+                per_call["loop_with_export"] = round(per_thread[1])
+                per_call["export_thread"] = round(per_thread[2])
+            else:
+                per_call["loop_no_export"] = round(per_thread[1])
+        per_call["loop_extra"] = per_call["loop_with_export"] - per_call["loop_no_export"]
+        per_call["export_extra"] = per_call["loop_extra"] + per_call["export_thread"]
+    return per_call
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["run"]:
+        run(int(argv[1]), "--no-export" not in argv)
+        return
+    print(json.dumps(callgrind_counts(), indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
