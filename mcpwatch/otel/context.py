@@ -33,17 +33,31 @@ def parent_of(meta: Any) -> tuple[str, str, str] | None:
     return match[2], match[3], match[4]
 
 
+_SPAN_MASK = (1 << 64) - 1
+
+
+def _new_ids() -> tuple[str, str]:
+    """A new trace's id and its first span's, drawn at once (one 192-bit draw, made hex once: this runs on the loop
+    for every exported call); neither is all zeros (invalid)."""
+    bits = random.getrandbits(192)
+    while not (bits >> 64 and bits & _SPAN_MASK):
+        bits = random.getrandbits(192)
+    both = bits.to_bytes(24, "big").hex()
+    return both[:32], both[32:]
+
+
 def stamp(params: dict[str, Any]) -> dict[str, str]:
     """Give the forwarded request's params a `traceparent` naming a new wrapper span; returns the ids for the
     `request_start` event (`trace_id`, `span_id`, and `parent_span_id` when the host sent one)."""
     meta = params.get("_meta")
     parent = parent_of(meta)
-    span_id = _random_hex(64)
     if parent is None:
-        trace_id, flags = _random_hex(128), "01"
+        trace_id, span_id = _new_ids()
+        flags = "01"
         ids = {"trace_id": trace_id, "span_id": span_id}
     else:
         trace_id, parent_id, flags = parent
+        span_id = _random_hex(64)
         ids = {"trace_id": trace_id, "span_id": span_id, "parent_span_id": parent_id}
     params["_meta"] = {**(meta if isinstance(meta, dict) else {}), TRACEPARENT: f"00-{trace_id}-{span_id}-{flags}"}
     return ids
@@ -51,15 +65,9 @@ def stamp(params: dict[str, Any]) -> dict[str, str]:
 
 def stamp_own(meta: dict[str, Any]) -> dict[str, str]:
     """`stamp` for a request whose `_meta` the wrapper has just made itself (a plain call's: no host `traceparent`):
-    the span's ids drawn as `stamp` draws them (the span's first, so a seeded run gives the same ids either way), the
-    `traceparent` added to `meta` in place, with no copy. `_random_hex` is written out here, not called: this runs
-    on the loop for every exported plain call (`docs/benchmarks.md`, the loop's extra with export)."""
-    span_bits = random.getrandbits(64)
-    while not span_bits:  # all-zero ids are invalid
-        span_bits = random.getrandbits(64)
-    trace_bits = random.getrandbits(128)
-    while not trace_bits:
-        trace_bits = random.getrandbits(128)
-    span_id, trace_id = f"{span_bits:016x}", f"{trace_bits:032x}"
+    the span's ids drawn as `stamp` draws them (so a seeded run gives the same ids either way), the `traceparent`
+    added to `meta` in place, with no copy (this runs on the loop for every exported plain call: `docs/benchmarks.md`,
+    the loop's extra with export)."""
+    trace_id, span_id = _new_ids()
     meta[TRACEPARENT] = f"00-{trace_id}-{span_id}-01"
     return {"trace_id": trace_id, "span_id": span_id}

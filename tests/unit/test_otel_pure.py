@@ -265,3 +265,22 @@ def test_upstream_restarts_and_tombstone_expiry_are_measured():
     ]
     _, _, measures = spans_and_measures(events)
     assert measures == [Measure("mcpwatch.upstream.restarts", 1, {}), Measure("mcpwatch.tombstones", -1, {})]
+
+
+class _Draws:
+    """`random.getrandbits` answering from a list: a trace's and its span's ids drawn at once, zero parts first."""
+
+    def __init__(self, draws: list[int]) -> None:
+        self.draws = draws
+
+    def getrandbits(self, bits: int) -> int:
+        assert bits == 192
+        return self.draws.pop(0)
+
+
+def test_a_trace_or_span_id_of_zeros_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ids are drawn as one 192-bit number (trace, then span): an all-zero part is invalid, so it is drawn again."""
+    monkeypatch.setattr(context, "random", _Draws([5, 5 << 64, (7 << 64) | 9]))
+    meta: dict[str, Any] = {}
+    assert context.stamp_own(meta) == {"trace_id": f"{7:032x}", "span_id": f"{9:016x}"}
+    assert meta == {"traceparent": f"00-{7:032x}-{9:016x}-01"}

@@ -302,8 +302,9 @@ class CountingBits:
         self.n = 0
 
     def getrandbits(self, bits: int) -> int:
+        """`n`, or for a trace and its span drawn at once (192 bits) `n` for each."""
         self.n += 1
-        return self.n
+        return self.n << 64 | self.n if bits == 192 else self.n
 
 
 def traced(loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> TaskRig:
@@ -331,7 +332,7 @@ def test_with_trace_context_plain_calls_stay_plain_and_carry_the_same_span(loop,
     assert plain == seen(traced(loop, monkeypatch))
     sent = [frames.decode(line) for line in plain[1]]
     parents = [m["params"]["_meta"].get("traceparent") for m in sent if m.get("method") == "tools/call"]
-    assert parents[0] == f"00-{2:032x}-{1:016x}-01"  # a new trace (128 bits), the wrapper's span (64)
-    assert parents[1] == f"00-{'a' * 32}-{3:016x}-01"  # the host's trace, the wrapper's span under the host's
+    assert parents[0] == f"00-{1:032x}-{1:016x}-01"  # a new trace (128 bits) and the wrapper's span (64), at once
+    assert parents[1] == f"00-{'a' * 32}-{2:016x}-01"  # the host's trace, the wrapper's span under the host's
     starts = [frames.decode(row[-1]) for row in plain[2] if row[0] == Kind.REQUEST_START]
-    assert (starts[0]["trace_id"], starts[0]["span_id"]) == (f"{2:032x}", f"{1:016x}")
+    assert (starts[0]["trace_id"], starts[0]["span_id"]) == (f"{1:032x}", f"{1:016x}")
