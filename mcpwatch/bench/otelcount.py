@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import re
 import shutil
 import subprocess
@@ -25,7 +26,6 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable
 from pathlib import Path
 
 from mcpwatch.bench.callcount import _PlainCalls
@@ -60,65 +60,97 @@ class _Queue:
                 self.dropped += 1
 
 
-def loop_part(calls: int, export: bool) -> list[Event]:
-    """`WARM_UP` + `calls` plain calls on the loop's thread; the events the export's queue received (none without
-    export)."""
-    loop = asyncio.new_event_loop()
-    try:
-        queue = _Queue() if export else None
-        rig = _PlainCalls(loop, sink=queue, trace=export)
-        for _ in range(WARM_UP + calls):
-            rig.call()
-    finally:
-        loop.close()
-    return list(queue.queue) if queue is not None else []
+class ExportRounds:
+    """The export thread's work, as `OtelSink._run` does it: each round's events folded at once, their measurements
+    added up under the metrics' lock, a request encoded every `per_send` calls, with no I/O."""
+
+    def __init__(self, per_send: int = SEND_CALLS) -> None:
+        from mcpwatch.otel.encode import SpanEncoder
+        from mcpwatch.otel.metric_fold import OtlpMetricFold
+        from mcpwatch.otel.spans import Span, SpanBuilder
+
+        self.builder = SpanBuilder(lean=True)
+        self.encoder = SpanEncoder(RESOURCE, "mcpwatch", "0")
+        self.fold, self.lock = OtlpMetricFold(0), threading.Lock()
+        self.per_send = per_send
+        self.batch: list[Span] = []
+        self.requests: list[bytes] = []  # each request's bytes
+        self.rounds = 0
+
+    def round(self, events: list[Event]) -> None:
+        spans, measures = self.builder.fold_round(events, self.encoder.record_field)
+        with self.lock:  # `MetricRecorder.record_all`
+            fold = self.fold
+            fold.now_ns = self.rounds
+            for measure in measures:
+                fold.record(measure)
+        self.rounds += 1
+        self.batch.extend(spans)
+        if len(self.batch) >= self.per_send:
+            self.send()
+
+    def send(self) -> None:
+        from mcpwatch.otel.exporter import request_chunks
+
+        self.requests.extend(self.encoder.request(chunk) for chunk in request_chunks(self.batch))
+        self.batch = []
 
 
 def export_part(events: list[Event], per_round: int = ROUND_CALLS, per_send: int = SEND_CALLS) -> list[bytes]:
-    """The export thread's work for these events, as `OtelSink._run` does it: rounds of `per_round` calls' events
-    folded at once, their measurements added up, a request encoded every `per_send` calls. Returns the requests."""
-    from mcpwatch.otel.encode import SpanEncoder
-    from mcpwatch.otel.exporter import request_chunks
-    from mcpwatch.otel.metric_fold import OtlpMetricFold
-    from mcpwatch.otel.spans import CallSpan, PlainSpan, SpanBuilder
-
-    builder = SpanBuilder(lean=True)
-    encoder = SpanEncoder(RESOURCE, "mcpwatch", "0")
-    fold, lock = OtlpMetricFold(0), threading.Lock()
-    batch: list[CallSpan | PlainSpan] = []
-    requests: list[bytes] = []
-    since_send = 0
+    """`ExportRounds` over these events in rounds of `per_round` calls' events; the requests it encoded."""
+    rounds = ExportRounds(per_send)
     for at in range(0, len(events), 2 * per_round):
-        spans, measures = builder.fold_round(events[at : at + 2 * per_round])
-        with lock:  # `MetricRecorder.record_all`
-            fold.now_ns = at
-            for measure in measures:
-                fold.record(measure)
-        batch.extend(spans)
-        since_send += per_round
-        if since_send >= per_send:
-            requests.extend(encoder.request(chunk) for chunk in request_chunks(batch))
-            batch, since_send = [], 0
-    if batch:
-        requests.extend(encoder.request(chunk) for chunk in request_chunks(batch))
-    return requests
+        rounds.round(events[at : at + 2 * per_round])
+    if rounds.batch:
+        rounds.send()
+    return rounds.requests
 
 
 def run(calls: int, export: bool) -> None:
-    """One measured process: the loop's part on `LOOP_THREAD`, then the export's on `EXPORT_THREAD`."""
-    events: list[Event] = []
-    requests: list[bytes] = []
-    _on_thread(LOOP_THREAD, lambda: events.extend(loop_part(calls, export)))
+    """One measured process: `WARM_UP` + `calls` plain calls on `LOOP_THREAD`, each `ROUND_CALLS` calls' queued
+    events handed to the export's work on `EXPORT_THREAD`, one thread at a time (a fixed order: the same count every
+    run; the events die after their round, as in the wrapper, so the collector's work is the wrapper's)."""
+    to_export: queue.Queue[list[Event] | None] = queue.Queue(1)
+    done: queue.Queue[None] = queue.Queue(1)
+    rounds: list[ExportRounds] = []
+
+    def loop_thread() -> None:
+        loop = asyncio.new_event_loop()
+        try:
+            sink = _Queue() if export else None
+            rig = _PlainCalls(loop, sink=sink, trace=export)
+            for n in range(1, WARM_UP + calls + 1):
+                rig.call()
+                if sink is not None and n % ROUND_CALLS == 0:
+                    taken = list(sink.queue)
+                    sink.queue.clear()
+                    to_export.put(taken)
+                    done.get()
+            if sink is not None:
+                to_export.put(list(sink.queue))
+                done.get()
+        finally:
+            loop.close()
+            if export:
+                to_export.put(None)
+
+    def export_thread() -> None:
+        work = ExportRounds()
+        rounds.append(work)
+        while (events := to_export.get()) is not None:
+            work.round(events)
+            done.put(None)
+        work.send()
+
+    threads = [threading.Thread(target=loop_thread, name=LOOP_THREAD)]
     if export:
-        _on_thread(EXPORT_THREAD, lambda: requests.extend(export_part(events)))
-        if len(events) < 2 * (WARM_UP + calls) or not requests:
-            raise RuntimeError(f"{len(events)} events queued, {len(requests)} requests for {WARM_UP + calls} calls")
-
-
-def _on_thread(name: str, work: Callable[[], None]) -> None:
-    thread = threading.Thread(target=work, name=name)
-    thread.start()
-    thread.join()
+        threads.append(threading.Thread(target=export_thread, name=EXPORT_THREAD))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if export and not (rounds and rounds[0].requests):
+        raise RuntimeError(f"nothing was encoded for {WARM_UP + calls} calls")
 
 
 _TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mcpwatch.otel.spans import AttributeValue, CallShape, CallSpan, PlainSpan
+from mcpwatch.otel.spans import AttributeValue, CallShape, CallSpan, PlainRecord, PlainSpan, Span
 
 CACHE_MAX = 4096  # distinct (key, value) pairs kept encoded; past it the cache starts again
 PAIR_BYTES_MAX = 1024  # a longer pair (a host's tool name in megabytes) is encoded each time: 4 MiB kept at most
@@ -26,7 +26,8 @@ _STATUS_UNSET = b"\x7a\x00"  # status (15): an empty Status, as the SDK sends fo
 _STATUS_ERROR_CODE = b"\x18\x02"  # Status.code (3) = STATUS_CODE_ERROR
 _fixed64 = struct.Struct("<Q").pack
 _double = struct.Struct("<d").pack
-_fromhex = bytes.fromhex  # bound once: read for every plain span's two ids (`SpanEncoder._plain_field`)
+_fromhex = bytes.fromhex  # bound once: read for every plain span's two ids (`SpanEncoder.record_field`)
+_times = struct.Struct("<QBQ").pack  # a span's start, the end's tag (8: fixed64), its end
 
 
 _ONE_BYTE = [bytes((n,)) for n in range(0x80)]  # every length under 128: most fields of a span
@@ -37,6 +38,8 @@ def _varint(value: int) -> bytes:
         return _ONE_BYTE[value]
     if 0 < value < 0x4000:  # two bytes: a span's length, most of a batch's fields
         return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if 0 < value < 0x200000:  # three: an upstream id after the first 16,384 calls
+        return bytes(((value & 0x7F) | 0x80, (value >> 7 & 0x7F) | 0x80, value >> 14))
     value &= (1 << 64) - 1  # int64: a negative is its two's complement in ten bytes
     out = bytearray()
     while value > 0x7F:
@@ -214,7 +217,7 @@ class SpanEncoder:
     def plain(self, span: PlainSpan) -> bytes:
         """A plain call's Span message: the same bytes as `span(span.full())`, the shape's parts encoded once."""
         shape = span.shape
-        name, head, middle = shape.encoded or self._shape(shape)
+        name, head, middle, _, _ = shape.encoded or self._shape(shape)
         parts = [b"\x0a\x10" + _id(span.trace_id, 16), b"\x12\x08" + _id(span.span_id, 8)]
         if span.parent_span_id:
             parts.append(b"\x22\x08" + _id(span.parent_span_id, 8))
@@ -233,51 +236,73 @@ class SpanEncoder:
         return b"".join(parts)
 
     def _plain_field(self, span: PlainSpan) -> bytes:
-        """`plain(span)` as a ScopeSpans.spans field (2), in one join: what a batch holds per plain call."""
-        shape = span.shape
-        name, head, middle = shape.encoded or self._shape(shape)
-        parent = span.parent_span_id
-        try:  # `_id`, inline for the usual ids
-            trace_id, span_id = _fromhex(span.trace_id), _fromhex(span.span_id)
-        except ValueError:
-            trace_id = span_id = b""
-        if len(trace_id) != 16 or len(span_id) != 8:
-            trace_id, span_id = _id(span.trace_id, 16), _id(span.span_id, 8)
-        body = b"".join(
+        """`plain(span)` as a ScopeSpans.spans field (2)."""
+        record = (
+            span.shape,
+            span.trace_id,
+            span.span_id,
+            span.parent_span_id,
+            span.start_ns,
+            span.request_id,
+            span.up_id,
+        )
+        return self.record_field(record, span.end_ns)
+
+    def record_field(self, record: PlainRecord, end_ns: int) -> bytes:
+        """`plain(PlainSpan(*record, end_ns))` as a ScopeSpans.spans field (2), in one join: what a batch holds per
+        plain call. The span's length is known before its bytes are (its shape's fixed part, its request id's and
+        upstream id's fields), so they are joined once, behind their field's head."""
+        shape, trace_id, span_id, parent, start_ns, request_id, up_id = record
+        _, head, middle, lead, fixed = shape.encoded or self._shape(shape)
+        ids = b""
+        if parent is None and len(trace_id) == 32 and len(span_id) == 16:
+            try:  # the usual ids at once (whitespace, which `fromhex` skips, leaves them short)
+                ids = _fromhex(f"0a10{trace_id}1208{span_id}")
+            except ValueError:
+                pass
+        if len(ids) != 28:
+            ids = b"\x0a\x10" + _id(trace_id, 16) + b"\x12\x08" + _id(span_id, 8)
+            if parent:
+                ids += b"\x22\x08" + _id(parent, 8)
+        try:  # `_request_id_field`, inline for a short id
+            raw = request_id.encode("utf-8")
+            request_field = _REQUEST_ID_HEADS[len(raw)] + raw
+        except (UnicodeEncodeError, IndexError):
+            request_field = _request_id_field(request_id)
+        if type(up_id) is int and 0 <= up_id < 0x200000:
+            up_field = _UP_ID_HEADS[1 + (up_id > 0x7F) + (up_id > 0x3FFF)] + _varint(up_id)
+        else:
+            up_field = _up_id_field(up_id)
+        size = fixed + len(ids) + len(request_field) + len(up_field)
+        return b"".join(
             (
-                b"\x0a\x10",
-                trace_id,
-                b"\x12\x08",
-                span_id,
-                b"\x22\x08" + _id(parent, 8) if parent else b"",
-                name,
-                _KIND_CLIENT,
-                b"\x39",
-                _fixed64(span.start_ns),
-                b"\x41",
-                _fixed64(span.end_ns),
+                b"\x12",
+                _varint(size),
+                ids,
+                lead,
+                _times(start_ns, 0x41, end_ns),
                 head,
-                _request_id_field(span.request_id),
+                request_field,
                 middle,
-                _up_id_field(span.up_id),
+                up_field,
                 _PLAIN_TAIL_REMOTE if parent else _PLAIN_TAIL,
             )
         )
-        return b"\x12" + _varint(len(body)) + body
 
-    def _shape(self, shape: CallShape) -> tuple[bytes, bytes, bytes]:
-        encoded = shape.encoded = (
-            _text(b"\x2a", shape.name),
-            self._attributes(b"\x4a", shape.head.items()),
-            self._attributes(b"\x4a", shape.middle.items()),
-        )
+    def _shape(self, shape: CallShape) -> tuple[bytes, bytes, bytes, bytes, int]:
+        name = _text(b"\x2a", shape.name)
+        head = self._attributes(b"\x4a", shape.head.items())
+        middle = self._attributes(b"\x4a", shape.middle.items())
+        lead = name + _KIND_CLIENT + b"\x39"  # the times follow (`_times`), then the head
+        fixed = len(lead) + 17 + len(head) + len(middle) + len(_PLAIN_TAIL)
+        encoded = shape.encoded = (name, head, middle, lead, fixed)
         return encoded
 
-    def request(self, spans: Iterable[CallSpan | PlainSpan]) -> bytes:
-        """The serialized ExportTraceServiceRequest for these spans."""
+    def request(self, spans: Iterable[Span]) -> bytes:
+        """The serialized ExportTraceServiceRequest for these spans (a plain one's field may be encoded already)."""
         plain, full = self._plain_field, self.span
         fields = b"".join(
-            plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
+            span if type(span) is bytes else plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
             for span in spans
         )
         scope_size = len(self.scope) + len(fields)  # ScopeSpans: its scope, then the spans

@@ -44,7 +44,17 @@ from mcpwatch.otel.bounded import BoundedSession
 from mcpwatch.otel.config import OtelTarget
 from mcpwatch.otel.encode import SpanEncoder
 from mcpwatch.otel.metric_fold import COUNTERS, LEVEL_UNITS, OtlpMetricFold
-from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, KINDS, CallSpan, Measure, PlainSpan, SpanBuilder
+from mcpwatch.otel.spans import (
+    DURATION_BUCKETS,
+    DURATION_METRIC,
+    KINDS,
+    CallSpan,
+    Measure,
+    PlainEncode,
+    PlainSpan,
+    Span,
+    SpanBuilder,
+)
 
 # The SDK logs every failed export attempt and retry at WARNING; with no handler of its own that reaches stderr, which
 # hosts keep as the server's log. mcpwatch says it once itself and counts the rest (status, the log).
@@ -88,6 +98,8 @@ class SpanSender:
         # it gets ReadableSpans through its own encoder, as before.
         client = getattr(self.exporter, "_client", None)
         self._post: Callable[[bytes], Any] | None = getattr(client, "export", None)
+        # a plain call's span encoded as it ends (`SpanBuilder.fold_round`), when the bytes are what is sent
+        self.encode_plain: PlainEncode | None = self.encoder.record_field if self._post is not None else None
 
     def convert(self, span: CallSpan) -> ReadableSpan:
         flags = TraceFlags(TraceFlags.SAMPLED)
@@ -113,9 +125,9 @@ class SpanSender:
             instrumentation_scope=self.scope,
         )
 
-    def send(self, spans: Sequence[CallSpan | PlainSpan]) -> bool:
+    def send(self, spans: Sequence[Span]) -> bool:
         self.session.last_problem = None
-        if self._post is None:
+        if self._post is None:  # never bytes: `encode_plain` is None
             full = [span.full() if type(span) is PlainSpan else span for span in spans]
             result = self.exporter.export([self.convert(span) for span in full])  # type: ignore[arg-type]  # all CallSpans now
             return result.name == "SUCCESS"
@@ -250,13 +262,13 @@ class MetricRecorder:
         self.exporter.shutdown()
 
 
-def request_chunks(spans: list[CallSpan | PlainSpan], limit: int = BATCH_MAX) -> list[list[CallSpan | PlainSpan]]:
+def request_chunks(spans: list[Span], limit: int = BATCH_MAX) -> list[list[Span]]:
     """Spans in order, cut into requests of at most `limit` by weight (`BATCH_MAX`)."""
-    chunks: list[list[CallSpan | PlainSpan]] = []
-    chunk: list[CallSpan | PlainSpan] = []
+    chunks: list[list[Span]] = []
+    chunk: list[Span] = []
     weight = 0
     for span in spans:
-        full: CallSpan | None = None if type(span) is PlainSpan else span  # type: ignore[assignment]  # a CallSpan
+        full = span if type(span) is CallSpan else None
         size = 1 if full is None else 1 + len(full.events) + full.held_text // TEXT_PER_WEIGHT
         if chunk and weight + size > limit:
             chunks.append(chunk)
@@ -322,7 +334,7 @@ class OtelSink:
     # ------------------------------------------------------------------ the export thread
 
     def _run(self) -> None:
-        batch: list[CallSpan | PlainSpan] = []
+        batch: list[Span] = []
         last_send = time.monotonic()
         while not self._stop.is_set():
             if not batch and not self._queue and not self._builder.holding():
@@ -350,13 +362,13 @@ class OtelSink:
             taken.append(queue.popleft())
         return taken
 
-    def _fold(self, events: Iterable[Event]) -> list[CallSpan | PlainSpan]:
-        spans, measures = self._builder.fold_round(events)
+    def _fold(self, events: Iterable[Event]) -> list[Span]:
+        spans, measures = self._builder.fold_round(events, self._spans.encode_plain if self._spans else None)
         if measures and self._metrics is not None:
             self._metrics.record_all(measures)
         return spans
 
-    def _send(self, spans: list[CallSpan | PlainSpan]) -> None:
+    def _send(self, spans: list[Span]) -> None:
         if self._spans is None:
             return
         for chunk in request_chunks(spans):

@@ -116,7 +116,9 @@ class CallShape:
     head: dict[str, AttributeValue]
     middle: dict[str, AttributeValue]
     metric: dict[str, AttributeValue]
-    encoded: tuple[bytes, bytes, bytes] | None = None  # name, head and middle as span fields (`encode.SpanEncoder`)
+    # name, head and middle as span fields, and for a plain span's field (`encode.SpanEncoder.record_field`) the bytes
+    # from its name to its start time's tag and the length of the bytes every such span has
+    encoded: tuple[bytes, bytes, bytes, bytes, int] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -144,6 +146,15 @@ class PlainSpan:
             span.end_ns = self.end_ns
             attributes["mcpwatch.outcome"] = str(Outcome.OK)
         return span
+
+
+PlainRecord = tuple[CallShape, str, str, str | None, int, str, int | None]
+"""An open plain call as the live export holds it: `PlainSpan`'s fields to its start (shape, trace id, span id,
+parent span id, start, request id, upstream id), a tuple, made in a tenth of a `PlainSpan`'s time; `PlainSpan(*record,
+end_ns)` is its span, and `encode.SpanEncoder.record_field(record, end_ns)` its span's bytes."""
+PlainEncode = Callable[[PlainRecord, int], bytes]
+Span = CallSpan | PlainSpan | bytes
+"""A finished span as the live export batches it: a plain call's may be its field's bytes already (`fold_round`)."""
 
 
 class SharedAttributes(dict[str, AttributeValue]):
@@ -214,7 +225,7 @@ class SpanBuilder:
         self.protocol_version: str | None = None
         self.host_profile: str | None = None
         self.generation = 0
-        self._open: dict[str, list[CallSpan | PlainSpan]] = {}  # by host request id (two hosts may reuse one)
+        self._open: dict[str, list[CallSpan | PlainRecord]] = {}  # by host request id (two hosts may reuse one)
         self._open_calls = 0  # the calls `_open` holds (OPEN_MAX)
         self._open_text = 0  # the text their full spans hold (OPEN_TEXT_MAX)
         self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
@@ -233,40 +244,68 @@ class SpanBuilder:
             outputs.append(_MEASURE[seen[0]](self, seen))  # seen[0]: its metric (a tuple index is the quickest read)
         return outputs
 
-    def fold_round(self, events: Iterable[Event]) -> tuple[list[CallSpan | PlainSpan], list[Measure]]:
+    def fold_round(
+        self, events: Iterable[Event], encode: PlainEncode | None = None
+    ) -> tuple[list[Span], list[Measure]]:
         """What `feed` gives for these events, in order, as spans and measurements; the in-flight level's moves of one
         method added up into one measurement where its first move was. A round's measurements are added to the
         metrics at once (`exporter.MetricRecorder.record_all`), so every push reads the same levels, the same series
-        in the same order. A plain call's end is folded here with no observation in between: its span as it is, its
-        duration under its shape's attributes (`tests/unit/test_otel_round_fold.py` compares both ways)."""
-        spans: list[CallSpan | PlainSpan] = []
+        in the same order. A plain call is folded here with no observation in between: its start to its record when
+        its shape is known, its end to its span (its bytes, with `encode`) and its duration under its shape's
+        attributes (`tests/unit/test_otel_round_fold.py` compares both ways)."""
+        spans: list[Span] = []
         measures: list[Any] = []
         levels: dict[str, list[Any]] = {}  # method → [its measurement's index, the round's total]
-        opened = self._open
+        opened, shapes = self._open, self._shapes
         for event in events:
             kind, data = event.kind, event.data
             if kind == _START:  # as `feed`: no output but the level's +1
-                self._ended = None
-                self._request_start(event, data)
+                get, request_id = data.get, event.request_id
+                method, trace_id, span_id, up_id = get("method"), get("trace_id"), get("span_id"), get("up_id")
+                try:  # a key equal to a kept one gives the same attributes (`_shape_key` kept only valid ones)
+                    shape = shapes.get((method, event.tool, get("budget_s"), get("budget_source"), get("host_session")))
+                except TypeError:  # a value a key cannot hold: the general way says what it is
+                    shape = None
+                if (
+                    shape is not None
+                    and type(request_id) is str
+                    and type(trace_id) is str
+                    and type(span_id) is str
+                    and type(up_id) is int
+                    and get("parent_span_id") is None
+                ):  # `_request_start`'s plain record, inline
+                    record: PlainRecord = (shape, trace_id, span_id, None, round(event.ts * 1e9), request_id, up_id)
+                    waiting = opened.get(request_id)
+                    if waiting is None:
+                        opened[request_id] = [record]
+                    else:
+                        waiting.append(record)
+                    self._open_calls += 1
+                    if self._open_calls > OPEN_MAX:
+                        self._forget_oldest()
+                else:
+                    self._ended = None
+                    self._request_start(event, data)
                 delta = 1.0
-            elif kind == _END and (waiting := opened.get(event.request_id or "")) and type(waiting[0]) is PlainSpan:
+            elif kind == _END and (waiting := opened.get(event.request_id or "")) and type(waiting[0]) is tuple:
                 duration = data.get("duration_s")
                 if not (data.get("outcome") == _OK and type(duration) is float and not data.get("partial")):
                     self._fold_outputs(self.feed(event), spans, measures, levels)
                     continue
-                record: PlainSpan = waiting.pop(0)  # type: ignore[assignment]  # checked above
+                record = waiting.pop(0)  # type: ignore[assignment]  # checked above
                 if not waiting:
                     del opened[event.request_id or ""]
                 self._open_calls -= 1
-                record.end_ns = max(record.start_ns, round(event.ts * 1e9))  # `_ns`, inline
-                self._ended = record
-                spans.append(record)
-                measures.append(_new(Measure, (DURATION_METRIC, duration, record.shape.metric)))
+                end_ns = round(event.ts * 1e9)  # `_ns`, inline
+                if end_ns < record[4]:
+                    end_ns = record[4]
+                spans.append(PlainSpan(*record, end_ns) if encode is None else encode(record, end_ns))
+                measures.append(_new(Measure, (DURATION_METRIC, duration, record[0].metric)))
+                method = data.get("method")
                 delta = -1.0
             else:
                 self._fold_outputs(self.feed(event), spans, measures, levels)
                 continue
-            method = data.get("method")
             method = (method if isinstance(method, str) else None) or "?"
             slot = levels.get(method)
             if slot is None:
@@ -280,7 +319,7 @@ class SpanBuilder:
 
     @staticmethod
     def _fold_outputs(
-        outputs: list[Output], spans: list[CallSpan | PlainSpan], measures: list[Any], levels: dict[str, list[Any]]
+        outputs: list[Output], spans: list[Span], measures: list[Any], levels: dict[str, list[Any]]
     ) -> None:
         """One event's outputs into a round's (`fold_round`), its in-flight move added to its method's."""
         for output in outputs:
@@ -389,7 +428,7 @@ class SpanBuilder:
             key = _shape_key(get("method"), tool, get("budget_s"), get("budget_source"), get("host_session"))
             shape = None if key is None else self._shapes.get(key) or self._shape(key)
             if shape is not None:
-                record = PlainSpan(shape, trace_id, span_id, parent, round(event.ts * 1e9), request_id, up_id)
+                record = (shape, trace_id, span_id, parent, round(event.ts * 1e9), request_id, up_id)
                 self._open.setdefault(request_id, []).append(record)
                 self._open_calls += 1
                 if self._open_calls > OPEN_MAX:
@@ -479,8 +518,8 @@ class SpanBuilder:
         if not spans:
             return None
         span = spans[-1]
-        if type(span) is PlainSpan:
-            span = spans[-1] = span.full()
+        if type(span) is tuple:
+            span = spans[-1] = PlainSpan(*span).full()
         return span  # type: ignore[return-value]  # a CallSpan now
 
     def _progress(self, event: Event, data: dict[str, Any]) -> list[Output]:
@@ -541,12 +580,16 @@ class SpanBuilder:
         spans = self._open.get(event.request_id or "")
         if not spans:
             return []
-        record = spans.pop(0)
+        opened = spans.pop(0)
         if not spans:
             del self._open[event.request_id or ""]
         self._open_calls -= 1
-        if type(record) is CallSpan:
-            self._open_text -= record.held_text
+        record: CallSpan | PlainSpan
+        if type(opened) is tuple:
+            record = PlainSpan(*opened)
+        else:
+            self._open_text -= opened.held_text  # type: ignore[union-attr]  # a CallSpan
+            record = opened  # type: ignore[assignment]  # a CallSpan
         outcome = data.get("outcome")
         if type(record) is PlainSpan:
             record.end_ns = max(record.start_ns, _ns(event.ts))

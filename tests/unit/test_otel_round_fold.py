@@ -29,13 +29,17 @@ def _one_by_one(builder: SpanBuilder, events: list[Event]) -> tuple[list[CallSpa
     return spans, measures
 
 
-def _rounds(events: list[Event], cuts: list[int], at_once: bool, delta: bool) -> list[tuple[bytes, Snapshot]]:
-    """Each round's request bytes and the metrics' snapshot after it."""
+def _rounds(
+    events: list[Event], cuts: list[int], at_once: bool, delta: bool, encoded: bool = False
+) -> list[tuple[bytes, Snapshot]]:
+    """Each round's request bytes and the metrics' snapshot after it (`encoded`: plain spans encoded as they end, as
+    the live export does)."""
     builder, encoder, fold = SpanBuilder(lean=True), SpanEncoder(RESOURCE, "mcpwatch", "1"), OtlpMetricFold(0, delta)
     seen: list[tuple[bytes, Snapshot]] = []
+    encode = encoder.record_field if encoded else None
     for n, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(events)], strict=True)):
         chunk = events[start:end]
-        spans, measures = builder.fold_round(chunk) if at_once else _one_by_one(builder, chunk)
+        spans, measures = builder.fold_round(chunk, encode) if at_once else _one_by_one(builder, chunk)
         fold.now_ns = 1000 * (n + 1)
         for measure in measures:
             fold.record(measure)
@@ -94,6 +98,7 @@ def test_rounds_folded_at_once_give_the_same_spans_and_points(seed: int, delta: 
     assert sum(len(body) for body, _ in after) > 10_000  # spans were sent: the comparison means something
     assert any(len(snapshot.levels) >= 2 for _, snapshot in after)  # two methods' levels, tombstones
     assert after == before
+    assert _rounds(events, cuts, at_once=True, delta=delta, encoded=True) == before
 
 
 def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
@@ -106,24 +111,33 @@ def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
 
 
 REQUEST_IDS = ["", "7", "s:" + "x" * 97, "x" * 99, "x" * 100, "x" * 126, "x" * 127, "é" * 50, "\ud800", "a\udfffb"]
-UP_IDS = [None, 0, 1, 127, 128, 16383, 16384, 2**40, 2**63 - 1, -1, True]
+UP_IDS = [None, 0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**63 - 1, -1, True]
+TRACE_AND_SPAN_IDS = [
+    (None, None),
+    ("A" * 32, "A" * 16),  # upper case
+    ("1" * 31, "1" * 16),  # short: read as a number
+    ("00" + "a" * 32, "b" * 14),  # as long as the usual two together, split elsewhere
+    (" " + "c" * 32, "d" * 16),  # whitespace, which `bytes.fromhex` skips
+]
 
 
 def test_a_plain_span_s_field_is_the_full_span_s() -> None:
     """A plain span's field made in one join, whatever a host's id, the upstream's, the parent's or the trace's: the
     full span's bytes."""
     s = Session.begun()
-    for request_id, up_id, parent, trace_id in itertools.product(
-        [*REQUEST_IDS, "x" * 5000], UP_IDS, [None, "00f067aa0ba902b7"], [None, "A" * 32, "1" * 31]
+    for request_id, up_id, parent, (trace_id, span_id) in itertools.product(
+        [*REQUEST_IDS, "x" * 5000], UP_IDS, [None, "00f067aa0ba902b7"], TRACE_AND_SPAN_IDS
     ):
-        ids = {"trace_id": trace_id, "span_id": trace_id[:16]} if trace_id else {}
+        ids = {"trace_id": trace_id, "span_id": span_id} if trace_id else {}
         s.start(request_id, up_id=up_id, **({"parent_span_id": parent} if parent else {}), **ids)
         s.end(request_id)
     spans, _ = SpanBuilder(lean=True).fold_round(s.events)
-    assert len(spans) == 11 * 11 * 2 * 3 and all(isinstance(span, PlainSpan) for span in spans)
+    assert len(spans) == 11 * 12 * 2 * len(TRACE_AND_SPAN_IDS) and all(isinstance(span, PlainSpan) for span in spans)
     encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
-    for span in spans:
-        assert encoder.request([span]) == encoder.request([span.full()]), span  # type: ignore[union-attr]
+    encoded, _ = SpanBuilder(lean=True).fold_round(s.events, encoder.record_field)  # as each call ends
+    assert len(encoded) == len(spans)
+    for span, field in zip(spans, encoded, strict=True):
+        assert encoder.request([span]) == encoder.request([span.full()]) == encoder.request([field]), span  # type: ignore[union-attr]
 
 
 def test_varints_are_protobuf_s() -> None:
@@ -170,7 +184,7 @@ def test_a_large_batch_parses_as_one_request_holding_every_span() -> None:
     assert {a.key for a in resource_spans.resource.attributes} == set(RESOURCE)
     (scope_spans,) = resource_spans.scope_spans
     assert scope_spans.scope.name == "mcpwatch"
-    assert [span.span_id.hex() for span in scope_spans.spans] == [span.span_id for span in spans]
+    assert [span.span_id.hex() for span in scope_spans.spans] == [span.span_id for span in spans]  # type: ignore[union-attr]
 
 
 def test_a_second_s_spans_are_one_request_and_heavy_spans_are_bounded_ones() -> None:
