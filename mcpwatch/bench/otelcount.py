@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
+import random
 import re
 import shutil
 import subprocess
@@ -110,6 +112,7 @@ def run(calls: int, export: bool) -> None:
     """One measured process: `WARM_UP` + `calls` plain calls on `LOOP_THREAD`, each `ROUND_CALLS` calls' queued
     events handed to the export's work on `EXPORT_THREAD`, one thread at a time (a fixed order: the same count every
     run; the events die after their round, as in the wrapper, so the collector's work is the wrapper's)."""
+    random.seed(0)
     to_export: queue.Queue[list[Event] | None] = queue.Queue(1)
     done: queue.Queue[None] = queue.Queue(1)
     rounds: list[ExportRounds] = []
@@ -172,7 +175,8 @@ def _thread_counts(calls: int, export: bool, folder: Path) -> list[int]:
         str(calls),
         *([] if export else ["--no-export"]),
     ]
-    subprocess.run(command, check=True, capture_output=True)
+    # one hash seed and one id stream: the same dict layouts and ids every run, so two runs differ by their calls only
+    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     files = sorted(folder.glob(f"{out.name}-*"), key=lambda p: int(p.name.rsplit("-", 1)[1]))
     counts = []
     for file in files:

@@ -134,6 +134,7 @@ _UP_ID_HEADS = [  # by the varint's length (1 to 10 bytes): the field's head up 
     + b"\x18"  # int_value (3)
     for n in range(11)
 ]
+_UP_ID_HEAD_3 = _UP_ID_HEADS[3]
 _PLAIN_TAIL = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_LOCAL
 _PLAIN_TAIL_REMOTE = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_REMOTE_PARENT
 
@@ -269,10 +270,10 @@ class SpanEncoder:
             request_field = _REQUEST_ID_HEADS[len(raw)] + raw
         except (UnicodeEncodeError, IndexError):
             request_field = _request_id_field(request_id)
-        if type(up_id) is int and 0 <= up_id < 0x200000:
-            up_field = _UP_ID_HEADS[1 + (up_id > 0x7F) + (up_id > 0x3FFF)] + _varint(up_id)
-        else:
+        if type(up_id) is not int or not 0x3FFF < up_id < 0x200000:  # the usual after 16,384 calls: below
             up_field = _up_id_field(up_id)
+        else:  # `_up_id_field`, its three-byte varint inline
+            up_field = _UP_ID_HEAD_3 + bytes(((up_id & 0x7F) | 0x80, (up_id >> 7 & 0x7F) | 0x80, up_id >> 14))
         size = fixed + len(ids) + len(request_field) + len(up_field)
         return b"".join(
             (

@@ -49,6 +49,7 @@ from mcpwatch.otel.spans import (
     DURATION_METRIC,
     KINDS,
     CallSpan,
+    Durations,
     Measure,
     PlainEncode,
     PlainSpan,
@@ -191,7 +192,7 @@ class MetricRecorder:
         self._thread = threading.Thread(target=self._run, name="mcpwatch-otel-metrics", daemon=True)
         self._thread.start()
 
-    def record_all(self, measures: Iterable[Measure]) -> None:
+    def record_all(self, measures: Iterable[Measure | Durations]) -> None:
         """Add a batch of measurements (one lock for the batch)."""
         with self.lock:
             fold = self.fold

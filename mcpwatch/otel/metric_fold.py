@@ -11,12 +11,15 @@ bucket histogram with count, sum, min and max; monotonic sums for the counters; 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial, reduce
 from math import isfinite
+from operator import add
 from typing import NamedTuple
 
 from mcpwatch.otel.encode import utf8_text
-from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Measure, SharedAttributes
+from mcpwatch.otel.spans import DURATION_BUCKETS, DURATION_METRIC, AttributeValue, Durations, Measure, SharedAttributes
 
 LEVELS = ("mcpwatch.calls.in_flight", "mcpwatch.tombstones")
 """Up-down counters: always cumulative (what is in flight now), whatever the temporality asked for."""
@@ -65,6 +68,23 @@ class Buckets:
         if value > self.high:
             self.high = value
 
+    def add_all(self, values: list[float]) -> None:
+        """`add` for each of these (finite, not negative) values in turn, with the loops in C: the total summed in
+        the same order, so to the same bits."""
+        counts = self.counts
+        for at, hits in Counter(map(_bucket_of, values)).items():
+            counts[at] += hits
+        self.count += len(values)
+        self.total = reduce(add, values, self.total)
+        low, high = min(values), max(values)
+        if low < self.low:
+            self.low = low
+        if high > self.high:
+            self.high = high
+
+
+_bucket_of = partial(bisect_left, DURATION_BUCKETS)
+
 
 class Point(NamedTuple):
     """A number data point: a counter's or level's value for one attribute set since `start_ns`."""
@@ -108,7 +128,10 @@ class OtlpMetricFold:
         self.now_ns = start_ns  # the time of the latest measurement's batch: a series starts then
         self._held: dict[str, tuple[int, int]] = {}  # metric → (attribute sets, their text's length) kept
 
-    def record(self, measure: Measure) -> None:
+    def record(self, measure: Measure | Durations) -> None:
+        if isinstance(measure, Durations):
+            self._record_run(measure.values, measure.attributes)
+            return
         name, value, attributes = measure
         if not isfinite(value) or (value < 0 and name not in LEVELS):
             return  # as the SDK's instruments: one NaN would make a cumulative sum NaN for good
@@ -128,6 +151,19 @@ class OtlpMetricFold:
             if (name, key) not in self.levels:
                 key = self._admit(name, key)
             self.levels[(name, key)] = self.levels.get((name, key), 0.0) + value
+
+    def _record_run(self, values: list[float], attributes: SharedAttributes) -> None:
+        """A `Durations`: its values recorded as one `Measure` each would be, added up at once when every one is."""
+        if not all(map(isfinite, values)) or min(values) < 0:  # one would be skipped: each in turn
+            for value in values:
+                self.record(Measure(DURATION_METRIC, value, attributes))
+            return
+        key = attributes.key
+        buckets = self.durations.get(key)
+        if buckets is None:
+            key = self._admit(DURATION_METRIC, key)
+            buckets = self.durations.get(key) or self.durations.setdefault(key, Buckets(self.now_ns))
+        buckets.add_all(values)
 
     def _admit(self, name: str, key: Attributes) -> Attributes:
         """A new attribute set's own key while the metric is within MAX_SERIES and MAX_ATTRIBUTE_BYTES, else the

@@ -18,6 +18,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from mcpwatch.events import Event, Kind, Outcome, UpstreamState
@@ -29,6 +30,7 @@ __all__ = [
     "KINDS",
     "CallShape",
     "CallSpan",
+    "Durations",
     "Measure",
     "PlainSpan",
     "SharedAttributes",
@@ -178,6 +180,16 @@ class Measure(NamedTuple):
     attributes: dict[str, AttributeValue]
 
 
+class Durations(NamedTuple):
+    """Durations of one series in a row, in the order their calls ended: what a round's plain calls of one shape give
+    (`SpanBuilder.fold_round`), added up at once (`metric_fold.OtlpMetricFold.record`) as one `Measure` each would
+    be."""
+
+    name: str
+    values: list[float]
+    attributes: SharedAttributes
+
+
 Output = CallSpan | PlainSpan | Measure
 SHAPES_MAX = 1024  # call shapes kept; past it the cache starts again
 OPEN_MAX = 65_536
@@ -246,33 +258,38 @@ class SpanBuilder:
 
     def fold_round(
         self, events: Iterable[Event], encode: PlainEncode | None = None
-    ) -> tuple[list[Span], list[Measure]]:
+    ) -> tuple[list[Span], list[Measure | Durations]]:
         """What `feed` gives for these events, in order, as spans and measurements; the in-flight level's moves of one
         method added up into one measurement where its first move was. A round's measurements are added to the
         metrics at once (`exporter.MetricRecorder.record_all`), so every push reads the same levels, the same series
         in the same order. A plain call is folded here with no observation in between: its start to its record when
         its shape is known, its end to its span (its bytes, with `encode`) and its duration under its shape's
-        attributes (`tests/unit/test_otel_round_fold.py` compares both ways)."""
+        attributes, added to the `Durations` of the calls of its shape that ended just before it (no other duration
+        between: a series' values stay in their order) (`tests/unit/test_otel_round_fold.py` compares both ways)."""
         spans: list[Span] = []
         measures: list[Any] = []
         levels: dict[str, list[Any]] = {}  # method → [its measurement's index, the round's total]
+        last_method: Any = _NO_METHOD  # the method of the last level move and its slot: most are one method's
+        last_slot: list[Any] = []
+        run_shape: CallShape | None = None  # the shape whose durations `run` holds, while no other duration came
+        run: list[float] = []
         opened, shapes = self._open, self._shapes
         for event in events:
             kind, data = event.kind, event.data
             if kind == _START:  # as `feed`: no output but the level's +1
-                get, request_id = data.get, event.request_id
-                method, trace_id, span_id, up_id = get("method"), get("trace_id"), get("span_id"), get("up_id")
+                request_id = event.request_id
                 try:  # a key equal to a kept one gives the same attributes (`_shape_key` kept only valid ones)
-                    shape = shapes.get((method, event.tool, get("budget_s"), get("budget_source"), get("host_session")))
-                except TypeError:  # a value a key cannot hold: the general way says what it is
-                    shape = None
+                    method, trace_id, span_id, up_id, budget, source = _PLAIN_START(data)
+                    shape = shapes.get((method, event.tool, budget, source, data.get("host_session")))
+                except (KeyError, TypeError):  # a value missing or one a key cannot hold: the general way
+                    method, shape = data.get("method"), None
                 if (
                     shape is not None
                     and type(request_id) is str
                     and type(trace_id) is str
                     and type(span_id) is str
                     and type(up_id) is int
-                    and get("parent_span_id") is None
+                    and "parent_span_id" not in data
                 ):  # `_request_start`'s plain record, inline
                     record: PlainRecord = (shape, trace_id, span_id, None, round(event.ts * 1e9), request_id, up_id)
                     waiting = opened.get(request_id)
@@ -291,6 +308,7 @@ class SpanBuilder:
                 duration = data.get("duration_s")
                 if not (data.get("outcome") == _OK and type(duration) is float and not data.get("partial")):
                     self._fold_outputs(self.feed(event), spans, measures, levels)
+                    run_shape = None  # its duration, if any, is between
                     continue
                 record = waiting.pop(0)  # type: ignore[assignment]  # checked above
                 if not waiting:
@@ -300,19 +318,28 @@ class SpanBuilder:
                 if end_ns < record[4]:
                     end_ns = record[4]
                 spans.append(PlainSpan(*record, end_ns) if encode is None else encode(record, end_ns))
-                measures.append(_new(Measure, (DURATION_METRIC, duration, record[0].metric)))
+                if record[0] is run_shape:
+                    run.append(duration)
+                else:
+                    run_shape, run = record[0], [duration]
+                    measures.append(_new(Durations, (DURATION_METRIC, run, run_shape.metric)))
                 method = data.get("method")
                 delta = -1.0
             else:
                 self._fold_outputs(self.feed(event), spans, measures, levels)
+                run_shape = None
+                continue
+            if method == last_method:  # the same text: the same level (`last_method` is one already read)
+                last_slot[1] += delta
                 continue
             method = (method if isinstance(method, str) else None) or "?"
             slot = levels.get(method)
             if slot is None:
-                levels[method] = [len(measures), delta]
+                slot = levels[method] = [len(measures), delta]
                 measures.append(None)
             else:
                 slot[1] += delta
+            last_method, last_slot = method, slot
         for method, (at, total) in levels.items():
             measures[at] = _new(Measure, (_IN_FLIGHT, total, self._in_flight(method)))
         return spans, measures
@@ -648,6 +675,9 @@ _HANDLERS = {
 }
 
 
+_PLAIN_START = itemgetter("method", "trace_id", "span_id", "up_id", "budget_s", "budget_source")
+"""What a plain call's `request_start` holds (`wrapper.calls.pending.PendingTable.plain_started`), read at once."""
+_NO_METHOD = object()  # no level moved yet in a round: equal to no method
 _SPLIT = "\0"  # where a shape's request id goes (a placeholder: no request id is this one character)
 
 

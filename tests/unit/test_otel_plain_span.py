@@ -36,8 +36,10 @@ class Session:
         return session
 
     def start(self, rid: str, tool: str | None = "noop", **data: Any) -> None:
+        """A call's start as the plain path writes it (with its budget's source), but every third without it."""
         ids = {"trace_id": f"{len(self.events) + 1:032x}", "span_id": f"{len(self.events) + 1:016x}"}
-        self.add(Kind.REQUEST_START, rid, tool, **{"method": "tools/call", "budget_s": 55.0, **ids, **data})
+        source = {"budget_source": "derived"} if len(self.events) % 3 else {}
+        self.add(Kind.REQUEST_START, rid, tool, **{"method": "tools/call", "budget_s": 55.0, **source, **ids, **data})
 
     def end(self, rid: str, tool: str | None = "noop", outcome: str = "ok", **data: Any) -> None:
         self.add(Kind.REQUEST_END, rid, tool, outcome=outcome, duration_s=0.001, method="tools/call", **data)

@@ -16,7 +16,7 @@ from test_otel_plain_span import RESOURCE, Session, _mixed
 from mcpwatch.events import Event, Kind
 from mcpwatch.otel.encode import SpanEncoder
 from mcpwatch.otel.metric_fold import OtlpMetricFold, Snapshot
-from mcpwatch.otel.spans import CallSpan, Measure, PlainSpan, SpanBuilder
+from mcpwatch.otel.spans import CallSpan, Durations, Measure, PlainSpan, SpanBuilder
 
 
 def _one_by_one(builder: SpanBuilder, events: list[Event]) -> tuple[list[CallSpan | PlainSpan], list[Measure]]:
@@ -51,7 +51,7 @@ def _plain_calls(calls: int) -> Session:
     """A session of `calls` plain calls, each ended before the next starts (`r0`, `r1`, …)."""
     s = Session.begun()
     for n in range(calls):
-        s.start(f"r{n}", up_id=n)
+        s.start(f"r{n}", up_id=n, budget_source="derived")
         s.end(f"r{n}")
     return s
 
@@ -101,13 +101,48 @@ def test_rounds_folded_at_once_give_the_same_spans_and_points(seed: int, delta: 
     assert _rounds(events, cuts, at_once=True, delta=delta, encoded=True) == before
 
 
-def test_a_round_is_one_measurement_per_level_and_a_duration_per_call() -> None:
+def test_a_round_is_one_measurement_per_level_and_one_run_of_durations_per_shape() -> None:
     s = _plain_calls(50)
     spans, measures = SpanBuilder(lean=True).fold_round(s.events)
     assert len(spans) == 50 and all(isinstance(span, PlainSpan) for span in spans)
     assert [m.name for m in measures].count("mcpwatch.calls.in_flight") == 1
-    assert [m.value for m in measures if m.name == "mcpwatch.calls.in_flight"] == [0.0]  # the series still made
-    assert len(measures) == 51
+    assert [m[1] for m in measures if m.name == "mcpwatch.calls.in_flight"] == [0.0]  # the series still made
+    (run,) = [m for m in measures if isinstance(m, Durations)]
+    assert run.values == [0.001] * 50 and len(measures) == 2
+
+
+def _durations_session(durations: list[Any], tools: list[str]) -> list[Event]:
+    """Plain calls of these tools in turn, each ending well after these durations, with a call of the first tool
+    that ends partial (a full span, the same series) after the first third."""
+    s = Session.begun()
+    for n, duration in enumerate(durations):
+        if n == len(durations) // 3:
+            s.start("partial", tools[0], up_id=10_000)
+            s.add(
+                Kind.REQUEST_END, "partial", tools[0], outcome="ok", duration_s=0.3, method="tools/call", partial=True
+            )
+        tool = tools[n % len(tools)]
+        s.start(f"r{n}", tool, up_id=n)
+        s.add(Kind.REQUEST_END, f"r{n}", tool, outcome="ok", duration_s=duration, method="tools/call")
+    return s.events
+
+
+@pytest.mark.parametrize("delta", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_durations_added_up_in_runs_are_the_sum_one_by_one_gave(seed: int, delta: bool) -> None:
+    """A run of durations is added at once (buckets counted in C, the total summed in the calls' order): the same
+    points, to the bit, as one measurement per call; a run holding a value the metrics skip (NaN, infinite, negative)
+    is added one by one, and a series' values keep their order across a full span's duration between runs."""
+    rng = random.Random(seed)
+    odd = [float("nan"), float("inf"), -1.0, -0.0, 0.0, 1e-300, 1e300]
+    durations = [rng.choice([rng.random() * 10 ** rng.randrange(-6, 4), *odd]) for _ in range(300)]
+    tools = ["a", "b", "a", "a", "c"]
+    events = _durations_session(durations, tools)
+    cuts = sorted(rng.sample(range(1, len(events)), rng.randrange(1, 8)))
+    before = _rounds(events, cuts, at_once=False, delta=delta)
+    assert any(snapshot.durations for _, snapshot in before)
+    assert _rounds(events, cuts, at_once=True, delta=delta) == before
+    assert _rounds(events, cuts, at_once=True, delta=delta, encoded=True) == before
 
 
 REQUEST_IDS = ["", "7", "s:" + "x" * 97, "x" * 99, "x" * 100, "x" * 126, "x" * 127, "é" * 50, "\ud800", "a\udfffb"]
@@ -207,3 +242,22 @@ def test_a_second_s_spans_are_one_request_and_heavy_spans_are_bounded_ones() -> 
     encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
     sizes = [len(encoder.request(chunk)) for chunk in [*chunks, *request_chunks(plain)]]
     assert max(sizes) < 1 << 20, sizes
+
+
+def test_a_plain_call_s_start_takes_the_general_way_once_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round's own start path is the one plain calls take (the general one makes the shape, once): a change that
+    sent them all the general way again would still give the same bytes, so this says it."""
+    general: list[str | None] = []
+    original = SpanBuilder._request_start
+
+    def counted(builder: SpanBuilder, event: Event, data: dict[str, Any]) -> Any:
+        general.append(event.request_id)
+        return original(builder, event, data)
+
+    monkeypatch.setattr(SpanBuilder, "_request_start", counted)
+    s = Session.begun()
+    for n in range(30):
+        s.start(f"r{n}", "a" if n % 2 else "b", up_id=n, budget_source="derived")
+        s.end(f"r{n}")
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    assert len(spans) == 30 and general == ["r0", "r1"]
