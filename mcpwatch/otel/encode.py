@@ -134,7 +134,10 @@ _UP_ID_HEADS = [  # by the varint's length (1 to 10 bytes): the field's head up 
     + b"\x18"  # int_value (3)
     for n in range(11)
 ]
-_UP_ID_HEAD_3 = _UP_ID_HEADS[3]
+_UP_ID_HEAD_2, _UP_ID_HEAD_3 = _UP_ID_HEADS[2], _UP_ID_HEADS[3]
+_SPAN_HEADS_MAX = 2048
+_SPAN_HEADS = [b"\x12" + _varint(n) for n in range(_SPAN_HEADS_MAX)]  # a span field's head by its length
+_BYTES = {bytes}
 _PLAIN_TAIL = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_LOCAL
 _PLAIN_TAIL_REMOTE = _OUTCOME_OK + _STATUS_UNSET + _FLAGS_REMOTE_PARENT
 
@@ -265,27 +268,30 @@ class SpanEncoder:
             ids = b"\x0a\x10" + _id(trace_id, 16) + b"\x12\x08" + _id(span_id, 8)
             if parent:
                 ids += b"\x22\x08" + _id(parent, 8)
-        try:  # `_request_id_field`, inline for a short id
+        try:  # `_request_id_field`, inline for a short id: its head made once, then its bytes
             raw = request_id.encode("utf-8")
-            request_field = _REQUEST_ID_HEADS[len(raw)] + raw
+            request_head = _REQUEST_ID_HEADS[len(raw)]
         except (UnicodeEncodeError, IndexError):
-            request_field = _request_id_field(request_id)
-        if type(up_id) is not int or not 0x3FFF < up_id < 0x200000:  # the usual after 16,384 calls: below
-            up_field = _up_id_field(up_id)
-        else:  # `_up_id_field`, its three-byte varint inline
-            up_field = _UP_ID_HEAD_3 + bytes(((up_id & 0x7F) | 0x80, (up_id >> 7 & 0x7F) | 0x80, up_id >> 14))
-        size = fixed + len(ids) + len(request_field) + len(up_field)
+            request_head, raw = b"", _request_id_field(request_id)
+        if type(up_id) is not int or not 0x7F < up_id < 0x200000:
+            up_head, up_value = b"", _up_id_field(up_id)
+        elif up_id < 0x4000:  # `_up_id_field`, its varint inline: two bytes for the first 16,384 calls, then three
+            up_head, up_value = _UP_ID_HEAD_2, bytes(((up_id & 0x7F) | 0x80, up_id >> 7))
+        else:
+            up_head, up_value = _UP_ID_HEAD_3, bytes(((up_id & 0x7F) | 0x80, (up_id >> 7 & 0x7F) | 0x80, up_id >> 14))
+        size = fixed + len(ids) + len(request_head) + len(raw) + len(up_head) + len(up_value)
         return b"".join(
             (
-                b"\x12",
-                _varint(size),
+                _SPAN_HEADS[size] if size < _SPAN_HEADS_MAX else b"\x12" + _varint(size),
                 ids,
                 lead,
                 _times(start_ns, 0x41, end_ns),
                 head,
-                request_field,
+                request_head,
+                raw,
                 middle,
-                up_field,
+                up_head,
+                up_value,
                 _PLAIN_TAIL_REMOTE if parent else _PLAIN_TAIL,
             )
         )
@@ -302,10 +308,13 @@ class SpanEncoder:
     def request(self, spans: Iterable[Span]) -> bytes:
         """The serialized ExportTraceServiceRequest for these spans (a plain one's field may be encoded already)."""
         plain, full = self._plain_field, self.span
-        fields = b"".join(
-            span if type(span) is bytes else plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
-            for span in spans
-        )
+        if not isinstance(spans, list) or set(map(type, spans)) - _BYTES:  # not all encoded as they ended
+            fields = b"".join(
+                span if type(span) is bytes else plain(span) if type(span) is PlainSpan else _field(b"\x12", full(span))  # type: ignore[arg-type]  # `type(...) is` does not narrow
+                for span in spans
+            )
+        else:
+            fields = b"".join(spans)  # all bytes
         scope_size = len(self.scope) + len(fields)  # ScopeSpans: its scope, then the spans
         scope_head = b"\x12" + _varint(scope_size)  # ResourceSpans.scope_spans (2)
         resource_size = len(self.resource) + len(scope_head) + scope_size

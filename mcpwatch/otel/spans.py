@@ -304,15 +304,20 @@ class SpanBuilder:
                     self._ended = None
                     self._request_start(event, data)
                 delta = 1.0
-            elif kind == _END and (waiting := opened.get(event.request_id or "")) and type(waiting[0]) is tuple:
-                duration = data.get("duration_s")
-                if not (data.get("outcome") == _OK and type(duration) is float and not data.get("partial")):
+            elif (
+                kind == _END and (waiting := opened.get(ended := event.request_id or "")) and type(waiting[0]) is tuple
+            ):
+                try:
+                    outcome, duration, method = _PLAIN_END(data)
+                except KeyError:
+                    outcome = duration = None
+                if not (outcome == _OK and type(duration) is float and "partial" not in data):
                     self._fold_outputs(self.feed(event), spans, measures, levels)
                     run_shape = None  # its duration, if any, is between
                     continue
                 record = waiting.pop(0)  # type: ignore[assignment]  # checked above
                 if not waiting:
-                    del opened[event.request_id or ""]
+                    del opened[ended]
                 self._open_calls -= 1
                 end_ns = round(event.ts * 1e9)  # `_ns`, inline
                 if end_ns < record[4]:
@@ -323,7 +328,6 @@ class SpanBuilder:
                 else:
                     run_shape, run = record[0], [duration]
                     measures.append(_new(Durations, (DURATION_METRIC, run, run_shape.metric)))
-                method = data.get("method")
                 delta = -1.0
             else:
                 self._fold_outputs(self.feed(event), spans, measures, levels)
@@ -677,6 +681,8 @@ _HANDLERS = {
 
 _PLAIN_START = itemgetter("method", "trace_id", "span_id", "up_id", "budget_s", "budget_source")
 """What a plain call's `request_start` holds (`wrapper.calls.pending.PendingTable.plain_started`), read at once."""
+_PLAIN_END = itemgetter("outcome", "duration_s", "method")
+"""What a plain call's `request_end` holds (`PendingTable.plain_finish`), read at once."""
 _NO_METHOD = object()  # no level moved yet in a round: equal to no method
 _SPLIT = "\0"  # where a shape's request id goes (a placeholder: no request id is this one character)
 

@@ -100,7 +100,7 @@ def test_a_plain_calls_stamp_draws_the_ids_and_traceparent_the_general_stamp_dra
     ids = context.stamp(general)
     random.seed(seed)
     own: dict[str, Any] = {"progressToken": 7}
-    assert context.stamp_own(own) == ids
+    assert dict(zip(("trace_id", "span_id"), context.stamp_own(own), strict=True)) == ids
     assert own == general["_meta"] and list(own) == list(general["_meta"])
 
 
@@ -282,5 +282,5 @@ def test_a_trace_or_span_id_of_zeros_is_drawn_again(monkeypatch: pytest.MonkeyPa
     """Ids are drawn as one 192-bit number (trace, then span): an all-zero part is invalid, so it is drawn again."""
     monkeypatch.setattr(context, "random", _Draws([5, 5 << 64, (7 << 64) | 9]))
     meta: dict[str, Any] = {}
-    assert context.stamp_own(meta) == {"trace_id": f"{7:032x}", "span_id": f"{9:016x}"}
+    assert context.stamp_own(meta) == (f"{7:032x}", f"{9:016x}")
     assert meta == {"traceparent": f"00-{7:032x}-{9:016x}-01"}

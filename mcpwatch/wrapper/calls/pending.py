@@ -261,9 +261,25 @@ class PendingTable:
         emit(Kind.REQUEST_START, request_id=pending.request_key, tool=pending.tool, **start, **(trace_ids or {}))
 
     def plain_started(
-        self, pending: Pending, budget: Budget, arguments: str, trace_ids: dict[str, str] | None = None
+        self, pending: Pending, budget: Budget, arguments: str, trace_ids: tuple[str, str] | None = None
     ) -> None:
-        """`started` for a plain call (`core.plain`): the same `request_start`, built with nothing to look up."""
+        """`started` for a plain call (`core.plain`): the same `request_start`, built with nothing to look up.
+        `trace_ids`: its trace's and span's ids (`otel.context.stamp_own`), written last, as `started` writes them."""
+        if trace_ids is not None:
+            self._recorder.emit(
+                Kind.REQUEST_START,
+                request_id=pending.request_key,
+                tool=pending.tool,
+                method="tools/call",
+                up_id=pending.up_id,
+                budget_s=budget.seconds,
+                budget_source=budget.source,
+                arguments=arguments,
+                host=budget.host,
+                trace_id=trace_ids[0],
+                span_id=trace_ids[1],
+            )
+            return
         self._recorder.emit(
             Kind.REQUEST_START,
             request_id=pending.request_key,
@@ -274,7 +290,6 @@ class PendingTable:
             budget_source=budget.source,
             arguments=arguments,
             host=budget.host,
-            **(trace_ids or {}),
         )
 
     def plain_finish(
