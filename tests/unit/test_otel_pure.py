@@ -96,9 +96,11 @@ def test_without_a_valid_host_traceparent_the_wrapper_starts_the_trace(meta):
 def test_a_plain_calls_stamp_draws_the_ids_and_traceparent_the_general_stamp_draws(seed: int) -> None:
     """`stamp_own` writes `_random_hex` out for the plain call's loop: the same draws, the same `traceparent`."""
     random.seed(seed)
+    context.restart_ids()
     general: dict[str, Any] = {"_meta": {"progressToken": 7}}
     ids = context.stamp(general)
     random.seed(seed)
+    context.restart_ids()
     own: dict[str, Any] = {"progressToken": 7}
     assert dict(zip(("trace_id", "span_id"), context.stamp_own(own), strict=True)) == ids
     assert own == general["_meta"] and list(own) == list(general["_meta"])
@@ -268,19 +270,30 @@ def test_upstream_restarts_and_tombstone_expiry_are_measured():
 
 
 class _Draws:
-    """`random.getrandbits` answering from a list: a trace's and its span's ids drawn at once, zero parts first."""
+    """`random.getrandbits` answering from a list."""
 
     def __init__(self, draws: list[int]) -> None:
         self.draws = draws
 
     def getrandbits(self, bits: int) -> int:
-        assert bits == 192
+        assert bits == 192 * context.IDS_AT_ONCE
         return self.draws.pop(0)
 
 
-def test_a_trace_or_span_id_of_zeros_is_drawn_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ids are drawn as one 192-bit number (trace, then span): an all-zero part is invalid, so it is drawn again."""
-    monkeypatch.setattr(context, "random", _Draws([5, 5 << 64, (7 << 64) | 9]))
-    meta: dict[str, Any] = {}
-    assert context.stamp_own(meta) == (f"{7:032x}", f"{9:016x}")
-    assert meta == {"traceparent": f"00-{7:032x}-{9:016x}-01"}
+def test_ids_of_zeros_are_left_out_and_every_id_is_a_draw_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New traces' ids are drawn `IDS_AT_ONCE` pairs at once, each pair 48 hex digits of the draw in turn; an
+    all-zero trace or span id is invalid, so it is left out (the next valid pair is taken)."""
+    pairs = [("0" * 32, "1" * 16), ("2" * 32, "0" * 16), *[(f"{n:032x}", f"{n + 1:016x}") for n in range(3, 257)]]
+    block = int("".join(trace + span for trace, span in pairs), 16)
+    after = int(f"{0xABC:032x}{9:016x}" * context.IDS_AT_ONCE, 16)
+    monkeypatch.setattr(context, "random", _Draws([block, after]))
+    context.restart_ids()
+    try:
+        meta: dict[str, Any] = {}
+        assert context.stamp_own(meta) == (f"{3:032x}", f"{4:016x}")
+        assert meta == {"traceparent": f"00-{3:032x}-{4:016x}-01"}
+        taken = [context.stamp({})["trace_id"] for _ in range(254)]
+        assert taken[-1] == f"{0xABC:032x}" and len(set(taken)) == 254  # 253 left of the block, then the next draw's
+    finally:
+        monkeypatch.undo()
+        context.restart_ids()

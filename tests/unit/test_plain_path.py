@@ -302,14 +302,15 @@ class CountingBits:
         self.n = 0
 
     def getrandbits(self, bits: int) -> int:
-        """`n`, or for a trace and its span drawn at once (192 bits) `n` for each."""
         self.n += 1
-        return self.n << 64 | self.n if bits == 192 else self.n
+        return self.n
 
 
 def traced(loop: asyncio.AbstractEventLoop, monkeypatch: pytest.MonkeyPatch) -> TaskRig:
-    """Calls with OpenTelemetry export on: plain ones, one whose host sent its own `traceparent`, one cut."""
+    """Calls with OpenTelemetry export on: plain ones, one whose host sent its own `traceparent`, one cut. New
+    traces take the pairs (n, n) in turn, a span under a host's trace the numbers drawn."""
     monkeypatch.setattr(context, "random", CountingBits())
+    monkeypatch.setattr(context, "_ids", iter([(f"{n:032x}", f"{n:016x}") for n in range(1, 10)]))
     rig = TaskRig(loop, host_timeout_s=3.0, margin_s=1.0, trace_requests=True)
     first = rig.request(1, "tools/call", {"name": "echo", "arguments": {"q": 1}})
     parent = {"traceparent": "00-" + "a" * 32 + "-" + "b" * 16 + "-01"}
@@ -333,6 +334,7 @@ def test_with_trace_context_plain_calls_stay_plain_and_carry_the_same_span(loop,
     sent = [frames.decode(line) for line in plain[1]]
     parents = [m["params"]["_meta"].get("traceparent") for m in sent if m.get("method") == "tools/call"]
     assert parents[0] == f"00-{1:032x}-{1:016x}-01"  # a new trace (128 bits) and the wrapper's span (64), at once
-    assert parents[1] == f"00-{'a' * 32}-{2:016x}-01"  # the host's trace, the wrapper's span under the host's
+    assert parents[1] == f"00-{'a' * 32}-{1:016x}-01"  # the host's trace, the wrapper's span under the host's
+    assert parents[2] == f"00-{2:032x}-{2:016x}-01"
     starts = [frames.decode(row[-1]) for row in plain[2] if row[0] == Kind.REQUEST_START]
     assert (starts[0]["trace_id"], starts[0]["span_id"]) == (f"{1:032x}", f"{1:016x}")
