@@ -64,6 +64,7 @@ KINDS = frozenset(
 """The event kinds the export reads; the recorder hands over only these."""
 
 _START, _END, _OK = Kind.REQUEST_START, Kind.REQUEST_END, Outcome.OK
+_OK_TEXT = "ok"  # how the plain path writes it (the same interned text): found without a comparison
 _CUT = frozenset({Outcome.DEADLINE, Outcome.CANCELLED, Outcome.UPSTREAM_LOST})
 _NUMBER = (int, float)
 _METRIC_ATTRIBUTES = (
@@ -276,7 +277,7 @@ class SpanBuilder:
         opened, shapes = self._open, self._shapes
         for event in events:
             kind, data = event.kind, event.data
-            if kind == _START:  # as `feed`: no output but the level's +1
+            if kind is _START:  # as `feed`: no output but the level's +1 (a kind of another type: `feed` reads it)
                 request_id = event.request_id
                 try:  # a key equal to a kept one gives the same attributes (`_shape_key` kept only valid ones)
                     method, trace_id, span_id, up_id, budget, source = _PLAIN_START(data)
@@ -305,13 +306,13 @@ class SpanBuilder:
                     self._request_start(event, data)
                 delta = 1.0
             elif (
-                kind == _END and (waiting := opened.get(ended := event.request_id or "")) and type(waiting[0]) is tuple
+                kind is _END and (waiting := opened.get(ended := event.request_id or "")) and type(waiting[0]) is tuple
             ):
                 try:
                     outcome, duration, method = _PLAIN_END(data)
                 except KeyError:
                     outcome = duration = None
-                if not (outcome == _OK and type(duration) is float and "partial" not in data):
+                if not ((outcome is _OK_TEXT or outcome == _OK) and type(duration) is float and "partial" not in data):
                     self._fold_outputs(self.feed(event), spans, measures, levels)
                     run_shape = None  # its duration, if any, is between
                     continue
