@@ -108,10 +108,11 @@ def export_part(events: list[Event], per_round: int = ROUND_CALLS, per_send: int
     return rounds.requests
 
 
-def run(calls: int, export: bool) -> None:
+def run(calls: int, export: bool) -> list[bytes]:
     """One measured process: `WARM_UP` + `calls` plain calls on `LOOP_THREAD`, each `ROUND_CALLS` calls' queued
     events handed to the export's work on `EXPORT_THREAD`, one thread at a time (a fixed order: the same count every
-    run; the events die after their round, as in the wrapper, so the collector's work is the wrapper's)."""
+    run; the events die after their round, as in the wrapper, so the collector's work is the wrapper's). Returns the
+    requests encoded."""
     random.seed(0)
     to_export: queue.Queue[list[Event] | None] = queue.Queue(1)
     done: queue.Queue[None] = queue.Queue(1)
@@ -154,6 +155,7 @@ def run(calls: int, export: bool) -> None:
         thread.join()
     if export and not (rounds and rounds[0].requests):
         raise RuntimeError(f"nothing was encoded for {WARM_UP + calls} calls")
+    return rounds[0].requests if rounds else []
 
 
 _TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
