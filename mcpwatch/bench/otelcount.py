@@ -29,6 +29,7 @@ import tempfile
 import threading
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from mcpwatch.bench.callcount import _PlainCalls
 from mcpwatch.events import Event
@@ -69,18 +70,19 @@ class ExportRounds:
     def __init__(self, per_send: int = SEND_CALLS) -> None:
         from mcpwatch.otel.encode import SpanEncoder
         from mcpwatch.otel.metric_fold import OtlpMetricFold
-        from mcpwatch.otel.spans import Span, SpanBuilder
+        from mcpwatch.otel.spans import SpanBuilder
 
         self.builder = SpanBuilder(lean=True)
         self.encoder = SpanEncoder(RESOURCE, "mcpwatch", "0")
         self.fold, self.lock = OtlpMetricFold(0), threading.Lock()
         self.per_send = per_send
-        self.batch: list[Span] = []
+        self.batch: list[Any] = []  # finished spans (`spans.Span`; an older checkout has no such name)
         self.requests: list[bytes] = []  # each request's bytes
         self.rounds = 0
 
     def round(self, events: list[Event]) -> None:
-        spans, measures = self.builder.fold_round(events, self.encoder.record_field)
+        encode = getattr(self.encoder, "record_field", None)  # None: an older checkout's (its baseline)
+        spans, measures = self.builder.fold_round(events, encode) if encode else self.builder.fold_round(events)
         with self.lock:  # `MetricRecorder.record_all`
             fold = self.fold
             fold.now_ns = self.rounds
@@ -116,7 +118,6 @@ def run(calls: int, export: bool) -> list[bytes]:
     random.seed(0)
     to_export: queue.Queue[list[Event] | None] = queue.Queue(1)
     done: queue.Queue[None] = queue.Queue(1)
-    rounds: list[ExportRounds] = []
 
     def loop_thread() -> None:
         loop = asyncio.new_event_loop()
@@ -138,13 +139,21 @@ def run(calls: int, export: bool) -> list[bytes]:
             if export:
                 to_export.put(None)
 
-    def export_thread() -> None:
-        work = ExportRounds()
-        rounds.append(work)
+    work = ExportRounds() if export else None  # made here: its imports are not the export's work per call
+    errors: list[BaseException] = []
+
+    def export_thread() -> None:  # a round that fails still lets the loop go on: the error is raised after
+        assert work is not None
         while (events := to_export.get()) is not None:
-            work.round(events)
-            done.put(None)
-        work.send()
+            try:
+                if not errors:
+                    work.round(events)
+            except BaseException as exc:  # raised by `run` once both threads are done
+                errors.append(exc)
+            finally:
+                done.put(None)
+        if not errors:
+            work.send()
 
     threads = [threading.Thread(target=loop_thread, name=LOOP_THREAD)]
     if export:
@@ -153,9 +162,11 @@ def run(calls: int, export: bool) -> list[bytes]:
         thread.start()
     for thread in threads:
         thread.join()
-    if export and not (rounds and rounds[0].requests):
+    if errors:
+        raise errors[0]
+    if work is not None and not work.requests:
         raise RuntimeError(f"nothing was encoded for {WARM_UP + calls} calls")
-    return rounds[0].requests if rounds else []
+    return work.requests if work is not None else []
 
 
 _TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
