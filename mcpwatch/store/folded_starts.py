@@ -31,8 +31,8 @@ _NEAR_ROWS = (
 )
 _FAR_ROWS = (  # (to the session's end, a start_seq made text by hand included: after every number)
     f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start"
-    f" WHERE session_id = ? AND {FAR_START} AND start_seq > ? ORDER BY start_seq LIMIT ?"
-)
+    f" WHERE session_id = ? AND {FAR_START} AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
+)  # (by start_seq and id: a page may end among rows sharing a start_seq, by hand)
 _FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
 
 
@@ -57,9 +57,9 @@ class FoldedStarts:
     """The folded starts in (after_seq, upto_seq] (upto None: to the session's end), in seq order, a stretch at a
     time (`next_stretch`), each stretch one more page of rows read."""
 
-    def __init__(self, query: Query, session_id: str, after_seq: int, upto_seq: int | None, page: int) -> None:
+    def __init__(self, query: Query, session_id: str, after_seq: Any, upto_seq: Any, page: int) -> None:
         self._query, self._session_id, self._page = query, session_id, page
-        self._after, self._upto_seq = int(after_seq), upto_seq
+        self._after, self._upto_seq = after_seq, upto_seq  # (a seq as read: maybe made text or bytes by hand)
         self._near_pages = self._near_rows(upto_seq)
         self._reached: int | None = self._after  # the near rows are read up to this seq (None: all of them)
         self._waiting: list[Row] = []  # the rows read whose starts are not given out, by start (then as read)
@@ -77,7 +77,9 @@ class FoldedStarts:
             rows, self._reached = next(self._near_pages)
             self._waiting += rows
             self._waiting.sort(key=_START_SEQ)  # (those held over are in order, the page's nearly: two runs)
-        sure = None if self._reached is None else self._reached - FOLD_NEAR  # no unread row has a start up to it
+        # no unread row has a start up to `sure`: an unread row's seq is past `reached`, or equal to it (rows sharing
+        # a seq, by hand, split by a page), so its start is past reached - FOLD_NEAR - 1
+        sure = None if self._reached is None else self._reached - FOLD_NEAR - 1
         cut = len(self._waiting) if sure is None else bisect_right(self._waiting, sure, key=_START_SEQ)
         near = [(row[10], row) for row in self._waiting[:cut]]
         del self._waiting[:cut]
@@ -91,14 +93,20 @@ class FoldedStarts:
             self._far_next = next(self._far, None)
         return taken
 
-    def _near_rows(self, upto_seq: int | None) -> Iterator[tuple[list[Row], int | None]]:
+    def _near_rows(self, upto_seq: Any) -> Iterator[tuple[list[Row], int | None]]:
         """The rows holding a near start, in seq order, a page at a time, each with the seq the reading reached
-        (None: all read): those up to `upto_seq` first, then the FOLD_NEAR seqs past it."""
-        spans = [(upto_seq, upto_seq), (upto_seq + FOLD_NEAR, None)] if upto_seq is not None else [(MAX_ROWID, None)]
+        (None: all read): those up to `upto_seq` first, then the FOLD_NEAR seqs past it (never past int64's top). A
+        near row's seqs are integers: a page ending at a seq of text or bytes (after every number) leaves none past
+        it."""
+        spans: list[tuple[Any, Any]]  # (the seq read up to, the seq the reading reached at its end)
+        if upto_seq.__class__ is int or upto_seq.__class__ is float:
+            spans = [(upto_seq, upto_seq), (min(upto_seq + FOLD_NEAR, MAX_ROWID), None)]
+        else:
+            spans = [(MAX_ROWID, None)]
+        upto = MAX_ROWID if upto_seq is None else upto_seq
         last_seq, last_id = self._after, MAX_ROWID  # (seq, id) > (after, max) <=> seq > after
         for until, reached_at_end in spans:
             while True:
-                upto = MAX_ROWID if upto_seq is None else upto_seq
                 params = [self._session_id, last_seq, last_id, until, self._after, upto, self._page]
                 rows = self._query(_NEAR_ROWS, params)
                 if len(rows) < self._page:
@@ -111,14 +119,14 @@ class FoldedStarts:
     def _far_rows(self) -> Iterator[Placed]:
         """The rows `events_by_start` holds, by start, a page at a time (usually none); a start_seq that is not an
         integer places its start at its row's seq, as `start_event` does."""
-        last, upto = self._after, self._upto_seq
+        last, last_id, upto = self._after, MAX_ROWID, self._upto_seq
         while True:
             if upto is None:
-                rows = self._query(_FAR_ROWS, [self._session_id, last, self._page])
+                rows = self._query(_FAR_ROWS, [self._session_id, last, last_id, self._page])
             else:
-                rows = self._query(_FAR_ROWS_UPTO, [self._session_id, last, upto, self._page])
+                rows = self._query(_FAR_ROWS_UPTO, [self._session_id, last, last_id, upto, self._page])
             for row in rows:
                 yield (row[10] if row[10].__class__ is int else row[2]), row
             if len(rows) < self._page:
                 return
-            last = rows[-1][10]
+            last, last_id = rows[-1][10], rows[-1][0]

@@ -1,0 +1,138 @@
+"""A log's rows as whoever writes the file may leave them (a hand edit, a damaged disk, an older mcpwatch beside a
+newer one): seqs near int64's ends, of text, bytes or huge floats, seqs and start seqs shared by several rows. Every
+read gives the expansion of the rows into their events in seq order (a folded row's start before any row of its
+seq), or one clear line; never a traceback, never an event out of its place, never one lost."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpwatch.store import EventReader
+from mcpwatch.store import reader as reader_module
+from mcpwatch.store.batch import INSERT_EVENT
+from mcpwatch.store.db import connect_writer
+from mcpwatch.store.folded_starts import sql_order
+
+SID = "20260101-000000000-cccccc"
+TS = 1_767_225_600.0
+INT64_MAX = 2**63 - 1
+Seen = tuple[Any, str, str]  # (seq, kind, request id) of an event
+
+
+def _row(seq: Any, start_seq: Any = None, rid: str = "r", mono: float = 1.0, kept_mono: Any = 0.5) -> tuple[Any, ...]:
+    """An events row: a folded call's end (its start kept, at `start_seq`) or, without `start_seq`, a progress."""
+    if start_seq is None:
+        return (SID, seq, TS, mono, "progress", rid, "t", None, "{}", None)
+    kept = json.dumps({"outcome": "ok", "start": {"ts": TS, "mono": kept_mono, "data": {}}})
+    return (SID, seq, TS, mono, "request_end", rid, "t", None, kept, start_seq)
+
+
+def _log(path: Path, rows: Sequence[tuple[Any, ...]]) -> Path:
+    conn = connect_writer(path)
+    conn.execute(
+        "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)",
+        (SID, "s", "stdio: x", 1, TS, "0.1.0", "{}"),
+    )
+    conn.executemany(INSERT_EVENT, rows)
+    conn.close()
+    return path
+
+
+def _expansion(path: Path, after_seq: Any) -> list[Seen]:
+    """Every row's events (a folded row: its start, at start_seq when an integer, else at its own seq; then the
+    row), in SQLite's order of seq, a start before the rows of its seq: what every read must give."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT id, seq, kind, request_id, start_seq FROM events WHERE session_id = ?", (SID,))
+        placed: list[tuple[tuple[Any, ...], Seen]] = []
+        for eid, seq, kind, rid, start_seq in rows.fetchall():
+            placed.append(((sql_order(seq), 1, eid), (seq, kind, rid)))
+            if start_seq is not None:
+                at = start_seq if start_seq.__class__ is int else seq
+                placed.append(((sql_order(at), 0, eid), (at, "request_start", rid)))
+    placed.sort()
+    return [seen for key, seen in placed if key[0] > sql_order(after_seq)]
+
+
+def _check_read(path: Path, after_seq: Any = 0) -> list[Seen]:
+    """The events read equal the expansion as a whole, and come in its order (ties of seq between rows aside)."""
+    with EventReader(path) as reader:
+        read = [(e.seq, str(e.kind), e.request_id or "") for e in reader.events(SID, after_seq=after_seq)]
+    expected = _expansion(path, after_seq)
+    assert sorted(map(repr, read)) == sorted(map(repr, expected))
+    places = [(sql_order(seq), kind != "request_start") for seq, kind, _ in read]
+    assert places == sorted(places), read
+    return read
+
+
+@pytest.mark.parametrize("page", [1, 2, 3, 7])
+def test_seqs_near_int64_s_ends_read_in_order(tmp_path: Path, page: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page ending within FOLD_NEAR of int64's top made the reader ask for rows up to past it (an OverflowError
+    out of `events`); at its bottom the starts before a page's rows are reached all the same."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", page)
+    top = [_row(INT64_MAX - 9 + n) for n in range(6)] + [_row(INT64_MAX - 2, INT64_MAX - 3, "c"), _row(INT64_MAX)]
+    path = _log(tmp_path / "top.db", top)
+    assert len(_check_read(path, after_seq=INT64_MAX - 20)) == len(top) + 1
+    bottom = [_row(-(2**63) + 1), _row(-(2**63) + 3, -(2**63) + 2, "c"), _row(-(2**63) + 515, -(2**63) + 4, "d")]
+    path = _log(tmp_path / "bottom.db", bottom)
+    assert len(_check_read(path, after_seq=-(2**63))) == len(bottom) + 2
+
+
+@pytest.mark.parametrize("odd", ["text", b"\x01bytes", 1e300, 40.5], ids=["text", "bytes", "huge", "fraction"])
+def test_a_page_edge_on_a_seq_no_integer_reads_on(tmp_path: Path, odd: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page whose last row has a seq of text, bytes or a float past int64 made the next read of starts fail
+    (`upto + FOLD_NEAR` on text, an int of the float too big for SQLite): a TypeError or OverflowError, not events."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", 3)
+    rows = [_row(1), _row(3, 2, "c"), _row(odd, None, "o1"), _row(odd, None, "o2"), _row(odd, None, "o3")]
+    assert len(_check_read(_log(tmp_path / "log.db", rows))) == len(rows) + 1
+
+
+def test_a_start_at_the_edge_of_what_is_read_comes_before_its_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows sharing a seq (by hand) split by a page of the rows read past the page: the unread one's start, exactly
+    FOLD_NEAR before, was taken as given already, and came after the row of its own seq."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", 2)
+    rows = [_row(100), _row(104), _row(612, 103, "x"), _row(612, 102, "b"), _row(612, 100, "c")]
+    read = _check_read(_log(tmp_path / "log.db", rows))
+    assert read[:2] == [(100, "request_start", "c"), (100, "progress", "r")]
+
+
+def test_far_starts_sharing_a_start_seq_are_each_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows far from a start seq they share (by hand) across a page of `events_by_start`: the page after resumed
+    past the shared value and lost the rest."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", 2)
+    rows = [_row(1), *(_row(2000 + n, 5, f"f{n}") for n in range(5))]
+    read = _check_read(_log(tmp_path / "log.db", rows))
+    assert sum(1 for _, kind, _ in read if kind == "request_start") == 5
+
+
+def _hostile_session(seed: int) -> list[tuple[Any, ...]]:
+    """Rows at gaps of 0 (a shared seq), 1, 511, 512, 513; starts near, at the bound, far, equal to their row's seq,
+    after it, at or below 0, shared; kept times numbers, missing, text."""
+    rng = random.Random(seed)
+    rows, seq = [], 0
+    for n in range(rng.randint(5, 40)):
+        seq += rng.choice([0, 1, 1, 2, 511, 512, 513])
+        start = None
+        if rng.random() < 0.6:
+            start = seq - rng.choice([1, 2, 511, 512, 513, 0, -3, seq, seq + 5])
+        kept_mono = rng.choice([float(seq) - 0.5, None, "late", 7])
+        rows.append(_row(seq, start, f"r{n}", mono=float(seq) + 0.25, kept_mono=kept_mono))
+    return rows
+
+
+@pytest.mark.parametrize("page", [1, 3, 2000])
+def test_hostile_sessions_read_as_their_expansion(tmp_path: Path, page: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", page)
+    for seed in range(40):
+        rows = _hostile_session(seed)
+        path = _log(tmp_path / f"{seed}.db", rows)
+        for after in (0, rows[len(rows) // 2][1]):
+            _check_read(path, after_seq=after)
