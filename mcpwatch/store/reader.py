@@ -406,29 +406,30 @@ class EventReader:
         `events_by_start`, at most `offset` events each (never the rest of the session): how a seek tells whether a
         time lies within a few thousand events."""
         wanted = max(1, offset)  # the offset-th of the merge is among the first `offset` of each side
-        rows = self._query(
-            "SELECT seq, mono FROM events WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        rows = self._query(  # (a start kept with a start_seq of no integer is at its row's seq: `start_event`)
+            f"SELECT seq, 1, id, mono, {_ODD_START} THEN {_KEPT_MONO} END, {_ODD_START} THEN 1 END FROM events"
+            " WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq, id LIMIT ?",
             (session_id, after_seq, last_seq, wanted),
         )
         reach = rows[-1][0] if len(rows) == wanted else last_seq  # no later event is among the first `wanted`
-        kept_mono = "CASE WHEN json_valid(data) THEN json_extract(data, '$.start.mono') END"
+        rows += [(row[0], 0, row[2], row[3], row[4]) for row in rows if row[5]]
         rows += self._query(
-            f"SELECT start_seq, {kept_mono} FROM events INDEXED BY events_by_session_seq"
+            f"SELECT start_seq, 0, id, mono, {_KEPT_MONO} FROM events INDEXED BY events_by_session_seq"
             f" WHERE session_id = ? AND seq > ? AND seq <= ? + {FOLD_NEAR} AND {NEAR_START}"
-            " AND start_seq > ? AND start_seq <= ? ORDER BY start_seq LIMIT ?",
+            " AND start_seq > ? AND start_seq <= ? ORDER BY start_seq, id LIMIT ?",
             (session_id, after_seq, reach, after_seq, reach, wanted),
         )
         rows += self._query(
-            f"SELECT start_seq, {kept_mono} FROM events INDEXED BY events_by_start"
+            f"SELECT start_seq, 0, id, mono, {_KEPT_MONO} FROM events INDEXED BY events_by_start"
             f" WHERE session_id = ? AND {FAR_START} AND start_seq > ? AND start_seq <= ?"
-            " AND typeof(start_seq) = 'integer' ORDER BY start_seq LIMIT ?",
+            " AND typeof(start_seq) = 'integer' ORDER BY start_seq, id LIMIT ?",
             (session_id, after_seq, last_seq, wanted),
         )
         if len(rows) < wanted:
             return None
-        rows.sort(key=_first)
-        seq, mono = rows[wanted - 1]
-        return int(seq), number(mono, 0.0)
+        rows.sort(key=_SEEK_ORDER)  # a start before the rows of its seq, as `events` gives them
+        seq, is_row, _, mono, kept = rows[wanted - 1][:5]
+        return int(seq), number(mono if is_row else number(kept, mono), 0.0)  # a start's damaged time: its row's
 
     def marker_rows(self, session_id: str, last_seq: int, outcomes: Iterable[str]) -> list[MarkerRow]:
         """Late drops, late results, config changes and request_ends with one of `outcomes`, up to `last_seq`:
@@ -547,7 +548,11 @@ def prune(
     return plan
 
 
-_first = itemgetter(0)
+_SEEK_ORDER = itemgetter(0, 1, 2)  # event_at_offset's (seq, 0 for a start or 1 for a row, id)
+_KEPT_MONO = (  # a folded row's kept start time where its data and start are objects, as `start_event` reads it
+    "CASE WHEN json_valid(data) AND json_type(data, '$.start') = 'object' THEN json_extract(data, '$.start.mono') END"
+)
+_ODD_START = "CASE WHEN start_seq IS NOT NULL AND typeof(start_seq) != 'integer'"
 
 
 def _merged(rows: list[Row], starts: FoldedStarts | None, bounds: Bounds) -> Iterator[Row | Event]:

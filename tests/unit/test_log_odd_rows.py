@@ -19,6 +19,7 @@ from mcpwatch.store import reader as reader_module
 from mcpwatch.store.batch import INSERT_EVENT
 from mcpwatch.store.db import connect_writer
 from mcpwatch.store.folded_starts import sql_order
+from mcpwatch.store.unfold import COLUMNS, number, row_event, start_event
 
 SID = "20260101-000000000-cccccc"
 TS = 1_767_225_600.0
@@ -136,3 +137,35 @@ def test_hostile_sessions_read_as_their_expansion(tmp_path: Path, page: int, mon
         path = _log(tmp_path / f"{seed}.db", rows)
         for after in (0, rows[len(rows) // 2][1]):
             _check_read(path, after_seq=after)
+
+
+def _brute_force(path: Path, after_seq: int, last_seq: int) -> list[tuple[int, float]]:
+    """(seq, mono) of every event in (after_seq, last_seq], each row expanded by `unfold` (which defines a folded
+    row's events), in seq order, a start before the rows of its seq."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"SELECT {COLUMNS} FROM events WHERE session_id = ?", (SID,)).fetchall()
+    placed = []
+    for row in rows:
+        placed.append(((row[2], 1, row[0]), row_event(row)))
+        if row[10] is not None:
+            placed.append(((start_event(row).seq, 0, row[0]), start_event(row)))
+    placed.sort(key=lambda item: item[0])
+    return [(int(e.seq), number(e.mono, 0.0)) for _, e in placed if after_seq < e.seq <= last_seq]
+
+
+@pytest.mark.parametrize("odd_start", [None, 3.5, "text"], ids=["integers", "float-start", "text-start"])
+def test_event_at_offset_is_the_brute_force_at_every_offset(tmp_path: Path, odd_start: Any) -> None:
+    """A seek's probe against the expansion, at every offset from two places: a start sharing its seq with a row
+    came after it (their times swapped), a start whose kept time is damaged read 0.0 where `events` gives its
+    row's, and a start_seq of no integer (placed at its row's seq) was not counted at all."""
+    for seed in range(25):
+        rows = _hostile_session(seed)
+        if odd_start is not None:
+            rows[len(rows) // 3] = _row(rows[len(rows) // 3][1], odd_start, "odd", mono=2.0)
+        path = _log(tmp_path / f"{seed}.db", rows)
+        last = max(row[1] for row in rows)
+        with EventReader(path) as reader:
+            for after in (0, rows[len(rows) // 2][1]):
+                expected = _brute_force(path, after, last)
+                found = [reader.event_at_offset(SID, after, last, n) for n in range(1, len(expected) + 3)]
+                assert found == [*expected, None, None]
