@@ -5,11 +5,13 @@ their row (`schema.NEAR_START`): those come from the session's seq index, read f
 `FOLD_NEAR` past its end; the rest (`schema.FAR_START`) from `events_by_start`. The rows are read only as far as
 the page's rows given out so far need: a start before a row at seq s can only be in a row up to s + FOLD_NEAR, so
 the rows past the page are read for the page's last `FOLD_NEAR` seqs alone (and a damaged page beyond it stops
-the reading there, not at the page's start).
+the reading there, not at the page's start). A start_seq that is no integer (by hand) places its start at its row's
+seq (`start_event`): such a row comes with the near ones, by its own seq, so its start is read where it is given.
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from heapq import merge
@@ -24,14 +26,21 @@ Query = Callable[[str, list[Any]], list[Row]]
 MAX_ROWID = 2**63 - 1
 _LAST = (3, b"")  # after every value in SQLite's order
 
+# a start_seq of no integer places its start at its row's seq (`start_event`): a row of numeric seq holding one is
+# read with the near rows, by its seq, its start_seq read as that seq (the start it makes is the same)
+_ODD_START = "start_seq IS NOT NULL AND typeof(start_seq) != 'integer'"
+_ODD_AT_ITS_ROW = f"{_ODD_START} AND typeof(seq) IN ('integer', 'real')"
+_NEAR_COLUMNS = COLUMNS.replace(", start_seq", ", CASE WHEN typeof(start_seq) = 'integer' THEN start_seq ELSE seq END")
 _NEAR_ROWS = (
-    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_session_seq"
-    f" WHERE session_id = ? AND (seq, id) > (?, ?) AND seq <= ? AND {NEAR_START}"
-    " AND start_seq > ? AND start_seq <= ? ORDER BY seq, id LIMIT ?"
+    f"SELECT {_NEAR_COLUMNS} FROM events INDEXED BY events_by_session_seq"
+    " WHERE session_id = ? AND (seq, id) > (?, ?) AND seq <= ?"
+    " AND start_seq IS NOT NULL"  # (first: most rows are no folded call's, and go no further)
+    f" AND ({NEAR_START} AND start_seq > ? AND start_seq <= ? OR {_ODD_AT_ITS_ROW} AND seq <= ?) ORDER BY seq, id"
+    " LIMIT ?"
 )
-_FAR_ROWS = (  # (to the session's end, a start_seq made text by hand included: after every number)
-    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start"
-    f" WHERE session_id = ? AND {FAR_START} AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
+_FAR_ROWS = (  # (to the session's end; a row of text or bytes seq, by hand, keeps its start here whatever it is)
+    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start WHERE session_id = ? AND {FAR_START}"
+    f" AND NOT ({_ODD_AT_ITS_ROW}) AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
 )  # (by start_seq and id: a page may end among rows sharing a start_seq, by hand)
 _FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
 
@@ -102,12 +111,12 @@ class FoldedStarts:
         if upto_seq.__class__ is int or upto_seq.__class__ is float:
             spans = [(upto_seq, upto_seq), (min(upto_seq + FOLD_NEAR, MAX_ROWID), None)]
         else:
-            spans = [(MAX_ROWID, None)]
-        upto = MAX_ROWID if upto_seq is None else upto_seq
+            spans = [(math.inf, None)]  # (every number: a seq may be a float past int64, by hand)
+        upto = math.inf if upto_seq is None else upto_seq
         last_seq, last_id = self._after, MAX_ROWID  # (seq, id) > (after, max) <=> seq > after
         for until, reached_at_end in spans:
             while True:
-                params = [self._session_id, last_seq, last_id, until, self._after, upto, self._page]
+                params = [self._session_id, last_seq, last_id, until, self._after, upto, upto, self._page]
                 rows = self._query(_NEAR_ROWS, params)
                 if len(rows) < self._page:
                     yield rows, reached_at_end

@@ -169,3 +169,31 @@ def test_event_at_offset_is_the_brute_force_at_every_offset(tmp_path: Path, odd_
                 expected = _brute_force(path, after, last)
                 found = [reader.event_at_offset(SID, after, last, n) for n in range(1, len(expected) + 3)]
                 assert found == [*expected, None, None]
+
+
+@pytest.mark.parametrize("odd_start", [22.5, "text", b"\x00"], ids=["float", "text", "bytes"])
+@pytest.mark.parametrize("page", [3, 2000])
+def test_a_start_seq_of_no_integer_reads_at_its_row(
+    tmp_path: Path, odd_start: Any, page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Such a start is placed at its row's seq (`start_event`) but was read where its start_seq falls: a text one
+    after the session's last event, and after any `after_seq` at all. A reader paging on by the last seq it got
+    (a replay) was sent back to the row's seq at every last page and never reached the end. Read by kind or by
+    time, the start is found without its row."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", page)
+    rows = [*(_row(n) for n in range(1, 20)), _row(20, odd_start, "odd"), *(_row(n) for n in range(21, 40))]
+    path = _log(tmp_path / "log.db", rows)
+    for after in (0, 19, 20, 30):
+        _check_read(path, after_seq=after)
+    with EventReader(path) as reader:
+        paged: list[Any] = []
+        while len(paged) <= len(rows) + 1:
+            page_read = list(reader.events(SID, after_seq=paged[-1].seq if paged else 0, limit=5))
+            if not page_read:
+                break
+            paged += page_read
+        seqs = [e.seq for e in paged]  # (a page may end between the start and its row, which share a seq)
+        assert seqs == sorted(seqs) and set(seqs) == set(range(1, 40)) and len(seqs) <= len(rows) + 1
+        starts = list(reader.events(SID, kinds=["request_start"]))
+        assert [(e.seq, e.request_id) for e in starts] == [(20, "odd")]
+        assert [e.seq for e in reader.events(SID, start_mono=0.5, end_mono=0.75)] == [20]  # the kept start's time
