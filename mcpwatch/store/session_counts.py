@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 """.strip()
 
 # the aggregate over the events themselves: what the table must always equal; a folded call (`store/fold.py`,
-# `start_seq` set) is one row standing for two events, one of them a request's start
+# `start_seq` set) is one row standing for two events, one of them a request's start; a time that is no number (by
+# hand, an older writer) is skipped, as `batch_counts` skips it (bytes would sort after every number)
 AGGREGATE = """
 SELECT session_id,
   count(*) + count(start_seq) AS events,
@@ -42,7 +43,7 @@ SELECT session_id,
   coalesce(sum(CASE WHEN kind = 'request_end' AND json_valid(data)
     THEN json_extract(data, '$.outcome') = 'deadline' END), 0) AS timeouts,
   sum(kind = 'tombstone_hit') AS late_drops,
-  max(ts) AS last_ts
+  max(CASE WHEN typeof(ts) IN ('integer', 'real') THEN ts END) AS last_ts
 FROM events {where} GROUP BY session_id
 """
 
@@ -56,7 +57,7 @@ ON CONFLICT(session_id) DO UPDATE SET
   requests = requests + excluded.requests,
   timeouts = timeouts + excluded.timeouts,
   late_drops = late_drops + excluded.late_drops,
-  last_ts = max(coalesce(last_ts, excluded.last_ts), excluded.last_ts)
+  last_ts = coalesce(max(last_ts, excluded.last_ts), last_ts, excluded.last_ts)
 """.strip()
 
 READ = f"SELECT session_id, events, requests, timeouts, late_drops, last_ts FROM {TABLE} WHERE session_id != ''"

@@ -14,11 +14,13 @@ from typing import Any
 
 import pytest
 
-from mcpwatch.store import EventReader
+from mcpwatch.clock import ManualClock
+from mcpwatch.store import EventReader, EventWriter
 from mcpwatch.store import reader as reader_module
 from mcpwatch.store.batch import INSERT_EVENT
 from mcpwatch.store.db import connect_writer
 from mcpwatch.store.folded_starts import sql_order
+from mcpwatch.store.schema import MIGRATIONS
 from mcpwatch.store.unfold import COLUMNS, number, row_event, start_event
 
 SID = "20260101-000000000-cccccc"
@@ -197,3 +199,30 @@ def test_a_start_seq_of_no_integer_reads_at_its_row(
         starts = list(reader.events(SID, kinds=["request_start"]))
         assert [(e.seq, e.request_id) for e in starts] == [(20, "odd")]
         assert [e.seq for e in reader.events(SID, start_mono=0.5, end_mono=0.75)] == [20]  # the kept start's time
+
+
+def test_an_older_writer_s_damaged_time_leaves_the_session_s_last_time(tmp_path: Path) -> None:
+    """An older mcpwatch beside the upgrade (its rows counted by no one) writes a row whose ts is text or bytes:
+    a reader skipped it, but the next batch of a newer writer added `max(ts)` to the counts table, where bytes sort
+    after every number, and the session's last time read as unknown (its duration 0) from then on."""
+    path = tmp_path / "log.db"
+    old = connect_writer(path, steps=MIGRATIONS[:8])
+    old.execute(
+        "INSERT INTO sessions (id, name, upstream, pid, started_at, version, config) VALUES (?,?,?,?,?,?,?)",
+        (SID, "s", "stdio: x", 1, TS, "0.1.0", "{}"),
+    )
+    with EventReader(path) as reader:  # the upgrade, while the older writer keeps its connection
+        assert reader.session(SID).events == 0
+    rows = [_row(1), _row(3, 2, "c"), (SID, 4, "noon", 1.0, "progress", "r", "t", None, "{}", None)]
+    rows += [(SID, 5, b"\x00", 1.0, "progress", "r", "t", None, "{}", None)]
+    old.executemany(INSERT_EVENT, [(*row[:2], TS + 30, *row[3:]) if row[1] == 3 else row for row in rows])
+    with EventReader(path) as reader:
+        before = reader.session(SID)
+    assert (before.events, before.requests, before.last_ts) == (5, 1, TS + 30)
+    writer = EventWriter(path, clock=ManualClock())
+    writer.start_session(name="new", upstream="stdio: x", pid=2, config={})
+    writer.close()  # its batch counts the older writer's rows into the table
+    old.close()
+    with EventReader(path) as reader:
+        after = reader.session(SID)
+    assert (after.events, after.requests, after.last_ts, after.duration) == (5, 1, TS + 30, 30.0)
