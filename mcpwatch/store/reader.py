@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -27,7 +28,14 @@ from mcpwatch.store.db import (
     translate_errors,
 )
 from mcpwatch.store.folded_starts import MAX_ROWID, FoldedStarts, sql_order
-from mcpwatch.store.schema import FAR_START, FOLD_NEAR, NEAR_START, REQUEST_INDEX_KIND_NAMES, REQUEST_INDEX_KINDS
+from mcpwatch.store.schema import (
+    FAR_START,
+    FOLD_NEAR,
+    NEAR_START,
+    REQUEST_INDEX_KIND_NAMES,
+    REQUEST_INDEX_KINDS,
+    index_definition,
+)
 from mcpwatch.store.unfold import COLUMNS, Bounds, Row, in_range, number, row_event, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
@@ -176,7 +184,10 @@ class EventReader:
 
     def _query(self, sql: str, params: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
         with translate_errors(self.path):
-            return self._conn.execute(sql, tuple(params)).fetchall()
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.OperationalError as exc:
+                raise _index_changed(self.path, sql, exc) or exc from None
 
     def _counts(self, session_id: str | None = None) -> dict[str, tuple[Any, ...]]:
         """Each session's counts: from the table the writer keeps (one row a session, whatever the log's size)."""
@@ -546,6 +557,19 @@ def prune(
     finally:
         conn.close()
     return plan
+
+
+def _index_changed(path: Path, sql: str, exc: sqlite3.OperationalError) -> LogError | None:
+    """The one line for an index a query names (`INDEXED BY`) that a hand edit dropped, or made again on terms
+    the query cannot use ("no query solution", which names no index): which one, and the statement that makes it
+    again. None for any other error."""
+    detail = str(exc)
+    named = re.search(r"INDEXED BY (\w+)", sql)
+    if named is None or not (detail.startswith("no such index") or detail == "no query solution"):
+        return None
+    name = named.group(1)
+    again = f'; make it again: sqlite3 {path} "DROP INDEX IF EXISTS {name}; {index_definition(name)}"'
+    return LogError(f"{path}: the event log's index {name} is missing or was changed by hand ({detail}){again}")
 
 
 _SEEK_ORDER = itemgetter(0, 1, 2)  # event_at_offset's (seq, 0 for a start or 1 for a row, id)

@@ -363,3 +363,16 @@ def migrate(conn: sqlite3.Connection, current: int, steps: Sequence[Migration] =
         steps[version](conn)
         conn.execute(f"PRAGMA user_version = {version + 1}")
     return len(steps)
+
+
+def index_definition(name: str) -> str | None:
+    """The statement that makes the index `name` as this version's log has it, on one line and without double
+    quotes (its names need none), so a shell's double quotes can hold it (None: no such index): what to run when a
+    hand edit dropped or changed an index a reader names (`INDEXED BY`)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        migrate(conn, 0)
+        found = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)).fetchone()
+    finally:
+        conn.close()
+    return None if found is None or found[0] is None else " ".join(found[0].replace('"', "").split())

@@ -18,7 +18,7 @@ from mcpwatch.clock import ManualClock
 from mcpwatch.store import EventReader, EventWriter
 from mcpwatch.store import reader as reader_module
 from mcpwatch.store.batch import INSERT_EVENT
-from mcpwatch.store.db import connect_writer
+from mcpwatch.store.db import LogError, connect_writer
 from mcpwatch.store.folded_starts import sql_order
 from mcpwatch.store.schema import MIGRATIONS
 from mcpwatch.store.unfold import COLUMNS, number, row_event, start_event
@@ -226,3 +226,35 @@ def test_an_older_writer_s_damaged_time_leaves_the_session_s_last_time(tmp_path:
     with EventReader(path) as reader:
         after = reader.session(SID)
     assert (after.events, after.requests, after.last_ts, after.duration) == (5, 1, TS + 30, 30.0)
+
+
+_HAND_MADE_INDEXES = {
+    "dropped": "DROP INDEX events_by_start",
+    "emptied": "DROP INDEX events_by_start; CREATE INDEX events_by_start ON events (session_id, start_seq) WHERE 0",
+    "every-row": "DROP INDEX events_by_start; CREATE INDEX events_by_start ON events (session_id, start_seq)",
+    "other-columns": "DROP INDEX events_by_start; CREATE INDEX events_by_start ON events (seq)",
+    "seq-dropped": "DROP INDEX events_by_session_seq",
+    "seq-other": "DROP INDEX events_by_session_seq; CREATE INDEX events_by_session_seq ON events (kind)",
+}
+
+
+@pytest.mark.parametrize("change", sorted(_HAND_MADE_INDEXES))
+def test_an_index_changed_by_hand_reads_right_or_says_so(tmp_path: Path, change: str) -> None:
+    """An index the readers name (`INDEXED BY`) dropped, emptied or made again on other terms: each read gives the
+    expansion, or fails with one line naming the file, the index and the statement that makes it again (an index
+    made again with a condition no read can use said "no query solution", naming none); never a wrong answer."""
+    rows = [_row(n, n - 1 if n % 3 == 0 else None, f"r{n}") for n in range(1, 60)] + [_row(2000, 7, "far")]
+    path = _log(tmp_path / "log.db", rows)
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_HAND_MADE_INDEXES[change])
+    try:
+        _check_read(path)
+        with EventReader(path) as reader:
+            assert reader.event_at_offset(SID, 0, 2000, 2) == (2, 0.5)  # the start kept at seq 2, then its row
+    except LogError as error:
+        line = str(error)
+        assert line.startswith(f"{path}: the event log's index events_by_") and "\n" not in line
+        made_again = line.split('"')[1]  # the statement it gives does make the index again
+        with sqlite3.connect(path) as conn:
+            conn.executescript(made_again)
+        _check_read(path)
