@@ -75,32 +75,45 @@ class FoldedStarts:
         self._far = self._far_rows()
         self._far_next: Placed | None = None
         self._far_read = False
+        self._far_held = False  # the last stretch stopped short of what the near rows made sure of
 
-    def next_stretch(self) -> tuple[list[Placed], int | None]:
+    def next_stretch(self) -> tuple[list[Placed], Any]:
         """Reads the next page of rows; gives the starts it makes sure of, in order, as (the start's seq, its row),
         and the seq up to which every start is now given (None: all of them). `start_event` makes the start: each
-        only as it is given out, so a reader holds a page of rows, not of decoded events."""
+        only as it is given out, so a reader holds a page of rows, not of decoded events; the far rows too come at
+        most a page a stretch (and those sharing its last start), however many lie before what the near ones made
+        sure of (a session of long calls read by kind: to its end)."""
         if not self._far_read:
             self._far_next, self._far_read = next(self._far, None), True
-        if self._reached is not None:
+        if self._reached is not None and not self._far_held:
             rows, self._reached = next(self._near_pages)
             self._waiting += rows
             self._waiting.sort(key=_START_SEQ)  # (those held over are in order, the page's nearly: two runs)
         # no unread row has a start up to `sure`: an unread row's seq is past `reached`, or equal to it (rows sharing
         # a seq, by hand, split by a page), so its start is past reached - FOLD_NEAR - 1
         sure = None if self._reached is None else self._reached - FOLD_NEAR - 1
-        cut = len(self._waiting) if sure is None else bisect_right(self._waiting, sure, key=_START_SEQ)
+        far, held_at = self._far_page(_LAST if sure is None else (0, sure))
+        self._far_held = held_at is not None  # far rows before `sure` left for the next stretch
+        if self._far_held:
+            sure = held_at
+        if sure is None or sure.__class__ not in (int, float):  # (a start of text or bytes: after every number)
+            cut = len(self._waiting)
+        else:
+            cut = bisect_right(self._waiting, sure, key=_START_SEQ)
         near = [(row[10], row) for row in self._waiting[:cut]]
         del self._waiting[:cut]
-        far = self._far_until(_LAST if sure is None else (0, sure))
         return (list(merge(near, far, key=_placed_order)) if far else near), sure
 
-    def _far_until(self, order: tuple[int, Any]) -> list[Placed]:
-        taken = []
+    def _far_page(self, order: tuple[int, Any]) -> tuple[list[Placed], Any]:
+        """The far rows up to `order`, at most a page of them and those sharing the last one's start; with the
+        start they stop at when more lie before `order` (None when none do)."""
+        taken: list[Placed] = []
         while self._far_next is not None and _placed_order(self._far_next) <= order:
+            if len(taken) >= self._page and _placed_order(self._far_next) != _placed_order(taken[-1]):
+                return taken, taken[-1][0]
             taken.append(self._far_next)
             self._far_next = next(self._far, None)
-        return taken
+        return taken, None
 
     def _near_rows(self, upto_seq: Any) -> Iterator[tuple[list[Row], int | None]]:
         """The rows holding a near start, in seq order, a page at a time, each with the seq the reading reached

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -258,3 +259,33 @@ def test_an_index_changed_by_hand_reads_right_or_says_so(tmp_path: Path, change:
         with sqlite3.connect(path) as conn:
             conn.executescript(made_again)
         _check_read(path)
+
+
+def _peak_to_first_event(path: Path, **options: Any) -> int:
+    """Bytes allocated at most (tracemalloc's peak) while a read gives its first event."""
+    with EventReader(path) as reader:
+        read = reader.events(SID, **options)
+        tracemalloc.start()
+        try:
+            next(read)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+@pytest.mark.parametrize("near_every", [None, 50], ids=["all-far", "some-near"])
+def test_a_read_of_far_starts_holds_a_page_not_the_session(
+    tmp_path: Path, near_every: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Calls whose ends lie more than FOLD_NEAR seqs past their starts (a busy server's long calls, an older
+    writer's) read by kind: the rows of the page are few, so its starts run to the session's end, and every far row
+    past the near ones read was taken at once: the session's far rows held before the first event was given."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", 100)
+    peaks = []
+    for calls in (1_000, 4_000):
+        rows = [_row(2 * n + 2000, 2 * n + 1, f"c{n}") for n in range(calls)]  # each 1,999 seqs past its start
+        if near_every:
+            rows += [_row(2 * n + 2001, 2 * n + 2000, f"n{n}") for n in range(0, calls, near_every)]
+        path = _log(tmp_path / f"{calls}.db", rows)
+        peaks.append(_peak_to_first_event(path, kinds=["request_start"]))
+    assert peaks[1] < peaks[0] * 1.5, peaks
