@@ -83,9 +83,13 @@ def test_seqs_near_int64_s_ends_read_in_order(tmp_path: Path, page: int, monkeyp
     top = [_row(INT64_MAX - 9 + n) for n in range(6)] + [_row(INT64_MAX - 2, INT64_MAX - 3, "c"), _row(INT64_MAX)]
     path = _log(tmp_path / "top.db", top)
     assert len(_check_read(path, after_seq=INT64_MAX - 20)) == len(top) + 1
+    with EventReader(path) as reader:  # a seek's probe there too (its walk past the rows ends past int64)
+        found = [reader.event_at_offset(SID, INT64_MAX - 20, INT64_MAX, n) for n in range(1, len(top) + 3)]
+    assert found == [*_brute_force(path, INT64_MAX - 20, INT64_MAX), None]
     bottom = [_row(-(2**63) + 1), _row(-(2**63) + 3, -(2**63) + 2, "c"), _row(-(2**63) + 515, -(2**63) + 4, "d")]
+    bottom.append(_row(INT64_MAX, -(2**63) + 5, "e"))  # seq - start_seq past int64: SQLite makes it a float
     path = _log(tmp_path / "bottom.db", bottom)
-    assert len(_check_read(path, after_seq=-(2**63))) == len(bottom) + 2
+    assert len(_check_read(path, after_seq=-(2**63))) == len(bottom) + 3
 
 
 @pytest.mark.parametrize("odd", ["text", b"\x01bytes", 1e300, 40.5], ids=["text", "bytes", "huge", "fraction"])
