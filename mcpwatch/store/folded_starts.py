@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any
 
 from mcpwatch.store.schema import FAR_START, FOLD_NEAR, NEAR_START
-from mcpwatch.store.unfold import COLUMNS, Row
+from mcpwatch.store.unfold import COLUMNS, Row, sql_order
 
 Query = Callable[[str, list[Any]], list[Row]]
 
@@ -43,15 +43,6 @@ _FAR_ROWS = (  # (to the session's end; a row of text or bytes seq, by hand, kee
     f" AND NOT ({_ODD_AT_ITS_ROW}) AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
 )  # (by start_seq and id: a page may end among rows sharing a start_seq, by hand)
 _FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
-
-
-def sql_order(value: Any) -> tuple[int, Any]:
-    """SQLite's order of values of mixed types (numbers, then text, then bytes): how a hand-edited seq compares."""
-    if value is None:
-        return (-1, 0)
-    if isinstance(value, int | float):
-        return (0, value)
-    return (1, value) if isinstance(value, str) else (2, bytes(value))
 
 
 _START_SEQ = itemgetter(10)  # a row's start_seq (COLUMNS)

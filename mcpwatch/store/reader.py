@@ -27,7 +27,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-from mcpwatch.store.folded_starts import MAX_ROWID, FoldedStarts, sql_order
+from mcpwatch.store.folded_starts import MAX_ROWID, FoldedStarts
 from mcpwatch.store.schema import (
     FAR_START,
     FOLD_NEAR,
@@ -36,7 +36,7 @@ from mcpwatch.store.schema import (
     REQUEST_INDEX_KINDS,
     index_definition,
 )
-from mcpwatch.store.unfold import COLUMNS, Bounds, Row, in_range, number, row_event, start_event
+from mcpwatch.store.unfold import COLUMNS, Bounds, Row, in_range, number, row_event, sql_order, start_event
 
 _DATA = "CASE WHEN json_valid(data) THEN data END"  # a damaged row reads as no data rather than failing the query
 

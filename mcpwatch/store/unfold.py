@@ -79,9 +79,27 @@ Bounds = tuple[float | None, float | None, float | None, float | None]  # `event
 def in_range(event: Event, bounds: Bounds) -> bool:
     """Whether a start read from a folded row lies within `events()`'s (start_mono, end_mono, start_ts, end_ts)."""
     start_mono, end_mono, start_ts, end_ts = bounds
-    return (
-        (start_mono is None or event.mono >= start_mono)
-        and (end_mono is None or event.mono < end_mono)
-        and (start_ts is None or event.ts >= start_ts)
-        and (end_ts is None or event.ts < end_ts)
-    )
+    try:
+        return (
+            (start_mono is None or event.mono >= start_mono)
+            and (end_mono is None or event.mono < end_mono)
+            and (start_ts is None or event.ts >= start_ts)
+            and (end_ts is None or event.ts < end_ts)
+        )
+    except TypeError:  # its row's times made text or bytes by hand: compared as SQLite compares the row's own
+        mono, ts = sql_order(event.mono), sql_order(event.ts)
+        return (
+            (start_mono is None or mono >= sql_order(start_mono))
+            and (end_mono is None or mono < sql_order(end_mono))
+            and (start_ts is None or ts >= sql_order(start_ts))
+            and (end_ts is None or ts < sql_order(end_ts))
+        )
+
+
+def sql_order(value: Any) -> tuple[int, Any]:
+    """SQLite's order of values of mixed types (numbers, then text, then bytes): how a hand-edited seq compares."""
+    if value is None:
+        return (-1, 0)
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, value) if isinstance(value, str) else (2, bytes(value))

@@ -20,9 +20,8 @@ from mcpwatch.store import EventReader, EventWriter
 from mcpwatch.store import reader as reader_module
 from mcpwatch.store.batch import INSERT_EVENT
 from mcpwatch.store.db import LogError, connect_writer
-from mcpwatch.store.folded_starts import sql_order
 from mcpwatch.store.schema import MIGRATIONS
-from mcpwatch.store.unfold import COLUMNS, number, row_event, start_event
+from mcpwatch.store.unfold import COLUMNS, number, row_event, sql_order, start_event
 
 SID = "20260101-000000000-cccccc"
 TS = 1_767_225_600.0
@@ -293,3 +292,19 @@ def test_a_read_of_far_starts_holds_a_page_not_the_session(
         path = _log(tmp_path / f"{calls}.db", rows)
         peaks.append(_peak_to_first_event(path, kinds=["request_start"]))
     assert peaks[1] < peaks[0] * 1.5, peaks
+
+
+@pytest.mark.parametrize(
+    "bound", ["start_mono", "end_mono", "start_ts", "end_ts"], ids=["from-mono", "to-mono", "from-ts", "to-ts"]
+)
+def test_a_start_whose_times_are_no_numbers_reads_within_bounds(tmp_path: Path, bound: str) -> None:
+    """A folded row whose mono and ts were made text and bytes by hand, its kept times damaged too: the start takes
+    its row's times (`start_event`), and a read bounded in time compared them with a number in Python (a
+    TypeError). It is within the bounds exactly when its row is (SQLite's order: text and bytes after numbers)."""
+    odd = (SID, 3, b"\x00", "noon", "request_end", "c", "t", None, '{"start": {"ts": "x", "data": {}}}', 2)
+    path = _log(tmp_path / "log.db", [_row(1), odd, _row(4)])
+    with EventReader(path) as reader:
+        options: dict[str, Any] = {bound: 0.5 if bound.startswith("start") else 5.0}
+        read = [(e.seq, str(e.kind)) for e in reader.events(SID, **options)]
+    row_within = bound.startswith("start")  # text and bytes come after every number
+    assert ((2, "request_start") in read) == ((3, "request_end") in read) == row_within
