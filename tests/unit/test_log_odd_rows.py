@@ -265,15 +265,20 @@ def test_an_index_changed_by_hand_reads_right_or_says_so(tmp_path: Path, change:
 
 
 def _peak_to_first_event(path: Path, **options: Any) -> int:
-    """Bytes allocated at most (tracemalloc's peak) while a read gives its first event."""
+    """Bytes allocated at most (tracemalloc's peak) while a read gives its first event, the second time (the first
+    pays what a process allocates once: compiled statements, caches)."""
     with EventReader(path) as reader:
-        read = reader.events(SID, **options)
-        tracemalloc.start()
-        try:
-            next(read)
-            return tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        peaks = []
+        for _ in range(2):
+            read = reader.events(SID, **options)
+            tracemalloc.start()
+            try:
+                next(read)
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            del read
+        return peaks[-1]
 
 
 @pytest.mark.parametrize("near_every", [None, 50], ids=["all-far", "some-near"])
@@ -285,13 +290,13 @@ def test_a_read_of_far_starts_holds_a_page_not_the_session(
     past the near ones read was taken at once: the session's far rows held before the first event was given."""
     monkeypatch.setattr(reader_module, "EVENTS_PAGE", 100)
     peaks = []
-    for calls in (1_000, 4_000):
+    for calls in (1_000, 8_000):
         rows = [_row(2 * n + 2000, 2 * n + 1, f"c{n}") for n in range(calls)]  # each 1,999 seqs past its start
         if near_every:
             rows += [_row(2 * n + 2001, 2 * n + 2000, f"n{n}") for n in range(0, calls, near_every)]
         path = _log(tmp_path / f"{calls}.db", rows)
         peaks.append(_peak_to_first_event(path, kinds=["request_start"]))
-    assert peaks[1] < peaks[0] * 1.5, peaks
+    assert peaks[1] < peaks[0] * 2, peaks  # (it held the far rows: 8 times as much)
 
 
 @pytest.mark.parametrize(
