@@ -38,11 +38,18 @@ _NEAR_ROWS = (
     f" AND ({NEAR_START} AND start_seq > ? AND start_seq <= ? OR {_ODD_AT_ITS_ROW} AND seq <= ?) ORDER BY seq, id"
     " LIMIT ?"
 )
-_FAR_ROWS = (  # (to the session's end; a row of text or bytes seq, by hand, keeps its start here whatever it is)
+_FAR_ROWS = (  # (to the session's end; by start_seq and id: a page may end among rows sharing a start_seq, by hand)
     f"SELECT {COLUMNS} FROM events INDEXED BY events_by_start WHERE session_id = ? AND {FAR_START}"
-    f" AND NOT ({_ODD_AT_ITS_ROW}) AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
-)  # (by start_seq and id: a page may end among rows sharing a start_seq, by hand)
+    " AND typeof(start_seq) = 'integer' AND (start_seq, id) > (?, ?) ORDER BY start_seq, id LIMIT ?"
+)
 _FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
+# a row whose seq was made text or bytes (after every number) holding a start_seq of no integer: its start is at
+# that seq, so such rows are read by seq, from the first text value on (those rows alone: nearly never any)
+_ODD_ROWS = (
+    f"SELECT {COLUMNS} FROM events INDEXED BY events_by_session_seq WHERE session_id = ? AND seq >= ''"
+    f" AND (seq, id) > (?, ?) AND {_ODD_START} ORDER BY seq, id LIMIT ?"
+)
+_ODD_ROWS_UPTO = _ODD_ROWS.replace(" ORDER BY", " AND seq <= ? ORDER BY")
 
 
 _START_SEQ = itemgetter(10)  # a row's start_seq (COLUMNS)
@@ -130,16 +137,23 @@ class FoldedStarts:
             last_seq, last_id = until, MAX_ROWID  # the next span: the rows past this one
 
     def _far_rows(self) -> Iterator[Placed]:
-        """The rows `events_by_start` holds, by start, a page at a time (usually none); a start_seq that is not an
-        integer places its start at its row's seq, as `start_event` does."""
+        """The starts not near their rows, in seq order: those `events_by_start` holds, by start, and those of rows
+        whose seq and start_seq are both no integers (by hand), by their rows' seqs; a page at a time (usually
+        none)."""
+        by_start = self._paged(_FAR_ROWS, _FAR_ROWS_UPTO, 10)
+        return merge(by_start, self._paged(_ODD_ROWS, _ODD_ROWS_UPTO, 2), key=_placed_order)
+
+    def _paged(self, sql: str, sql_upto: str, placed_at: int) -> Iterator[Placed]:
+        """The rows a query gives in (after_seq, upto_seq] of the column `placed_at`, a page at a time, each with
+        its start's seq (that column)."""
         last, last_id, upto = self._after, MAX_ROWID, self._upto_seq
         while True:
             if upto is None:
-                rows = self._query(_FAR_ROWS, [self._session_id, last, last_id, self._page])
+                rows = self._query(sql, [self._session_id, last, last_id, self._page])
             else:
-                rows = self._query(_FAR_ROWS_UPTO, [self._session_id, last, last_id, upto, self._page])
+                rows = self._query(sql_upto, [self._session_id, last, last_id, upto, self._page])
             for row in rows:
-                yield (row[10] if row[10].__class__ is int else row[2]), row
+                yield row[placed_at], row
             if len(rows) < self._page:
                 return
-            last, last_id = rows[-1][10], rows[-1][0]
+            last, last_id = rows[-1][placed_at], rows[-1][0]

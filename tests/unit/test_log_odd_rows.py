@@ -313,3 +313,16 @@ def test_a_start_whose_times_are_no_numbers_reads_within_bounds(tmp_path: Path, 
         read = [(e.seq, str(e.kind)) for e in reader.events(SID, **options)]
     row_within = bound.startswith("start")  # text and bytes come after every number
     assert ((2, "request_start") in read) == ((3, "request_end") in read) == row_within
+
+
+@pytest.mark.parametrize("page", [7, 2000])
+def test_a_row_whose_seq_and_start_seq_are_no_integers_holds_no_start_back(
+    tmp_path: Path, page: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its start is at its row's seq of text (after every number), but it sat among the numbers in
+    `events_by_start` (a start_seq of 5.5): read in that order it was given before the starts at 10 and 20, or, in
+    one page, held them back past their own ends."""
+    monkeypatch.setattr(reader_module, "EVENTS_PAGE", page)
+    rows = [*(_row(n) for n in range(1, 100)), _row("x", 5.5, "a"), _row(2000, 10, "b"), _row(2100, 20, "c")]
+    read = _check_read(_log(tmp_path / "log.db", rows))
+    assert read[-2:] == [("x", "request_start", "a"), ("x", "request_end", "a")]
