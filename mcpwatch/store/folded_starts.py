@@ -56,6 +56,17 @@ _START_SEQ = itemgetter(10)  # a row's start_seq (COLUMNS)
 Placed = tuple[Any, Row]  # a folded start's seq and its row
 
 
+def _sure_below(reached: Any) -> Any:
+    """reached - FOLD_NEAR - 1, exactly: a seq made a float by hand (1e300, say) loses the difference in float
+    arithmetic, and rows sharing it would be taken as read."""
+    if reached.__class__ is float:
+        if reached.is_integer():
+            return int(reached) - FOLD_NEAR - 1
+        if math.isinf(reached):
+            return math.nextafter(reached, -math.inf)
+    return reached - FOLD_NEAR - 1
+
+
 def _placed_order(placed: Placed) -> tuple[int, Any]:
     return sql_order(placed[0])
 
@@ -89,7 +100,7 @@ class FoldedStarts:
             self._waiting.sort(key=_START_SEQ)  # (those held over are in order, the page's nearly: two runs)
         # no unread row has a start up to `sure`: an unread row's seq is past `reached`, or equal to it (rows sharing
         # a seq, by hand, split by a page), so its start is past reached - FOLD_NEAR - 1
-        sure = None if self._reached is None else self._reached - FOLD_NEAR - 1
+        sure = None if self._reached is None else _sure_below(self._reached)
         far, held_at = self._far_page(_LAST if sure is None else (0, sure))
         self._far_held = held_at is not None  # far rows before `sure` left for the next stretch
         if self._far_held:

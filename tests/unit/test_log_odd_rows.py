@@ -120,28 +120,38 @@ def test_far_starts_sharing_a_start_seq_are_each_read(tmp_path: Path, monkeypatc
     assert sum(1 for _, kind, _ in read if kind == "request_start") == 5
 
 
-def _hostile_session(seed: int) -> list[tuple[Any, ...]]:
+def _hostile_session(seed: int, odd_types: bool = False) -> list[tuple[Any, ...]]:
     """Rows at gaps of 0 (a shared seq), 1, 511, 512, 513; starts near, at the bound, far, equal to their row's seq,
-    after it, at or below 0, shared; kept times numbers, missing, text."""
+    after it, at or below 0, shared; kept times numbers, missing, text. With `odd_types`, seqs and start seqs of
+    text, bytes, fractions and floats past int64 too (shared as well)."""
     rng = random.Random(seed)
     rows, seq = [], 0
     for n in range(rng.randint(5, 40)):
         seq += rng.choice([0, 1, 1, 2, 511, 512, 513])
-        start = None
+        start: Any = None
         if rng.random() < 0.6:
             start = seq - rng.choice([1, 2, 511, 512, 513, 0, -3, seq, seq + 5])
+        at: Any = seq
+        if odd_types and rng.random() < 0.3:
+            at = rng.choice(["t", "u", b"\x01", seq + 0.5, 1e300])
+            start = rng.choice([start, "x", b"\x02", seq - 0.5, seq - 600.5])
         kept_mono = rng.choice([float(seq) - 0.5, None, "late", 7])
-        rows.append(_row(seq, start, f"r{n}", mono=float(seq) + 0.25, kept_mono=kept_mono))
+        rows.append(_row(at, start, f"r{n}", mono=float(seq) + 0.25, kept_mono=kept_mono))
     return rows
 
 
+@pytest.mark.parametrize("odd_types", [False, True], ids=["integers", "odd-types"])
 @pytest.mark.parametrize("page", [1, 3, 2000])
-def test_hostile_sessions_read_as_their_expansion(tmp_path: Path, page: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hostile_sessions_read_as_their_expansion(
+    tmp_path: Path, page: int, odd_types: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(With odd types, a page's rows sharing a float seq past 2**53 were taken as read: seq - 513 is that seq.)"""
     monkeypatch.setattr(reader_module, "EVENTS_PAGE", page)
     for seed in range(40):
-        rows = _hostile_session(seed)
+        rows = _hostile_session(seed, odd_types)
         path = _log(tmp_path / f"{seed}.db", rows)
-        for after in (0, rows[len(rows) // 2][1]):
+        middle = rows[len(rows) // 2][1]
+        for after in (0, middle if isinstance(middle, int) else 7):
             _check_read(path, after_seq=after)
 
 
