@@ -124,6 +124,7 @@ def run(calls: int, export: bool) -> list[bytes]:
         try:
             sink = _Queue() if export else None
             rig = _PlainCalls(loop, sink=sink, trace=export)
+            rig.prepare(WARM_UP + calls)
             for n in range(1, WARM_UP + calls + 1):
                 rig.call()
                 if sink is not None and n % ROUND_CALLS == 0:
