@@ -338,3 +338,26 @@ def test_with_trace_context_plain_calls_stay_plain_and_carry_the_same_span(loop,
     assert parents[2] == f"00-{2:032x}-{2:016x}-01"
     starts = [frames.decode(row[-1]) for row in plain[2] if row[0] == Kind.REQUEST_START]
     assert (starts[0]["trace_id"], starts[0]["span_id"]) == (f"{1:032x}", f"{1:016x}")
+
+
+def test_an_answer_the_host_cannot_take_is_logged_as_the_full_path_logs_it(loop, monkeypatch) -> None:
+    """A host link that takes no more answers (an HTTP host whose request is closed: `send` gives False): the plain
+    path writes the same warning and the same `request_end`, `delivered` false, as the full path."""
+
+    def run() -> list[tuple[Any, ...]]:
+        rig = TaskRig(loop, host_timeout_s=30.0, margin_s=5.0)
+        monkeypatch.setattr(rig.host, "send", lambda message: False)
+        for host_id in (1, "two"):
+            up_id = rig.request(host_id, "tools/call", {"name": "echo", "arguments": {}})
+            rig.scheduler.advance(0.25)
+            rig.core.upstream_frame(b'{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}' % up_id)
+        return seen(rig)[2]
+
+    taken = plain_taken(monkeypatch)
+    plain = run()
+    assert taken == [1, "two"]
+    ends = [frames.decode(row[-1]) for row in plain if row[0] == Kind.REQUEST_END]
+    assert [end.get("delivered") for end in ends] == [False, False]
+    assert [row[0] for row in plain].count(Kind.WARNING) == 2
+    full_path_only(monkeypatch)
+    assert run() == plain
