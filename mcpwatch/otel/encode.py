@@ -157,8 +157,8 @@ def _up_id_field(up_id: int | None) -> bytes:
     """`_per_call(b"\x4a", "mcpwatch.upstream.request_id", up_id)` for an int (b"" for None)."""
     if up_id is None:
         return b""
-    if type(up_id) is not int:  # a bool is an int to `isinstance`, but a bool value to OTLP
-        return _per_call(b"\x4a", "mcpwatch.upstream.request_id", up_id)
+    if type(up_id) is not int or not -_INT64 <= up_id < _INT64:  # a bool is a bool value to OTLP; past int64, a
+        return _per_call(b"\x4a", "mcpwatch.upstream.request_id", up_id)  # double (a varint would wrap it)
     value = _varint(up_id)
     return _UP_ID_HEADS[len(value)] + value
 

@@ -261,3 +261,19 @@ def test_a_plain_call_s_start_takes_the_general_way_once_per_shape(monkeypatch: 
         s.end(f"r{n}")
     spans, _ = SpanBuilder(lean=True).fold_round(s.events)
     assert len(spans) == 30 and general == ["r0", "r1"]
+
+
+def test_an_upstream_id_past_int64_in_a_plain_field_is_the_full_span_s_double() -> None:
+    """A plain span's field wrote an upstream id past int64 as a varint (wrapped into another number, 2**64 as 0)
+    where the full span writes a double: the collector got another attribute value. Now both write the double."""
+    s = Session.begun()
+    up_ids = [2**63, 2**64 - 1, 2**64, 2**70, -(2**63) - 1, -(2**63), 2**63 - 1]
+    for n, up_id in enumerate(up_ids):
+        s.start(f"r{n}", up_id=up_id)
+        s.end(f"r{n}")
+    spans, _ = SpanBuilder(lean=True).fold_round(s.events)
+    encoder = SpanEncoder(RESOURCE, "mcpwatch", "1")
+    fields, _ = SpanBuilder(lean=True).fold_round(s.events, encoder.record_field)
+    assert len(spans) == len(fields) == len(up_ids) and all(isinstance(span, PlainSpan) for span in spans)
+    for span, field in zip(spans, fields, strict=True):
+        assert encoder.request([field]) == encoder.request([span]) == encoder.request([span.full()]), span  # type: ignore[union-attr]
