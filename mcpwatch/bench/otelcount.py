@@ -115,7 +115,10 @@ def run(calls: int, export: bool) -> list[bytes]:
     events handed to the export's work on `EXPORT_THREAD`, one thread at a time (a fixed order: the same count every
     run; the events die after their round, as in the wrapper, so the collector's work is the wrapper's). Returns the
     requests encoded."""
+    from mcpwatch.otel import context
+
     random.seed(0)
+    context.restart_ids()  # the ids already drawn (at import, unseeded) are dropped: the same ids every run
     to_export: queue.Queue[list[Event] | None] = queue.Queue(1)
     done: queue.Queue[None] = queue.Queue(1)
 
