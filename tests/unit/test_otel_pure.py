@@ -297,3 +297,42 @@ def test_ids_of_zeros_are_left_out_and_every_id_is_a_draw_s(monkeypatch: pytest.
     finally:
         monkeypatch.undo()
         context.restart_ids()
+
+
+def test_ids_drawn_across_blocks_never_repeat_and_a_seed_gives_them_again() -> None:
+    """Calls' ids taken across several blocks of `IDS_AT_ONCE`, the plain stamp, the general one and a host's child
+    (whose span id is drawn on its own, between blocks) in turn: none repeats, none is all zeros, each is lowercase
+    hex of its size; after the same seed and `restart_ids`, the same ids in the same order."""
+    host = {"traceparent": f"00-{'a' * 32}-{'b' * 16}-01"}
+
+    calls = 3 * context.IDS_AT_ONCE + 7
+    own = sum(1 for n in range(calls) if n % 3 != 2)  # the calls whose trace is the wrapper's own
+
+    def drawn() -> list[tuple[str, str]]:
+        ids: list[tuple[str, str]] = []
+        for n in range(calls):
+            if n % 3 == 0:
+                ids.append(context.stamp_own({}))
+            elif n % 3 == 1:
+                made = context.stamp({})
+                ids.append((made["trace_id"], made["span_id"]))
+            else:
+                made = context.stamp({"_meta": dict(host)})
+                ids.append((made["trace_id"], made["span_id"]))
+        return ids
+
+    random.seed(41)
+    context.restart_ids()
+    first = drawn()
+    random.seed(41)
+    context.restart_ids()
+    assert drawn() == first
+    context.restart_ids()  # not seeded again: the generator goes on, nothing repeats
+    again = drawn()
+    spans = [span for _, span in first + again]
+    traces = [trace for trace, _ in first + again if trace != "a" * 32]
+    assert len(set(spans)) == len(spans) and len(set(traces)) == len(traces) == 2 * own
+    hex_digits = set("0123456789abcdef")
+    assert all(len(t) == 32 and set(t) <= hex_digits and t != "0" * 32 for t in traces)
+    assert all(len(s) == 16 and set(s) <= hex_digits and s != "0" * 16 for s in spans)
+    context.restart_ids()

@@ -13,7 +13,7 @@ import pytest
 from heap import bytes_held
 from test_otel_plain_span import RESOURCE, Session, _mixed
 
-from mcpwatch.events import Event, Kind
+from mcpwatch.events import Event, Kind, Outcome
 from mcpwatch.otel.encode import SpanEncoder
 from mcpwatch.otel.metric_fold import OtlpMetricFold, Snapshot
 from mcpwatch.otel.spans import CallSpan, Durations, Measure, PlainSpan, SpanBuilder
@@ -277,3 +277,66 @@ def test_an_upstream_id_past_int64_in_a_plain_field_is_the_full_span_s_double() 
     assert len(spans) == len(fields) == len(up_ids) and all(isinstance(span, PlainSpan) for span in spans)
     for span, field in zip(spans, fields, strict=True):
         assert encoder.request([field]) == encoder.request([span]) == encoder.request([span.full()]), span  # type: ignore[union-attr]
+
+
+def _full_rounds(events: list[Event], cuts: list[int], delta: bool) -> list[tuple[bytes, Snapshot]]:
+    """`_rounds` by the general builder (`lean=False`: every span a `CallSpan`, as `export --format otlp` folds)."""
+    builder, encoder, fold = SpanBuilder(), SpanEncoder(RESOURCE, "mcpwatch", "1"), OtlpMetricFold(0, delta)
+    seen: list[tuple[bytes, Snapshot]] = []
+    for n, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(events)], strict=True)):
+        spans, measures = _one_by_one(builder, events[start:end])
+        fold.now_ns = 1000 * (n + 1)
+        for measure in measures:
+            fold.record(measure)
+        seen.append((encoder.request(spans), fold.snapshot(1000 * (n + 1) + 1)))
+    return seen
+
+
+def _hostile_session(rng: random.Random, calls: int = 250) -> list[Event]:
+    """What a host names (tools that are not Unicode, hold NUL or are past a shape's text, ids reused while open, as
+    long as the recorder keeps them, odd budgets) and how an upstream ends (odd outcomes, partial flags of every
+    truth, durations NaN, infinite, negative, subnormal, an int)."""
+    tools = ["a", "b", "\ud800", "x\x00y", "t" * 1100, "é" * 600, "", None]
+    request_ids = ["1", "2", "", "\udfff", "k" * 300, "é" * 70]
+    s = Session.begun()
+    open_calls: list[tuple[str, str | None]] = []
+    for n in range(calls):
+        roll = rng.random()
+        if roll < 0.5 or not open_calls:
+            request_id, tool = rng.choice(request_ids), rng.choice(tools)
+            odd: dict[str, Any] = {}
+            if rng.random() < 0.1:
+                odd["budget_s"] = rng.choice([float("nan"), float("inf"), -1.0, 0, True, 10**30])
+            if rng.random() < 0.1:
+                odd["budget_source"] = rng.choice(["\ud800", "s" * 900, None])
+            s.start(request_id, tool, up_id=rng.choice([n, n, 2**64, -5, True, None]), **odd)
+            open_calls.append((request_id, tool))
+        elif roll < 0.95:
+            request_id, tool = open_calls.pop(rng.randrange(len(open_calls)))
+            outcome = rng.choice(["ok", "ok", Outcome.OK, "OK", "tool_error", "error", None, 5])
+            partial = {"partial": rng.choice([True, False, 0, None, "", 1])} if rng.random() < 0.1 else {}
+            duration = rng.choice([0.001, 0.25, float("nan"), float("inf"), -0.0, -2.0, 3, 1e308, 5e-324])
+            method = rng.choice(["tools/call", "tools/call", None, 7, "", "\ud800"])
+            s.add(Kind.REQUEST_END, request_id, tool, outcome=outcome, duration_s=duration, method=method, **partial)
+        else:
+            s.add(Kind.HOST_INFO, protocol_version=rng.choice(["2025-06-18", "\ud800" * 3]))
+    return s.events
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_hostile_hosts_and_upstreams_give_the_collector_what_the_general_fold_gives(seed: int) -> None:
+    """The round's plain path, its spans encoded as they end or not, sends what the general builder sends for the
+    same events, whatever a host names and however an upstream ends (the metric points compared by their text:
+    NaN is never equal to itself)."""
+    rng = random.Random(seed)
+    events = _hostile_session(rng)
+    cuts = sorted(rng.sample(range(1, len(events)), rng.randrange(1, 20)))
+    spans, _ = SpanBuilder(lean=True).fold_round(events)
+    assert sum(type(span) is PlainSpan for span in spans) > 10  # the plain path was taken
+    for delta in (False, True):
+        general = [repr(one) for one in _full_rounds(events, cuts, delta)]
+        assert sum(map(len, general)) > 10_000
+        for way in ({"at_once": False}, {"at_once": True}, {"at_once": True, "encoded": True}):
+            got = [repr(one) for one in _rounds(events, cuts, delta=delta, **way)]
+            differ = [n for n, (one, other) in enumerate(zip(got, general, strict=True)) if one != other]
+            assert not differ, f"{way}, delta {delta}: rounds {differ} differ"  # not the texts: megabytes
