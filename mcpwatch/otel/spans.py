@@ -242,7 +242,10 @@ class SpanBuilder:
         self._open_calls = 0  # the calls `_open` holds (OPEN_MAX)
         self._open_text = 0  # the text their full spans hold (OPEN_TEXT_MAX)
         self._by_up_id: dict[Any, CallSpan] = {}  # cut calls waiting for a late answer
-        self._held: list[CallSpan] = []
+        self._up_keys: dict[int, list[Any]] = {}  # a span's keys in `_by_up_id`, by the span's id()
+        # held cut calls by id(), in the order they were cut: a host cancelling each call at once holds thousands,
+        # so none is found by a scan (a scan per release or late answer grew with their square)
+        self._held: dict[int, CallSpan] = {}
         self._metrics = MetricEvents()
         self._ended: CallSpan | PlainSpan | None = None  # the span the event being fed ended
         self._levels: dict[str, SharedAttributes] = {}  # the in-flight level's attributes, by method
@@ -394,7 +397,7 @@ class SpanBuilder:
     def due(self, now_ts: float) -> list[CallSpan]:
         """Held cut calls whose late window has passed."""
         now = _ns(now_ts)
-        ready = [span for span in self._held if span.release_ns <= now]
+        ready = [span for span in self._held.values() if span.release_ns <= now]
         if ready:
             self._release(ready)
         return ready
@@ -405,14 +408,21 @@ class SpanBuilder:
 
     def drain(self) -> list[CallSpan]:
         """Everything still held (shutdown, or the end of a recorded session)."""
-        ready, self._held = self._held, []
+        ready, self._held = list(self._held.values()), {}
         self._by_up_id.clear()
+        self._up_keys.clear()
         return ready
 
     def _release(self, spans: list[CallSpan]) -> None:
-        self._held = [span for span in self._held if span not in spans]
-        for up_id in [k for k, v in self._by_up_id.items() if v in spans]:
-            del self._by_up_id[up_id]
+        for span in spans:
+            del self._held[id(span)]
+            self._forget_up_ids(span)
+
+    def _forget_up_ids(self, span: CallSpan) -> None:
+        """No late answer is waited for on this span any more: its keys leave `_by_up_id` (those still its own)."""
+        for key in self._up_keys.pop(id(span), ()):
+            if self._by_up_id.get(key) is span:
+                del self._by_up_id[key]
 
     # ------------------------------------------------------------------ handlers
 
@@ -488,6 +498,10 @@ class SpanBuilder:
         forgotten = self._open.pop(next(iter(self._open)))
         self._open_calls -= len(forgotten)
         self._open_text -= sum(span.held_text for span in forgotten if type(span) is CallSpan)
+        if self._up_keys:  # a forgotten call's end never comes: no late answer is waited for
+            for span in forgotten:
+                if type(span) is CallSpan:
+                    self._forget_up_ids(span)
 
     def _attributes(
         self,
@@ -590,7 +604,9 @@ class SpanBuilder:
             span.add_event("mcpwatch.cancel_sent", event.ts, {"mcpwatch.reason": attributes["mcpwatch.reason"]})
             span.add_event("mcpwatch.tombstone", event.ts, attributes)
             if "up_id" in data:
-                self._by_up_id[(data.get("host_session"), data["up_id"])] = span
+                key = (data.get("host_session"), data["up_id"])
+                self._by_up_id[key] = span
+                self._up_keys.setdefault(id(span), []).append(key)
         return []
 
     def _tombstone_hit(self, event: Event, data: dict[str, Any]) -> list[Output]:
@@ -603,7 +619,7 @@ class SpanBuilder:
             if isinstance(data.get("age_s"), int | float):
                 attributes["mcpwatch.late.delay_s"] = float(data["age_s"])  # the tombstone's age: time since the cut
             span.add_event("mcpwatch.late_answer", event.ts, attributes)
-            if span in self._held:
+            if id(span) in self._held:
                 self._release([span])  # nothing more to wait for
                 outputs.append(span)
         return outputs
@@ -657,10 +673,10 @@ class SpanBuilder:
         outputs: list[Output] = []
         if outcome in _CUT and any(name == "mcpwatch.tombstone" for name, _, _ in span.events):
             span.release_ns = span.end_ns + self.late_window_ns
-            self._held.append(span)
+            self._held[id(span)] = span
         else:
-            if self._by_up_id:  # most calls were never cut: nothing to forget
-                self._by_up_id = {k: v for k, v in self._by_up_id.items() if v is not span}
+            if self._up_keys:  # most calls were never cut: nothing to forget
+                self._forget_up_ids(span)
             outputs.append(span)
         return outputs
 
