@@ -328,7 +328,10 @@ class WrapperCore:
             return
         up_id = self.session.ids.allocate()
         host_id = message["id"]
-        pending = Pending(up_id, host_id, link, method, message, self.scheduler.time(), tool)
+        # a host names the method, and the call's start and end carry it into the 10,000-event ring: a long one is
+        # kept as its start and a digest there, as tool names are (the upstream gets the request as it came)
+        named = method if len(method) <= frames.KEY_MAX else frames.bounded_key(method)
+        pending = Pending(up_id, host_id, link, named, message, self.scheduler.time(), tool)
         pending.host = host
         if method in POLL_METHODS:
             self.tasks.poll(pending, params)
