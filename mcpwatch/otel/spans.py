@@ -200,6 +200,10 @@ call, not by request id: a host may reuse one id for every call."""
 OPEN_TEXT_MAX = 8 << 20
 """Characters the open calls' full spans hold (a plain call's record holds its shape's, bounded by SHAPE_TEXT_MAX):
 a host naming its tools or methods in tens of kilobytes, each call's end dropped, is held by bytes, not by count."""
+HELD_MAX = 4096
+"""Cut calls held for their late window at once: a host that cancels every call as it sends it holds one more with
+each call for `late_window_s` (30 s), each with its progress events; past this the oldest is exported at once,
+without waiting for its late answer (an answer that still comes is counted, not added to a span already sent)."""
 METHOD_KEPT_MAX = 128
 """A method name's characters for its in-flight attributes to be kept (MCP's methods are short; a host may send
 megabytes, and 1,024 of them kept would be a gigabyte)."""
@@ -673,7 +677,12 @@ class SpanBuilder:
         outputs: list[Output] = []
         if outcome in _CUT and any(name == "mcpwatch.tombstone" for name, _, _ in span.events):
             span.release_ns = span.end_ns + self.late_window_ns
-            self._held[id(span)] = span
+            held = self._held
+            held[id(span)] = span
+            if len(held) > HELD_MAX:  # the oldest goes now (the dict keeps the order they were held in)
+                oldest = held[next(iter(held))]
+                self._release([oldest])
+                outputs.append(oldest)
         else:
             if self._up_keys:  # most calls were never cut: nothing to forget
                 self._forget_up_ids(span)

@@ -140,3 +140,21 @@ def test_calls_a_host_cancels_at_once_cost_the_export_a_bounded_work_each() -> N
     answers, holding the interpreter's lock the wrapper's loop needs. Twice the calls is now about twice the work."""
     once, twice = _cut_calls_work(150), _cut_calls_work(300)
     assert twice < 2.3 * once, (once, twice)
+
+
+def test_calls_a_host_cancels_at_once_are_held_up_to_a_bound_and_none_is_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each cut call was held for its whole late window (30 s), however many: a host cancelling every call as it
+    sends it made the export hold every one of them, progress events and all. Past `HELD_MAX` the oldest is exported
+    at once; every call's span still leaves once, in the order the calls were held."""
+    monkeypatch.setattr(spans, "HELD_MAX", 50)
+    s = Session.begun()
+    for n in range(400):
+        s.start(f"c{n}", up_id=n)
+        s.add(Kind.TOMBSTONE_ADD, f"c{n}", "noop", reason="cancelled", ttl_s=30.0, up_id=n)
+        s.end(f"c{n}", outcome="cancelled")
+    builder = SpanBuilder(lean=True, late_window_s=30.0)
+    early, _ = builder.fold_round(s.events)
+    assert len(builder._held) == 50 and len(early) == 350
+    late = builder.due(s.events[-1].ts + 31.0)
+    names = [span.attributes["jsonrpc.request.id"] for span in [*early, *late]]  # type: ignore[union-attr]
+    assert names == [f"c{n}" for n in range(400)] and not builder.holding()
