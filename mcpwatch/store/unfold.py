@@ -78,22 +78,20 @@ Bounds = tuple[float | None, float | None, float | None, float | None]  # `event
 
 def in_range(event: Event, bounds: Bounds) -> bool:
     """Whether a start read from a folded row lies within `events()`'s (start_mono, end_mono, start_ts, end_ts)."""
-    start_mono, end_mono, start_ts, end_ts = bounds
     try:
-        return (
-            (start_mono is None or event.mono >= start_mono)
-            and (end_mono is None or event.mono < end_mono)
-            and (start_ts is None or event.ts >= start_ts)
-            and (end_ts is None or event.ts < end_ts)
-        )
+        return _within(event.mono, event.ts, *bounds)
     except TypeError:  # its row's times made text or bytes by hand: compared as SQLite compares the row's own
-        mono, ts = sql_order(event.mono), sql_order(event.ts)
-        return (
-            (start_mono is None or mono >= sql_order(start_mono))
-            and (end_mono is None or mono < sql_order(end_mono))
-            and (start_ts is None or ts >= sql_order(start_ts))
-            and (end_ts is None or ts < sql_order(end_ts))
-        )
+        ordered = (None if bound is None else sql_order(bound) for bound in bounds)
+        return _within(sql_order(event.mono), sql_order(event.ts), *ordered)
+
+
+def _within(mono: Any, ts: Any, start_mono: Any, end_mono: Any, start_ts: Any, end_ts: Any) -> bool:
+    return (
+        (start_mono is None or mono >= start_mono)
+        and (end_mono is None or mono < end_mono)
+        and (start_ts is None or ts >= start_ts)
+        and (end_ts is None or ts < end_ts)
+    )
 
 
 def sql_order(value: Any) -> tuple[int, Any]:
