@@ -60,17 +60,23 @@ def _calls(conn: sqlite3.Connection, first_seq: int, count: int) -> int:
     return first_seq + 2 * count
 
 
+def emit_plain_calls(writer: EventWriter, sid: str, calls: int, progress_every: int = 0) -> None:
+    """`calls` plain calls through a real writer, each ending at once (so each is folded), a progress on every
+    `progress_every`-th (none for 0)."""
+    for n in range(calls):
+        rid = str(n)
+        writer.emit(Event(Kind.REQUEST_START, sid, TS, 0.0, 2 * n + 1, rid, "t", None, {"method": "tools/call"}))
+        if progress_every and n % progress_every == 0:
+            writer.emit(Event(Kind.PROGRESS, sid, TS, 0.0, 2 * n + 1, rid, "t", None, {"progress": 1}))
+        writer.emit(Event(Kind.REQUEST_END, sid, TS, 0.0, 2 * n + 2, rid, "t", None, {"outcome": "ok"}))
+    assert writer.flush(30)
+
+
 def test_a_fresh_log_indexes_no_plain_call_by_request(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     with EventWriter(path) as writer:
         sid = writer.start_session(name="w", upstream="u", pid=1, config={})
-        for n in range(300):
-            rid = str(n)
-            writer.emit(Event(Kind.REQUEST_START, sid, TS, 0.0, 2 * n + 1, rid, "t", None, {"method": "tools/call"}))
-            if n % 100 == 0:
-                writer.emit(Event(Kind.PROGRESS, sid, TS, 0.0, 2 * n + 1, rid, "t", None, {"progress": 1}))
-            writer.emit(Event(Kind.REQUEST_END, sid, TS, 0.0, 2 * n + 2, rid, "t", None, {"outcome": "ok"}))
-        assert writer.flush(30)
+        emit_plain_calls(writer, sid, 300, progress_every=100)
     assert "WHERE kind IN ('progress', 'task_status')" in _request_index_sql(path)
     assert _index_entries(path, "events_by_request") == 3  # the progress rows alone
     with EventReader(path) as reader:

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_log_schema7 import emit_plain_calls
 
-from mcpwatch.events import Event, Kind
 from mcpwatch.store import EventReader, EventWriter
 from mcpwatch.store import reader as reader_module
 from mcpwatch.store.batch import INSERT_EVENT
@@ -95,11 +95,7 @@ def test_a_fresh_log_indexes_no_near_start(tmp_path: Path) -> None:
     path = tmp_path / "log.db"
     with EventWriter(path) as writer:
         sid = writer.start_session(name="w", upstream="u", pid=1, config={})
-        for n in range(300):
-            rid = str(n)
-            writer.emit(Event(Kind.REQUEST_START, sid, TS, 0.0, 2 * n + 1, rid, "t", None, {"method": "tools/call"}))
-            writer.emit(Event(Kind.REQUEST_END, sid, TS, 0.0, 2 * n + 2, rid, "t", None, {"outcome": "ok"}))
-        assert writer.flush(30)
+        emit_plain_calls(writer, sid, 300)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(start_seq) FROM events").fetchone()[0] == 300  # every call folded
     assert _index_entries(path, "events_by_start") == 0  # … and none of them in the index
