@@ -13,7 +13,7 @@ from mcpwatch.wrapper.framing import frames
 
 def test_a_method_of_a_megabyte_is_held_as_a_bounded_key(loop) -> None:
     rig = TaskRig(loop, host_timeout_s=30.0, margin_s=5.0)
-    methods = ["x/" + "m" * (1 << 20), "y/" + "m" * (1 << 20)]
+    methods = ["x/" + "m" * (1 << 20), "y/\ud800" + "m" * (1 << 20)]  # the second not even Unicode (a lone surrogate)
     ups = [rig.request(n, method, {}) for n, method in enumerate(methods)]
     assert [m["method"] for m in rig.upstream.sent if m.get("id") in ups] == methods  # forwarded whole
     for up_id in ups:
