@@ -6,3 +6,4 @@ import sys
 
 QUICK_CALLS = (100, 20)  # calls and warm-up calls of a smoke run (`--quick`): the figures' shape, not a measurement
 RAW_UPSTREAM = (sys.executable, "-m", "mcpwatch.bench.raw_upstream")  # the upstream that answers with the least work
+LINE_FORWARDER = (sys.executable, "-m", "mcpwatch.bench.line_forwarder")  # the floor of any stdio wrapper

@@ -300,6 +300,14 @@ def curve(
             process.wait(15)
 
 
+def front_held_ratio(at_4: dict[str, Any] | None, at_64: dict[str, Any] | None) -> float | None:
+    """CPU per call at 4 hosts over that at 64 with the front's own share at 64 taken as at 4 (None without both)."""
+    if not at_4 or not at_64:
+        return None
+    held = at_64["cpu_us_per_call"] - at_64["wrapper_cpu_us_per_call"] + at_4["wrapper_cpu_us_per_call"]
+    return round(at_4["cpu_us_per_call"] / held, 2) if held > 0 else None
+
+
 def run(quick: bool = False) -> dict[str, Any]:
     counts = (1, 4) if quick else HOSTS
     seconds = 0.5 if quick else 5.0
@@ -322,6 +330,9 @@ def run(quick: bool = False) -> dict[str, Any]:
         # the same ratio as the calls' CPU alone allows where the machine's cores are all busy anyway (a shared
         # machine): CPU per call at 4 hosts over that at 64
         "cpu_ratio_64_to_4": round(cpu_4 / cpu_64, 2) if cpu_4 and cpu_64 else None,
+        # … and if the front's own CPU per call at 64 hosts were what it is at 4 (the upstreams and the hosts as they
+        # are at 64): what the rest of the machine's work allows, whatever the front does
+        "cpu_ratio_with_the_front_at_4": front_held_ratio(by_hosts.get(4), by_hosts.get(64)),
         # the upstream processes driven over their pipes with no front, the same calls in turn
         "upstreams_alone": alone,
         "paced_median_ms_at_64": paced_64["median_ms"] if paced_64 else None,

@@ -102,3 +102,26 @@ def machine_cpu_s() -> tuple[float, float]:
     per_s = os.sysconf("SC_CLK_TCK")
     # user .. steal; the guest columns after them are already counted in user and nice
     return sum(ticks[:8]) / per_s, sum(ticks[3:5]) / per_s  # idle and iowait
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid`'s threads started (/proc's `children` of each thread); empty once it has gone."""
+    found: list[int] = []
+    for _, (text,) in _thread_files(pid, "children"):
+        found.extend(int(child) for child in text.split())
+    return found
+
+
+def keep_on_one_cpu(pid: int, cpu: int) -> bool:
+    """Keep every thread of the process on CPU `cpu` (threads it starts later inherit it); False where the process or
+    the call is not there. For the benchmarks that ask what a server's threads cost when the scheduler cannot
+    spread them over cores."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
+    threads = [tid for tid, _ in _thread_files(pid)]
+    try:
+        for tid in threads:
+            os.sched_setaffinity(tid, {cpu})
+    except OSError:
+        return False
+    return bool(threads)

@@ -11,7 +11,7 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-from mcpwatch.bench.procstat import cpu_s
+from mcpwatch.bench.procstat import children, cpu_s
 
 SERVER = [sys.executable, "-m", "mcpwatch.bench.noop_server"]
 
@@ -45,23 +45,6 @@ def stdio_path(argv: list[str], env: dict[str, str], cwd: str | None = None) -> 
     from mcp import StdioServerParameters
 
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
-
-
-def _children() -> dict[int, str]:
-    """This process's children (pid → command line), where /proc says."""
-    found: dict[int, str] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            if parent == os.getpid():
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    found[int(entry)] = cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace")
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
 
 
 async def _latency(
@@ -109,8 +92,8 @@ def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
 
 async def open_tracked(stack: AsyncExitStack, target: Any, pids: dict[str, int | None], name: str) -> Any:
     """Open a stdio path and note the pid of the process it started (the process in the middle)."""
-    known = set(_children())
+    known = set(children(os.getpid()))
     client = await open_client(stack, target)
-    started = [pid for pid in _children() if pid not in known]
+    started = [pid for pid in children(os.getpid()) if pid not in known]
     pids[name] = started[0] if len(started) == 1 else None
     return client

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mcpwatch.bench import RAW_UPSTREAM
+from mcpwatch.bench import RAW_UPSTREAM, procstat
 from mcpwatch.bench.memory import rss_mb
 from mcpwatch.ports import free_port, wait_for_port
 
@@ -33,15 +33,8 @@ ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "appl
 INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
 
 
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found.extend(int(child) for child in (task / "children").read_text().split())
-    return found
-
-
 def _sample(pid: int, sessions: int) -> dict[str, Any]:
-    children = _children(pid)
+    children = procstat.children(pid)
     upstream = round(sum(rss_mb(child).get("VmRSS", 0.0) for child in children), 1)
     wrapper = rss_mb(pid)["VmRSS"]
     return {"sessions": sessions, "wrapper_mb": wrapper, "upstreams": len(children), "upstreams_mb": upstream}

@@ -22,15 +22,15 @@ import time
 from contextlib import AsyncExitStack
 from typing import Any
 
-from mcpwatch.bench import QUICK_CALLS
+from mcpwatch.bench import LINE_FORWARDER, QUICK_CALLS, raw_hops
 from mcpwatch.bench.baseline import baseline_root
+from mcpwatch.bench.procstat import children, keep_on_one_cpu
 from mcpwatch.bench.sdk_paths import SERVER, measured, open_client, open_tracked, stdio_path, wrap_argv
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "wrapper overhead vs the direct path: latency ratios, 32-caller throughput, stdio and HTTP"
 BASELINE_INSIDE = True  # the baseline's wrapper is one more path beside the others, call by call
 
-FORWARDER = [sys.executable, "-m", "mcpwatch.bench.line_forwarder"]
 HTTPX2_WRAP = [sys.executable, "-m", "mcpwatch.bench.httpx2_upstream"]
 
 
@@ -52,11 +52,11 @@ async def _stdio_figures(
 ) -> dict[str, Any]:
     pids: dict[str, int | None] = {}
     async with AsyncExitStack() as stack:
-        clients = {"direct": await open_client(stack, stdio_path(SERVER, env))}
+        clients = {"direct": await open_tracked(stack, stdio_path(SERVER, env), pids, "direct")}
         paths = {
             "wrapped": stdio_path(wrap_argv("--log", log, "--", *SERVER), env),
             "wrapped_no_log": stdio_path(wrap_argv("--no-log", "--", *SERVER), env),
-            "line_forwarder": stdio_path(FORWARDER + SERVER, env),  # the floor: two hops, no parsing
+            "line_forwarder": stdio_path([*LINE_FORWARDER, *SERVER], env),  # the floor: two hops, no parsing
         }
         if baseline:
             # run from that directory too: `python -m` looks in the working directory before PYTHONPATH
@@ -65,19 +65,37 @@ async def _stdio_figures(
             paths["wrapped_baseline"] = stdio_path(argv, baseline_env, cwd=baseline)
         for name, target in paths.items():
             clients[name] = await open_tracked(stack, target, pids, name)
-        figures, _ = await measured(clients, calls, warmup, pids)
+        middle = {name: pid for name, pid in pids.items() if name != "direct"}  # CPU per call of the middle only
+        figures, _ = await measured(clients, calls, warmup, middle)
         figures["log_cost_ratio"] = round(figures["wrapped"]["median_us"] / figures["wrapped_no_log"]["median_us"], 3)
-        throughput: dict[str, list[float]] = {"direct": [], "wrapped": []}
-        for _ in range(3):
-            for name in throughput:
-                throughput[name].append(await _throughput(clients[name], calls // 2, 32))
-        direct_tp, wrapped_tp = (statistics.median(throughput[n]) for n in ("direct", "wrapped"))
-        figures["concurrent_32"] = {
-            "direct_calls_per_s": round(direct_tp),
-            "wrapped_calls_per_s": round(wrapped_tp),
-            "throughput_ratio": round(wrapped_tp / direct_tp, 3),
-        }
+        concurrent = {name: clients[name] for name in ("direct", "wrapped", "line_forwarder")}
+        figures["concurrent_32"] = await _concurrent(concurrent, calls // 2)
+        # the same with each path's server kept on one CPU: the SDK server hands every message between two threads,
+        # and where the scheduler puts them (beside a third process, on a 2-core machine) moves the figure more than
+        # what the process in the middle does (docs/benchmarks.md, "32 callers")
+        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+        servers = [pids["direct"], *_children_of(pids["wrapped"]), *_children_of(pids["line_forwarder"])]
+        if len(servers) == 3 and all(pid is not None and keep_on_one_cpu(pid, cpu) for pid in servers):
+            figures["concurrent_32_servers_on_one_cpu"] = await _concurrent(concurrent, calls // 2)
         return figures
+
+
+def _children_of(pid: int | None) -> list[int]:
+    return [] if pid is None else children(pid)
+
+
+async def _concurrent(clients: dict[str, Any], calls: int) -> dict[str, Any]:
+    """Calls per second with 32 concurrent callers on each path, the median of three interleaved rounds, and each
+    path's ratio to the direct one."""
+    throughput: dict[str, list[float]] = {name: [] for name in clients}
+    for _ in range(3):
+        for name, client in clients.items():
+            throughput[name].append(await _throughput(client, calls, 32))
+    medians = {name: statistics.median(values) for name, values in throughput.items()}
+    out: dict[str, Any] = {f"{name}_calls_per_s": round(value) for name, value in medians.items()}
+    out["throughput_ratio"] = round(medians["wrapped"] / medians["direct"], 3)
+    out["line_forwarder_ratio"] = round(medians["line_forwarder"] / medians["direct"], 3)
+    return out
 
 
 async def _http_figures(calls: int, warmup: int, ports: dict[str, int], pids: dict[str, int]) -> dict[str, Any]:
@@ -123,6 +141,7 @@ def run(quick: bool = False) -> dict[str, Any]:
         env["MCPWATCH_STATE_DIR"] = tmp
         log = os.path.join(tmp, "bench.db")
         stdio = asyncio.run(_stdio_figures(calls, warmup, env, log, baseline))
+        stdio["raw_client"] = raw_hops.figures(calls, warmup, env, log + ".raw")
         http = _http_run(calls // 2, warmup, env)
     return {
         "machine": f"{os.cpu_count()} cores, {sys.platform}, Python {sys.version.split()[0]}",

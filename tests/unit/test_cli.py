@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -7,6 +8,7 @@ import pytest
 from clirun import run_cli
 
 from mcpwatch import __version__
+from mcpwatch.bench import hosts as hosts_bench
 from mcpwatch.bench import otel as otel_bench
 from mcpwatch.bench import wrap as wrap_bench
 from mcpwatch.bench.sessions import QUICK_CAP
@@ -109,7 +111,12 @@ def test_bench_wrap_quick_compares_every_path_with_the_direct_one(
     for path in ("wrapped", "wrapped_no_log", "line_forwarder"):
         assert stdio[path]["calls"] == few_calls and stdio[path]["median_ratio"] > 0
         assert stdio[path]["cpu_us_per_call"] > 0  # the process in the middle was found and sampled
-    assert stdio["concurrent_32"]["throughput_ratio"] > 0
+    assert stdio["concurrent_32"]["throughput_ratio"] > 0 and stdio["concurrent_32"]["line_forwarder_ratio"] > 0
+    if hasattr(os, "sched_setaffinity"):  # every path's server kept on one CPU, then measured again
+        assert stdio["concurrent_32_servers_on_one_cpu"]["throughput_ratio"] > 0
+    raw = stdio["raw_client"]  # the raw client and upstream: the wrapper's own work over the floor
+    assert all(raw[path]["median_us"] > 0 for path in ("direct", "line_forwarder", "wrapped"))
+    assert raw["wrapper_over_floor_us"] == round(raw["wrapped"]["median_us"] - raw["line_forwarder"]["median_us"], 1)
     http = report["http"]
     assert http["wrapped"]["calls"] == http["wrapped_httpx2"]["calls"] == few_calls // 2
     assert http["wrapped"]["median_ratio"] > 0 and http["own_client_vs_httpx2_median"] > 0
@@ -139,6 +146,14 @@ def test_bench_hosts_quick_measures_each_stage_of_hosts(capsys: pytest.CaptureFi
     assert all(s["cpu_us_per_call"] > s["wrapper_cpu_us_per_call"] + s["upstreams_cpu_us_per_call"] for s in stages)
     assert [alone["processes"] for alone in report["upstreams_alone"]] == [1, 4]  # no front: the upstreams' own
     assert all(alone["cpu_us_per_call"] > 0 for alone in report["upstreams_alone"])
+    assert report["cpu_ratio_with_the_front_at_4"] is None  # no stage of 64 hosts in a smoke run
+
+
+def test_the_hosts_bound_takes_the_fronts_share_at_64_hosts_as_at_4() -> None:
+    at_4 = {"cpu_us_per_call": 180.0, "wrapper_cpu_us_per_call": 120.0}
+    at_64 = {"cpu_us_per_call": 260.0, "wrapper_cpu_us_per_call": 150.0}  # upstreams and hosts: 110 at 64, 60 at 4
+    assert hosts_bench.front_held_ratio(at_4, at_64) == round(180.0 / (110.0 + 120.0), 2)
+    assert hosts_bench.front_held_ratio(at_4, None) is None
 
 
 @pytest.mark.slow

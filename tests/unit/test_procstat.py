@@ -7,7 +7,9 @@ import subprocess
 import sys
 import time
 
-from mcpwatch.bench.procstat import machine_cpu_s, preemptions, queued_s
+import pytest
+
+from mcpwatch.bench.procstat import children, keep_on_one_cpu, machine_cpu_s, preemptions, queued_s
 
 
 def test_machine_busy_time_counts_this_process_burning_cpu() -> None:
@@ -42,3 +44,23 @@ def test_run_queue_delay_of_threads_that_outnumber_the_cores_is_counted() -> Non
             burner.kill()
             burner.wait()
     assert queued_s(burners[0].pid) == 0.0  # gone
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+def test_a_child_is_found_and_every_thread_of_it_kept_on_one_cpu() -> None:
+    """`bench wrap` finds each path's server among the children and keeps all its threads on one CPU."""
+    threads = "import threading, time; [threading.Thread(target=time.sleep, args=(30,)).start() for _ in range(2)]"
+    child = subprocess.Popen([sys.executable, "-c", threads + "; time.sleep(30)"])
+    try:
+        assert child.pid in children(os.getpid())
+        while len(os.listdir(f"/proc/{child.pid}/task")) < 3:
+            time.sleep(0.01)
+        cpu = max(os.sched_getaffinity(0))
+        assert keep_on_one_cpu(child.pid, cpu)
+        for tid in os.listdir(f"/proc/{child.pid}/task"):
+            assert os.sched_getaffinity(int(tid)) == {cpu}  # every thread, not the process's first alone
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in children(os.getpid())
+    assert not keep_on_one_cpu(child.pid, cpu)  # gone: nothing kept, no error
