@@ -40,7 +40,7 @@ from typing import Any
 from mcpwatch.bench import RAW_UPSTREAM
 from mcpwatch.bench.baseline import baseline_root
 from mcpwatch.bench.paced import require_thread_counters
-from mcpwatch.bench.procstat import cpu_s, machine_cpu_s, preemptions, queued_s
+from mcpwatch.bench.procstat import cpu_s, descendants, machine_cpu_s, preemptions, queued_s
 from mcpwatch.ports import free_port, wait_for_port
 
 HELP = "HTTP front: calls/s at saturation and latency at a host's pace with 1, 4, 16 and 64 hosts, a session each"
@@ -110,26 +110,6 @@ class RawHost:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process started under `pid` (its upstreams, their keepers): whose CPU the front's calls also cost."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat:
-                    parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(name))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        below = children.get(todo.pop(), [])
-        found += below
-        todo += below
-    return found
 
 
 def _cpu_of(pids: list[int]) -> float:

@@ -104,11 +104,34 @@ def machine_cpu_s() -> tuple[float, float]:
     return sum(ticks[:8]) / per_s, sum(ticks[3:5]) / per_s  # idle and iowait
 
 
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's children, from each one's parent in /proc/PID/stat (no kernel option needed)."""
+    found: dict[int, list[int]] = {}
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            found.setdefault(parent, []).append(int(name))
+    return found
+
+
 def children(pid: int) -> list[int]:
-    """The processes `pid`'s threads started (/proc's `children` of each thread); empty once it has gone."""
+    """The processes whose parent is `pid`; empty once it has gone."""
+    return _children_by_parent().get(pid, [])
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process started under `pid`, their children and theirs."""
+    by_parent = _children_by_parent()
     found: list[int] = []
-    for _, (text,) in _thread_files(pid, "children"):
-        found.extend(int(child) for child in text.split())
+    todo = [pid]
+    while todo:
+        below = by_parent.get(todo.pop(), [])
+        found += below
+        todo += below
     return found
 
 
@@ -118,10 +141,13 @@ def keep_on_one_cpu(pid: int, cpu: int) -> bool:
     spread them over cores."""
     if not hasattr(os, "sched_setaffinity"):
         return False
-    threads = [tid for tid, _ in _thread_files(pid)]
-    try:
-        for tid in threads:
+    kept = 0
+    for tid, _ in _thread_files(pid):
+        try:
             os.sched_setaffinity(tid, {cpu})
-    except OSError:
-        return False
-    return bool(threads)
+            kept += 1
+        except ProcessLookupError:
+            continue  # a thread that ended meanwhile
+        except OSError:
+            return False
+    return kept > 0

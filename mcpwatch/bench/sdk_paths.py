@@ -25,7 +25,7 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def _summary(latencies: list[float]) -> dict[str, float]:
+def summary(latencies: list[float]) -> dict[str, float]:
     return {
         "median_us": round(statistics.median(latencies) * 1e6, 1),
         "p99_us": round(_percentile(latencies, 0.99) * 1e6, 1),
@@ -82,7 +82,7 @@ async def measured(
 
 
 def _ratios(samples: dict[str, list[float]], base: str) -> dict[str, Any]:
-    out: dict[str, Any] = {name: _summary(values) for name, values in samples.items()}
+    out: dict[str, Any] = {name: summary(values) for name, values in samples.items()}
     for name in samples:
         if name != base:
             out[name]["median_ratio"] = round(out[name]["median_us"] / out[base]["median_us"], 3)

@@ -3,8 +3,10 @@
 One SDK client per path, all paths open at once, and calls interleaved in blocks so that machine noise hits
 every path alike. Reports medians, p99s and their ratios to the direct path, beside a raw line forwarder (the floor
 any stdio wrapper pays for its two pipe hops), and the CPU time each process in the middle spends per call; then
-32 concurrent callers (throughput ratio); then the same over Streamable HTTP (front and upstream), with the
-wrapper's own HTTP/1.1 upstream client and with httpx2 in its place.
+32 concurrent callers (throughput ratios), again with every path's server kept on one CPU (where there are two or
+more); then a raw client over the raw upstream (`raw_hops`: the wrapper's own work over the floor); then the same
+over Streamable HTTP (front and upstream), with the wrapper's own HTTP/1.1 upstream client and with httpx2 in its
+place.
 
 `MCPWATCH_BENCH_BASELINE=DIR` adds a stdio path through the mcpwatch package found in DIR (an older checkout, say),
 so a change is measured against what it replaces in the same run.
@@ -73,9 +75,9 @@ async def _stdio_figures(
         # the same with each path's server kept on one CPU: the SDK server hands every message between two threads,
         # and where the scheduler puts them (beside a third process, on a 2-core machine) moves the figure more than
         # what the process in the middle does (docs/benchmarks.md, "32 callers")
-        cpu = max(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
         servers = [pids["direct"], *_children_of(pids["wrapped"]), *_children_of(pids["line_forwarder"])]
-        if len(servers) == 3 and all(pid is not None and keep_on_one_cpu(pid, cpu) for pid in servers):
+        if len(cpus) > 1 and len(servers) == 3 and all(pid and keep_on_one_cpu(pid, max(cpus)) for pid in servers):
             figures["concurrent_32_servers_on_one_cpu"] = await _concurrent(concurrent, calls // 2)
         return figures
 

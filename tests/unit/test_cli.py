@@ -154,6 +154,8 @@ def test_the_hosts_bound_takes_the_fronts_share_at_64_hosts_as_at_4() -> None:
     at_64 = {"cpu_us_per_call": 260.0, "wrapper_cpu_us_per_call": 150.0}  # upstreams and hosts: 110 at 64, 60 at 4
     assert hosts_bench.front_held_ratio(at_4, at_64) == round(180.0 / (110.0 + 120.0), 2)
     assert hosts_bench.front_held_ratio(at_4, None) is None
+    nothing_else = {"cpu_us_per_call": 150.0, "wrapper_cpu_us_per_call": 270.0}  # counters that do not add up
+    assert hosts_bench.front_held_ratio(at_4, nothing_else) is None
 
 
 @pytest.mark.slow

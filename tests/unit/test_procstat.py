@@ -46,16 +46,21 @@ def test_run_queue_delay_of_threads_that_outnumber_the_cores_is_counted() -> Non
     assert queued_s(burners[0].pid) == 0.0  # gone
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity here")
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to keep to"
+)
 def test_a_child_is_found_and_every_thread_of_it_kept_on_one_cpu() -> None:
     """`bench wrap` finds each path's server among the children and keeps all its threads on one CPU."""
     threads = "import threading, time; [threading.Thread(target=time.sleep, args=(30,)).start() for _ in range(2)]"
     child = subprocess.Popen([sys.executable, "-c", threads + "; time.sleep(30)"])
     try:
         assert child.pid in children(os.getpid())
-        while len(os.listdir(f"/proc/{child.pid}/task")) < 3:
+        deadline = time.monotonic() + 20
+        while len(os.listdir(f"/proc/{child.pid}/task")) < 3:  # its two threads started
+            assert time.monotonic() < deadline, "the child's threads never started"
             time.sleep(0.01)
         cpu = max(os.sched_getaffinity(0))
+        assert os.sched_getaffinity(child.pid) != {cpu}  # not so already
         assert keep_on_one_cpu(child.pid, cpu)
         for tid in os.listdir(f"/proc/{child.pid}/task"):
             assert os.sched_getaffinity(int(tid)) == {cpu}  # every thread, not the process's first alone
