@@ -28,8 +28,8 @@ _LAST = (3, b"")  # after every value in SQLite's order
 
 # a start_seq of no integer places its start at its row's seq (`start_event`): a row of numeric seq holding one is
 # read with the near rows, by its seq, its start_seq read as that seq (the start it makes is the same)
-_ODD_START = "start_seq IS NOT NULL AND typeof(start_seq) != 'integer'"
-_ODD_AT_ITS_ROW = f"{_ODD_START} AND typeof(seq) IN ('integer', 'real')"
+ODD_START = "start_seq IS NOT NULL AND typeof(start_seq) != 'integer'"
+_ODD_AT_ITS_ROW = f"{ODD_START} AND typeof(seq) IN ('integer', 'real')"
 _NEAR_COLUMNS = COLUMNS.replace(", start_seq", ", CASE WHEN typeof(start_seq) = 'integer' THEN start_seq ELSE seq END")
 _NEAR_ROWS = (
     f"SELECT {_NEAR_COLUMNS} FROM events INDEXED BY events_by_session_seq"
@@ -47,7 +47,7 @@ _FAR_ROWS_UPTO = _FAR_ROWS.replace(" ORDER BY", " AND start_seq <= ? ORDER BY")
 # that seq, so such rows are read by seq, from the first text value on (those rows alone: nearly never any)
 _ODD_ROWS = (
     f"SELECT {COLUMNS} FROM events INDEXED BY events_by_session_seq WHERE session_id = ? AND seq >= ''"
-    f" AND (seq, id) > (?, ?) AND {_ODD_START} ORDER BY seq, id LIMIT ?"
+    f" AND (seq, id) > (?, ?) AND {ODD_START} ORDER BY seq, id LIMIT ?"
 )
 _ODD_ROWS_UPTO = _ODD_ROWS.replace(" ORDER BY", " AND seq <= ? ORDER BY")
 

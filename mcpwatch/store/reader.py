@@ -27,7 +27,7 @@ from mcpwatch.store.db import (
     immediate,
     translate_errors,
 )
-from mcpwatch.store.folded_starts import MAX_ROWID, FoldedStarts
+from mcpwatch.store.folded_starts import MAX_ROWID, ODD_START, FoldedStarts
 from mcpwatch.store.schema import (
     FAR_START,
     FOLD_NEAR,
@@ -418,7 +418,7 @@ class EventReader:
         time lies within a few thousand events."""
         wanted = max(1, offset)  # the offset-th of the merge is among the first `offset` of each side
         rows = self._query(  # (a start kept with a start_seq of no integer is at its row's seq: `start_event`)
-            f"SELECT seq, 1, id, mono, {_ODD_START} THEN {_KEPT_MONO} END, {_ODD_START} THEN 1 END FROM events"
+            f"SELECT seq, 1, id, mono, {_ODD_CASE} THEN {_KEPT_MONO} END, {_ODD_CASE} THEN 1 END FROM events"
             " WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq, id LIMIT ?",
             (session_id, after_seq, last_seq, wanted),
         )
@@ -576,7 +576,7 @@ _SEEK_ORDER = itemgetter(0, 1, 2)  # event_at_offset's (seq, 0 for a start or 1 
 _KEPT_MONO = (  # a folded row's kept start time where its data and start are objects, as `start_event` reads it
     "CASE WHEN json_valid(data) AND json_type(data, '$.start') = 'object' THEN json_extract(data, '$.start.mono') END"
 )
-_ODD_START = "CASE WHEN start_seq IS NOT NULL AND typeof(start_seq) != 'integer'"
+_ODD_CASE = f"CASE WHEN {ODD_START}"  # a row whose start is at its own seq (`start_event`)
 
 
 def _merged(rows: list[Row], starts: FoldedStarts | None, bounds: Bounds) -> Iterator[Row | Event]:
@@ -592,11 +592,7 @@ def _merged(rows: list[Row], starts: FoldedStarts | None, bounds: Bounds) -> Ite
         seq = row[2]
         while True:
             if at < count:  # the next start read: before this row?
-                try:
-                    before = ready[at][0] <= seq
-                except TypeError:  # a seq made text or bytes by hand
-                    before = sql_order(ready[at][0]) <= sql_order(seq)
-                if not before:
+                if not _not_after(ready[at][0], seq):
                     break
                 start = start_event(ready[at][1])
                 if in_range(start, bounds):
