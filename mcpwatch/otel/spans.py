@@ -298,7 +298,7 @@ class SpanBuilder:
                     and type(span_id) is str
                     and type(up_id) is int
                     and "parent_span_id" not in data
-                ):  # `_request_start`'s plain record, inline
+                ):  # `_request_start`'s plain record and its `_hold_open`, inline
                     record: PlainRecord = (shape, trace_id, span_id, None, round(event.ts * 1e9), request_id, up_id)
                     waiting = opened.get(request_id)
                     if waiting is None:
@@ -475,10 +475,7 @@ class SpanBuilder:
             shape = None if key is None else self._shapes.get(key) or self._shape(key)
             if shape is not None:
                 record = (shape, trace_id, span_id, parent, round(event.ts * 1e9), request_id, up_id)
-                self._open.setdefault(request_id, []).append(record)
-                self._open_calls += 1
-                if self._open_calls > OPEN_MAX:
-                    self._forget_oldest()
+                self._hold_open(request_id, record)
                 return []
         method = str(get("method") or "?")
         target = tool if tool is not None else get("prompt")
@@ -488,12 +485,17 @@ class SpanBuilder:
         name = f"{method} {target}" if target else method
         span = CallSpan(name, trace_id, span_id, parent, _ns(event.ts), attributes)
         span.held_text = len(name) + sum(len(value) for value in attributes.values() if type(value) is str)
-        self._open.setdefault(request_id or "", []).append(span)
+        self._hold_open(request_id or "", span, span.held_text)
+        return []
+
+    def _hold_open(self, request_id: str, call: CallSpan | PlainRecord, text: int = 0) -> None:
+        """Keep a call open under its request id, the oldest forgotten past OPEN_MAX calls or OPEN_TEXT_MAX
+        characters (`fold_round` does this inline for a plain call's record)."""
+        self._open.setdefault(request_id, []).append(call)
         self._open_calls += 1
-        self._open_text += span.held_text
+        self._open_text += text
         while self._open and (self._open_calls > OPEN_MAX or self._open_text > OPEN_TEXT_MAX):
             self._forget_oldest()
-        return []
 
     def _forget_oldest(self) -> None:
         """Drop the calls of the request id open longest: past `OPEN_MAX` (or `OPEN_TEXT_MAX`), their ends were lost
